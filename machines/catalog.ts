@@ -1,7 +1,14 @@
 import type { AnyStateMachine } from 'xstate';
+import { clientSessionMachine } from './client/session.machine.js';
+import { streamMachine } from './client/stream.machine.js';
+import { serverSessionMachine } from './server/session.machine.js';
 
 /**
  * Every machine of the core, by the name its generated diagram is filed under (`docs/machines/<name>.md`).
  * Adding a machine here is all it takes for `npm run docs` to draw it and for the staleness test to guard it.
  */
-export const machineCatalog: Record<string, AnyStateMachine> = {};
+export const machineCatalog: Record<string, AnyStateMachine> = {
+  'client-session': clientSessionMachine,
+  'client-stream': streamMachine,
+  'server-session': serverSessionMachine,
+};

@@ -1,0 +1,123 @@
+import { JsonRpcCode, type OutcomeUnknownReason } from '../codes.js';
+import type { JsonRpcError, JsonRpcRequest, RequestId } from '../jsonrpc.js';
+import { requestKey } from '../jsonrpc.js';
+
+/**
+ * The client's request ledger: every request the application sent, until it is settled. A request is
+ * settled exactly once: answered, failed, or outcome unknown. Pure data and functions.
+ */
+export type LedgerStatus = 'pending' | 'answered' | 'failed' | 'outcome-unknown';
+
+export interface LedgerEntry {
+  readonly request: JsonRpcRequest;
+  readonly status: LedgerStatus;
+  /** Times this request was put on the wire on a new session after a session loss. */
+  readonly resends: number;
+}
+
+export type Ledger = Readonly<Record<string, LedgerEntry>>;
+
+/** MCP tool annotations the client learned from `tools/list`, by tool name. */
+export type ToolAnnotations = Readonly<Record<string, { readOnlyHint?: boolean; idempotentHint?: boolean }>>;
+
+/**
+ * Decides whether a request whose outcome is unknown may be sent again on a new session.
+ * The default never re-sends a call that could have a side effect twice.
+ */
+export type RetryPolicy = (request: JsonRpcRequest, annotations: ToolAnnotations) => boolean;
+
+/** MCP methods that only read. Re-sending them cannot duplicate a side effect. */
+const READ_ONLY_METHODS: ReadonlySet<string> = new Set([
+  'ping',
+  'tools/list',
+  'resources/list',
+  'resources/templates/list',
+  'resources/read',
+  'prompts/list',
+  'prompts/get',
+  'completion/complete',
+]);
+
+/** Re-send reads, and tool calls the server annotated `readOnlyHint` or `idempotentHint`. Nothing else. */
+export const defaultRetryPolicy: RetryPolicy = (request, annotations) => {
+  if (READ_ONLY_METHODS.has(request.method)) return true;
+  if (request.method !== 'tools/call') return false;
+  const name = request.params?.name;
+  if (typeof name !== 'string') return false;
+  const hints = annotations[name];
+  return hints?.readOnlyHint === true || hints?.idempotentHint === true;
+};
+
+export function ledgerAdd(ledger: Ledger, request: JsonRpcRequest): Ledger {
+  return { ...ledger, [requestKey(request.id)]: { request, status: 'pending', resends: 0 } };
+}
+
+export function ledgerGet(ledger: Ledger, id: RequestId): LedgerEntry | undefined {
+  return ledger[requestKey(id)];
+}
+
+export function isPending(ledger: Ledger, id: RequestId): boolean {
+  return ledgerGet(ledger, id)?.status === 'pending';
+}
+
+/** Settles a pending entry; settling twice is a no-op, so a replayed response is never delivered twice. */
+export function ledgerSettle(ledger: Ledger, id: RequestId, status: Exclude<LedgerStatus, 'pending'>): Ledger {
+  const key = requestKey(id);
+  const entry = ledger[key];
+  if (!entry || entry.status !== 'pending') return ledger;
+  return { ...ledger, [key]: { ...entry, status } };
+}
+
+export function pendingEntries(ledger: Ledger): LedgerEntry[] {
+  return Object.values(ledger).filter((e) => e.status === 'pending');
+}
+
+/**
+ * The session is gone with requests in flight. Each pending request is either re-sent on the new session
+ * (policy allows) or settled as outcome unknown. Nothing is re-sent blindly, nothing stays pending.
+ */
+export function ledgerOnSessionLost(
+  ledger: Ledger,
+  policy: RetryPolicy,
+  annotations: ToolAnnotations,
+): { ledger: Ledger; resend: JsonRpcRequest[]; unknown: JsonRpcRequest[] } {
+  const resend: JsonRpcRequest[] = [];
+  const unknown: JsonRpcRequest[] = [];
+  let next = ledger;
+  for (const entry of pendingEntries(ledger)) {
+    if (policy(entry.request, annotations)) {
+      resend.push(entry.request);
+      next = { ...next, [requestKey(entry.request.id)]: { ...entry, resends: entry.resends + 1 } };
+    } else {
+      unknown.push(entry.request);
+      next = ledgerSettle(next, entry.request.id, 'outcome-unknown');
+    }
+  }
+  return { ledger: next, resend, unknown };
+}
+
+/** The JSON-RPC error the application receives for a call whose outcome is unknown. */
+export function outcomeUnknownError(id: RequestId, reason: OutcomeUnknownReason, detail?: string): JsonRpcError {
+  return {
+    jsonrpc: '2.0',
+    id,
+    error: {
+      code: JsonRpcCode.OUTCOME_UNKNOWN,
+      message: `Outcome unknown (${reason}): the request may or may not have run on the server; it was not re-sent`,
+      data: { reason, ...(detail ? { detail } : {}) },
+    },
+  };
+}
+
+/** Learns tool annotations from a `tools/list` result. */
+export function learnAnnotations(current: ToolAnnotations, result: unknown): ToolAnnotations {
+  const tools = (result as { tools?: unknown })?.tools;
+  if (!Array.isArray(tools)) return current;
+  const next: Record<string, { readOnlyHint?: boolean; idempotentHint?: boolean }> = { ...current };
+  for (const tool of tools) {
+    if (typeof tool?.name !== 'string') continue;
+    const a = tool.annotations ?? {};
+    next[tool.name] = { readOnlyHint: a.readOnlyHint === true, idempotentHint: a.idempotentHint === true };
+  }
+  return next;
+}

@@ -1,0 +1,541 @@
+import { type ActorRefFrom, and, assign, enqueueActions, setup } from 'xstate';
+import { DEFAULT_RECONNECT_POLICY, type ReconnectPolicy } from '../backoff.js';
+import { JsonRpcCode, OutcomeUnknownReason } from '../codes.js';
+import type { GapDetails } from '../decide.js';
+import {
+  isRequest,
+  isResponse,
+  type JsonRpcError,
+  type JsonRpcMessage,
+  type JsonRpcRequest,
+  type RequestId,
+  requestKey,
+} from '../jsonrpc.js';
+import type { ServerAdvertisement } from '../validity.js';
+import type { CursorRecord, StreamCursor } from './cursor.js';
+import {
+  defaultRetryPolicy,
+  type Ledger,
+  learnAnnotations,
+  ledgerAdd,
+  ledgerGet,
+  ledgerOnSessionLost,
+  ledgerSettle,
+  outcomeUnknownError,
+  pendingEntries,
+  type RetryPolicy,
+  type ToolAnnotations,
+} from './ledger.js';
+import { type StreamKind, type StreamOutcome, type StreamReport, streamMachine } from './stream.machine.js';
+
+/**
+ * The client's session: uninitialized → initializing → active ⇄ reinitializing, ending terminated
+ * (server said `event: close`) or closed (the application closed it). Streams are child actors; their
+ * faults never move this machine. Only a successful initialize, a 404, a close event or `app.close` do.
+ */
+export interface ClientConfig {
+  readonly policy: ReconnectPolicy;
+  readonly stallTimeoutMs: number;
+  readonly retryPolicy: RetryPolicy;
+  /** Seeds reconnect jitter (the runtime passes a random one; tests a fixed one). */
+  readonly seed: number;
+}
+
+export interface ClientInput extends Partial<ClientConfig> {
+  /** A cursor record from the store: resume that session instead of initializing. */
+  readonly restored?: CursorRecord;
+}
+
+/** Delivered to `onGap`: where events were lost, how many, and why. */
+export interface GapReport extends Partial<GapDetails> {
+  /** The client's stream key: a request's key (`n:7`) or `standalone`. */
+  readonly streamKey: string;
+  readonly reason: string;
+  readonly lostCount: number | null;
+  readonly sessionId?: string;
+}
+
+export type ClientEvent =
+  | StreamReport
+  | { type: 'app.send'; message: JsonRpcMessage }
+  | { type: 'app.protocolVersion'; version: string }
+  | { type: 'app.close' };
+
+interface StreamEntry {
+  readonly ref: ActorRefFrom<typeof streamMachine>;
+  readonly streamId: string;
+  readonly kind: StreamKind;
+}
+
+interface ClientContext {
+  config: ClientConfig;
+  restored: CursorRecord | undefined;
+  sessionId: string | undefined;
+  protocolVersion: string | undefined;
+  initializeRequest: JsonRpcRequest | undefined;
+  advertisement: ServerAdvertisement | undefined;
+  ledger: Ledger;
+  annotations: ToolAnnotations;
+  streams: Record<string, StreamEntry>;
+  cursors: Record<string, StreamCursor>;
+  /** Messages the application sent while the session was being re-established. */
+  queue: JsonRpcMessage[];
+  /** Requests the retry policy allowed to be sent again on the new session. */
+  resendQueue: JsonRpcRequest[];
+  reinitId: string | undefined;
+  /** Counts spawned streams: unique child ids and jitter seeds. */
+  spawned: number;
+}
+
+export const STANDALONE_KEY = 'standalone';
+
+const outcomeReason: Partial<Record<StreamOutcome['kind'], OutcomeUnknownReason>> = {
+  'given-up': OutcomeUnknownReason.reconnectGivenUp,
+  unresumable: OutcomeUnknownReason.streamUnresumable,
+  'response-evicted': OutcomeUnknownReason.responseEvicted,
+  'epoch-changed': OutcomeUnknownReason.epochChanged,
+  'session-terminated': OutcomeUnknownReason.sessionLost,
+  'closed-by-server': OutcomeUnknownReason.serverClosedSession,
+};
+
+function failedError(id: RequestId, status: number, body: unknown): JsonRpcError {
+  return {
+    jsonrpc: '2.0',
+    id,
+    error: {
+      code: JsonRpcCode.UNEXPECTED_STATUS,
+      message: `The server answered HTTP ${status}; the client does not guess what that means for the call`,
+      data: { status, body },
+    },
+  };
+}
+
+function requestFailed(id: RequestId, message: string): JsonRpcError {
+  return { jsonrpc: '2.0', id, error: { code: JsonRpcCode.REQUEST_FAILED, message } };
+}
+
+export function cursorRecordOf(ctx: ClientContext): CursorRecord | null {
+  if (ctx.sessionId === undefined) return null;
+  return {
+    sessionId: ctx.sessionId,
+    protocolVersion: ctx.protocolVersion,
+    initializeRequest: ctx.initializeRequest,
+    advertisement: ctx.advertisement,
+    streams: ctx.cursors,
+  };
+}
+
+/** The request key of the initialize in flight, in the states that have one. */
+const initKey = (ctx: ClientContext, reinit: boolean): string | undefined => {
+  const id = reinit ? ctx.reinitId : ctx.initializeRequest?.id;
+  return id === undefined ? undefined : requestKey(id);
+};
+
+/**
+ * Inside `setup`'s own action definitions the named actions are not typed yet, so enqueueing one by name
+ * needs this one narrow cast; the names are still checked against the list below.
+ */
+type NamedAction =
+  | 'deliver'
+  | 'deliverOrphan'
+  | 'notifyGap'
+  | 'persistCursor'
+  | 'sendDelete'
+  | 'reportError'
+  | 'spawnStream';
+const named = (enqueue: unknown) => enqueue as (action: { type: NamedAction; params?: unknown }) => void;
+
+type SpawnArgs = { key: string; kind: StreamKind; body?: JsonRpcMessage; lastEventId?: string };
+
+export const clientSessionMachine = setup({
+  types: {
+    context: {} as ClientContext,
+    input: {} as ClientInput,
+    events: {} as ClientEvent,
+  },
+  actors: { stream: streamMachine },
+  actions: {
+    /** Placeholders the runtime provides: hand a message to the application (SDK `onmessage`)… */
+    deliver: (_, _params: { message: JsonRpcMessage }) => undefined,
+    /** …a replayed response to a request this process never sent (after a client restart)… */
+    deliverOrphan: (_, _params: { message: JsonRpcMessage }) => undefined,
+    notifyGap: (_, _params: GapReport) => undefined,
+    /** …write the cursor record (null: forget it)… */
+    persistCursor: (_, _params: { record: CursorRecord | null }) => undefined,
+    /** …terminate the session on the server (HTTP DELETE)… */
+    sendDelete: (_, _params: { sessionId: string }) => undefined,
+    /** …and report a transport error that belongs to no request (SDK `onerror`). */
+    reportError: (_, _params: { message: string; detail?: unknown }) => undefined,
+
+    spawnStream: assign(({ context, spawn }, args: SpawnArgs) => {
+      const streamId = `${args.key}#${context.spawned}`;
+      const body = args.body;
+      const resendSafe =
+        args.kind === 'request' &&
+        body !== undefined &&
+        isRequest(body) &&
+        (body.method === 'initialize' ||
+          context.advertisement?.duplicateRequestProtection === true ||
+          context.config.retryPolicy(body, context.annotations));
+      const ref = spawn('stream', {
+        id: streamId,
+        input: {
+          key: args.key,
+          streamId,
+          kind: args.kind,
+          sessionId: context.sessionId,
+          protocolVersion: context.protocolVersion,
+          body,
+          lastEventId: args.lastEventId,
+          policy: context.config.policy,
+          stallTimeoutMs: context.config.stallTimeoutMs,
+          jitterSeed: (context.config.seed + context.spawned * 7919) >>> 0,
+          resendSafe,
+        },
+      });
+      return {
+        streams: { ...context.streams, [args.key]: { ref, streamId, kind: args.kind } },
+        cursors:
+          args.kind === 'message'
+            ? context.cursors
+            : { ...context.cursors, [args.key]: { kind: args.kind, lastEventId: args.lastEventId } },
+        spawned: context.spawned + 1,
+      };
+    }),
+
+    /** Sends an application message on the current session: a request gets its own stream. */
+    dispatch: enqueueActions(({ context, enqueue }, { message }: { message: JsonRpcMessage }) => {
+      if (isRequest(message)) {
+        enqueue.assign({ ledger: ledgerAdd(context.ledger, message) });
+        named(enqueue)({ type: 'spawnStream', params: { key: requestKey(message.id), kind: 'request', body: message } });
+        return;
+      }
+      named(enqueue)({ type: 'spawnStream', params: { key: `message:${context.spawned}`, kind: 'message', body: message } });
+      if ('method' in message && message.method === 'notifications/initialized' && !context.streams[STANDALONE_KEY]) {
+        named(enqueue)({ type: 'spawnStream', params: { key: STANDALONE_KEY, kind: 'standalone' } });
+      }
+    }),
+
+    startInitialize: enqueueActions(({ context, enqueue, event }) => {
+      if (event.type !== 'app.send' || !isRequest(event.message)) return;
+      enqueue.assign({ initializeRequest: event.message, ledger: ledgerAdd(context.ledger, event.message) });
+      named(enqueue)({
+        type: 'spawnStream',
+        params: { key: requestKey(event.message.id), kind: 'request', body: event.message },
+      });
+    }),
+
+    adoptSession: assign(({ context, event }) => {
+      if (event.type !== 'stream.opened' || event.sessionId === undefined) return {};
+      return { sessionId: event.sessionId, advertisement: event.advertisement ?? context.advertisement };
+    }),
+
+    /** A message from the server: settle the ledger and hand it on, or route a stranger's response aside. */
+    receive: enqueueActions(({ context, enqueue, event }) => {
+      if (event.type !== 'stream.message') return;
+      const message = event.message;
+      if (!isResponse(message)) {
+        named(enqueue)({ type: 'deliver', params: { message } });
+        return;
+      }
+      const entry = message.id === null ? undefined : ledgerGet(context.ledger, message.id);
+      if (!entry || entry.status !== 'pending') {
+        named(enqueue)({ type: 'deliverOrphan', params: { message } });
+        return;
+      }
+      const answered = 'result' in message;
+      enqueue.assign({
+        ledger: ledgerSettle(context.ledger, entry.request.id, answered ? 'answered' : 'failed'),
+        annotations:
+          answered && entry.request.method === 'tools/list'
+            ? learnAnnotations(context.annotations, message.result)
+            : context.annotations,
+      });
+      named(enqueue)({ type: 'deliver', params: { message } });
+    }),
+
+    recordCursor: assign(({ context, event }) => {
+      if (event.type !== 'stream.cursor') return {};
+      const existing = context.cursors[event.key];
+      if (!existing) return {};
+      return { cursors: { ...context.cursors, [event.key]: { ...existing, lastEventId: event.lastEventId } } };
+    }),
+
+    persist: enqueueActions(({ context, enqueue }) => {
+      named(enqueue)({ type: 'persistCursor', params: { record: cursorRecordOf(context) } });
+    }),
+
+    forwardGap: enqueueActions(({ context, enqueue, event }) => {
+      if (event.type !== 'stream.gap') return;
+      named(enqueue)({
+        type: 'notifyGap',
+        params: { ...event.gap, streamKey: event.key, sessionId: context.sessionId },
+      });
+    }),
+
+    /** A stream ended: forget it, and settle its request if it ended without an answer. */
+    settleEndedStream: enqueueActions(({ context, enqueue, event }) => {
+      if (event.type !== 'stream.ended') return;
+      const entry = context.streams[event.key];
+      const { [event.key]: _gone, ...streams } = context.streams;
+      const { [event.key]: _cursor, ...cursors } = context.cursors;
+      enqueue.assign({ streams, cursors });
+      const outcome = event.outcome;
+      if (outcome.kind === 'done' || outcome.kind === 'stopped') return;
+      const pending = entry?.kind === 'request' ? pendingEntries(context.ledger).find((e) => requestKey(e.request.id) === event.key) : undefined;
+      if (!pending) {
+        named(enqueue)({ type: 'reportError', params: { message: `stream ${event.key} ended: ${outcome.kind}`, detail: outcome } });
+        // Whatever that stream would still have carried will not arrive: say so, size unknown.
+        if (entry?.kind === 'standalone') {
+          named(enqueue)({
+            type: 'notifyGap',
+            params: { streamKey: event.key, reason: outcome.kind, lostCount: null, sessionId: context.sessionId },
+          });
+        }
+        return;
+      }
+      const id = pending.request.id;
+      if (outcome.kind === 'refused') {
+        enqueue.assign({ ledger: ledgerSettle(context.ledger, id, 'failed') });
+        named(enqueue)({ type: 'deliver', params: { message: failedError(id, outcome.status, outcome.body) } });
+        return;
+      }
+      const reason = outcomeReason[outcome.kind] ?? OutcomeUnknownReason.streamUnresumable;
+      enqueue.assign({ ledger: ledgerSettle(context.ledger, id, 'outcome-unknown') });
+      named(enqueue)({ type: 'deliver', params: { message: outcomeUnknownError(id, reason) } });
+    }),
+
+    stopAllStreams: enqueueActions(({ context, enqueue }) => {
+      for (const entry of Object.values(context.streams)) enqueue.stopChild(entry.ref);
+      enqueue.assign({ streams: {}, cursors: {} });
+    }),
+
+    /** Every pending call ends as outcome unknown: the session or the transport is gone for good. */
+    settleAllUnknown: enqueueActions(({ context, enqueue }, { reason }: { reason: OutcomeUnknownReason }) => {
+      let ledger = context.ledger;
+      for (const entry of pendingEntries(ledger)) {
+        ledger = ledgerSettle(ledger, entry.request.id, 'outcome-unknown');
+        named(enqueue)({ type: 'deliver', params: { message: outcomeUnknownError(entry.request.id, reason) } });
+      }
+      for (const request of context.resendQueue) {
+        named(enqueue)({ type: 'deliver', params: { message: outcomeUnknownError(request.id, reason) } });
+      }
+      enqueue.assign({ ledger, resendQueue: [] });
+    }),
+
+    /**
+     * The session is gone (404). Settle what was in flight: re-send what the policy allows, declare the
+     * rest outcome unknown. Then initialize a new session with the application's original parameters.
+     */
+    loseSession: enqueueActions(({ context, enqueue }) => {
+      const lost = ledgerOnSessionLost(context.ledger, context.config.retryPolicy, context.annotations);
+      for (const request of lost.unknown) {
+        named(enqueue)({
+          type: 'deliver',
+          params: { message: outcomeUnknownError(request.id, OutcomeUnknownReason.sessionLost) },
+        });
+      }
+      named(enqueue)({
+        type: 'notifyGap',
+        params: {
+          streamKey: STANDALONE_KEY,
+          reason: OutcomeUnknownReason.sessionLost,
+          lostCount: null,
+          sessionId: context.sessionId,
+        },
+      });
+      named(enqueue)({ type: 'persistCursor', params: { record: null } });
+      const reinitId = `mcp-continuity-reinit-${context.spawned}`;
+      enqueue.assign({
+        ledger: lost.ledger,
+        resendQueue: [...context.resendQueue, ...lost.resend],
+        sessionId: undefined,
+        reinitId,
+      });
+      if (context.initializeRequest) {
+        named(enqueue)({
+          type: 'spawnStream',
+          params: { key: requestKey(reinitId), kind: 'request', body: { ...context.initializeRequest, id: reinitId } },
+        });
+      }
+    }),
+
+    /** The new session answered: announce it, reopen the GET stream, re-send, then flush the queue. */
+    completeReinitialize: enqueueActions(({ context, enqueue }) => {
+      named(enqueue)({
+        type: 'spawnStream',
+        params: {
+          key: `message:${context.spawned}`,
+          kind: 'message',
+          body: { jsonrpc: '2.0', method: 'notifications/initialized' },
+        },
+      });
+      named(enqueue)({ type: 'spawnStream', params: { key: STANDALONE_KEY, kind: 'standalone' } });
+      for (const request of context.resendQueue) {
+        named(enqueue)({ type: 'spawnStream', params: { key: requestKey(request.id), kind: 'request', body: request } });
+      }
+      for (const message of context.queue) enqueue.raise({ type: 'app.send', message });
+      enqueue.assign({ resendQueue: [], queue: [], reinitId: undefined });
+    }),
+
+    resumeRestored: enqueueActions(({ context, enqueue }) => {
+      const restored = context.restored;
+      if (!restored) return;
+      enqueue.assign({
+        sessionId: restored.sessionId,
+        protocolVersion: restored.protocolVersion,
+        initializeRequest: restored.initializeRequest,
+        advertisement: restored.advertisement,
+        restored: undefined,
+      });
+      for (const [key, cursor] of Object.entries(restored.streams)) {
+        if (cursor.lastEventId === undefined && cursor.kind === 'request') {
+          // Died before its first event id: nothing to resume; its answer, if any, is unreachable.
+          named(enqueue)({ type: 'notifyGap', params: { streamKey: key, reason: OutcomeUnknownReason.streamUnresumable, lostCount: null } });
+          continue;
+        }
+        named(enqueue)({ type: 'spawnStream', params: { key, kind: cursor.kind, lastEventId: cursor.lastEventId } });
+      }
+      if (!restored.streams[STANDALONE_KEY]) named(enqueue)({ type: 'spawnStream', params: { key: STANDALONE_KEY, kind: 'standalone' } });
+    }),
+
+    queueMessage: assign({
+      queue: ({ context, event }) => (event.type === 'app.send' ? [...context.queue, event.message] : context.queue),
+    }),
+
+    rejectAfterEnd: enqueueActions(({ enqueue, event }) => {
+      if (event.type !== 'app.send' || !isRequest(event.message)) return;
+      named(enqueue)({
+        type: 'deliver',
+        params: { message: requestFailed(event.message.id, 'The session has ended; create a new transport') },
+      });
+    }),
+
+    rememberProtocolVersion: assign({
+      protocolVersion: ({ context, event }) =>
+        event.type === 'app.protocolVersion' ? event.version : context.protocolVersion,
+    }),
+
+    deleteSession: enqueueActions(({ context, enqueue }) => {
+      if (context.sessionId !== undefined) named(enqueue)({ type: 'sendDelete', params: { sessionId: context.sessionId } });
+      named(enqueue)({ type: 'persistCursor', params: { record: null } });
+    }),
+  },
+  guards: {
+    hasRestoredSession: ({ context }) => context.restored !== undefined,
+    isStaleReport: ({ context, event }) =>
+      'streamId' in event && context.streams[event.key]?.streamId !== event.streamId,
+    isInitialize: ({ event }) =>
+      event.type === 'app.send' && isRequest(event.message) && event.message.method === 'initialize',
+    isRequestMessage: ({ event }) => event.type === 'app.send' && isRequest(event.message),
+    isInitAnswer: ({ context, event }) => event.type === 'stream.message' && event.key === initKey(context, false),
+    isReinitAnswer: ({ context, event }) =>
+      event.type === 'stream.message' && event.key === initKey(context, true) && 'result' in event.message,
+    isReinitRejected: ({ context, event }) =>
+      event.type === 'stream.message' && event.key === initKey(context, true) && !('result' in event.message),
+    isInitAccepted: ({ event }) => event.type === 'stream.message' && 'result' in event.message,
+    initStreamFailed: ({ context, event }) =>
+      event.type === 'stream.ended' && event.outcome.kind !== 'done' && event.key === initKey(context, false),
+    reinitStreamFailed: ({ context, event }) =>
+      event.type === 'stream.ended' && event.outcome.kind !== 'done' && event.key === initKey(context, true),
+    /** 404 on a session-scoped request: the only transport report that ends a session. */
+    sessionTerminated: ({ event }) => event.type === 'stream.ended' && event.outcome.kind === 'session-terminated',
+    closedByServer: ({ event }) => event.type === 'stream.ended' && event.outcome.kind === 'closed-by-server',
+  },
+}).createMachine({
+  id: 'client',
+  context: ({ input }) => ({
+    config: {
+      policy: input.policy ?? DEFAULT_RECONNECT_POLICY,
+      stallTimeoutMs: input.stallTimeoutMs ?? 0,
+      retryPolicy: input.retryPolicy ?? defaultRetryPolicy,
+      seed: input.seed ?? 1,
+    },
+    restored: input.restored,
+    sessionId: undefined,
+    protocolVersion: undefined,
+    initializeRequest: undefined,
+    advertisement: undefined,
+    ledger: {},
+    annotations: {},
+    streams: {},
+    cursors: {},
+    queue: [],
+    resendQueue: [],
+    reinitId: undefined,
+    spawned: 0,
+  }),
+  initial: 'uninitialized',
+  on: {
+    'stream.message': { guard: 'isStaleReport' },
+    'stream.cursor': [{ guard: 'isStaleReport' }, { actions: ['recordCursor', 'persist'] }],
+    'stream.gap': [{ guard: 'isStaleReport' }, { actions: 'forwardGap' }],
+    'stream.opened': { guard: 'isStaleReport' },
+    'stream.ended': [{ guard: 'isStaleReport' }, { actions: ['settleEndedStream', 'persist'] }],
+    'app.protocolVersion': { actions: 'rememberProtocolVersion' },
+    'app.close': {
+      target: '.closed',
+      actions: ['stopAllStreams', { type: 'settleAllUnknown', params: { reason: OutcomeUnknownReason.transportClosed } }, 'deleteSession'],
+    },
+  },
+  states: {
+    uninitialized: {
+      always: { guard: 'hasRestoredSession', target: 'active', actions: ['resumeRestored', 'persist'] },
+      on: {
+        'app.send': [
+          { guard: 'isInitialize', target: 'initializing', actions: 'startInitialize' },
+          { guard: 'isRequestMessage', actions: 'rejectAfterEnd' },
+        ],
+      },
+    },
+    initializing: {
+      on: {
+        'stream.opened': { actions: 'adoptSession' },
+        'stream.message': [
+          { guard: 'isStaleReport' },
+          { guard: and(['isInitAnswer', 'isInitAccepted']), target: 'active', actions: ['receive', 'persist'] },
+          { guard: 'isInitAnswer', target: 'uninitialized', actions: 'receive' },
+          { actions: 'receive' },
+        ],
+        'stream.ended': [
+          { guard: 'isStaleReport' },
+          { guard: 'initStreamFailed', target: 'uninitialized', actions: 'settleEndedStream' },
+        ],
+        'app.send': { actions: 'queueMessage' },
+      },
+    },
+    active: {
+      on: {
+        'app.send': { actions: { type: 'dispatch', params: ({ event }) => ({ message: event.message }) } },
+        'stream.message': { actions: 'receive' },
+        'stream.ended': [
+          { guard: 'isStaleReport' },
+          { guard: 'sessionTerminated', target: 'reinitializing' },
+          { guard: 'closedByServer', target: 'terminated' },
+        ],
+      },
+    },
+    reinitializing: {
+      entry: ['stopAllStreams', 'loseSession'],
+      on: {
+        'stream.opened': { actions: 'adoptSession' },
+        'stream.message': [
+          { guard: 'isStaleReport' },
+          { guard: 'isReinitAnswer', target: 'active', actions: ['completeReinitialize', 'persist'] },
+          { guard: 'isReinitRejected', target: 'terminated' },
+          { actions: 'receive' },
+        ],
+        'stream.ended': [
+          { guard: 'isStaleReport' },
+          { guard: 'reinitStreamFailed', target: 'terminated' },
+        ],
+        'app.send': { actions: 'queueMessage' },
+      },
+    },
+    terminated: {
+      entry: ['stopAllStreams', { type: 'settleAllUnknown', params: { reason: OutcomeUnknownReason.serverClosedSession } }, 'persist'],
+      on: { 'app.send': { actions: 'rejectAfterEnd' } },
+    },
+    closed: { type: 'final' },
+  },
+});

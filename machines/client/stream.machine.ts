@@ -1,0 +1,337 @@
+import { assign, fromCallback, sendParent, setup } from 'xstate';
+import { type ReconnectPolicy, reconnectDelay } from '../backoff.js';
+import { ReconnectReason } from '../codes.js';
+import { type CloseDecision, classifyClose, decidePostFailure, type GapDetails } from '../decide.js';
+import { parseEventId } from '../event-id.js';
+import { isResponse, type JsonRpcMessage, type JsonRpcRequest } from '../jsonrpc.js';
+import type { ServerAdvertisement } from '../validity.js';
+import type { Exchange, IoEvent } from './io.js';
+
+/**
+ * One SSE stream of a client: connecting → streaming → backoff → … until it ends. It owns its cursor
+ * (Last-Event-ID) and classifies every close with the design note's procedure. It never touches the
+ * session: it reports to its parent, which alone moves the session region.
+ *
+ * Kinds: `request` (a POST whose answer may stream), `standalone` (the GET stream), `message` (a POST of a
+ * notification or response, answered 202).
+ */
+export type StreamKind = 'request' | 'standalone' | 'message';
+
+export interface StreamInput {
+  /** The parent's name for this stream: the request's ledger key, or `standalone`. */
+  readonly key: string;
+  /** Unique per spawned stream, echoed in every report so the parent can drop a stale one. */
+  readonly streamId: string;
+  readonly kind: StreamKind;
+  readonly sessionId?: string;
+  readonly protocolVersion?: string;
+  readonly body?: JsonRpcMessage;
+  /** A cursor restored from the cursor store: resume instead of POSTing. */
+  readonly lastEventId?: string;
+  readonly policy: ReconnectPolicy;
+  /** No byte for this long counts as a reset. 0 turns stall detection off. */
+  readonly stallTimeoutMs: number;
+  readonly jitterSeed: number;
+  /** Re-sending this POST cannot run it twice (server de-duplicates, or the call only reads). */
+  readonly resendSafe: boolean;
+}
+
+/** How a stream ended, reported to the parent. */
+export type StreamOutcome =
+  | { kind: 'done' }
+  | { kind: 'closed-by-server' }
+  | { kind: 'session-terminated' }
+  | { kind: 'stopped'; reason: string }
+  | { kind: 'given-up'; reason: string }
+  | { kind: 'unresumable' }
+  | { kind: 'response-evicted' }
+  | { kind: 'epoch-changed' }
+  | { kind: 'refused'; status: number; body?: unknown };
+
+export type StreamReport =
+  | { type: 'stream.opened'; key: string; streamId: string; sessionId?: string; advertisement?: ServerAdvertisement }
+  | { type: 'stream.message'; key: string; streamId: string; eventId?: string; message: JsonRpcMessage }
+  | { type: 'stream.cursor'; key: string; streamId: string; lastEventId: string }
+  | { type: 'stream.gap'; key: string; streamId: string; gap: GapDetails }
+  | { type: 'stream.ended'; key: string; streamId: string; outcome: StreamOutcome };
+
+export interface StreamContext extends StreamInput {
+  attempt: number;
+  lastEventId: string | undefined;
+  /** Ids already delivered, for servers whose ids are opaque (bounded). */
+  recentIds: string[];
+  serverRetryMs: number | undefined;
+  responseSeen: boolean;
+  /** The server said (in a 410 body) that this stream has ended on its side. */
+  serverStreamComplete: boolean;
+  decision: CloseDecision | undefined;
+  nextDelayMs: number;
+}
+
+const RECENT_IDS = 512;
+
+/** What to ask for next: a resume whenever a cursor exists, else the original POST or a fresh GET. */
+export function exchangeFor(ctx: StreamContext): Exchange {
+  const common = { sessionId: ctx.sessionId, protocolVersion: ctx.protocolVersion };
+  if (ctx.lastEventId !== undefined) return { method: 'GET', ...common, lastEventId: ctx.lastEventId };
+  if (ctx.kind === 'standalone') return { method: 'GET', ...common };
+  return { method: 'POST', ...common, body: ctx.body };
+}
+
+/** True when `id` was delivered before: same-stream ids of ours compare by sequence, others by memory. */
+export function alreadyDelivered(ctx: Pick<StreamContext, 'lastEventId' | 'recentIds'>, id: string): boolean {
+  const seen = ctx.lastEventId === undefined ? undefined : parseEventId(ctx.lastEventId);
+  const next = parseEventId(id);
+  if (seen && next && seen.epoch === next.epoch && seen.stream === next.stream) return next.seq <= seen.seq;
+  return ctx.recentIds.includes(id);
+}
+
+const answersOwnRequest = (ctx: StreamContext, message: JsonRpcMessage | undefined): boolean =>
+  message !== undefined &&
+  ctx.kind === 'request' &&
+  isResponse(message) &&
+  message.id === (ctx.body as JsonRpcRequest | undefined)?.id;
+
+const report = (ctx: StreamContext) => ({ key: ctx.key, streamId: ctx.streamId });
+
+export const streamMachine = setup({
+  types: {
+    context: {} as StreamContext,
+    input: {} as StreamInput,
+    events: {} as IoEvent,
+  },
+  actors: {
+    /** Placeholder: the runtime supplies fetch + SSE parsing, the simulation its network. */
+    exchange: fromCallback<IoEvent, Exchange>(() => undefined),
+  },
+  delays: {
+    reconnectDelay: ({ context }) => context.nextDelayMs,
+    stallTimeout: ({ context }) => context.stallTimeoutMs,
+  },
+  guards: {
+    isAccepted: ({ event }) => event.type === 'http.response' && event.status === 202,
+    isJsonAnswer: ({ event }) =>
+      event.type === 'http.response' &&
+      event.status >= 200 &&
+      event.status < 300 &&
+      typeof event.body === 'object' &&
+      event.body !== null &&
+      'jsonrpc' in event.body,
+    isCloseEvent: ({ event }) => event.type === 'sse.event' && event.event === 'close',
+    isReplayOverlap: ({ context, event }) =>
+      event.type === 'sse.event' && event.id !== undefined && alreadyDelivered(context, event.id),
+    isPrimingEvent: ({ event }) => event.type === 'sse.event' && event.message === undefined,
+    isStandaloneGap: ({ context }) => context.kind === 'standalone' && context.decision?.action === 'events-lost',
+    stallDetectionOn: ({ context }) => context.stallTimeoutMs > 0,
+    responseSeen: ({ context }) => context.responseSeen,
+    serverSaidComplete: ({ context }) => context.serverStreamComplete,
+    // The deciding state's guards read the decision the `classify*` actions stored.
+    mayReconnect: ({ context }) => {
+      const d = context.decision;
+      if (d?.action !== 'reconnect' || context.attempt >= context.policy.maxRetries) return false;
+      if (context.kind === 'message') return d.reason === ReconnectReason.refused;
+      if (context.lastEventId !== undefined || context.kind === 'standalone') return true;
+      const fault = d.reason === ReconnectReason.refused ? 'refused' : 'reset';
+      return decidePostFailure(fault, context.resendSafe) === 'resend';
+    },
+    reconnectsExhausted: ({ context }) =>
+      context.decision?.action === 'reconnect' && context.attempt >= context.policy.maxRetries,
+    isTransportFault: ({ context }) => context.decision?.action === 'reconnect',
+    isSessionGone: ({ context }) => context.decision?.action === 'session-terminated',
+    isEventsLost: ({ context }) => context.decision?.action === 'events-lost',
+    canResumeAfterGap: ({ context }) =>
+      context.decision?.action === 'events-lost' && context.decision.gap.resumeAfter !== undefined,
+    isStop: ({ context }) => context.decision?.action === 'stop',
+    isEpochChange: ({ context }) =>
+      context.decision?.action === 'events-lost' && context.decision.gap.reason === 'epoch_changed',
+  },
+  actions: {
+    classifyResponse: assign({
+      decision: ({ event }) =>
+        event.type === 'http.response'
+          ? classifyClose({ kind: 'http-status', status: event.status, body: event.body })
+          : undefined,
+    }),
+    classifyFault: assign({
+      decision: ({ event }) =>
+        event.type === 'net.failed' ? classifyClose({ kind: 'network', fault: event.fault }) : undefined,
+    }),
+    classifyPrematureEnd: assign({ decision: () => classifyClose({ kind: 'network', fault: 'reset' }) }),
+    classifyEnd: assign({ decision: () => classifyClose({ kind: 'end-of-stream' }) }),
+    classifyStall: assign({ decision: () => classifyClose({ kind: 'network', fault: 'stall' }) }),
+    resetAttempts: assign({ attempt: 0 }),
+    scheduleReconnect: assign(({ context }) => ({
+      nextDelayMs: reconnectDelay(context.attempt, context.policy, context.serverRetryMs, context.jitterSeed),
+      attempt: context.attempt + 1,
+    })),
+    rememberRetry: assign({
+      serverRetryMs: ({ context, event }) => (event.type === 'sse.retry' ? event.ms : context.serverRetryMs),
+    }),
+    /** Records the event's id as the cursor; the parent persists it. Duplicates never get here. */
+    recordCursor: assign(({ context, event }) => {
+      if (event.type !== 'sse.event' || event.id === undefined) return {};
+      return {
+        lastEventId: event.id,
+        recentIds: [...context.recentIds.slice(-(RECENT_IDS - 1)), event.id],
+      };
+    }),
+    markResponse: assign({
+      responseSeen: ({ context, event }) =>
+        context.responseSeen || (event.type === 'sse.event' && answersOwnRequest(context, event.message)),
+    }),
+    forwardEvent: sendParent(({ context, event }) => {
+      const e = event as Extract<IoEvent, { type: 'sse.event' }>;
+      return { type: 'stream.message', ...report(context), eventId: e.id, message: e.message };
+    }),
+    forwardCursor: sendParent(({ context }) => ({
+      type: 'stream.cursor',
+      ...report(context),
+      lastEventId: context.lastEventId,
+    })),
+    forwardJsonAnswer: sendParent(({ context, event }) => ({
+      type: 'stream.message',
+      ...report(context),
+      message: (event as Extract<IoEvent, { type: 'http.response' }>).body,
+    })),
+    reportOpened: sendParent(({ context, event }) => {
+      const e = event as Extract<IoEvent, { type: 'http.stream' | 'http.response' }>;
+      return { type: 'stream.opened', ...report(context), sessionId: e.sessionId, advertisement: e.advertisement };
+    }),
+    reportGap: sendParent(({ context }) => ({
+      type: 'stream.gap',
+      ...report(context),
+      gap: (context.decision as Extract<CloseDecision, { action: 'events-lost' }>).gap,
+    })),
+    /** After a 410, resume at the oldest retained event: only the evicted range is lost. */
+    resumeAtOldest: assign(({ context }) => {
+      const gap = (context.decision as Extract<CloseDecision, { action: 'events-lost' }>).gap;
+      return { lastEventId: gap.resumeAfter, serverStreamComplete: gap.streamComplete };
+    }),
+    /** A standalone stream whose log was reset starts over: there is nothing left to resume. */
+    forgetCursor: assign({ lastEventId: undefined, recentIds: [] }),
+    reportEnded: sendParent(({ context }, outcome: StreamOutcome) => ({
+      type: 'stream.ended',
+      ...report(context),
+      outcome,
+    })),
+  },
+}).createMachine({
+  id: 'stream',
+  context: ({ input }) => ({
+    ...input,
+    attempt: 0,
+    lastEventId: input.lastEventId,
+    recentIds: [],
+    serverRetryMs: undefined,
+    responseSeen: false,
+    serverStreamComplete: false,
+    decision: undefined,
+    nextDelayMs: 0,
+  }),
+  initial: 'connecting',
+  states: {
+    connecting: {
+      invoke: { src: 'exchange', input: ({ context }) => exchangeFor(context) },
+      initial: 'awaitingResponse',
+      states: {
+        awaitingResponse: {
+          on: {
+            'http.stream': { target: 'streaming', actions: ['resetAttempts', 'reportOpened'] },
+            'http.response': [
+              { guard: 'isAccepted', target: '#stream.done', actions: 'reportOpened' },
+              { guard: 'isJsonAnswer', target: '#stream.done', actions: ['reportOpened', 'forwardJsonAnswer'] },
+              { target: '#stream.deciding', actions: 'classifyResponse' },
+            ],
+            'net.failed': { target: '#stream.deciding', actions: 'classifyFault' },
+            // The connection closed before a status line: the same as a reset.
+            'net.ended': { target: '#stream.deciding', actions: 'classifyPrematureEnd' },
+          },
+        },
+        streaming: {
+          after: { stallTimeout: { guard: 'stallDetectionOn', target: '#stream.deciding', actions: 'classifyStall' } },
+          on: {
+            'sse.activity': { target: 'streaming', reenter: true },
+            'sse.retry': { actions: 'rememberRetry' },
+            'sse.event': [
+              { guard: 'isCloseEvent', target: '#stream.closedByServer' },
+              // A replay overlap: delivered before, so dropped. Still proof of life.
+              { guard: 'isReplayOverlap', target: 'streaming', reenter: true },
+              {
+                guard: 'isPrimingEvent',
+                target: 'streaming',
+                reenter: true,
+                actions: ['recordCursor', 'forwardCursor'],
+              },
+              {
+                target: 'streaming',
+                reenter: true,
+                actions: ['markResponse', 'forwardEvent', 'recordCursor', 'forwardCursor'],
+              },
+            ],
+            'net.ended': [
+              { guard: 'responseSeen', target: '#stream.done' },
+              { guard: 'serverSaidComplete', target: '#stream.responseEvicted' },
+              { target: '#stream.deciding', actions: 'classifyEnd' },
+            ],
+            'net.failed': { target: '#stream.deciding', actions: 'classifyFault' },
+          },
+        },
+      },
+    },
+    deciding: {
+      always: [
+        { guard: 'responseSeen', target: 'done' },
+        { guard: 'mayReconnect', target: 'backoff' },
+        { guard: 'reconnectsExhausted', target: 'givenUp' },
+        { guard: 'isTransportFault', target: 'unresumable' },
+        { guard: 'isSessionGone', target: 'sessionTerminated' },
+        { guard: 'canResumeAfterGap', target: 'connecting', actions: ['reportGap', 'resumeAtOldest'] },
+        { guard: 'isStandaloneGap', target: 'connecting', actions: ['reportGap', 'forgetCursor'] },
+        { guard: 'isEpochChange', target: 'epochChanged', actions: 'reportGap' },
+        { guard: 'isEventsLost', target: 'responseEvicted', actions: 'reportGap' },
+        { guard: 'isStop', target: 'stopped' },
+        { target: 'refused' },
+      ],
+    },
+    backoff: {
+      entry: 'scheduleReconnect',
+      after: { reconnectDelay: 'connecting' },
+    },
+    done: { type: 'final', entry: { type: 'reportEnded', params: { kind: 'done' } } },
+    closedByServer: { type: 'final', entry: { type: 'reportEnded', params: { kind: 'closed-by-server' } } },
+    sessionTerminated: { type: 'final', entry: { type: 'reportEnded', params: { kind: 'session-terminated' } } },
+    unresumable: { type: 'final', entry: { type: 'reportEnded', params: { kind: 'unresumable' } } },
+    responseEvicted: { type: 'final', entry: { type: 'reportEnded', params: { kind: 'response-evicted' } } },
+    epochChanged: { type: 'final', entry: { type: 'reportEnded', params: { kind: 'epoch-changed' } } },
+    givenUp: {
+      type: 'final',
+      entry: {
+        type: 'reportEnded',
+        params: ({ context }) => ({
+          kind: 'given-up',
+          reason: context.decision?.action === 'reconnect' ? context.decision.reason : 'unknown',
+        }),
+      },
+    },
+    stopped: {
+      type: 'final',
+      entry: {
+        type: 'reportEnded',
+        params: ({ context }) => ({
+          kind: 'stopped',
+          reason: context.decision?.action === 'stop' ? context.decision.reason : 'unknown',
+        }),
+      },
+    },
+    refused: {
+      type: 'final',
+      entry: {
+        type: 'reportEnded',
+        params: ({ context }) =>
+          context.decision?.action === 'refuse'
+            ? { kind: 'refused', status: context.decision.status, body: context.decision.body }
+            : { kind: 'refused', status: 0 },
+      },
+    },
+  },
+});

@@ -1,0 +1,219 @@
+import { assign, emit, enqueueActions, setup } from 'xstate';
+import { STANDALONE_STREAM } from '../event-id.js';
+import { answerCursor, type ResumeAnswer, type StreamWindow } from './retention.js';
+
+/**
+ * One server session: live (idle ⇄ busy) until it expires (idle TTL), is terminated (DELETE) or the server
+ * shuts down. It numbers streams, remembers every request id it admitted (so a re-sent POST is never run
+ * twice), and answers every cursor. Storage and sockets are the runtime's; every decision is here.
+ *
+ * Answers are emitted as `decision.*` events; the runtime relays them to HTTP.
+ */
+export interface ServerSessionInput {
+  readonly sessionId: string;
+  /** Random per log incarnation (see event-id.ts). */
+  readonly epoch: string;
+  readonly idleTtlMs: number;
+  /** Who created the session; another principal presenting the id is answered as if it did not exist. */
+  readonly principal?: string;
+}
+
+export type RequestDecision =
+  /** Run the request; its messages go on `stream`. */
+  | { kind: 'execute'; stream: number }
+  /** Seen before: never run again. Replay `stream` from its start (or point the client at it). */
+  | { kind: 'duplicate'; stream: number }
+  | { kind: 'unknown-session' };
+
+export type AttachDecision = { kind: 'attach-live'; stream: number } | { kind: 'unknown-session' };
+
+export type ServerSessionEvent =
+  | { type: 'request.received'; requestKey: string; principal?: string }
+  | { type: 'request.settled'; requestKey: string }
+  | { type: 'standalone.requested'; principal?: string }
+  | { type: 'resume.requested'; lastEventId: string; window: StreamWindow | undefined; principal?: string }
+  | { type: 'stream.attached' }
+  | { type: 'stream.detached' }
+  | { type: 'session.activity' }
+  | { type: 'session.delete'; principal?: string }
+  | { type: 'log.reset'; epoch: string }
+  | { type: 'server.shutdown' };
+
+export type ServerSessionEmitted =
+  | { type: 'decision.request'; decision: RequestDecision }
+  | { type: 'decision.attach'; decision: AttachDecision }
+  | { type: 'decision.resume'; answer: ResumeAnswer }
+  | { type: 'decision.delete'; accepted: boolean }
+  /** Entered an end state: attached streams get `event: close` with this reason, then end. */
+  | { type: 'session.ended'; reason: 'expired' | 'terminated' | 'shutdown' };
+
+interface StreamRecord {
+  readonly kind: 'request' | 'standalone';
+  readonly requestKey?: string;
+}
+
+export interface ServerSessionContext {
+  sessionId: string;
+  principal: string | undefined;
+  epoch: string;
+  previousEpochs: string[];
+  idleTtlMs: number;
+  nextStream: number;
+  streams: Record<number, StreamRecord>;
+  /** Every request id admitted in this session → its stream. Kept for the session's life. */
+  requests: Record<string, number>;
+  inFlight: number;
+  attached: number;
+}
+
+const ownerMismatch = (ctx: ServerSessionContext, event: { principal?: string }): boolean =>
+  ctx.principal !== undefined && event.principal !== ctx.principal;
+
+export const serverSessionMachine = setup({
+  types: {
+    context: {} as ServerSessionContext,
+    input: {} as ServerSessionInput,
+    events: {} as ServerSessionEvent,
+    emitted: {} as ServerSessionEmitted,
+  },
+  delays: {
+    idleTtl: ({ context }) => context.idleTtlMs,
+  },
+  guards: {
+    isBusy: ({ context }) => context.attached > 0 || context.inFlight > 0,
+    isForeignPrincipal: ({ context, event }) => 'principal' in event && ownerMismatch(context, event),
+    isDuplicateRequest: ({ context, event }) =>
+      event.type === 'request.received' && context.requests[event.requestKey] !== undefined,
+  },
+  actions: {
+    admitRequest: enqueueActions(({ context, enqueue, event }) => {
+      if (event.type !== 'request.received') return;
+      const stream = context.nextStream;
+      enqueue.assign({
+        nextStream: stream + 1,
+        streams: { ...context.streams, [stream]: { kind: 'request', requestKey: event.requestKey } },
+        requests: { ...context.requests, [event.requestKey]: stream },
+        inFlight: context.inFlight + 1,
+      });
+      enqueue.emit({ type: 'decision.request', decision: { kind: 'execute', stream } });
+    }),
+    answerDuplicate: emit(({ context, event }) => ({
+      type: 'decision.request' as const,
+      decision: {
+        kind: 'duplicate' as const,
+        stream: context.requests[(event as { requestKey: string }).requestKey] as number,
+      },
+    })),
+    settleRequest: assign({ inFlight: ({ context }) => Math.max(0, context.inFlight - 1) }),
+    attachStandalone: enqueueActions(({ context, enqueue }) => {
+      if (!context.streams[STANDALONE_STREAM]) {
+        enqueue.assign({ streams: { ...context.streams, [STANDALONE_STREAM]: { kind: 'standalone' } } });
+      }
+      enqueue.emit({ type: 'decision.attach', decision: { kind: 'attach-live', stream: STANDALONE_STREAM } });
+    }),
+    /** The answer to Last-Event-ID. Named so a test can swap in the design note's broken server. */
+    answerResume: emit(({ context, event }) => {
+      const e = event as Extract<ServerSessionEvent, { type: 'resume.requested' }>;
+      const known = new Set(Object.keys(context.streams).map(Number));
+      return {
+        type: 'decision.resume' as const,
+        answer: answerCursor(e.lastEventId, {
+          epoch: context.epoch,
+          previousEpochs: context.previousEpochs,
+          knownStreams: known,
+          window: e.window,
+        }),
+      };
+    }),
+    attached: assign({ attached: ({ context }) => context.attached + 1 }),
+    detached: assign({ attached: ({ context }) => Math.max(0, context.attached - 1) }),
+    resetLog: assign(({ context, event }) =>
+      event.type === 'log.reset'
+        ? { epoch: event.epoch, previousEpochs: [...context.previousEpochs, context.epoch], streams: {}, nextStream: 1 }
+        : {},
+    ),
+    acceptDelete: emit({ type: 'decision.delete', accepted: true }),
+    answerUnknownSession: enqueueActions(({ enqueue, event }) => {
+      if (event.type === 'request.received') {
+        enqueue.emit({ type: 'decision.request', decision: { kind: 'unknown-session' } });
+      } else if (event.type === 'standalone.requested') {
+        enqueue.emit({ type: 'decision.attach', decision: { kind: 'unknown-session' } });
+      } else if (event.type === 'resume.requested') {
+        enqueue.emit({ type: 'decision.resume', answer: { kind: 'unknown-session' } });
+      } else if (event.type === 'session.delete') {
+        enqueue.emit({ type: 'decision.delete', accepted: false });
+      }
+    }),
+  },
+}).createMachine({
+  id: 'serverSession',
+  context: ({ input }) => ({
+    sessionId: input.sessionId,
+    principal: input.principal,
+    epoch: input.epoch,
+    previousEpochs: [],
+    idleTtlMs: input.idleTtlMs,
+    nextStream: 1,
+    streams: {},
+    requests: {},
+    inFlight: 0,
+    attached: 0,
+  }),
+  initial: 'live',
+  states: {
+    live: {
+      initial: 'idle',
+      on: {
+        // A principal that does not own the session is told it does not exist (no oracle for ids).
+        'request.received': [
+          { guard: 'isForeignPrincipal', actions: 'answerUnknownSession' },
+          { guard: 'isDuplicateRequest', actions: 'answerDuplicate' },
+          { target: '.busy', actions: 'admitRequest' },
+        ],
+        'request.settled': { target: '.settling', actions: 'settleRequest' },
+        'standalone.requested': [
+          { guard: 'isForeignPrincipal', actions: 'answerUnknownSession' },
+          { actions: 'attachStandalone' },
+        ],
+        'resume.requested': [
+          { guard: 'isForeignPrincipal', actions: 'answerUnknownSession' },
+          { actions: 'answerResume' },
+        ],
+        'stream.attached': { target: '.busy', actions: 'attached' },
+        'stream.detached': { target: '.settling', actions: 'detached' },
+        'log.reset': { actions: 'resetLog' },
+        'session.delete': [
+          { guard: 'isForeignPrincipal', actions: 'answerUnknownSession' },
+          { target: 'ended.terminated', actions: 'acceptDelete' },
+        ],
+        'server.shutdown': 'ended.shutDown',
+      },
+      states: {
+        idle: {
+          after: { idleTtl: '#serverSession.ended.expired' },
+          // Any request restarts the idle clock.
+          on: { 'session.activity': { target: 'idle', reenter: true } },
+        },
+        busy: {},
+        /** Transient: after something finished, is anything still going on? */
+        settling: {
+          always: [{ guard: 'isBusy', target: 'busy' }, { target: 'idle' }],
+        },
+      },
+    },
+    ended: {
+      initial: 'terminated',
+      on: {
+        'request.received': { actions: 'answerUnknownSession' },
+        'standalone.requested': { actions: 'answerUnknownSession' },
+        'resume.requested': { actions: 'answerUnknownSession' },
+        'session.delete': { actions: 'answerUnknownSession' },
+      },
+      states: {
+        expired: { entry: emit({ type: 'session.ended', reason: 'expired' }) },
+        terminated: { entry: emit({ type: 'session.ended', reason: 'terminated' }) },
+        shutDown: { entry: emit({ type: 'session.ended', reason: 'shutdown' }) },
+      },
+    },
+  },
+});

@@ -1,0 +1,172 @@
+import { type Actor, createActor, fromCallback } from 'xstate';
+import type { ReconnectPolicy } from '../../machines/backoff.js';
+import { JsonRpcCode } from '../../machines/codes.js';
+import type { CursorRecord } from '../../machines/client/cursor.js';
+import type { Exchange, IoEvent } from '../../machines/client/io.js';
+import type { RetryPolicy } from '../../machines/client/ledger.js';
+import { clientSessionMachine } from '../../machines/client/session.machine.js';
+import { streamMachine } from '../../machines/client/stream.machine.js';
+import { isResponse, type JsonRpcMessage } from '../../machines/jsonrpc.js';
+import type { VirtualClock } from './clock.js';
+import type { SimNetwork } from './network.js';
+import type { Recorder } from './recorder.js';
+import type { SimServer } from './server.js';
+import type { ToolName } from './tools.js';
+
+/**
+ * A client process: the client session machine with simulated I/O, and a tiny application on top that
+ * behaves like the SDK `Client` (initialize, initialized, tools/list, then calls).
+ */
+export interface ClientVariant {
+  readonly name: string;
+  readonly sessionMachine: typeof clientSessionMachine;
+  readonly streamMachine: typeof streamMachine;
+  readonly retryPolicy?: RetryPolicy;
+}
+
+export const CORRECT_CLIENT: ClientVariant = {
+  name: 'mcp-continuity',
+  sessionMachine: clientSessionMachine,
+  streamMachine,
+};
+
+export interface ClientSettings {
+  readonly policy: ReconnectPolicy;
+  readonly stallTimeoutMs: number;
+}
+
+/** Where the cursor record lives. `durable` survives a process restart; otherwise it dies with it. */
+export class CursorStore {
+  record: CursorRecord | null = null;
+}
+
+export class SimClientProcess {
+  readonly actor: Actor<typeof clientSessionMachine>;
+  private ready = false;
+  private readonly waiting: Array<{ tool: ToolName; callKey: string; id: number }> = [];
+  private readonly idToCall = new Map<number, string>();
+  private lastSessionId: string | undefined;
+  private lastState = '';
+
+  constructor(
+    readonly pid: number,
+    private readonly deps: {
+      clock: VirtualClock;
+      net: SimNetwork;
+      server: SimServer;
+      recorder: Recorder;
+      store: CursorStore;
+      nextId: () => number;
+    },
+    variant: ClientVariant,
+    settings: ClientSettings,
+    restored: CursorRecord | null,
+  ) {
+    const { net, server, recorder } = deps;
+    const exchange = fromCallback<IoEvent, Exchange>(({ input, sendBack }) => {
+      const conn = net.connect(input, sendBack, (c) => server.serve(c));
+      return () => net.abandon(conn);
+    });
+    const machine = variant.sessionMachine.provide({
+      actors: { stream: variant.streamMachine.provide({ actors: { exchange } }) },
+      actions: {
+        deliver: (_, { message }) => this.onMessage(message),
+        deliverOrphan: (_, { message }) => this.recordUid(message),
+        notifyGap: (_, gap) =>
+          recorder.gaps.push({
+            process: pid,
+            streamKey: gap.streamKey,
+            sessionId: gap.sessionId,
+            reason: gap.reason,
+            lostCount: gap.lostCount,
+          }),
+        persistCursor: (_, { record }) => {
+          deps.store.record = record;
+        },
+      },
+    });
+    this.actor = createActor(machine, {
+      clock: deps.clock,
+      input: {
+        policy: settings.policy,
+        stallTimeoutMs: settings.stallTimeoutMs,
+        seed: pid * 101,
+        retryPolicy: variant.retryPolicy,
+        restored: restored ?? undefined,
+      },
+    });
+    this.actor.subscribe((snap) => this.watch(snap.value, snap.context.sessionId));
+    this.actor.start();
+    if (restored) this.ready = true;
+    else this.send({ jsonrpc: '2.0', id: deps.nextId(), method: 'initialize', params: { protocolVersion: '2025-11-25' } });
+  }
+
+  /** "Session survives transport": the client may leave a session only when the server no longer has it. */
+  private watch(value: unknown, sessionId: string | undefined): void {
+    const state = typeof value === 'string' ? value : JSON.stringify(value);
+    if (state === 'reinitializing' && this.lastState !== 'reinitializing' && this.lastSessionId) {
+      if (!this.deps.server.isGone(this.lastSessionId)) this.deps.recorder.droppedLiveSessions.push(this.lastSessionId);
+    }
+    this.lastState = state;
+    if (sessionId !== undefined) {
+      this.lastSessionId = sessionId;
+      this.deps.recorder.adoptedSessions.add(sessionId);
+    }
+  }
+
+  call(tool: ToolName, callKey: string): void {
+    const id = this.deps.nextId();
+    this.deps.recorder.calls.set(callKey, { callKey, tool, id, process: this.pid, outcomes: 0 });
+    this.idToCall.set(id, callKey);
+    if (!this.ready) this.waiting.push({ tool, callKey, id });
+    else this.sendCall(tool, callKey, id);
+  }
+
+  stop(): void {
+    this.actor.stop();
+  }
+
+  private sendCall(tool: ToolName, callKey: string, id: number): void {
+    this.send({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: tool, arguments: { callKey } } });
+  }
+
+  private send(message: JsonRpcMessage): void {
+    this.actor.send({ type: 'app.send', message });
+  }
+
+  private onMessage(message: JsonRpcMessage): void {
+    this.recordUid(message);
+    if (!isResponse(message)) return;
+    const callKey = typeof message.id === 'number' ? this.idToCall.get(message.id) : undefined;
+    if (callKey) {
+      const call = this.deps.recorder.calls.get(callKey);
+      if (!call) return;
+      call.outcomes++;
+      call.outcome =
+        'result' in message ? 'result' : message.error.code === JsonRpcCode.OUTCOME_UNKNOWN ? 'unknown' : 'error';
+      return;
+    }
+    if (!this.ready && 'result' in message && 'protocolVersion' in message.result) {
+      // What the SDK Client does after initialize: announce, then learn the tools (and their annotations).
+      this.ready = true;
+      this.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+      this.send({ jsonrpc: '2.0', id: this.deps.nextId(), method: 'tools/list' });
+      for (const w of this.waiting.splice(0)) this.sendCall(w.tool, w.callKey, w.id);
+    }
+  }
+
+  private recordUid(message: JsonRpcMessage): void {
+    const uid = uidOf(message);
+    if (uid) this.deps.recorder.recordDelivery(uid);
+  }
+}
+
+function uidOf(message: JsonRpcMessage): string | undefined {
+  const m = message as {
+    params?: { uid?: unknown };
+    result?: { _meta?: { uid?: unknown } };
+    error?: { data?: { uid?: unknown } };
+  };
+  const uid = m.params?.uid ?? m.result?._meta?.uid ?? m.error?.data?.uid;
+  return typeof uid === 'string' ? uid : undefined;
+}

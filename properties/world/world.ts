@@ -1,0 +1,248 @@
+import type { ReconnectPolicy } from '../../machines/backoff.js';
+import type { CursorRecord } from '../../machines/client/cursor.js';
+import type { serverSessionMachine } from '../../machines/server/session.machine.js';
+import { CORRECT_CLIENT, type ClientVariant, CursorStore, SimClientProcess } from './client.js';
+import { VirtualClock } from './clock.js';
+import { SimNetwork } from './network.js';
+import { Recorder } from './recorder.js';
+import { SimServer, type SimServerConfig } from './server.js';
+import type { ToolName } from './tools.js';
+
+/**
+ * The simulated world: one application's client process (restartable), the network, and one server
+ * (restartable), on one virtual clock. Commands are data so fast-check can generate, shrink and print them.
+ */
+export type Command =
+  | { readonly kind: 'call'; readonly tool: ToolName }
+  | { readonly kind: 'advance'; readonly ms: number }
+  /** One open connection resets (chosen by position, so it stays valid while shrinking). */
+  | { readonly kind: 'reset'; readonly pick: number }
+  /** A load balancer recycles: every connection resets at once. */
+  | { readonly kind: 'resetAll' }
+  /** The next `count` requests get 503. */
+  | { readonly kind: 'serverError'; readonly count: number }
+  /** The server ends one response cleanly without `event: close` (polling, or a proxy's cut). */
+  | { readonly kind: 'endStream'; readonly pick: number }
+  /** One connection goes silent without closing (black hole). */
+  | { readonly kind: 'stall'; readonly pick: number }
+  /** Nothing gets through for `ms`: open connections go silent, new ones are refused. */
+  | { readonly kind: 'partition'; readonly ms: number }
+  | { readonly kind: 'serverRestart'; readonly durable: boolean }
+  | { readonly kind: 'clientRestart'; readonly durable: boolean }
+  /** The server pushes a numbered notification on each standalone stream. */
+  | { readonly kind: 'serverNotify' };
+
+export interface WorldConfig {
+  /** Heartbeats on: stall detection on the client. Off: a load balancer cuts idle connections instead. */
+  readonly heartbeat: boolean;
+  readonly maxEventsPerStream: number;
+  readonly retentionMs: number;
+  readonly idleTtlMs: number;
+}
+
+export const DEFAULT_WORLD: WorldConfig = {
+  heartbeat: true,
+  maxEventsPerStream: 4,
+  retentionMs: 60_000,
+  idleTtlMs: 30_000,
+};
+
+export const SIM_RECONNECT: ReconnectPolicy = {
+  initialDelayMs: 200,
+  maxDelayMs: 4_000,
+  factor: 2,
+  maxRetries: 10,
+  jitter: 'full',
+};
+
+const HEARTBEAT_MS = 1_000;
+const STALL_MS = 3_500;
+const LB_IDLE_MS = 2_500;
+/** After the faults stop, how long the world may take to settle before a call counts as hung. */
+export const SETTLE_BOUND_MS = 10 * 60_000;
+
+export interface WorldVariant {
+  readonly client: ClientVariant;
+  readonly serverMachine?: typeof serverSessionMachine;
+}
+
+export const CORRECT: WorldVariant = { client: CORRECT_CLIENT };
+
+export interface WorldOutcome {
+  readonly recorder: Recorder;
+  /** Calls of the live process that had no outcome when the settle bound ran out. */
+  readonly hung: string[];
+  readonly settledAtMs: number;
+}
+
+export class World {
+  readonly clock = new VirtualClock();
+  readonly net = new SimNetwork(this.clock);
+  readonly recorder = new Recorder();
+  readonly server: SimServer;
+  private readonly store = new CursorStore();
+  private process: SimClientProcess;
+  private pid = 0;
+  private callCount = 0;
+  private idCount = 0;
+  private partitionUntil = 0;
+
+  constructor(
+    readonly config: WorldConfig = DEFAULT_WORLD,
+    private readonly variant: WorldVariant = CORRECT,
+  ) {
+    const serverConfig: SimServerConfig = {
+      retention: { maxEventsPerStream: config.maxEventsPerStream, retentionMs: config.retentionMs },
+      idleTtlMs: config.idleTtlMs,
+      heartbeatMs: config.heartbeat ? HEARTBEAT_MS : 0,
+      retryMs: 100,
+    };
+    this.server = new SimServer(this.clock, this.net, this.recorder, serverConfig, variant.serverMachine);
+    if (!config.heartbeat) this.startLoadBalancer();
+    this.process = this.spawnClient(null);
+  }
+
+  private spawnClient(restored: CursorRecord | null): SimClientProcess {
+    return new SimClientProcess(
+      ++this.pid,
+      {
+        clock: this.clock,
+        net: this.net,
+        server: this.server,
+        recorder: this.recorder,
+        store: this.store,
+        nextId: () => ++this.idCount,
+      },
+      this.variant.client,
+      { policy: SIM_RECONNECT, stallTimeoutMs: this.config.heartbeat ? STALL_MS : 0 },
+      restored,
+    );
+  }
+
+  /** A load balancer that cuts connections idle for LB_IDLE_MS (the design note's 60 s, scaled). */
+  private startLoadBalancer(): void {
+    const sweep = () => {
+      for (const c of this.net.list()) {
+        if (this.clock.now() - c.lastTraffic >= LB_IDLE_MS) c.reset();
+      }
+      this.clock.setTimeout(sweep, 250);
+    };
+    this.clock.setTimeout(sweep, 250);
+  }
+
+  apply(cmd: Command): void {
+    const open = this.net.list();
+    const pick = <T>(xs: T[], i: number): T | undefined => (xs.length === 0 ? undefined : xs[i % xs.length]);
+    switch (cmd.kind) {
+      case 'call':
+        this.process.call(cmd.tool, `c${++this.callCount}`);
+        break;
+      case 'advance':
+        this.clock.runFor(cmd.ms);
+        break;
+      case 'reset':
+        pick(open, cmd.pick)?.reset();
+        break;
+      case 'resetAll':
+        for (const c of open) c.reset();
+        break;
+      case 'serverError':
+        this.server.failNext = cmd.count;
+        break;
+      case 'endStream':
+        pick(open, cmd.pick)?.send({ type: 'net.ended' });
+        break;
+      case 'stall': {
+        const c = pick(open, cmd.pick);
+        // Without stall detection only the load balancer can notice a black hole; it does.
+        if (c) c.blackholed = true;
+        break;
+      }
+      case 'partition':
+        this.partition(cmd.ms);
+        break;
+      case 'serverRestart':
+        this.server.restart(cmd.durable);
+        break;
+      case 'clientRestart':
+        this.restartClient(cmd.durable);
+        break;
+      case 'serverNotify':
+        this.server.notifyStandalone();
+        break;
+    }
+    // Every command lets the world breathe a little, so connections open between faults.
+    this.clock.runFor(5);
+  }
+
+  private partition(ms: number): void {
+    this.net.refusing = true;
+    for (const c of this.net.list()) c.blackholed = true;
+    this.partitionUntil = Math.max(this.partitionUntil, this.clock.now() + ms);
+    const until = this.partitionUntil;
+    this.clock.setTimeout(() => {
+      if (this.partitionUntil === until) this.healNetwork();
+    }, ms);
+  }
+
+  /** The network recovers: refusals stop, and silent connections are finally reset, as TCP would. */
+  private healNetwork(): void {
+    this.net.refusing = false;
+    for (const c of this.net.list()) if (c.blackholed) c.reset();
+  }
+
+  private restartClient(durable: boolean): void {
+    for (const [key, call] of this.recorder.calls) {
+      if (call.process === this.process.pid && call.outcome === undefined) this.recorder.abandonedCalls.add(key);
+    }
+    const record = this.store.record;
+    if (!durable && record) this.recorder.abandonedSessions.add(record.sessionId);
+    this.process.stop();
+    if (!durable) this.store.record = null;
+    this.process = this.spawnClient(durable ? record : null);
+  }
+
+  /** Faults stop; the world runs until every live call has an outcome (plus time to drain), or the bound. */
+  settle(): WorldOutcome {
+    this.server.failNext = 0;
+    this.partitionUntil = 0;
+    this.healNetwork();
+    const start = this.clock.now();
+    let quietSince: number | undefined;
+    while (this.clock.now() - start < SETTLE_BOUND_MS) {
+      this.clock.runFor(1_000);
+      if (this.liveUnsettled().length > 0) {
+        quietSince = undefined;
+        continue;
+      }
+      quietSince ??= this.clock.now();
+      // Drain: replays of other streams may still be on their way after the last call settled.
+      if (this.clock.now() - quietSince >= 30_000) break;
+    }
+    return { recorder: this.recorder, hung: this.liveUnsettled(), settledAtMs: this.clock.now() - start };
+  }
+
+  private liveUnsettled(): string[] {
+    const out: string[] = [];
+    for (const [key, call] of this.recorder.calls) {
+      if (!this.recorder.abandonedCalls.has(key) && call.outcome === undefined) out.push(key);
+    }
+    return out;
+  }
+
+  stop(): void {
+    this.process.stop();
+    for (const s of this.server.sessions.values()) s.actor.stop();
+  }
+}
+
+/** Runs one schedule from a fresh world and returns what happened. */
+export function runSchedule(commands: readonly Command[], config?: WorldConfig, variant?: WorldVariant): WorldOutcome {
+  const world = new World(config, variant);
+  try {
+    for (const cmd of commands) world.apply(cmd);
+    return world.settle();
+  } finally {
+    world.stop();
+  }
+}

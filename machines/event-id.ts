@@ -16,7 +16,7 @@ export interface EventCursor {
   readonly seq: number;
 }
 
-const EVENT_ID = /^([a-z0-9]{1,32})-(\d{1,9})-(\d{1,15})$/;
+const EVENT_ID = /^([a-z0-9]{1,32})-(\d{1,9})-(\d{1,16})$/;
 
 /** The stream number of the standalone GET stream in every session. */
 export const STANDALONE_STREAM = 0;

@@ -58,17 +58,23 @@ export function assessContinuity(input: ContinuityInput): ContinuityAssessment {
       misconfigured: true,
     };
   }
-  if (input.cursor === 'memory') reasons.push('condition 1: the cursor is in memory and dies with the process');
-  if (!server?.gapSignalling) reasons.push('condition 3: the server does not promise to reject an evicted cursor');
+  if (input.cursor === 'memory')
+    reasons.push('condition 1: the cursor is in memory and dies with the process');
+  if (!server?.gapSignalling)
+    reasons.push('condition 3: the server does not promise to reject an evicted cursor');
 
   const margin = server?.retentionMs === undefined ? undefined : server.retentionMs - worst;
   if (margin === undefined) reasons.push('condition 2: the server advertises no retention window');
   else if (margin <= 0) {
-    reasons.push(`condition 2: retention ${server?.retentionMs} ms does not exceed worst-case reconnect ${worst} ms`);
+    reasons.push(
+      `condition 2: retention ${server?.retentionMs} ms does not exceed worst-case reconnect ${worst} ms`,
+    );
     misconfigured = true;
   }
   if (server?.idleTtlMs !== undefined && server.idleTtlMs <= worst) {
-    reasons.push(`condition 2: session idle TTL ${server.idleTtlMs} ms does not exceed worst-case reconnect ${worst} ms`);
+    reasons.push(
+      `condition 2: session idle TTL ${server.idleTtlMs} ms does not exceed worst-case reconnect ${worst} ms`,
+    );
     misconfigured = true;
   }
   return {

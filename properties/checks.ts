@@ -25,7 +25,9 @@ export const sessionSurvivesTransport: Check = ({ recorder }) =>
 /** No message, and no call outcome, reaches the application twice. */
 export const noDuplicateDelivery: Check = ({ recorder }) => [
   ...[...recorder.delivered].filter(([, n]) => n > 1).map(([uid, n]) => `${uid} delivered ${n} times`),
-  ...[...recorder.calls.values()].filter((c) => c.outcomes > 1).map((c) => `${c.callKey} settled ${c.outcomes} times`),
+  ...[...recorder.calls.values()]
+    .filter((c) => c.outcomes > 1)
+    .map((c) => `${c.callKey} settled ${c.outcomes} times`),
 ];
 
 /**

@@ -1,9 +1,9 @@
 import { assign, emit } from 'xstate';
 import { clientSessionMachine } from '../machines/client/session.machine.js';
 import { streamMachine } from '../machines/client/stream.machine.js';
-import { type ResumeAnswer, answerCursor } from '../machines/server/retention.js';
-import { serverSessionMachine } from '../machines/server/session.machine.js';
 import { parseEventId } from '../machines/event-id.js';
+import { answerCursor, type ResumeAnswer } from '../machines/server/retention.js';
+import { serverSessionMachine } from '../machines/server/session.machine.js';
 import type { CheckName } from './checks.js';
 import { CORRECT_CLIENT } from './world/client.js';
 import type { WorldVariant } from './world/world.js';

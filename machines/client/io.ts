@@ -20,7 +20,13 @@ export type IoEvent =
   /** A 200 `text/event-stream` response began. */
   | { type: 'http.stream'; sessionId?: string; advertisement?: ServerAdvertisement }
   /** A complete response that is not an event stream (202, a JSON answer, an error status). */
-  | { type: 'http.response'; status: number; sessionId?: string; body?: unknown; advertisement?: ServerAdvertisement }
+  | {
+      type: 'http.response';
+      status: number;
+      sessionId?: string;
+      body?: unknown;
+      advertisement?: ServerAdvertisement;
+    }
   /** One SSE event. `message` is the parsed JSON-RPC payload; absent for the priming event (empty data). */
   | { type: 'sse.event'; id?: string; event?: string; message?: JsonRpcMessage; data?: string }
   /** The `retry:` field. */

@@ -61,10 +61,14 @@ export function isPending(ledger: Ledger, id: RequestId): boolean {
 }
 
 /** Settles a pending entry; settling twice is a no-op, so a replayed response is never delivered twice. */
-export function ledgerSettle(ledger: Ledger, id: RequestId, status: Exclude<LedgerStatus, 'pending'>): Ledger {
+export function ledgerSettle(
+  ledger: Ledger,
+  id: RequestId,
+  status: Exclude<LedgerStatus, 'pending'>,
+): Ledger {
   const key = requestKey(id);
   const entry = ledger[key];
-  if (!entry || entry.status !== 'pending') return ledger;
+  if (entry?.status !== 'pending') return ledger;
   return { ...ledger, [key]: { ...entry, status } };
 }
 
@@ -97,7 +101,11 @@ export function ledgerOnSessionLost(
 }
 
 /** The JSON-RPC error the application receives for a call whose outcome is unknown. */
-export function outcomeUnknownError(id: RequestId, reason: OutcomeUnknownReason, detail?: string): JsonRpcError {
+export function outcomeUnknownError(
+  id: RequestId,
+  reason: OutcomeUnknownReason,
+  detail?: string,
+): JsonRpcError {
   return {
     jsonrpc: '2.0',
     id,

@@ -61,13 +61,13 @@ export type ClientEvent =
   | { type: 'app.protocolVersion'; version: string }
   | { type: 'app.close' };
 
-interface StreamEntry {
+export interface StreamEntry {
   readonly ref: ActorRefFrom<typeof streamMachine>;
   readonly streamId: string;
   readonly kind: StreamKind;
 }
 
-interface ClientContext {
+export interface ClientContext {
   config: ClientConfig;
   restored: CursorRecord | undefined;
   sessionId: string | undefined;
@@ -207,11 +207,21 @@ export const clientSessionMachine = setup({
     dispatch: enqueueActions(({ context, enqueue }, { message }: { message: JsonRpcMessage }) => {
       if (isRequest(message)) {
         enqueue.assign({ ledger: ledgerAdd(context.ledger, message) });
-        named(enqueue)({ type: 'spawnStream', params: { key: requestKey(message.id), kind: 'request', body: message } });
+        named(enqueue)({
+          type: 'spawnStream',
+          params: { key: requestKey(message.id), kind: 'request', body: message },
+        });
         return;
       }
-      named(enqueue)({ type: 'spawnStream', params: { key: `message:${context.spawned}`, kind: 'message', body: message } });
-      if ('method' in message && message.method === 'notifications/initialized' && !context.streams[STANDALONE_KEY]) {
+      named(enqueue)({
+        type: 'spawnStream',
+        params: { key: `message:${context.spawned}`, kind: 'message', body: message },
+      });
+      if (
+        'method' in message &&
+        message.method === 'notifications/initialized' &&
+        !context.streams[STANDALONE_KEY]
+      ) {
         named(enqueue)({ type: 'spawnStream', params: { key: STANDALONE_KEY, kind: 'standalone' } });
       }
     }),
@@ -239,7 +249,7 @@ export const clientSessionMachine = setup({
         return;
       }
       const entry = message.id === null ? undefined : ledgerGet(context.ledger, message.id);
-      if (!entry || entry.status !== 'pending') {
+      if (entry?.status !== 'pending') {
         named(enqueue)({ type: 'deliverOrphan', params: { message } });
         return;
       }
@@ -258,7 +268,9 @@ export const clientSessionMachine = setup({
       if (event.type !== 'stream.cursor') return {};
       const existing = context.cursors[event.key];
       if (!existing) return {};
-      return { cursors: { ...context.cursors, [event.key]: { ...existing, lastEventId: event.lastEventId } } };
+      return {
+        cursors: { ...context.cursors, [event.key]: { ...existing, lastEventId: event.lastEventId } },
+      };
     }),
 
     persist: enqueueActions(({ context, enqueue }) => {
@@ -282,14 +294,25 @@ export const clientSessionMachine = setup({
       enqueue.assign({ streams, cursors });
       const outcome = event.outcome;
       if (outcome.kind === 'done' || outcome.kind === 'stopped') return;
-      const pending = entry?.kind === 'request' ? pendingEntries(context.ledger).find((e) => requestKey(e.request.id) === event.key) : undefined;
+      const pending =
+        entry?.kind === 'request'
+          ? pendingEntries(context.ledger).find((e) => requestKey(e.request.id) === event.key)
+          : undefined;
       if (!pending) {
-        named(enqueue)({ type: 'reportError', params: { message: `stream ${event.key} ended: ${outcome.kind}`, detail: outcome } });
+        named(enqueue)({
+          type: 'reportError',
+          params: { message: `stream ${event.key} ended: ${outcome.kind}`, detail: outcome },
+        });
         // Whatever that stream would still have carried will not arrive: say so, size unknown.
         if (entry?.kind === 'standalone') {
           named(enqueue)({
             type: 'notifyGap',
-            params: { streamKey: event.key, reason: outcome.kind, lostCount: null, sessionId: context.sessionId },
+            params: {
+              streamKey: event.key,
+              reason: outcome.kind,
+              lostCount: null,
+              sessionId: context.sessionId,
+            },
           });
         }
         return;
@@ -297,7 +320,10 @@ export const clientSessionMachine = setup({
       const id = pending.request.id;
       if (outcome.kind === 'refused') {
         enqueue.assign({ ledger: ledgerSettle(context.ledger, id, 'failed') });
-        named(enqueue)({ type: 'deliver', params: { message: failedError(id, outcome.status, outcome.body) } });
+        named(enqueue)({
+          type: 'deliver',
+          params: { message: failedError(id, outcome.status, outcome.body) },
+        });
         return;
       }
       const reason = outcomeReason[outcome.kind] ?? OutcomeUnknownReason.streamUnresumable;
@@ -315,7 +341,10 @@ export const clientSessionMachine = setup({
       let ledger = context.ledger;
       for (const entry of pendingEntries(ledger)) {
         ledger = ledgerSettle(ledger, entry.request.id, 'outcome-unknown');
-        named(enqueue)({ type: 'deliver', params: { message: outcomeUnknownError(entry.request.id, reason) } });
+        named(enqueue)({
+          type: 'deliver',
+          params: { message: outcomeUnknownError(entry.request.id, reason) },
+        });
       }
       for (const request of context.resendQueue) {
         named(enqueue)({ type: 'deliver', params: { message: outcomeUnknownError(request.id, reason) } });
@@ -355,7 +384,11 @@ export const clientSessionMachine = setup({
       if (context.initializeRequest) {
         named(enqueue)({
           type: 'spawnStream',
-          params: { key: requestKey(reinitId), kind: 'request', body: { ...context.initializeRequest, id: reinitId } },
+          params: {
+            key: requestKey(reinitId),
+            kind: 'request',
+            body: { ...context.initializeRequest, id: reinitId },
+          },
         });
       }
     }),
@@ -372,7 +405,10 @@ export const clientSessionMachine = setup({
       });
       named(enqueue)({ type: 'spawnStream', params: { key: STANDALONE_KEY, kind: 'standalone' } });
       for (const request of context.resendQueue) {
-        named(enqueue)({ type: 'spawnStream', params: { key: requestKey(request.id), kind: 'request', body: request } });
+        named(enqueue)({
+          type: 'spawnStream',
+          params: { key: requestKey(request.id), kind: 'request', body: request },
+        });
       }
       for (const message of context.queue) enqueue.raise({ type: 'app.send', message });
       enqueue.assign({ resendQueue: [], queue: [], reinitId: undefined });
@@ -391,16 +427,29 @@ export const clientSessionMachine = setup({
       for (const [key, cursor] of Object.entries(restored.streams)) {
         if (cursor.lastEventId === undefined && cursor.kind === 'request') {
           // Died before its first event id: nothing to resume; its answer, if any, is unreachable.
-          named(enqueue)({ type: 'notifyGap', params: { streamKey: key, reason: OutcomeUnknownReason.streamUnresumable, lostCount: null } });
+          named(enqueue)({
+            type: 'notifyGap',
+            params: {
+              streamKey: key,
+              reason: OutcomeUnknownReason.streamUnresumable,
+              lostCount: null,
+              sessionId: restored.sessionId,
+            },
+          });
           continue;
         }
-        named(enqueue)({ type: 'spawnStream', params: { key, kind: cursor.kind, lastEventId: cursor.lastEventId } });
+        named(enqueue)({
+          type: 'spawnStream',
+          params: { key, kind: cursor.kind, lastEventId: cursor.lastEventId },
+        });
       }
-      if (!restored.streams[STANDALONE_KEY]) named(enqueue)({ type: 'spawnStream', params: { key: STANDALONE_KEY, kind: 'standalone' } });
+      if (!restored.streams[STANDALONE_KEY])
+        named(enqueue)({ type: 'spawnStream', params: { key: STANDALONE_KEY, kind: 'standalone' } });
     }),
 
     queueMessage: assign({
-      queue: ({ context, event }) => (event.type === 'app.send' ? [...context.queue, event.message] : context.queue),
+      queue: ({ context, event }) =>
+        event.type === 'app.send' ? [...context.queue, event.message] : context.queue,
     }),
 
     rejectAfterEnd: enqueueActions(({ enqueue, event }) => {
@@ -417,7 +466,8 @@ export const clientSessionMachine = setup({
     }),
 
     deleteSession: enqueueActions(({ context, enqueue }) => {
-      if (context.sessionId !== undefined) named(enqueue)({ type: 'sendDelete', params: { sessionId: context.sessionId } });
+      if (context.sessionId !== undefined)
+        named(enqueue)({ type: 'sendDelete', params: { sessionId: context.sessionId } });
       named(enqueue)({ type: 'persistCursor', params: { record: null } });
     }),
   },
@@ -428,7 +478,8 @@ export const clientSessionMachine = setup({
     isInitialize: ({ event }) =>
       event.type === 'app.send' && isRequest(event.message) && event.message.method === 'initialize',
     isRequestMessage: ({ event }) => event.type === 'app.send' && isRequest(event.message),
-    isInitAnswer: ({ context, event }) => event.type === 'stream.message' && event.key === initKey(context, false),
+    isInitAnswer: ({ context, event }) =>
+      event.type === 'stream.message' && event.key === initKey(context, false),
     isReinitAnswer: ({ context, event }) =>
       event.type === 'stream.message' && event.key === initKey(context, true) && 'result' in event.message,
     isReinitRejected: ({ context, event }) =>
@@ -439,7 +490,8 @@ export const clientSessionMachine = setup({
     reinitStreamFailed: ({ context, event }) =>
       event.type === 'stream.ended' && event.outcome.kind !== 'done' && event.key === initKey(context, true),
     /** 404 on a session-scoped request: the only transport report that ends a session. */
-    sessionTerminated: ({ event }) => event.type === 'stream.ended' && event.outcome.kind === 'session-terminated',
+    sessionTerminated: ({ event }) =>
+      event.type === 'stream.ended' && event.outcome.kind === 'session-terminated',
     closedByServer: ({ event }) => event.type === 'stream.ended' && event.outcome.kind === 'closed-by-server',
   },
 }).createMachine({
@@ -475,7 +527,11 @@ export const clientSessionMachine = setup({
     'app.protocolVersion': { actions: 'rememberProtocolVersion' },
     'app.close': {
       target: '.closed',
-      actions: ['stopAllStreams', { type: 'settleAllUnknown', params: { reason: OutcomeUnknownReason.transportClosed } }, 'deleteSession'],
+      actions: [
+        'stopAllStreams',
+        { type: 'settleAllUnknown', params: { reason: OutcomeUnknownReason.transportClosed } },
+        'deleteSession',
+      ],
     },
   },
   states: {
@@ -493,7 +549,11 @@ export const clientSessionMachine = setup({
         'stream.opened': { actions: 'adoptSession' },
         'stream.message': [
           { guard: 'isStaleReport' },
-          { guard: and(['isInitAnswer', 'isInitAccepted']), target: 'active', actions: ['receive', 'persist'] },
+          {
+            guard: and(['isInitAnswer', 'isInitAccepted']),
+            target: 'active',
+            actions: ['receive', 'persist'],
+          },
           { guard: 'isInitAnswer', target: 'uninitialized', actions: 'receive' },
           { actions: 'receive' },
         ],
@@ -525,15 +585,16 @@ export const clientSessionMachine = setup({
           { guard: 'isReinitRejected', target: 'terminated' },
           { actions: 'receive' },
         ],
-        'stream.ended': [
-          { guard: 'isStaleReport' },
-          { guard: 'reinitStreamFailed', target: 'terminated' },
-        ],
+        'stream.ended': [{ guard: 'isStaleReport' }, { guard: 'reinitStreamFailed', target: 'terminated' }],
         'app.send': { actions: 'queueMessage' },
       },
     },
     terminated: {
-      entry: ['stopAllStreams', { type: 'settleAllUnknown', params: { reason: OutcomeUnknownReason.serverClosedSession } }, 'persist'],
+      entry: [
+        'stopAllStreams',
+        { type: 'settleAllUnknown', params: { reason: OutcomeUnknownReason.serverClosedSession } },
+        'persist',
+      ],
       on: { 'app.send': { actions: 'rejectAfterEnd' } },
     },
     closed: { type: 'final' },

@@ -49,7 +49,13 @@ export type StreamOutcome =
   | { kind: 'refused'; status: number; body?: unknown };
 
 export type StreamReport =
-  | { type: 'stream.opened'; key: string; streamId: string; sessionId?: string; advertisement?: ServerAdvertisement }
+  | {
+      type: 'stream.opened';
+      key: string;
+      streamId: string;
+      sessionId?: string;
+      advertisement?: ServerAdvertisement;
+    }
   | { type: 'stream.message'; key: string; streamId: string; eventId?: string; message: JsonRpcMessage }
   | { type: 'stream.cursor'; key: string; streamId: string; lastEventId: string }
   | { type: 'stream.gap'; key: string; streamId: string; gap: GapDetails }
@@ -121,21 +127,28 @@ export const streamMachine = setup({
     isReplayOverlap: ({ context, event }) =>
       event.type === 'sse.event' && event.id !== undefined && alreadyDelivered(context, event.id),
     isPrimingEvent: ({ event }) => event.type === 'sse.event' && event.message === undefined,
-    isStandaloneGap: ({ context }) => context.kind === 'standalone' && context.decision?.action === 'events-lost',
+    isStandaloneGap: ({ context }) =>
+      context.kind === 'standalone' && context.decision?.action === 'events-lost',
     stallDetectionOn: ({ context }) => context.stallTimeoutMs > 0,
     responseSeen: ({ context }) => context.responseSeen,
     serverSaidComplete: ({ context }) => context.serverStreamComplete,
     // The deciding state's guards read the decision the `classify*` actions stored.
     mayReconnect: ({ context }) => {
       const d = context.decision;
-      if (d?.action !== 'reconnect' || context.attempt >= context.policy.maxRetries) return false;
+      if (d?.action !== 'reconnect') return false;
+      // The standalone stream has no caller to unblock: giving up would only lose events. It keeps
+      // polling at the longest delay while the session lives (as EventSource does).
+      if (context.kind === 'standalone') return true;
+      if (context.attempt >= context.policy.maxRetries) return false;
       if (context.kind === 'message') return d.reason === ReconnectReason.refused;
-      if (context.lastEventId !== undefined || context.kind === 'standalone') return true;
+      if (context.lastEventId !== undefined) return true;
       const fault = d.reason === ReconnectReason.refused ? 'refused' : 'reset';
       return decidePostFailure(fault, context.resendSafe) === 'resend';
     },
     reconnectsExhausted: ({ context }) =>
-      context.decision?.action === 'reconnect' && context.attempt >= context.policy.maxRetries,
+      context.decision?.action === 'reconnect' &&
+      context.kind !== 'standalone' &&
+      context.attempt >= context.policy.maxRetries,
     isTransportFault: ({ context }) => context.decision?.action === 'reconnect',
     isSessionGone: ({ context }) => context.decision?.action === 'session-terminated',
     isEventsLost: ({ context }) => context.decision?.action === 'events-lost',
@@ -195,7 +208,12 @@ export const streamMachine = setup({
     })),
     reportOpened: sendParent(({ context, event }) => {
       const e = event as Extract<IoEvent, { type: 'http.stream' | 'http.response' }>;
-      return { type: 'stream.opened', ...report(context), sessionId: e.sessionId, advertisement: e.advertisement };
+      return {
+        type: 'stream.opened',
+        ...report(context),
+        sessionId: e.sessionId,
+        advertisement: e.advertisement,
+      };
     }),
     reportGap: sendParent(({ context }) => ({
       type: 'stream.gap',
@@ -239,7 +257,11 @@ export const streamMachine = setup({
             'http.stream': { target: 'streaming', actions: ['resetAttempts', 'reportOpened'] },
             'http.response': [
               { guard: 'isAccepted', target: '#stream.done', actions: 'reportOpened' },
-              { guard: 'isJsonAnswer', target: '#stream.done', actions: ['reportOpened', 'forwardJsonAnswer'] },
+              {
+                guard: 'isJsonAnswer',
+                target: '#stream.done',
+                actions: ['reportOpened', 'forwardJsonAnswer'],
+              },
               { target: '#stream.deciding', actions: 'classifyResponse' },
             ],
             'net.failed': { target: '#stream.deciding', actions: 'classifyFault' },
@@ -248,7 +270,9 @@ export const streamMachine = setup({
           },
         },
         streaming: {
-          after: { stallTimeout: { guard: 'stallDetectionOn', target: '#stream.deciding', actions: 'classifyStall' } },
+          after: {
+            stallTimeout: { guard: 'stallDetectionOn', target: '#stream.deciding', actions: 'classifyStall' },
+          },
           on: {
             'sse.activity': { target: 'streaming', reenter: true },
             'sse.retry': { actions: 'rememberRetry' },
@@ -299,7 +323,10 @@ export const streamMachine = setup({
     },
     done: { type: 'final', entry: { type: 'reportEnded', params: { kind: 'done' } } },
     closedByServer: { type: 'final', entry: { type: 'reportEnded', params: { kind: 'closed-by-server' } } },
-    sessionTerminated: { type: 'final', entry: { type: 'reportEnded', params: { kind: 'session-terminated' } } },
+    sessionTerminated: {
+      type: 'final',
+      entry: { type: 'reportEnded', params: { kind: 'session-terminated' } },
+    },
     unresumable: { type: 'final', entry: { type: 'reportEnded', params: { kind: 'unresumable' } } },
     responseEvicted: { type: 'final', entry: { type: 'reportEnded', params: { kind: 'response-evicted' } } },
     epochChanged: { type: 'final', entry: { type: 'reportEnded', params: { kind: 'epoch-changed' } } },

@@ -129,7 +129,12 @@ export const serverSessionMachine = setup({
     detached: assign({ attached: ({ context }) => Math.max(0, context.attached - 1) }),
     resetLog: assign(({ context, event }) =>
       event.type === 'log.reset'
-        ? { epoch: event.epoch, previousEpochs: [...context.previousEpochs, context.epoch], streams: {}, nextStream: 1 }
+        ? {
+            epoch: event.epoch,
+            previousEpochs: [...context.previousEpochs, context.epoch],
+            streams: {},
+            nextStream: 1,
+          }
         : {},
     ),
     acceptDelete: emit({ type: 'decision.delete', accepted: true }),

@@ -1,11 +1,11 @@
 import { type Actor, createActor, fromCallback } from 'xstate';
 import type { ReconnectPolicy } from '../../machines/backoff.js';
-import { JsonRpcCode } from '../../machines/codes.js';
 import type { CursorRecord } from '../../machines/client/cursor.js';
 import type { Exchange, IoEvent } from '../../machines/client/io.js';
 import type { RetryPolicy } from '../../machines/client/ledger.js';
 import { clientSessionMachine } from '../../machines/client/session.machine.js';
 import { streamMachine } from '../../machines/client/stream.machine.js';
+import { JsonRpcCode } from '../../machines/codes.js';
 import { isResponse, type JsonRpcMessage } from '../../machines/jsonrpc.js';
 import type { VirtualClock } from './clock.js';
 import type { SimNetwork } from './network.js';
@@ -98,14 +98,21 @@ export class SimClientProcess {
     this.actor.subscribe((snap) => this.watch(snap.value, snap.context.sessionId));
     this.actor.start();
     if (restored) this.ready = true;
-    else this.send({ jsonrpc: '2.0', id: deps.nextId(), method: 'initialize', params: { protocolVersion: '2025-11-25' } });
+    else
+      this.send({
+        jsonrpc: '2.0',
+        id: deps.nextId(),
+        method: 'initialize',
+        params: { protocolVersion: '2025-11-25' },
+      });
   }
 
   /** "Session survives transport": the client may leave a session only when the server no longer has it. */
   private watch(value: unknown, sessionId: string | undefined): void {
     const state = typeof value === 'string' ? value : JSON.stringify(value);
     if (state === 'reinitializing' && this.lastState !== 'reinitializing' && this.lastSessionId) {
-      if (!this.deps.server.isGone(this.lastSessionId)) this.deps.recorder.droppedLiveSessions.push(this.lastSessionId);
+      if (!this.deps.server.isGone(this.lastSessionId))
+        this.deps.recorder.droppedLiveSessions.push(this.lastSessionId);
     }
     this.lastState = state;
     if (sessionId !== undefined) {
@@ -143,7 +150,22 @@ export class SimClientProcess {
       if (!call) return;
       call.outcomes++;
       call.outcome =
-        'result' in message ? 'result' : message.error.code === JsonRpcCode.OUTCOME_UNKNOWN ? 'unknown' : 'error';
+        'result' in message
+          ? 'result'
+          : message.error.code === JsonRpcCode.OUTCOME_UNKNOWN
+            ? 'unknown'
+            : 'error';
+      return;
+    }
+    if (!this.ready && 'error' in message) {
+      // connect() rejected, as the SDK Client's would: the calls waiting for it fail.
+      for (const w of this.waiting.splice(0)) {
+        const call = this.deps.recorder.calls.get(w.callKey);
+        if (call) {
+          call.outcomes++;
+          call.outcome = 'error';
+        }
+      }
       return;
     }
     if (!this.ready && 'result' in message && 'protocolVersion' in message.result) {

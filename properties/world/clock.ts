@@ -30,7 +30,8 @@ export class VirtualClock {
     for (;;) {
       const next = this.nextDue(until);
       if (!next) break;
-      if (++fired > VirtualClock.MAX_FIRINGS) throw new Error(`livelock: over ${VirtualClock.MAX_FIRINGS} timers`);
+      if (++fired > VirtualClock.MAX_FIRINGS)
+        throw new Error(`livelock: over ${VirtualClock.MAX_FIRINGS} timers`);
       this.timers.delete(next.id);
       this.current = next.at;
       next.fn();

@@ -25,7 +25,8 @@ export class SimConnection {
   send(event: IoEvent): void {
     if (!this.open || this.blackholed) return;
     this.lastTraffic = this.net.clock.now();
-    const terminal = event.type === 'http.response' || event.type === 'net.ended' || event.type === 'net.failed';
+    const terminal =
+      event.type === 'http.response' || event.type === 'net.ended' || event.type === 'net.failed';
     if (terminal) this.close();
     this.net.clock.setTimeout(() => this.deliver(event), this.net.latencyMs);
   }

@@ -1,7 +1,13 @@
 import { type Actor, createActor } from 'xstate';
 import { JsonRpcCode, OutcomeUnknownReason } from '../../machines/codes.js';
 import { formatEventId, parseEventId, STANDALONE_STREAM } from '../../machines/event-id.js';
-import { isRequest, type JsonRpcMessage, type JsonRpcRequest, type RequestId, requestKey } from '../../machines/jsonrpc.js';
+import {
+  isRequest,
+  type JsonRpcMessage,
+  type JsonRpcRequest,
+  type RequestId,
+  requestKey,
+} from '../../machines/jsonrpc.js';
 import {
   appendToWindow,
   EMPTY_WINDOW,
@@ -12,7 +18,7 @@ import {
   type RetentionPolicy,
   type StreamWindow,
 } from '../../machines/server/retention.js';
-import { serverSessionMachine, type ServerSessionEmitted } from '../../machines/server/session.machine.js';
+import { type ServerSessionEmitted, serverSessionMachine } from '../../machines/server/session.machine.js';
 import type { ServerAdvertisement } from '../../machines/validity.js';
 import type { VirtualClock } from './clock.js';
 import type { SimConnection, SimNetwork } from './network.js';
@@ -92,7 +98,13 @@ export class SimServer {
       conn.send({ type: 'http.response', status: 503 });
       return;
     }
-    if (ex.method === 'POST' && ex.body && isRequest(ex.body) && ex.body.method === 'initialize' && !ex.sessionId) {
+    if (
+      ex.method === 'POST' &&
+      ex.body &&
+      isRequest(ex.body) &&
+      ex.body.method === 'initialize' &&
+      !ex.sessionId
+    ) {
       this.initialize(conn, ex.body);
       return;
     }
@@ -181,7 +193,11 @@ export class SimServer {
   private openStream(session: SimSession, conn: SimConnection, stream: number, primeSeq: number): void {
     conn.send({ type: 'http.stream', sessionId: session.id, advertisement: this.advertisement });
     conn.send({ type: 'sse.retry', ms: this.config.retryMs });
-    conn.send({ type: 'sse.event', id: formatEventId({ epoch: session.epoch, stream, seq: primeSeq }), data: '' });
+    conn.send({
+      type: 'sse.event',
+      id: formatEventId({ epoch: session.epoch, stream, seq: primeSeq }),
+      data: '',
+    });
     this.attach(session, stream, conn);
   }
 
@@ -236,7 +252,11 @@ export class SimServer {
       return;
     }
     if (!session.logs.has(STANDALONE_STREAM)) {
-      session.logs.set(STANDALONE_STREAM, { window: EMPTY_WINDOW, messages: new Map(), streamKey: 'standalone' });
+      session.logs.set(STANDALONE_STREAM, {
+        window: EMPTY_WINDOW,
+        messages: new Map(),
+        streamKey: 'standalone',
+      });
     }
     const log = session.logs.get(STANDALONE_STREAM) as StreamLog;
     this.openStream(session, conn, STANDALONE_STREAM, log.window.head);
@@ -261,7 +281,14 @@ export class SimServer {
     log.window = window;
     for (let s = before; s < window.oldest; s++) log.messages.delete(s);
     log.messages.set(seq, message);
-    this.recorder.appended.push({ uid, sessionId: session.id, stream, seq, callKey: log.callKey, streamKey: log.streamKey });
+    this.recorder.appended.push({
+      uid,
+      sessionId: session.id,
+      stream,
+      seq,
+      callKey: log.callKey,
+      streamKey: log.streamKey,
+    });
     log.conn?.send({ type: 'sse.event', id: this.idOf(session, stream, seq), message });
   }
 
@@ -284,11 +311,20 @@ export class SimServer {
     const respond = (result: Record<string, unknown>) => {
       if (!alive() || !session.running.has(key)) return;
       const uid = `${session.id}/${stream}/response`;
-      this.append(session, stream, { jsonrpc: '2.0', id: request.id, result: { ...result, _meta: { uid } } }, uid);
+      this.append(
+        session,
+        stream,
+        { jsonrpc: '2.0', id: request.id, result: { ...result, _meta: { uid } } },
+        uid,
+      );
       this.finish(session, stream, key);
     };
     if (request.method === 'initialize') {
-      respond({ protocolVersion: '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: 'sim', version: '0' } });
+      respond({
+        protocolVersion: '2025-11-25',
+        capabilities: { tools: {} },
+        serverInfo: { name: 'sim', version: '0' },
+      });
       return;
     }
     if (request.method === 'tools/list') {
@@ -301,7 +337,7 @@ export class SimServer {
     }
     const name = request.params?.name as ToolName;
     const tool = TOOLS[name];
-    const callKey = (request.params?.arguments as { callKey: string }).callKey;
+    const callKey = String((request.params?.arguments as { callKey?: string } | undefined)?.callKey);
     if (tool.sideEffect === 'once') this.recorder.countSideEffect(callKey);
     for (let n = 1; n <= tool.notifications; n++) {
       this.clock.setTimeout(() => {
@@ -315,7 +351,10 @@ export class SimServer {
         );
       }, tool.stepMs * n);
     }
-    this.clock.setTimeout(() => respond({ content: [{ type: 'text', text: `${name} done` }] }), tool.durationMs);
+    this.clock.setTimeout(
+      () => respond({ content: [{ type: 'text', text: `${name} done` }] }),
+      tool.durationMs,
+    );
   }
 
   /** A server-initiated notification on the standalone stream of every session that opened one. */
@@ -324,7 +363,12 @@ export class SimServer {
       if (!session.logs.has(STANDALONE_STREAM)) continue;
       const n = ++session.standaloneCount;
       const uid = `${session.id}/0/${n}`;
-      this.append(session, STANDALONE_STREAM, { jsonrpc: '2.0', method: 'notifications/message', params: { n, uid } }, uid);
+      this.append(
+        session,
+        STANDALONE_STREAM,
+        { jsonrpc: '2.0', method: 'notifications/message', params: { n, uid } },
+        uid,
+      );
     }
   }
 

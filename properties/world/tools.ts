@@ -17,9 +17,27 @@ export const TOOLS = {
   /** Outlives a load balancer's idle timeout. */
   slow: { sideEffect: 'once', annotations: {}, notifications: 1, stepMs: 100, durationMs: 4_000 },
   /** Streams numbered notifications, more than the retention bound holds. */
-  chatty: { sideEffect: 'none', annotations: { readOnlyHint: true }, notifications: 9, stepMs: 40, durationMs: 400 },
-  lookup: { sideEffect: 'none', annotations: { readOnlyHint: true }, notifications: 0, stepMs: 0, durationMs: 50 },
-  upsert: { sideEffect: 'idempotent', annotations: { idempotentHint: true }, notifications: 0, stepMs: 0, durationMs: 200 },
+  chatty: {
+    sideEffect: 'none',
+    annotations: { readOnlyHint: true },
+    notifications: 9,
+    stepMs: 40,
+    durationMs: 400,
+  },
+  lookup: {
+    sideEffect: 'none',
+    annotations: { readOnlyHint: true },
+    notifications: 0,
+    stepMs: 0,
+    durationMs: 50,
+  },
+  upsert: {
+    sideEffect: 'idempotent',
+    annotations: { idempotentHint: true },
+    notifications: 0,
+    stepMs: 0,
+    durationMs: 200,
+  },
 } as const satisfies Record<string, SimTool>;
 
 export type ToolName = keyof typeof TOOLS;

@@ -1,7 +1,7 @@
 import type { ReconnectPolicy } from '../../machines/backoff.js';
 import type { CursorRecord } from '../../machines/client/cursor.js';
 import type { serverSessionMachine } from '../../machines/server/session.machine.js';
-import { CORRECT_CLIENT, type ClientVariant, CursorStore, SimClientProcess } from './client.js';
+import { type ClientVariant, CORRECT_CLIENT, CursorStore, SimClientProcess } from './client.js';
 import { VirtualClock } from './clock.js';
 import { SimNetwork } from './network.js';
 import { Recorder } from './recorder.js';
@@ -130,6 +130,11 @@ export class World {
     this.clock.setTimeout(sweep, 250);
   }
 
+  /** The live client process's session machine (for fingerprints and inspection). */
+  get clientActor(): SimClientProcess['actor'] {
+    return this.process.actor;
+  }
+
   apply(cmd: Command): void {
     const open = this.net.list();
     const pick = <T>(xs: T[], i: number): T | undefined => (xs.length === 0 ? undefined : xs[i % xs.length]);
@@ -193,7 +198,8 @@ export class World {
 
   private restartClient(durable: boolean): void {
     for (const [key, call] of this.recorder.calls) {
-      if (call.process === this.process.pid && call.outcome === undefined) this.recorder.abandonedCalls.add(key);
+      if (call.process === this.process.pid && call.outcome === undefined)
+        this.recorder.abandonedCalls.add(key);
     }
     const record = this.store.record;
     if (!durable && record) this.recorder.abandonedSessions.add(record.sessionId);
@@ -237,7 +243,11 @@ export class World {
 }
 
 /** Runs one schedule from a fresh world and returns what happened. */
-export function runSchedule(commands: readonly Command[], config?: WorldConfig, variant?: WorldVariant): WorldOutcome {
+export function runSchedule(
+  commands: readonly Command[],
+  config?: WorldConfig,
+  variant?: WorldVariant,
+): WorldOutcome {
   const world = new World(config, variant);
   try {
     for (const cmd of commands) world.apply(cmd);

@@ -1,0 +1,73 @@
+import { describe, expect, it } from 'vitest';
+import {
+  defaultRetryPolicy,
+  learnAnnotations,
+  ledgerAdd,
+  ledgerOnSessionLost,
+  ledgerSettle,
+  outcomeUnknownError,
+  pendingEntries,
+} from '../machines/client/ledger.js';
+import type { JsonRpcRequest } from '../machines/jsonrpc.js';
+
+const call = (id: number, name: string): JsonRpcRequest => ({
+  jsonrpc: '2.0',
+  id,
+  method: 'tools/call',
+  params: { name, arguments: {} },
+});
+
+const annotations = learnAnnotations(
+  {},
+  {
+    tools: [
+      { name: 'charge', annotations: { destructiveHint: true } },
+      { name: 'search', annotations: { readOnlyHint: true } },
+      { name: 'upsert', annotations: { idempotentHint: true } },
+      { name: 'bare' },
+    ],
+  },
+);
+
+describe('request ledger', () => {
+  it('settles once: a second settlement is ignored', () => {
+    let l = ledgerAdd({}, call(1, 'charge'));
+    l = ledgerSettle(l, 1, 'answered');
+    expect(ledgerSettle(l, 1, 'failed')['n:1']?.status).toBe('answered');
+  });
+
+  it('keeps 1 and "1" apart', () => {
+    const l = ledgerAdd(ledgerAdd({}, call(1, 'a')), { ...call(2, 'b'), id: '1' });
+    expect(Object.keys(l).sort()).toEqual(['n:1', 's:1']);
+  });
+
+  /** @spec design-note "reconcile any in-flight requests as unknown outcome (do not blindly retry)" */
+  it('on session loss: reads and annotated tools are re-sent, everything else is outcome unknown', () => {
+    let l = {};
+    for (const [i, name] of ['charge', 'search', 'upsert', 'bare'].entries()) l = ledgerAdd(l, call(i, name));
+    l = ledgerAdd(l, { jsonrpc: '2.0', id: 9, method: 'resources/read', params: { uri: 'x' } });
+    l = ledgerAdd(l, { jsonrpc: '2.0', id: 10, method: 'sampling/whatever' });
+    const lost = ledgerOnSessionLost(l, defaultRetryPolicy, annotations);
+    expect(lost.resend.map((r) => r.id).sort()).toEqual([1, 2, 9]);
+    expect(lost.unknown.map((r) => r.id).sort()).toEqual([0, 10, 3]);
+    expect(
+      pendingEntries(lost.ledger)
+        .map((e) => e.request.id)
+        .sort(),
+    ).toEqual([1, 2, 9]);
+    expect(lost.ledger['n:0']?.status).toBe('outcome-unknown');
+  });
+
+  it('learns annotations from tools/list and ignores junk', () => {
+    expect(annotations.search).toEqual({ readOnlyHint: true, idempotentHint: false });
+    expect(learnAnnotations(annotations, { tools: 'nope' })).toBe(annotations);
+    expect(learnAnnotations({}, { tools: [{ annotations: {} }, null] })).toEqual({});
+  });
+
+  it('the outcome-unknown error carries code and reason', () => {
+    expect(outcomeUnknownError(3, 'session_lost')).toMatchObject({
+      id: 3,
+      error: { code: -32050, data: { reason: 'session_lost' } },
+    });
+  });
+});

@@ -1,0 +1,128 @@
+import { describe, expect, it } from 'vitest';
+import { createActor, SimulatedClock } from 'xstate';
+import { appendToWindow, EMPTY_WINDOW } from '../machines/server/retention.js';
+import { type ServerSessionEmitted, serverSessionMachine } from '../machines/server/session.machine.js';
+
+function session(principal?: string) {
+  const clock = new SimulatedClock();
+  const actor = createActor(serverSessionMachine, {
+    clock,
+    input: { sessionId: 'S', epoch: 'ep', idleTtlMs: 1_000, principal },
+  });
+  const emitted: ServerSessionEmitted[] = [];
+  actor.on('*', (e) => emitted.push(e as ServerSessionEmitted));
+  actor.start();
+  return { actor, clock, emitted, last: () => emitted.at(-1) };
+}
+
+describe('server session machine', () => {
+  it('expires after the idle TTL with nothing attached or in flight', () => {
+    const s = session();
+    s.clock.increment(999);
+    expect(s.actor.getSnapshot().value).toEqual({ live: 'idle' });
+    s.clock.increment(1);
+    expect(s.actor.getSnapshot().value).toEqual({ ended: 'expired' });
+    expect(s.last()).toEqual({ type: 'session.ended', reason: 'expired' });
+  });
+
+  it('activity restarts the idle clock', () => {
+    const s = session();
+    s.clock.increment(900);
+    s.actor.send({ type: 'session.activity' });
+    s.clock.increment(900);
+    expect(s.actor.getSnapshot().matches('live')).toBe(true);
+  });
+
+  it('never expires while a request is in flight or a stream attached', () => {
+    const s = session();
+    s.actor.send({ type: 'request.received', requestKey: 'n:1' });
+    s.clock.increment(10_000);
+    expect(s.actor.getSnapshot().value).toEqual({ live: 'busy' });
+    s.actor.send({ type: 'stream.attached' });
+    s.actor.send({ type: 'request.settled', requestKey: 'n:1' });
+    s.clock.increment(10_000);
+    expect(s.actor.getSnapshot().value).toEqual({ live: 'busy' });
+    s.actor.send({ type: 'stream.detached' });
+    expect(s.actor.getSnapshot().value).toEqual({ live: 'idle' });
+    s.clock.increment(1_000);
+    expect(s.actor.getSnapshot().value).toEqual({ ended: 'expired' });
+  });
+
+  it('numbers streams and never executes a request id twice', () => {
+    const s = session();
+    s.actor.send({ type: 'request.received', requestKey: 'n:1' });
+    expect(s.last()).toEqual({ type: 'decision.request', decision: { kind: 'execute', stream: 1 } });
+    s.actor.send({ type: 'request.received', requestKey: 'n:2' });
+    expect(s.last()).toEqual({ type: 'decision.request', decision: { kind: 'execute', stream: 2 } });
+    s.actor.send({ type: 'request.received', requestKey: 'n:1' });
+    expect(s.last()).toEqual({ type: 'decision.request', decision: { kind: 'duplicate', stream: 1 } });
+  });
+
+  it('answers cursors through answerCursor, with the window the log read', () => {
+    const s = session();
+    s.actor.send({ type: 'request.received', requestKey: 'n:1' });
+    let w = EMPTY_WINDOW;
+    for (let i = 0; i < 5; i++) w = appendToWindow(w, 0, { maxEventsPerStream: 2, retentionMs: 1e9 }).window;
+    s.actor.send({ type: 'resume.requested', lastEventId: 'ep-1-4', window: w });
+    expect(s.last()).toEqual({ type: 'decision.resume', answer: { kind: 'replay', stream: 1, afterSeq: 4 } });
+    s.actor.send({ type: 'resume.requested', lastEventId: 'ep-1-1', window: w });
+    expect(s.last()).toMatchObject({ answer: { kind: 'gone', lostCount: 2 } });
+    s.actor.send({ type: 'resume.requested', lastEventId: 'ep-5-1', window: undefined });
+    expect(s.last()).toMatchObject({ answer: { kind: 'invalid', reason: 'foreign_cursor' } });
+  });
+
+  it('after a log reset, old cursors are answered epoch_changed', () => {
+    const s = session();
+    s.actor.send({ type: 'request.received', requestKey: 'n:1' });
+    s.actor.send({ type: 'log.reset', epoch: 'ep2' });
+    s.actor.send({ type: 'resume.requested', lastEventId: 'ep-1-3', window: undefined });
+    expect(s.last()).toMatchObject({ answer: { kind: 'gone', reason: 'epoch_changed' } });
+  });
+
+  it('DELETE terminates: streams are told, every later request is an unknown session', () => {
+    const s = session();
+    s.actor.send({ type: 'session.delete' });
+    expect(s.emitted.slice(-2)).toEqual([
+      { type: 'decision.delete', accepted: true },
+      { type: 'session.ended', reason: 'terminated' },
+    ]);
+    s.actor.send({ type: 'request.received', requestKey: 'n:1' });
+    expect(s.last()).toEqual({ type: 'decision.request', decision: { kind: 'unknown-session' } });
+    s.actor.send({ type: 'resume.requested', lastEventId: 'ep-1-1', window: undefined });
+    expect(s.last()).toEqual({ type: 'decision.resume', answer: { kind: 'unknown-session' } });
+    s.actor.send({ type: 'standalone.requested' });
+    expect(s.last()).toEqual({ type: 'decision.attach', decision: { kind: 'unknown-session' } });
+    s.actor.send({ type: 'session.delete' });
+    expect(s.last()).toEqual({ type: 'decision.delete', accepted: false });
+  });
+
+  it('another principal presenting the id is told the session does not exist', () => {
+    const s = session('alice');
+    s.actor.send({ type: 'request.received', requestKey: 'n:1', principal: 'mallory' });
+    expect(s.last()).toEqual({ type: 'decision.request', decision: { kind: 'unknown-session' } });
+    s.actor.send({ type: 'session.delete', principal: 'mallory' });
+    expect(s.actor.getSnapshot().matches('live')).toBe(true);
+    s.actor.send({ type: 'request.received', requestKey: 'n:1', principal: 'alice' });
+    expect(s.last()).toEqual({ type: 'decision.request', decision: { kind: 'execute', stream: 1 } });
+  });
+
+  it('shutdown ends the session with reason shutdown', () => {
+    const s = session();
+    s.actor.send({ type: 'server.shutdown' });
+    expect(s.last()).toEqual({ type: 'session.ended', reason: 'shutdown' });
+  });
+
+  it('a restored snapshot keeps streams and request ids (durable logs)', () => {
+    const s = session();
+    s.actor.send({ type: 'request.received', requestKey: 'n:1' });
+    const snapshot = s.actor.getPersistedSnapshot();
+    const restored = createActor(serverSessionMachine, {
+      snapshot,
+      input: { sessionId: 'S', epoch: 'ep', idleTtlMs: 1_000 },
+    }).start();
+    const seen: unknown[] = [];
+    restored.on('decision.request', (e) => seen.push(e.decision));
+    restored.send({ type: 'request.received', requestKey: 'n:1' });
+    expect(seen).toEqual([{ kind: 'duplicate', stream: 1 }]);
+  });
+});

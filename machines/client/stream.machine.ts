@@ -57,7 +57,8 @@ export type StreamReport =
       advertisement?: ServerAdvertisement;
     }
   | { type: 'stream.message'; key: string; streamId: string; eventId?: string; message: JsonRpcMessage }
-  | { type: 'stream.cursor'; key: string; streamId: string; lastEventId: string }
+  /** The cursor moved (undefined: forgotten, after a log reset). The parent persists it. */
+  | { type: 'stream.cursor'; key: string; streamId: string; lastEventId: string | undefined }
   | { type: 'stream.gap'; key: string; streamId: string; gap: GapDetails }
   | { type: 'stream.ended'; key: string; streamId: string; outcome: StreamOutcome };
 
@@ -309,8 +310,16 @@ export const streamMachine = setup({
         { guard: 'reconnectsExhausted', target: 'givenUp' },
         { guard: 'isTransportFault', target: 'unresumable' },
         { guard: 'isSessionGone', target: 'sessionTerminated' },
-        { guard: 'canResumeAfterGap', target: 'connecting', actions: ['reportGap', 'resumeAtOldest'] },
-        { guard: 'isStandaloneGap', target: 'connecting', actions: ['reportGap', 'forgetCursor'] },
+        {
+          guard: 'canResumeAfterGap',
+          target: 'connecting',
+          actions: ['reportGap', 'resumeAtOldest', 'forwardCursor'],
+        },
+        {
+          guard: 'isStandaloneGap',
+          target: 'connecting',
+          actions: ['reportGap', 'forgetCursor', 'forwardCursor'],
+        },
         { guard: 'isEpochChange', target: 'epochChanged', actions: 'reportGap' },
         { guard: 'isEventsLost', target: 'responseEvicted', actions: 'reportGap' },
         { guard: 'isStop', target: 'stopped' },

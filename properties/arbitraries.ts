@@ -24,6 +24,7 @@ export const commandArb: fc.Arbitrary<Command> = fc.oneof(
   { weight: 1, arbitrary: fc.boolean().map((durable) => ({ kind: 'serverRestart', durable }) as const) },
   { weight: 1, arbitrary: fc.boolean().map((durable) => ({ kind: 'clientRestart', durable }) as const) },
   { weight: 2, arbitrary: fc.constant({ kind: 'serverNotify' } as const) },
+  { weight: 1, arbitrary: fc.constant({ kind: 'closeAndReconnect' } as const) },
 );
 
 export const scheduleArb = fc.array(commandArb, { minLength: 1, maxLength: 24 });

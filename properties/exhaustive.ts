@@ -28,6 +28,7 @@ export const ALPHABET: readonly Command[] = [
   { kind: 'serverRestart', durable: false },
   { kind: 'clientRestart', durable: true },
   { kind: 'serverNotify' },
+  { kind: 'closeAndReconnect' },
 ];
 
 export interface ExplorationReport {

@@ -7,7 +7,12 @@ import { runSchedule } from './world/world.js';
  * Counterexamples that long `npm run verify` runs found, kept as fixed schedules once fixed, so they
  * stay fixed. Each names what was wrong.
  */
-const NO_HEARTBEAT: WorldConfig = { heartbeat: false, maxEventsPerStream: 2, retentionMs: 5_000, idleTtlMs: 30_000 };
+const NO_HEARTBEAT: WorldConfig = {
+  heartbeat: false,
+  maxEventsPerStream: 2,
+  retentionMs: 5_000,
+  idleTtlMs: 30_000,
+};
 
 const cases: Array<{ name: string; config: WorldConfig; commands: Command[] }> = [
   {
@@ -67,7 +72,9 @@ describe('regressions found by long verification', () => {
   for (const c of cases) {
     it(c.name, () => {
       const outcome = runSchedule(c.commands, c.config);
-      const violations = Object.entries(CHECKS).flatMap(([name, check]) => check(outcome).map((v) => `${name}: ${v}`));
+      const violations = Object.entries(CHECKS).flatMap(([name, check]) =>
+        check(outcome).map((v) => `${name}: ${v}`),
+      );
       expect(violations).toEqual([]);
     });
   }

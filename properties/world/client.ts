@@ -43,6 +43,8 @@ export class CursorStore {
 export class SimClientProcess {
   readonly actor: Actor<typeof clientSessionMachine>;
   private ready = false;
+  /** connect() rejected: like the SDK Client, every later call fails at once. */
+  private connectFailed = false;
   private readonly waiting: Array<{ tool: ToolName; callKey: string; id: number }> = [];
   private readonly idToCall = new Map<number, string>();
   private lastSessionId: string | undefined;
@@ -80,6 +82,9 @@ export class SimClientProcess {
             reason: gap.reason,
             lostCount: gap.lostCount,
           }),
+        sendDelete: (_, { sessionId }) => {
+          deps.clock.setTimeout(() => server.delete(sessionId), net.latencyMs);
+        },
         persistCursor: (_, { record }) => {
           deps.store.record = record;
         },
@@ -125,12 +130,25 @@ export class SimClientProcess {
     const id = this.deps.nextId();
     this.deps.recorder.calls.set(callKey, { callKey, tool, id, process: this.pid, outcomes: 0 });
     this.idToCall.set(id, callKey);
-    if (!this.ready) this.waiting.push({ tool, callKey, id });
+    if (this.connectFailed) this.failCall(callKey);
+    else if (!this.ready) this.waiting.push({ tool, callKey, id });
     else this.sendCall(tool, callKey, id);
   }
 
   stop(): void {
     this.actor.stop();
+  }
+
+  /** The application closes the transport: DELETE, and every pending call is settled. */
+  close(): void {
+    this.actor.send({ type: 'app.close' });
+  }
+
+  private failCall(callKey: string): void {
+    const call = this.deps.recorder.calls.get(callKey);
+    if (!call) return;
+    call.outcomes++;
+    call.outcome = 'error';
   }
 
   private sendCall(tool: ToolName, callKey: string, id: number): void {
@@ -159,13 +177,8 @@ export class SimClientProcess {
     }
     if (!this.ready && 'error' in message) {
       // connect() rejected, as the SDK Client's would: the calls waiting for it fail.
-      for (const w of this.waiting.splice(0)) {
-        const call = this.deps.recorder.calls.get(w.callKey);
-        if (call) {
-          call.outcomes++;
-          call.outcome = 'error';
-        }
-      }
+      this.connectFailed = true;
+      for (const w of this.waiting.splice(0)) this.failCall(w.callKey);
       return;
     }
     if (!this.ready && 'result' in message && 'protocolVersion' in message.result) {

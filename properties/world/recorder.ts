@@ -48,7 +48,10 @@ export class Recorder {
   readonly droppedLiveSessions: string[] = [];
   /** Sessions whose id reached a client. A session created by a lost initialize response is unknowable. */
   readonly adoptedSessions = new Set<string>();
-  /** Sessions whose client process restarted without a durable cursor: nobody can resume them. */
+  /**
+   * Sessions nobody will resume: the client process restarted without a durable cursor, or the
+   * application closed the session itself.
+   */
   readonly abandonedSessions = new Set<string>();
   /** Application calls whose process died. Their answers may only arrive as orphans. */
   readonly abandonedCalls = new Set<string>();

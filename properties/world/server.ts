@@ -357,6 +357,11 @@ export class SimServer {
     );
   }
 
+  /** DELETE: the session machine decides; attached streams get `event: close` (see watchEnd). */
+  delete(sessionId: string): void {
+    this.sessions.get(sessionId)?.actor.send({ type: 'session.delete' });
+  }
+
   /** A server-initiated notification on the standalone stream of every session that opened one. */
   notifyStandalone(): void {
     for (const session of this.sessions.values()) {

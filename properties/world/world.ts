@@ -30,7 +30,9 @@ export type Command =
   | { readonly kind: 'serverRestart'; readonly durable: boolean }
   | { readonly kind: 'clientRestart'; readonly durable: boolean }
   /** The server pushes a numbered notification on each standalone stream. */
-  | { readonly kind: 'serverNotify' };
+  | { readonly kind: 'serverNotify' }
+  /** The application closes its transport (DELETE ends the session), then connects afresh. */
+  | { readonly kind: 'closeAndReconnect' };
 
 export interface WorldConfig {
   /** Heartbeats on: stall detection on the client. Off: a load balancer cuts idle connections instead. */
@@ -175,6 +177,9 @@ export class World {
       case 'serverNotify':
         this.server.notifyStandalone();
         break;
+      case 'closeAndReconnect':
+        this.closeAndReconnect();
+        break;
     }
     // Every command lets the world breathe a little, so connections open between faults.
     this.clock.runFor(5);
@@ -194,6 +199,16 @@ export class World {
   private healNetwork(): void {
     this.net.refusing = false;
     for (const c of this.net.list()) if (c.blackholed) c.reset();
+  }
+
+  private closeAndReconnect(): void {
+    const closing = this.process;
+    // What was still on its way when the application chose to close is the application's to drop.
+    const sessionId = closing.actor.getSnapshot().context.sessionId;
+    if (sessionId) this.recorder.abandonedSessions.add(sessionId);
+    closing.close();
+    // Its calls were answered outcome unknown by close(); the application moves on with a new client.
+    this.process = this.spawnClient(null);
   }
 
   private restartClient(durable: boolean): void {

@@ -122,6 +122,15 @@ describe('answerCursor', () => {
     });
   });
 
+  it('410 of unknown size for a known stream the log no longer holds (swept after ageing out)', () => {
+    expect(answerCursor('abc-2-5', ctx(undefined))).toMatchObject({
+      kind: 'gone',
+      reason: 'resume_window_exceeded',
+      lostCount: null,
+      streamComplete: true,
+    });
+  });
+
   it('400 for a malformed cursor', () => {
     expect(answerCursor('garbage', ctx(w))).toEqual({
       kind: 'invalid',

@@ -106,10 +106,18 @@ describe('server session machine', () => {
     expect(s.last()).toEqual({ type: 'decision.request', decision: { kind: 'execute', stream: 1 } });
   });
 
-  it('shutdown ends the session with reason shutdown', () => {
+  it('stopping with a memory log ends the session with reason shutdown', () => {
     const s = session();
-    s.actor.send({ type: 'server.shutdown' });
+    s.actor.send({ type: 'server.stopping', durableLog: false });
     expect(s.last()).toEqual({ type: 'session.ended', reason: 'shutdown' });
+    expect(s.actor.getSnapshot().value).toEqual({ ended: 'shutDown' });
+  });
+
+  it('stopping with a durable log releases the streams and keeps the session', () => {
+    const s = session();
+    s.actor.send({ type: 'server.stopping', durableLog: true });
+    expect(s.last()).toEqual({ type: 'session.released' });
+    expect(s.actor.getSnapshot().matches('live')).toBe(true);
   });
 
   it('a restored snapshot keeps streams and request ids (durable logs)', () => {

@@ -119,7 +119,18 @@ export function answerCursor(lastEventId: string, ctx: CursorContext): ResumeAns
     return { kind: 'invalid', reason: ResumeRejection.foreignCursor, requestedId: lastEventId };
   }
   const w = ctx.window;
-  if (!w || cursor.seq > w.head) {
+  if (!w) {
+    // A stream this session opened whose every event has aged out and been swept: gone, size unknown.
+    return {
+      kind: 'gone',
+      reason: ResumeRejection.windowExceeded,
+      stream: cursor.stream,
+      requestedId: lastEventId,
+      lostCount: null,
+      streamComplete: true,
+    };
+  }
+  if (cursor.seq > w.head) {
     // A cursor past the head was never issued by this log.
     return { kind: 'invalid', reason: ResumeRejection.foreignCursor, requestedId: lastEventId };
   }

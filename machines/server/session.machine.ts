@@ -30,6 +30,8 @@ export type AttachDecision = { kind: 'attach-live'; stream: number } | { kind: '
 export type ServerSessionEvent =
   | { type: 'request.received'; requestKey: string; principal?: string }
   | { type: 'request.settled'; requestKey: string }
+  /** A POSTed notification or response: no stream, just admission. */
+  | { type: 'message.received'; principal?: string }
   | { type: 'standalone.requested'; principal?: string }
   | { type: 'resume.requested'; lastEventId: string; window: StreamWindow | undefined; principal?: string }
   | { type: 'stream.attached' }
@@ -37,15 +39,19 @@ export type ServerSessionEvent =
   | { type: 'session.activity' }
   | { type: 'session.delete'; principal?: string }
   | { type: 'log.reset'; epoch: string }
-  | { type: 'server.shutdown' };
+  /** The process is stopping. With a durable log the session outlives it; otherwise it ends here. */
+  | { type: 'server.stopping'; durableLog: boolean };
 
 export type ServerSessionEmitted =
   | { type: 'decision.request'; decision: RequestDecision }
   | { type: 'decision.attach'; decision: AttachDecision }
   | { type: 'decision.resume'; answer: ResumeAnswer }
   | { type: 'decision.delete'; accepted: boolean }
+  | { type: 'decision.message'; accepted: boolean }
   /** Entered an end state: attached streams get `event: close` with this reason, then end. */
-  | { type: 'session.ended'; reason: 'expired' | 'terminated' | 'shutdown' };
+  | { type: 'session.ended'; reason: 'expired' | 'terminated' | 'shutdown' }
+  /** The process stops but the session lives on in a durable log: end streams without `event: close`, so clients resume. */
+  | { type: 'session.released' };
 
 interface StreamRecord {
   readonly kind: 'request' | 'standalone';
@@ -81,6 +87,7 @@ export const serverSessionMachine = setup({
   },
   guards: {
     isBusy: ({ context }) => context.attached > 0 || context.inFlight > 0,
+    hasDurableLog: ({ event }) => event.type === 'server.stopping' && event.durableLog,
     isForeignPrincipal: ({ context, event }) => 'principal' in event && ownerMismatch(context, event),
     isDuplicateRequest: ({ context, event }) =>
       event.type === 'request.received' && context.requests[event.requestKey] !== undefined,
@@ -147,6 +154,8 @@ export const serverSessionMachine = setup({
         enqueue.emit({ type: 'decision.resume', answer: { kind: 'unknown-session' } });
       } else if (event.type === 'session.delete') {
         enqueue.emit({ type: 'decision.delete', accepted: false });
+      } else if (event.type === 'message.received') {
+        enqueue.emit({ type: 'decision.message', accepted: false });
       }
     }),
   },
@@ -176,6 +185,10 @@ export const serverSessionMachine = setup({
           { target: '.busy', actions: 'admitRequest' },
         ],
         'request.settled': { target: '.settling', actions: 'settleRequest' },
+        'message.received': [
+          { guard: 'isForeignPrincipal', actions: 'answerUnknownSession' },
+          { actions: emit({ type: 'decision.message', accepted: true }) },
+        ],
         'standalone.requested': [
           { guard: 'isForeignPrincipal', actions: 'answerUnknownSession' },
           { actions: 'attachStandalone' },
@@ -191,7 +204,10 @@ export const serverSessionMachine = setup({
           { guard: 'isForeignPrincipal', actions: 'answerUnknownSession' },
           { target: 'ended.terminated', actions: 'acceptDelete' },
         ],
-        'server.shutdown': 'ended.shutDown',
+        'server.stopping': [
+          { guard: 'hasDurableLog', actions: emit({ type: 'session.released' }) },
+          { target: 'ended.shutDown' },
+        ],
       },
       states: {
         idle: {
@@ -213,6 +229,7 @@ export const serverSessionMachine = setup({
         'standalone.requested': { actions: 'answerUnknownSession' },
         'resume.requested': { actions: 'answerUnknownSession' },
         'session.delete': { actions: 'answerUnknownSession' },
+        'message.received': { actions: 'answerUnknownSession' },
       },
       states: {
         expired: { entry: emit({ type: 'session.ended', reason: 'expired' }) },

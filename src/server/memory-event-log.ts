@@ -1,0 +1,205 @@
+import type { JsonRpcMessage } from '../../machines/jsonrpc.js';
+import {
+  appendToWindow,
+  DEFAULT_RETENTION_POLICY,
+  EMPTY_WINDOW,
+  evictWindow,
+  finishWindow,
+  type RetentionPolicy,
+  retainedCount,
+  type StreamWindow,
+} from '../../machines/server/retention.js';
+import type { EventLog, StoredEvent } from './event-log.js';
+
+export interface MemoryEventLogOptions {
+  /** Defaults to `DEFAULT_RETENTION_POLICY.maxEventsPerStream`. */
+  readonly maxEventsPerStream?: number;
+  /** Defaults to `DEFAULT_RETENTION_POLICY.retentionMs`. */
+  readonly retentionMs?: number;
+  /** The clock events are stamped and aged with; injectable so tests need not wait. Defaults to `Date.now`. */
+  readonly now?: () => number;
+  /**
+   * How often the background {@link MemoryEventLog.sweep} runs. Streams nobody touches are only aged by the
+   * sweep, so this bounds how long expired messages of idle streams stay in memory. Defaults to a quarter
+   * of `retentionMs`, at least one second.
+   */
+  readonly sweepIntervalMs?: number;
+}
+
+/** The longest delay `setInterval` honours; longer ones fire after 1 ms. */
+const MAX_TIMER_MS = 2_147_483_647;
+
+interface StreamState {
+  window: StreamWindow;
+  /** Exactly the retained messages: keys are `window.oldest..window.head`. */
+  readonly messages: Map<number, JsonRpcMessage>;
+}
+
+/**
+ * An {@link EventLog} in process memory: the default for a single server process, and the reference the
+ * contract suite's other backends are compared with. Not durable: a restart loses every session's events,
+ * so sessions cannot survive one either.
+ *
+ * Memory is bounded by the retention policy: every append and every read evicts, and a background
+ * {@link MemoryEventLog.sweep} ages streams nobody touches. What is evicted is decided by
+ * `machines/server/retention.ts` alone, as for every backend.
+ */
+export class MemoryEventLog implements EventLog {
+  readonly durable = false;
+  readonly policy: RetentionPolicy;
+  private readonly now: () => number;
+  private readonly sweepIntervalMs: number;
+  private readonly sessions = new Map<string, Map<number, StreamState>>();
+  private timer: ReturnType<typeof setInterval> | undefined;
+  private closed = false;
+
+  /** @throws RangeError for a policy that cannot retain anything or a sweep interval that is not positive. */
+  constructor(options: MemoryEventLogOptions = {}) {
+    const maxEventsPerStream = options.maxEventsPerStream ?? DEFAULT_RETENTION_POLICY.maxEventsPerStream;
+    const retentionMs = options.retentionMs ?? DEFAULT_RETENTION_POLICY.retentionMs;
+    if (!Number.isSafeInteger(maxEventsPerStream) || maxEventsPerStream < 1) {
+      throw new RangeError(`maxEventsPerStream must be a positive integer, got ${maxEventsPerStream}`);
+    }
+    // Infinity is allowed: no age limit, only the count bound.
+    if (Number.isNaN(retentionMs) || retentionMs < 0) {
+      throw new RangeError(`retentionMs must be a non-negative number, got ${retentionMs}`);
+    }
+    const sweepIntervalMs = options.sweepIntervalMs ?? Math.max(1000, retentionMs / 4);
+    if (Number.isNaN(sweepIntervalMs) || sweepIntervalMs <= 0) {
+      throw new RangeError(`sweepIntervalMs must be positive, got ${sweepIntervalMs}`);
+    }
+    this.policy = Object.freeze({ maxEventsPerStream, retentionMs });
+    this.now = options.now ?? Date.now;
+    this.sweepIntervalMs = Math.min(sweepIntervalMs, MAX_TIMER_MS);
+  }
+
+  async openStream(sessionId: string, stream: number): Promise<void> {
+    this.ensureOpen();
+    this.streamOf(sessionId, stream, true);
+  }
+
+  async append(sessionId: string, stream: number, message: JsonRpcMessage): Promise<number> {
+    this.ensureOpen();
+    const s = this.streamOf(sessionId, stream, true);
+    const { window, seq } = appendToWindow(s.window, this.now(), this.policy);
+    s.messages.set(seq, message);
+    settle(s, window);
+    this.startSweeping();
+    return seq;
+  }
+
+  async read(
+    sessionId: string,
+    stream: number,
+    afterSeq: number,
+  ): Promise<{ events: StoredEvent[]; window: StreamWindow } | undefined> {
+    this.ensureOpen();
+    const s = this.evicted(sessionId, stream);
+    if (!s) return undefined;
+    const events: StoredEvent[] = [];
+    for (let seq = Math.max(s.window.oldest, Math.floor(afterSeq) + 1); seq <= s.window.head; seq++) {
+      const message = s.messages.get(seq);
+      if (message !== undefined) events.push({ seq, message });
+    }
+    return { events, window: s.window };
+  }
+
+  async window(sessionId: string, stream: number): Promise<StreamWindow | undefined> {
+    this.ensureOpen();
+    return this.evicted(sessionId, stream)?.window;
+  }
+
+  /** Finishing a stream the log has not seen registers it, finished, as appending would. */
+  async finish(sessionId: string, stream: number): Promise<void> {
+    this.ensureOpen();
+    const s = this.streamOf(sessionId, stream, true);
+    s.window = finishWindow(s.window);
+  }
+
+  async dropSession(sessionId: string): Promise<void> {
+    this.sessions.delete(sessionId);
+  }
+
+  /**
+   * Stops the background sweep, so the process can exit, and frees everything. Idempotent. A closed log
+   * refuses further use (it rejects) rather than silently starting an empty one.
+   */
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.timer !== undefined) clearInterval(this.timer);
+    this.timer = undefined;
+    this.sessions.clear();
+  }
+
+  /**
+   * Age-evicts every stream, including those nobody reads or appends to any more, and forgets streams
+   * that are finished and have nothing left to replay, and sessions left without streams. Unfinished
+   * streams are kept even when empty: their head is what the next sequence number and cursor checks are
+   * based on. Runs on a timer after the first append; call it directly to reclaim memory at a chosen time.
+   *
+   * A forgotten finished stream reads as unknown (`window` undefined) from then on, like a stream that
+   * never existed.
+   */
+  sweep(): void {
+    const now = this.now();
+    for (const [sessionId, streams] of this.sessions) {
+      for (const [stream, s] of streams) {
+        settle(s, evictWindow(s.window, now, this.policy));
+        if (s.window.finished && retainedCount(s.window) <= 0) streams.delete(stream);
+      }
+      if (streams.size === 0) this.sessions.delete(sessionId);
+    }
+  }
+
+  /** What is held right now, without evicting first: for tests and metrics. */
+  stats(): { sessions: number; streams: number; events: number } {
+    let streams = 0;
+    let events = 0;
+    for (const session of this.sessions.values()) {
+      streams += session.size;
+      for (const s of session.values()) events += s.messages.size;
+    }
+    return { sessions: this.sessions.size, streams, events };
+  }
+
+  private ensureOpen(): void {
+    if (this.closed) throw new Error('MemoryEventLog is closed');
+  }
+
+  private streamOf(sessionId: string, stream: number, create: true): StreamState;
+  private streamOf(sessionId: string, stream: number, create: false): StreamState | undefined;
+  private streamOf(sessionId: string, stream: number, create: boolean): StreamState | undefined {
+    let streams = this.sessions.get(sessionId);
+    if (!streams) {
+      if (!create) return undefined;
+      streams = new Map();
+      this.sessions.set(sessionId, streams);
+    }
+    let s = streams.get(stream);
+    if (!s && create) {
+      s = { window: EMPTY_WINDOW, messages: new Map() };
+      streams.set(stream, s);
+    }
+    return s;
+  }
+
+  /** The stream after age eviction at the current time, or undefined when unknown. */
+  private evicted(sessionId: string, stream: number): StreamState | undefined {
+    const s = this.streamOf(sessionId, stream, false);
+    if (s) settle(s, evictWindow(s.window, this.now(), this.policy));
+    return s;
+  }
+
+  private startSweeping(): void {
+    if (this.timer !== undefined || this.closed) return;
+    this.timer = setInterval(() => this.sweep(), this.sweepIntervalMs);
+    // A log must never keep the process alive on its own.
+    this.timer.unref?.();
+  }
+}
+
+/** Moves a stream to the window the retention functions chose and deletes what fell out of it. */
+function settle(s: StreamState, next: StreamWindow): void {
+  for (let seq = s.window.oldest; seq < next.oldest; seq++) s.messages.delete(seq);
+  s.window = next;
+}

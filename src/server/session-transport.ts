@@ -1,0 +1,36 @@
+import type { Transport, TransportSendOptions } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { JSONRPCMessage, MessageExtraInfo } from '@modelcontextprotocol/sdk/types.js';
+
+/**
+ * The SDK `Transport` one session's SDK server is connected through. It only relays: messages from
+ * HTTP go to `onmessage`; messages the SDK sends go to the session runtime, which stores, then sends.
+ */
+export class SessionTransport implements Transport {
+  onclose?: () => void;
+  onerror?: (error: Error) => void;
+  onmessage?: <T extends JSONRPCMessage>(message: T, extra?: MessageExtraInfo) => void;
+  private closed = false;
+
+  constructor(
+    readonly sessionId: string,
+    private readonly outbound: (message: JSONRPCMessage, options?: TransportSendOptions) => Promise<void>,
+  ) {}
+
+  async start(): Promise<void> {}
+
+  async send(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
+    if (this.closed) throw new Error(`session ${this.sessionId} is closed`);
+    await this.outbound(message, options);
+  }
+
+  /** Hands a client message to the SDK server. */
+  receive(message: JSONRPCMessage, extra?: MessageExtraInfo): void {
+    this.onmessage?.(message, extra);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.onclose?.();
+  }
+}

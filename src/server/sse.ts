@@ -1,0 +1,29 @@
+import type { JsonRpcMessage } from '../../machines/jsonrpc.js';
+
+/**
+ * Writing SSE frames (the WHATWG event-stream format). Only writing lives here; clients parse with
+ * eventsource-parser. Every frame ends with a blank line; data is one JSON line, so it never needs splitting.
+ */
+export function eventFrame(id: string, message: JsonRpcMessage): string {
+  return `id: ${id}\ndata: ${JSON.stringify(message)}\n\n`;
+}
+
+/** The priming event: an id and empty data, so a client can resume before the first real event. */
+export function primingFrame(id: string, retryMs: number): string {
+  return `id: ${id}\nretry: ${retryMs}\ndata: \n\n`;
+}
+
+export function closeFrame(reason: string): string {
+  return `event: close\ndata: ${JSON.stringify({ reason })}\n\n`;
+}
+
+export const HEARTBEAT_FRAME = ': keepalive\n\n';
+
+/** One open SSE response, whatever the HTTP stack under it. */
+export interface SseSink {
+  write(chunk: string): void;
+  end(): void;
+  readonly closed: boolean;
+  /** Called once when the client goes away or `end()` is called. */
+  onClose(listener: () => void): void;
+}

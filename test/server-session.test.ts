@@ -79,6 +79,21 @@ describe('server session machine', () => {
     expect(s.last()).toMatchObject({ answer: { kind: 'gone', reason: 'epoch_changed' } });
   });
 
+  it('the first cursorless GET replays the standalone stream from its start; later ones start at the head', () => {
+    const s = session();
+    s.actor.send({ type: 'standalone.used' });
+    s.actor.send({ type: 'standalone.requested' });
+    expect(s.last()).toEqual({
+      type: 'decision.attach',
+      decision: { kind: 'attach', stream: 0, from: 'start' },
+    });
+    s.actor.send({ type: 'standalone.requested' });
+    expect(s.last()).toEqual({
+      type: 'decision.attach',
+      decision: { kind: 'attach', stream: 0, from: 'head' },
+    });
+  });
+
   it('DELETE terminates: streams are told, every later request is an unknown session', () => {
     const s = session();
     s.actor.send({ type: 'session.delete' });

@@ -36,9 +36,15 @@ export type Rejection = { readonly status: number; readonly code: number; readon
 export type Admission = { readonly ok: true } | ({ readonly ok: false } & Rejection);
 
 const LOOPBACK_NAMES = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
-const reject = (status: number, code: number, message: string): Admission => ({ ok: false, status, code, message });
+const reject = (status: number, code: number, message: string): Admission => ({
+  ok: false,
+  status,
+  code,
+  message,
+});
 
-const hostName = (host: string): string => (host.startsWith('[') ? host.slice(0, host.indexOf(']') + 1) : host.split(':')[0] ?? host);
+const hostName = (host: string): string =>
+  host.startsWith('[') ? host.slice(0, host.indexOf(']') + 1) : (host.split(':')[0] ?? host);
 
 export function hostAllowed(host: string | null, policy: AdmissionPolicy, localBind: boolean): boolean {
   if (policy.allowedHosts) {
@@ -49,7 +55,12 @@ export function hostAllowed(host: string | null, policy: AdmissionPolicy, localB
   return host !== null && LOOPBACK_NAMES.has(hostName(host));
 }
 
-export function originAllowed(origin: string | null, host: string | null, policy: AdmissionPolicy, localBind: boolean): boolean {
+export function originAllowed(
+  origin: string | null,
+  host: string | null,
+  policy: AdmissionPolicy,
+  localBind: boolean,
+): boolean {
   if (origin === null) return true; // Not a browser, or a same-origin navigation: nothing to check.
   if (policy.allowedOrigins) return policy.allowedOrigins.includes(origin);
   let url: URL;
@@ -63,7 +74,8 @@ export function originAllowed(origin: string | null, host: string | null, policy
 }
 
 const accepts = (accept: string | null, type: string): boolean =>
-  accept !== null && accept.split(',').some((part) => {
+  accept !== null &&
+  accept.split(',').some((part) => {
     const t = part.split(';')[0]?.trim().toLowerCase();
     return t === type || t === '*/*' || t === `${type.split('/')[0]}/*`;
   });
@@ -71,7 +83,11 @@ const accepts = (accept: string | null, type: string): boolean =>
 /** Checks the request line and headers, before the body is parsed. */
 export function admitHttp(facts: RequestFacts, policy: AdmissionPolicy): Admission {
   if (!hostAllowed(facts.host, policy, facts.localBind)) {
-    return reject(403, JsonRpcCode.INVALID_REQUEST, `Forbidden: host ${facts.host ?? '(none)'} is not allowed`);
+    return reject(
+      403,
+      JsonRpcCode.INVALID_REQUEST,
+      `Forbidden: host ${facts.host ?? '(none)'} is not allowed`,
+    );
   }
   if (!originAllowed(facts.origin, facts.host, policy, facts.localBind)) {
     return reject(403, JsonRpcCode.INVALID_REQUEST, `Forbidden: origin ${facts.origin} is not allowed`);
@@ -79,7 +95,10 @@ export function admitHttp(facts: RequestFacts, policy: AdmissionPolicy): Admissi
   if (!['GET', 'POST', 'DELETE'].includes(facts.method)) {
     return reject(405, JsonRpcCode.INVALID_REQUEST, `Method ${facts.method} is not allowed`);
   }
-  if (facts.protocolVersion !== null && !(SUPPORTED_PROTOCOL_VERSIONS as readonly string[]).includes(facts.protocolVersion)) {
+  if (
+    facts.protocolVersion !== null &&
+    !(SUPPORTED_PROTOCOL_VERSIONS as readonly string[]).includes(facts.protocolVersion)
+  ) {
     return reject(
       400,
       JsonRpcCode.INVALID_REQUEST,
@@ -88,20 +107,33 @@ export function admitHttp(facts: RequestFacts, policy: AdmissionPolicy): Admissi
   }
   if (facts.method === 'POST') {
     if (!accepts(facts.accept, 'application/json') || !accepts(facts.accept, 'text/event-stream')) {
-      return reject(406, JsonRpcCode.INVALID_REQUEST, 'Not Acceptable: Accept must list application/json and text/event-stream');
+      return reject(
+        406,
+        JsonRpcCode.INVALID_REQUEST,
+        'Not Acceptable: Accept must list application/json and text/event-stream',
+      );
     }
     if (!facts.contentType?.toLowerCase().startsWith('application/json')) {
-      return reject(415, JsonRpcCode.INVALID_REQUEST, 'Unsupported Media Type: Content-Type must be application/json');
+      return reject(
+        415,
+        JsonRpcCode.INVALID_REQUEST,
+        'Unsupported Media Type: Content-Type must be application/json',
+      );
     }
     if ((facts.bodyBytes ?? 0) > policy.maxBodyBytes) {
-      return reject(413, JsonRpcCode.INVALID_REQUEST, `Payload Too Large: the limit is ${policy.maxBodyBytes} bytes`);
+      return reject(
+        413,
+        JsonRpcCode.INVALID_REQUEST,
+        `Payload Too Large: the limit is ${policy.maxBodyBytes} bytes`,
+      );
     }
     return { ok: true };
   }
   if (facts.method === 'GET' && !accepts(facts.accept, 'text/event-stream')) {
     return reject(406, JsonRpcCode.INVALID_REQUEST, 'Not Acceptable: Accept must list text/event-stream');
   }
-  if (facts.sessionId === null) return reject(400, JsonRpcCode.INVALID_REQUEST, 'Bad Request: Mcp-Session-Id header is required');
+  if (facts.sessionId === null)
+    return reject(400, JsonRpcCode.INVALID_REQUEST, 'Bad Request: Mcp-Session-Id header is required');
   return { ok: true };
 }
 
@@ -110,30 +142,70 @@ export type PostedMessage =
   | { readonly kind: 'request' | 'notification' | 'response'; readonly message: JsonRpcMessage };
 
 /** Classifies a POST body (already JSON-parsed; `undefined` when it was not JSON). */
-export function admitBody(body: unknown, parsed: boolean, sessionId: string | null): PostedMessage | ({ readonly ok: false } & Rejection) {
-  if (!parsed) return { ok: false, status: 400, code: JsonRpcCode.PARSE_ERROR, message: 'Parse error: the body is not JSON' };
+export function admitBody(
+  body: unknown,
+  parsed: boolean,
+  sessionId: string | null,
+): PostedMessage | ({ readonly ok: false } & Rejection) {
+  if (!parsed)
+    return {
+      ok: false,
+      status: 400,
+      code: JsonRpcCode.PARSE_ERROR,
+      message: 'Parse error: the body is not JSON',
+    };
   if (Array.isArray(body)) {
-    return { ok: false, status: 400, code: JsonRpcCode.INVALID_REQUEST, message: 'Batches are not supported since 2025-06-18' };
+    return {
+      ok: false,
+      status: 400,
+      code: JsonRpcCode.INVALID_REQUEST,
+      message: 'Batches are not supported since 2025-06-18',
+    };
   }
   if (typeof body !== 'object' || body === null || (body as { jsonrpc?: unknown }).jsonrpc !== '2.0') {
-    return { ok: false, status: 400, code: JsonRpcCode.INVALID_REQUEST, message: 'Invalid Request: not a JSON-RPC 2.0 message' };
+    return {
+      ok: false,
+      status: 400,
+      code: JsonRpcCode.INVALID_REQUEST,
+      message: 'Invalid Request: not a JSON-RPC 2.0 message',
+    };
   }
   const message = body as JsonRpcMessage;
   const id = (body as { id?: unknown }).id;
   if ('id' in body && typeof id !== 'string' && typeof id !== 'number' && !isResponse(message)) {
-    return { ok: false, status: 400, code: JsonRpcCode.INVALID_REQUEST, message: 'Invalid Request: id must be a string or a number' };
+    return {
+      ok: false,
+      status: 400,
+      code: JsonRpcCode.INVALID_REQUEST,
+      message: 'Invalid Request: id must be a string or a number',
+    };
   }
   if (isRequest(message) && message.method === 'initialize') {
     if (sessionId !== null) {
-      return { ok: false, status: 400, code: JsonRpcCode.INVALID_REQUEST, message: 'Bad Request: initialize must not carry Mcp-Session-Id' };
+      return {
+        ok: false,
+        status: 400,
+        code: JsonRpcCode.INVALID_REQUEST,
+        message: 'Bad Request: initialize must not carry Mcp-Session-Id',
+      };
     }
     return { kind: 'initialize', message };
   }
   if (sessionId === null) {
-    return { ok: false, status: 400, code: JsonRpcCode.INVALID_REQUEST, message: 'Bad Request: Mcp-Session-Id header is required' };
+    return {
+      ok: false,
+      status: 400,
+      code: JsonRpcCode.INVALID_REQUEST,
+      message: 'Bad Request: Mcp-Session-Id header is required',
+    };
   }
   if (isRequest(message)) return { kind: 'request', message };
   if (isNotification(message)) return { kind: 'notification', message };
   if (isResponse(message)) return { kind: 'response', message };
-  return { ok: false, status: 400, code: JsonRpcCode.INVALID_REQUEST, message: 'Invalid Request: not a request, notification or response' };
+  return {
+    ok: false,
+    status: 400,
+    code: JsonRpcCode.INVALID_REQUEST,
+    message: 'Invalid Request: not a request, notification or response',
+  };
 }

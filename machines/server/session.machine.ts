@@ -25,7 +25,14 @@ export type RequestDecision =
   | { kind: 'duplicate'; stream: number }
   | { kind: 'unknown-session' };
 
-export type AttachDecision = { kind: 'attach-live'; stream: number } | { kind: 'unknown-session' };
+/**
+ * A GET without Last-Event-ID opens the standalone stream. The first one replays what was retained since
+ * the session began (messages sent before any GET are kept, not dropped); a later one has had its chance
+ * to keep a cursor, so it starts at the head.
+ */
+export type AttachDecision =
+  | { kind: 'attach'; stream: number; from: 'start' | 'head' }
+  | { kind: 'unknown-session' };
 
 export type ServerSessionEvent =
   | { type: 'request.received'; requestKey: string; principal?: string }
@@ -33,6 +40,8 @@ export type ServerSessionEvent =
   /** A POSTed notification or response: no stream, just admission. */
   | { type: 'message.received'; principal?: string }
   | { type: 'standalone.requested'; principal?: string }
+  /** The server sent a message that belongs to no request: it goes on the standalone stream. */
+  | { type: 'standalone.used' }
   | { type: 'resume.requested'; lastEventId: string; window: StreamWindow | undefined; principal?: string }
   | { type: 'stream.attached' }
   | { type: 'stream.detached' }
@@ -70,6 +79,8 @@ export interface ServerSessionContext {
   requests: Record<string, number>;
   inFlight: number;
   attached: number;
+  /** A GET without a cursor has opened the standalone stream before. */
+  standaloneOpened: boolean;
 }
 
 const ownerMismatch = (ctx: ServerSessionContext, event: { principal?: string }): boolean =>
@@ -112,11 +123,21 @@ export const serverSessionMachine = setup({
       },
     })),
     settleRequest: assign({ inFlight: ({ context }) => Math.max(0, context.inFlight - 1) }),
+    registerStandalone: assign(({ context }) =>
+      context.streams[STANDALONE_STREAM]
+        ? {}
+        : { streams: { ...context.streams, [STANDALONE_STREAM]: { kind: 'standalone' as const } } },
+    ),
     attachStandalone: enqueueActions(({ context, enqueue }) => {
-      if (!context.streams[STANDALONE_STREAM]) {
-        enqueue.assign({ streams: { ...context.streams, [STANDALONE_STREAM]: { kind: 'standalone' } } });
-      }
-      enqueue.emit({ type: 'decision.attach', decision: { kind: 'attach-live', stream: STANDALONE_STREAM } });
+      enqueue.assign({ standaloneOpened: true });
+      enqueue.emit({
+        type: 'decision.attach',
+        decision: {
+          kind: 'attach',
+          stream: STANDALONE_STREAM,
+          from: context.standaloneOpened ? 'head' : 'start',
+        },
+      });
     }),
     /** The answer to Last-Event-ID. Named so a test can swap in the design note's broken server. */
     answerResume: emit(({ context, event }) => {
@@ -172,6 +193,7 @@ export const serverSessionMachine = setup({
     requests: {},
     inFlight: 0,
     attached: 0,
+    standaloneOpened: false,
   }),
   initial: 'live',
   states: {
@@ -191,7 +213,7 @@ export const serverSessionMachine = setup({
         ],
         'standalone.requested': [
           { guard: 'isForeignPrincipal', actions: 'answerUnknownSession' },
-          { actions: 'attachStandalone' },
+          { actions: ['registerStandalone', 'attachStandalone'] },
         ],
         'resume.requested': [
           { guard: 'isForeignPrincipal', actions: 'answerUnknownSession' },
@@ -199,6 +221,7 @@ export const serverSessionMachine = setup({
         ],
         'stream.attached': { target: '.busy', actions: 'attached' },
         'stream.detached': { target: '.settling', actions: 'detached' },
+        'standalone.used': { actions: 'registerStandalone' },
         'log.reset': { actions: 'resetLog' },
         'session.delete': [
           { guard: 'isForeignPrincipal', actions: 'answerUnknownSession' },

@@ -259,7 +259,12 @@ export class SimServer {
       });
     }
     const log = session.logs.get(STANDALONE_STREAM) as StreamLog;
-    this.openStream(session, conn, STANDALONE_STREAM, log.window.head);
+    const from = decision.from === 'start' ? 0 : log.window.head;
+    this.openStream(session, conn, STANDALONE_STREAM, from);
+    for (let seq = Math.max(from + 1, log.window.oldest); seq <= log.window.head; seq++) {
+      const message = log.messages.get(seq);
+      if (message) conn.send({ type: 'sse.event', id: this.idOf(session, STANDALONE_STREAM, seq), message });
+    }
   }
 
   private idOf(session: SimSession, stream: number, seq: number): string {

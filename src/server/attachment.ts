@@ -60,7 +60,9 @@ export class Attachment {
   private write(e: StoredEvent): void {
     if (e.seq <= this.lastSent || this.sink.closed) return;
     this.lastSent = e.seq;
-    this.sink.write(eventFrame(formatEventId({ epoch: this.epoch, stream: this.stream, seq: e.seq }), e.message));
+    this.sink.write(
+      eventFrame(formatEventId({ epoch: this.epoch, stream: this.stream, seq: e.seq }), e.message),
+    );
   }
 
   get finished(): boolean {

@@ -23,7 +23,11 @@ export interface EventLog {
   /** Stores one message and returns its sequence number. Evicts by count and age as it goes. */
   append(sessionId: string, stream: number, message: JsonRpcMessage): Promise<number>;
   /** Every retained event with seq > afterSeq, in order, and the window they were read from. */
-  read(sessionId: string, stream: number, afterSeq: number): Promise<{ events: StoredEvent[]; window: StreamWindow } | undefined>;
+  read(
+    sessionId: string,
+    stream: number,
+    afterSeq: number,
+  ): Promise<{ events: StoredEvent[]; window: StreamWindow } | undefined>;
   /** The retained window after age eviction, or undefined for a stream the log does not know. */
   window(sessionId: string, stream: number): Promise<StreamWindow | undefined>;
   /** The stream's last message was appended (a response): nothing more will come. */

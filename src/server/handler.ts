@@ -134,7 +134,8 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
     if (!admission.ok) return errorReply(admission.status, admission.code, admission.message);
     if (closing) return errorReply(503, JsonRpcCode.INVALID_REQUEST, 'The server is shutting down');
     const principal = options.authenticate ? await options.authenticate(request) : null;
-    if (options.authenticate && !principal) return errorReply(401, JsonRpcCode.INVALID_REQUEST, 'Unauthorized');
+    if (options.authenticate && !principal)
+      return errorReply(401, JsonRpcCode.INVALID_REQUEST, 'Unauthorized');
     const extra: MessageExtraInfo = {
       authInfo: principal?.authInfo,
       requestInfo: { headers: Object.fromEntries(h.entries()) },
@@ -144,7 +145,11 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
     if (request.method === 'POST') {
       const text = await readLimited(request, policy.maxBodyBytes);
       if (text === undefined) {
-        return errorReply(413, JsonRpcCode.INVALID_REQUEST, `Payload Too Large: the limit is ${policy.maxBodyBytes} bytes`);
+        return errorReply(
+          413,
+          JsonRpcCode.INVALID_REQUEST,
+          `Payload Too Large: the limit is ${policy.maxBodyBytes} bytes`,
+        );
       }
       let body: unknown;
       let parsed = true;

@@ -3,7 +3,12 @@ import type { SseSink } from './sse.js';
 /** What a handler answers, independent of the HTTP stack that writes it (Node `http` or fetch). */
 export type Reply =
   | { readonly kind: 'empty'; readonly status: number; readonly headers?: Record<string, string> }
-  | { readonly kind: 'json'; readonly status: number; readonly body: unknown; readonly headers?: Record<string, string> }
+  | {
+      readonly kind: 'json';
+      readonly status: number;
+      readonly body: unknown;
+      readonly headers?: Record<string, string>;
+    }
   | {
       readonly kind: 'sse';
       readonly headers?: Record<string, string>;

@@ -98,10 +98,17 @@ export class RuntimeSession {
   }
 
   /** A POSTed request: run it once, answer on its own stream; a repeated id gets the original stream. */
-  async request(message: JsonRpcRequest, principal: string | undefined, extra: MessageExtraInfo): Promise<Reply> {
+  async request(
+    message: JsonRpcRequest,
+    principal: string | undefined,
+    extra: MessageExtraInfo,
+  ): Promise<Reply> {
     this.actor.send({ type: 'session.activity' });
     const key = requestKey(message.id);
-    const { decision } = this.ask({ type: 'request.received', requestKey: key, principal }, 'decision.request');
+    const { decision } = this.ask(
+      { type: 'request.received', requestKey: key, principal },
+      'decision.request',
+    );
     if (decision.kind === 'unknown-session') return this.notFound();
     if (decision.kind === 'duplicate') return this.resume(this.idOf(decision.stream, 0), principal);
     const stream = decision.stream;
@@ -134,14 +141,23 @@ export class RuntimeSession {
     const cursor = parseEventId(lastEventId);
     const window =
       cursor && cursor.epoch === this.o.epoch ? await this.o.log.window(this.o.id, cursor.stream) : undefined;
-    const { answer } = this.ask({ type: 'resume.requested', lastEventId, window, principal }, 'decision.resume');
+    const { answer } = this.ask(
+      { type: 'resume.requested', lastEventId, window, principal },
+      'decision.resume',
+    );
     if (answer.kind === 'unknown-session') return this.notFound();
     if (answer.kind !== 'replay') {
       const message =
         answer.kind === 'gone'
           ? `Cannot resume: ${answer.reason} (${answer.lostCount ?? 'unknown'} events lost)`
           : `Cannot resume: ${answer.reason}`;
-      return errorReply(RESUME_STATUS[answer.kind], JsonRpcCode.RESUME_REJECTED, message, answer, this.o.headers);
+      return errorReply(
+        RESUME_STATUS[answer.kind],
+        JsonRpcCode.RESUME_REJECTED,
+        message,
+        answer,
+        this.o.headers,
+      );
     }
     return {
       kind: 'sse',
@@ -153,19 +169,20 @@ export class RuntimeSession {
     };
   }
 
-  /** GET without a cursor: the standalone stream, live from its head. */
+  /** GET without a cursor: the standalone stream, from its start the first time, else from its head. */
   async standalone(principal: string | undefined): Promise<Reply> {
     this.actor.send({ type: 'session.activity' });
     const { decision } = this.ask({ type: 'standalone.requested', principal }, 'decision.attach');
     if (decision.kind === 'unknown-session') return this.notFound();
     await this.o.log.openStream(this.o.id, STANDALONE_STREAM);
-    const head = (await this.o.log.window(this.o.id, STANDALONE_STREAM))?.head ?? 0;
+    const from =
+      decision.from === 'start' ? 0 : ((await this.o.log.window(this.o.id, STANDALONE_STREAM))?.head ?? 0);
     return {
       kind: 'sse',
       headers: this.o.headers,
-      start: (sink) => {
-        sink.write(primingFrame(this.idOf(STANDALONE_STREAM, head), this.o.retryMs));
-        this.attach(STANDALONE_STREAM, sink, head).live();
+      start: async (sink) => {
+        sink.write(primingFrame(this.idOf(STANDALONE_STREAM, from), this.o.retryMs));
+        await this.attach(STANDALONE_STREAM, sink, from).replay(this.o.log);
       },
     };
   }
@@ -212,7 +229,7 @@ export class RuntimeSession {
     if (stream === undefined) {
       stream = STANDALONE_STREAM;
       // Registers the standalone stream with the machine so a cursor into it is recognised.
-      this.actor.send({ type: 'standalone.requested' });
+      this.actor.send({ type: 'standalone.used' });
     }
     await this.store(stream, m);
   }
@@ -231,7 +248,10 @@ export class RuntimeSession {
       ...m,
       result: {
         ...m.result,
-        capabilities: { ...capabilities, experimental: { ...experimental, [ADVERTISEMENT_CAPABILITY]: this.o.advertisement } },
+        capabilities: {
+          ...capabilities,
+          experimental: { ...experimental, [ADVERTISEMENT_CAPABILITY]: this.o.advertisement },
+        },
       },
     };
   }

@@ -74,8 +74,7 @@ export function originAllowed(
 }
 
 const accepts = (accept: string | null, type: string): boolean =>
-  accept !== null &&
-  accept.split(',').some((part) => {
+  (accept ?? '').split(',').some((part) => {
     const t = part.split(';')[0]?.trim().toLowerCase();
     return t === type || t === '*/*' || t === `${type.split('/')[0]}/*`;
   });

@@ -392,6 +392,60 @@ describe('authentication', () => {
   });
 });
 
+describe('protocol versions and handlers', () => {
+  it.each(['2025-11-25', '2025-06-18', '2025-03-26'])('serves a %s client', async (version) => {
+    const { server } = await started();
+    const init = await fetch(server.url, {
+      method: 'POST',
+      headers: { Accept: 'application/json, text/event-stream', 'Content-Type': 'application/json' },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: version, capabilities: {}, clientInfo: { name: 'old', version: '1' } },
+      }),
+    });
+    expect(init.status).toBe(200);
+    expect(await init.text()).toContain(`"protocolVersion":"${version}"`);
+    const client = new RawClient(server.url, { 'MCP-Protocol-Version': version });
+    client.sessionId = init.headers.get('mcp-session-id') ?? undefined;
+    const call = await client.call('echo', { text: version });
+    await call.untilEnd();
+    expect(call.messages.at(-1)).toMatchObject({ result: { content: [{ text: version }] } });
+  });
+
+  it('the Web-standard fetch handler serves the same protocol without a socket', async () => {
+    const { server } = await started();
+    const post = (body: unknown, sessionId?: string) =>
+      server.continuity.fetch(
+        new Request('http://localhost/mcp', {
+          method: 'POST',
+          headers: {
+            Accept: 'application/json, text/event-stream',
+            'Content-Type': 'application/json',
+            ...(sessionId ? { 'Mcp-Session-Id': sessionId } : {}),
+          },
+          body: JSON.stringify(body),
+        }),
+      );
+    const init = await post({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'f', version: '1' } },
+    });
+    const sessionId = init.headers.get('mcp-session-id') as string;
+    expect(await init.text()).toContain('"serverInfo"');
+    const call = await post(
+      { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'echo', arguments: { text: 'web' } } },
+      sessionId,
+    );
+    expect(call.headers.get('content-type')).toBe('text/event-stream');
+    expect(await call.text()).toContain('"text":"web"');
+    expect((await server.continuity.fetch(new Request('http://localhost/elsewhere'))).status).toBe(404);
+  });
+});
+
 describe('graceful close', () => {
   it('with the memory log, open streams receive event: close (shutdown) and end', async () => {
     const { server, client } = await started();

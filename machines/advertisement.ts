@@ -5,7 +5,7 @@ import type { ServerAdvertisement } from './validity.js';
  * Sent as the `MCP-Continuity` response header on every session response, and as the experimental
  * capability `mcp-continuity` in the initialize result. Example header:
  *
- *   MCP-Continuity: retention-ms=600000, max-events=1000, idle-ttl-ms=1800000, gaps=410, dedupe=1
+ *   MCP-Continuity: retention-ms=600000, max-events=1000, idle-ttl-ms=1800000, heartbeat-ms=15000, gaps=410, dedupe=1
  */
 export const ADVERTISEMENT_HEADER = 'MCP-Continuity';
 export const ADVERTISEMENT_CAPABILITY = 'mcp-continuity';
@@ -15,6 +15,7 @@ export function formatAdvertisement(a: ServerAdvertisement): string {
   if (a.retentionMs !== undefined) parts.push(`retention-ms=${a.retentionMs}`);
   if (a.maxEventsPerStream !== undefined) parts.push(`max-events=${a.maxEventsPerStream}`);
   if (a.idleTtlMs !== undefined) parts.push(`idle-ttl-ms=${a.idleTtlMs}`);
+  if (a.heartbeatMs !== undefined) parts.push(`heartbeat-ms=${a.heartbeatMs}`);
   if (a.gapSignalling) parts.push('gaps=410');
   if (a.duplicateRequestProtection) parts.push('dedupe=1');
   return parts.join(', ');
@@ -36,6 +37,7 @@ export function parseAdvertisement(header: string | null | undefined): ServerAdv
     retentionMs: num('retention-ms'),
     maxEventsPerStream: num('max-events'),
     idleTtlMs: num('idle-ttl-ms'),
+    heartbeatMs: num('heartbeat-ms'),
     gapSignalling: fields.get('gaps') === '410',
     duplicateRequestProtection: fields.get('dedupe') === '1',
   };

@@ -15,6 +15,8 @@ export interface ServerAdvertisement {
   readonly maxEventsPerStream?: number;
   /** A session idle for this long expires. */
   readonly idleTtlMs?: number;
+  /** A comment is written on every open stream this often; silence longer than that means a stall. */
+  readonly heartbeatMs?: number;
   /** An evicted or foreign cursor is answered with 410/400 and details, never a silent resume at head. */
   readonly gapSignalling: boolean;
   /** A request id the session has seen is never executed again (a re-sent POST is safe). */

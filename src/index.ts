@@ -3,6 +3,11 @@
  * lost session. The pure core (machines and decisions) and the runtime built on it.
  */
 export * from '../machines/index.js';
+export { type CursorStore, FileCursorStore, MemoryCursorStore } from './client/cursor-store.js';
+export type { FetchLike } from './client/exchange.js';
+export { isOutcomeUnknown, OUTCOME_UNKNOWN } from './client/outcome.js';
+export { type ContinuityClientOptions, ContinuityClientTransport } from './client/transport.js';
+export { ContinuityError, ErrorCode, isContinuityError } from './errors.js';
 export type { EventLog, StoredEvent } from './server/event-log.js';
 export {
   type ContinuityServer,

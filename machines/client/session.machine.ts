@@ -35,7 +35,11 @@ import { type StreamKind, type StreamOutcome, type StreamReport, streamMachine }
  */
 export interface ClientConfig {
   readonly policy: ReconnectPolicy;
-  readonly stallTimeoutMs: number;
+  /**
+   * No byte for this long counts as a reset. Undefined: three heartbeats of a server that advertises its
+   * heartbeat, else off (a server that sends nothing during a long call would look stalled).
+   */
+  readonly stallTimeoutMs: number | undefined;
   readonly retryPolicy: RetryPolicy;
   /** Seeds reconnect jitter (the runtime passes a random one; tests a fixed one). */
   readonly seed: number;
@@ -114,6 +118,17 @@ function requestFailed(id: RequestId, message: string): JsonRpcError {
   return { jsonrpc: '2.0', id, error: { code: JsonRpcCode.REQUEST_FAILED, message } };
 }
 
+/** Heartbeats a stream may miss before it counts as stalled, when the client derives the timeout. */
+export const STALL_HEARTBEATS = 3;
+
+export function stallTimeoutFor(
+  config: ClientConfig,
+  advertisement: ServerAdvertisement | undefined,
+): number {
+  if (config.stallTimeoutMs !== undefined) return config.stallTimeoutMs;
+  return advertisement?.heartbeatMs ? STALL_HEARTBEATS * advertisement.heartbeatMs : 0;
+}
+
 export function cursorRecordOf(ctx: ClientContext): CursorRecord | null {
   if (ctx.sessionId === undefined) return null;
   return {
@@ -188,7 +203,7 @@ export const clientSessionMachine = setup({
           body,
           lastEventId: args.lastEventId,
           policy: context.config.policy,
-          stallTimeoutMs: context.config.stallTimeoutMs,
+          stallTimeoutMs: stallTimeoutFor(context.config, context.advertisement),
           jitterSeed: (context.config.seed + context.spawned * 7919) >>> 0,
           resendSafe,
         },
@@ -499,7 +514,7 @@ export const clientSessionMachine = setup({
   context: ({ input }) => ({
     config: {
       policy: input.policy ?? DEFAULT_RECONNECT_POLICY,
-      stallTimeoutMs: input.stallTimeoutMs ?? 0,
+      stallTimeoutMs: input.stallTimeoutMs,
       retryPolicy: input.retryPolicy ?? defaultRetryPolicy,
       seed: input.seed ?? 1,
     },

@@ -85,6 +85,7 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
     retentionMs: log.policy.retentionMs,
     maxEventsPerStream: log.policy.maxEventsPerStream,
     idleTtlMs,
+    heartbeatMs: heartbeatMs > 0 ? heartbeatMs : undefined,
     gapSignalling: true,
     duplicateRequestProtection: true,
   };

@@ -1,0 +1,89 @@
+import { randomBytes } from 'node:crypto';
+import { open, readFile, rename, unlink } from 'node:fs/promises';
+import type { CursorRecord } from '../../machines/client/cursor.js';
+
+/**
+ * Where the client keeps its cursor (session id and last event id per stream), written after every
+ * delivered event. Only a durable store satisfies the design note's condition 1 across a restart.
+ */
+export interface CursorStore {
+  /** True when the record survives the process. */
+  readonly durable: boolean;
+  load(): Promise<CursorRecord | null>;
+  /** Writes the latest record (null: forget it). Writes may be coalesced; the last one wins. */
+  save(record: CursorRecord | null): Promise<void>;
+}
+
+/** Keeps the cursor in memory: resumes across dropped connections, not across a restart. The default. */
+export class MemoryCursorStore implements CursorStore {
+  readonly durable = false;
+  private record: CursorRecord | null = null;
+  async load(): Promise<CursorRecord | null> {
+    return this.record;
+  }
+  async save(record: CursorRecord | null): Promise<void> {
+    this.record = record;
+  }
+}
+
+/**
+ * Keeps the cursor in a JSON file, written atomically: a temporary file, fsync, then rename over the
+ * old one, so a crash leaves either the old record or the new one, never half of one. Saves that arrive
+ * while a write is under way are coalesced into one more write of the newest record.
+ */
+export class FileCursorStore implements CursorStore {
+  readonly durable = true;
+  private pending: { record: CursorRecord | null } | undefined;
+  private writing: Promise<void> | undefined;
+
+  constructor(readonly path: string) {}
+
+  async load(): Promise<CursorRecord | null> {
+    let text: string;
+    try {
+      text = await readFile(this.path, 'utf8');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw error;
+    }
+    const parsed = JSON.parse(text) as { version?: number; record?: CursorRecord | null };
+    if (parsed.version !== 1)
+      throw new Error(`${this.path}: not an mcp-continuity cursor file (version ${parsed.version})`);
+    return parsed.record ?? null;
+  }
+
+  save(record: CursorRecord | null): Promise<void> {
+    this.pending = { record };
+    this.writing ??= this.drain();
+    return this.writing;
+  }
+
+  private async drain(): Promise<void> {
+    try {
+      while (this.pending) {
+        const { record } = this.pending;
+        this.pending = undefined;
+        await this.write(record);
+      }
+    } finally {
+      this.writing = undefined;
+    }
+  }
+
+  private async write(record: CursorRecord | null): Promise<void> {
+    const temp = `${this.path}.${randomBytes(4).toString('hex')}.tmp`;
+    const file = await open(temp, 'w');
+    try {
+      await file.writeFile(JSON.stringify({ version: 1, record }));
+      await file.sync();
+    } finally {
+      await file.close();
+    }
+    try {
+      await rename(temp, this.path);
+    } catch (error) {
+      await unlink(temp).catch(() => undefined);
+      throw error;
+    }
+  }
+}

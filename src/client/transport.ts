@@ -1,0 +1,233 @@
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { JSONRPCMessage, MessageExtraInfo } from '@modelcontextprotocol/sdk/types.js';
+import { type Actor, createActor, type InspectionEvent, type Observer } from 'xstate';
+import { DEFAULT_RECONNECT_POLICY, type ReconnectPolicy } from '../../machines/backoff.js';
+import type { RetryPolicy } from '../../machines/client/ledger.js';
+import {
+  clientSessionMachine,
+  type GapReport,
+  stallTimeoutFor,
+} from '../../machines/client/session.machine.js';
+import { streamMachine } from '../../machines/client/stream.machine.js';
+import type { JsonRpcMessage } from '../../machines/jsonrpc.js';
+import {
+  assessContinuity,
+  type ContinuityAssessment,
+  type ContinuityLevel,
+} from '../../machines/validity.js';
+import { ContinuityError, ErrorCode } from '../errors.js';
+import { type CursorStore, MemoryCursorStore } from './cursor-store.js';
+import { createExchangeActor, type FetchLike } from './exchange.js';
+
+export interface ContinuityClientOptions {
+  /** Where the cursor is kept. Default: in memory (resumes across drops, not across restarts). */
+  readonly cursorStore?: CursorStore;
+  /** Reconnect backoff. Default: 500 ms initial, ×2, 30 s max, 8 retries, full jitter. */
+  readonly reconnect?: Partial<ReconnectPolicy>;
+  /** No byte (event or heartbeat) for this long counts as a reset. Default: three advertised heartbeats, else off. */
+  readonly stallTimeoutMs?: number;
+  /** Events were lost. Default: reported through `onerror` (code MCPC_EVENTS_LOST), never silently. */
+  readonly onGap?: (gap: GapReport) => void;
+  /** A replayed response to a request this process never sent (after a restart). Default: `onerror`. */
+  readonly onOrphanResult?: (message: JSONRPCMessage) => void;
+  /** Which in-flight calls may be sent again after the session was lost. Default: reads and tools annotated read-only or idempotent. */
+  readonly retryPolicy?: RetryPolicy;
+  readonly fetch?: FetchLike;
+  /** Merged into every request (headers for auth, say). */
+  readonly requestInit?: RequestInit;
+  /** An XState inspector (e.g. from @statelyai/inspect) to watch the machines live. */
+  readonly inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
+  /** Send DELETE when closed. Default true. */
+  readonly deleteOnClose?: boolean;
+  /** How long `close()` waits for the DELETE. Default 2 s. */
+  readonly closeTimeoutMs?: number;
+}
+
+/**
+ * An SDK `Transport` for MCP Streamable HTTP that keeps the session through dropped connections:
+ * resumes with Last-Event-ID, re-initializes only on 404, reports every loss, never re-sends a call
+ * blindly. Every decision is the client machine's (`transport.actor`); this class does the I/O.
+ */
+export class ContinuityClientTransport implements Transport {
+  onclose?: () => void;
+  onerror?: (error: Error) => void;
+  onmessage?: <T extends JSONRPCMessage>(message: T, extra?: MessageExtraInfo) => void;
+
+  private running: Actor<typeof clientSessionMachine> | undefined;
+  private readonly store: CursorStore;
+  private readonly policy: ReconnectPolicy;
+  private saving: Promise<void> = Promise.resolve();
+  private deleting: Promise<void> = Promise.resolve();
+  private warned = false;
+  private readonly inbox: JsonRpcMessage[] = [];
+  private draining = false;
+  private closed = false;
+
+  constructor(
+    readonly url: URL,
+    private readonly options: ContinuityClientOptions = {},
+  ) {
+    this.store = options.cursorStore ?? new MemoryCursorStore();
+    this.policy = { ...DEFAULT_RECONNECT_POLICY, ...options.reconnect };
+  }
+
+  /** The running client machine, for inspection. */
+  get actor(): Actor<typeof clientSessionMachine> {
+    if (!this.running) throw new Error('ContinuityClientTransport: not started');
+    return this.running;
+  }
+
+  get sessionId(): string | undefined {
+    return this.running?.getSnapshot().context.sessionId;
+  }
+
+  /** What this client can promise: see the README's conditions of validity. */
+  get continuity(): ContinuityLevel {
+    return this.assessment().level;
+  }
+
+  assessment(): ContinuityAssessment {
+    const ctx = this.running?.getSnapshot().context;
+    return assessContinuity({
+      policy: this.policy,
+      stallTimeoutMs: ctx ? stallTimeoutFor(ctx.config, ctx.advertisement) : this.options.stallTimeoutMs,
+      cursor: this.store.durable ? 'durable' : 'memory',
+      server: ctx?.advertisement,
+    });
+  }
+
+  async start(): Promise<void> {
+    if (this.running) throw new Error('ContinuityClientTransport: already started');
+    const restored = await this.store.load();
+    const exchange = createExchangeActor({
+      url: this.url,
+      fetch: this.options.fetch ?? fetch,
+      requestInit: this.options.requestInit,
+      onMalformed: (e) => this.report(ErrorCode.malformedEvent, e.message),
+    });
+    const machine = clientSessionMachine.provide({
+      actors: { stream: streamMachine.provide({ actors: { exchange } }) },
+      actions: {
+        deliver: (_, { message }) => this.enqueue(message),
+        deliverOrphan: (_, { message }) => this.orphan(message),
+        notifyGap: (_, gap) => this.gap(gap),
+        persistCursor: (_, { record }) => {
+          this.saving = this.saving
+            .then(() => this.store.save(record))
+            .catch((e) => this.report(ErrorCode.cursorStore, `cursor store: ${String(e)}`, e));
+        },
+        sendDelete: (_, { sessionId }) => {
+          if (this.options.deleteOnClose !== false) this.deleting = this.sendDelete(sessionId);
+        },
+        reportError: (_, { message, detail }) => this.report(ErrorCode.transport, message, detail),
+      },
+    });
+    const actor = createActor(machine, {
+      input: {
+        policy: this.policy,
+        stallTimeoutMs: this.options.stallTimeoutMs,
+        retryPolicy: this.options.retryPolicy,
+        seed: Math.floor(Math.random() * 0x7fffffff),
+        restored: restored ?? undefined,
+      },
+      inspect: this.options.inspect,
+    });
+    this.running = actor;
+    actor.subscribe((snapshot) => {
+      if (!this.warned && snapshot.context.advertisement) this.warnIfMisconfigured();
+    });
+    actor.start();
+  }
+
+  async send(message: JSONRPCMessage): Promise<void> {
+    if (this.closed) throw new Error('ContinuityClientTransport: closed');
+    this.actor.send({ type: 'app.send', message: message as JsonRpcMessage });
+  }
+
+  setProtocolVersion(version: string): void {
+    this.actor.send({ type: 'app.protocolVersion', version });
+  }
+
+  /** Sends DELETE (unless disabled), settles every pending call, stops every stream and timer. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.running?.send({ type: 'app.close' });
+    const timeout = new Promise<void>((resolve) =>
+      setTimeout(resolve, this.options.closeTimeoutMs ?? 2_000).unref(),
+    );
+    await Promise.race([Promise.all([this.deleting, this.saving]), timeout]);
+    this.running?.stop();
+    this.onclose?.();
+  }
+
+  private async sendDelete(sessionId: string): Promise<void> {
+    const headers = new Headers(this.options.requestInit?.headers);
+    headers.set('Mcp-Session-Id', sessionId);
+    const protocolVersion = this.running?.getSnapshot().context.protocolVersion;
+    if (protocolVersion) headers.set('MCP-Protocol-Version', protocolVersion);
+    try {
+      await (this.options.fetch ?? fetch)(this.url, {
+        ...this.options.requestInit,
+        method: 'DELETE',
+        headers,
+      });
+    } catch (e) {
+      this.report(ErrorCode.transport, `DELETE failed: ${String(e)}`, e);
+    }
+  }
+
+  /**
+   * Hands messages to the SDK in order. The SDK runs notification handlers a microtask later but settles
+   * responses at once, so a progress notification followed in the same tick by its response would reach
+   * a handler that was already removed. After a notification, the next message waits one macrotask.
+   */
+  private enqueue(message: JsonRpcMessage): void {
+    this.inbox.push(message);
+    if (!this.draining) void this.drain();
+  }
+
+  private async drain(): Promise<void> {
+    this.draining = true;
+    try {
+      for (let m = this.inbox.shift(); m !== undefined; m = this.inbox.shift()) {
+        this.onmessage?.(m as JSONRPCMessage);
+        if ('method' in m && !('id' in m)) await new Promise((r) => setImmediate(r));
+      }
+    } finally {
+      this.draining = false;
+    }
+  }
+
+  private gap(gap: GapReport): void {
+    if (this.options.onGap) this.options.onGap(gap);
+    else {
+      this.report(
+        ErrorCode.eventsLost,
+        `events lost on ${gap.streamKey}: ${gap.reason} (${gap.lostCount ?? 'unknown'} events)`,
+        gap,
+      );
+    }
+  }
+
+  private orphan(message: JsonRpcMessage): void {
+    if (this.options.onOrphanResult) this.options.onOrphanResult(message as JSONRPCMessage);
+    else
+      this.report(
+        ErrorCode.orphanResult,
+        'a replayed response to a request this process never sent',
+        message,
+      );
+  }
+
+  private warnIfMisconfigured(): void {
+    this.warned = true;
+    const a = this.assessment();
+    if (a.misconfigured)
+      this.report(ErrorCode.condition, `continuity is ${a.level}: ${a.reasons.join('; ')}`, a);
+  }
+
+  private report(code: ErrorCode, message: string, detail?: unknown): void {
+    this.onerror?.(new ContinuityError(code, message, detail));
+  }
+}

@@ -18,6 +18,7 @@ import {
 import { ContinuityError, ErrorCode } from '../errors.js';
 import { type CursorStore, MemoryCursorStore } from './cursor-store.js';
 import { createExchangeActor, type FetchLike } from './exchange.js';
+import { RequestIds } from './request-ids.js';
 
 export interface ContinuityClientOptions {
   /** Where the cursor is kept. Default: in memory (resumes across drops, not across restarts). */
@@ -60,6 +61,7 @@ export class ContinuityClientTransport implements Transport {
   private deleting: Promise<void> = Promise.resolve();
   private warned = false;
   private readonly inbox: JsonRpcMessage[] = [];
+  private readonly ids = new RequestIds();
   private draining = false;
   private closed = false;
 
@@ -141,7 +143,7 @@ export class ContinuityClientTransport implements Transport {
 
   async send(message: JSONRPCMessage): Promise<void> {
     if (this.closed) throw new Error('ContinuityClientTransport: closed');
-    this.actor.send({ type: 'app.send', message: message as JsonRpcMessage });
+    this.actor.send({ type: 'app.send', message: this.ids.outgoing(message as JsonRpcMessage) });
   }
 
   setProtocolVersion(version: string): void {
@@ -191,7 +193,7 @@ export class ContinuityClientTransport implements Transport {
     this.draining = true;
     try {
       for (let m = this.inbox.shift(); m !== undefined; m = this.inbox.shift()) {
-        this.onmessage?.(m as JSONRPCMessage);
+        this.onmessage?.(this.ids.incoming(m) as JSONRPCMessage);
         if ('method' in m && !('id' in m)) await new Promise((r) => setImmediate(r));
       }
     } finally {

@@ -2,6 +2,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import {
   StreamableHTTPClientTransport,
   type StreamableHTTPClientTransportOptions,
+  StreamableHTTPError,
 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
@@ -12,10 +13,10 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { createParser } from 'eventsource-parser';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { ADVERTISEMENT_HEADER } from '../../machines/advertisement.js';
+import { ADVERTISEMENT_HEADER, formatAdvertisement } from '../../machines/advertisement.js';
 import { JsonRpcCode } from '../../machines/codes.js';
 import { parseEventId } from '../../machines/event-id.js';
-import type { ContinuityServerOptions } from '../../src/index.js';
+import { type ContinuityServerOptions, MemoryEventLog } from '../../src/index.js';
 import { startServer } from './harness.js';
 
 /**
@@ -48,24 +49,25 @@ const streamOf = (id: string | undefined) => (id === undefined ? undefined : par
 class Wire {
   readonly exchanges: Exchange[] = [];
   private cutPlan: { match: (x: Exchange) => boolean; frames: number } | undefined;
-  private gate: Promise<void> | undefined;
-  private openGate: (() => void) | undefined;
+  private hold: { match: (x: Exchange) => boolean; gate: Promise<void>; open: () => void } | undefined;
 
   /** The next response matching `match` is cut after `frames` complete SSE frames (priming included). */
   cutNext(match: (x: Exchange) => boolean, frames: number): void {
     this.cutPlan = { match, frames };
   }
 
-  /** GETs wait (before reaching the server) until `releaseGets()`. */
-  holdGets(): void {
-    this.gate = new Promise((resolve) => {
-      this.openGate = resolve;
+  /** Requests matching `match` wait (before reaching the server) until `release()`. */
+  holdBack(match: (x: Exchange) => boolean): void {
+    let open: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => {
+      open = resolve;
     });
+    this.hold = { match, gate, open };
   }
 
-  releaseGets(): void {
-    this.openGate?.();
-    this.gate = undefined;
+  release(): void {
+    this.hold?.open();
+    this.hold = undefined;
   }
 
   find(match: (x: Exchange) => boolean): Exchange | undefined {
@@ -86,7 +88,7 @@ class Wire {
       cut: false,
     };
     this.exchanges.push(exchange);
-    if (exchange.method === 'GET' && this.gate) await this.gate;
+    if (this.hold?.match(exchange)) await this.hold.gate;
     const response = await fetch(url, init);
     exchange.status = response.status;
     exchange.responseHeaders = response.headers;
@@ -215,7 +217,7 @@ describe('interop with the official SDK client (StreamableHTTPClientTransport)',
     const capabilities = client.getServerCapabilities();
     expect(capabilities?.tools).toBeDefined();
     expect(capabilities?.logging).toEqual({});
-    expect(capabilities?.experimental?.['mcp-continuity']).toEqual({
+    expect(capabilities?.experimental?.['mcp-continuity']).toMatchObject({
       retentionMs: 600_000,
       maxEventsPerStream: 1000,
       idleTtlMs: 120_000,
@@ -229,8 +231,9 @@ describe('interop with the official SDK client (StreamableHTTPClientTransport)',
     expect(init?.body).toContain('"method":"initialize"');
     expect(init?.responseHeaders?.get('mcp-session-id')).toBe(transport.sessionId);
     expect(init?.responseHeaders?.get(ADVERTISEMENT_HEADER)).toBe(
-      'retention-ms=600000, max-events=1000, idle-ttl-ms=120000, gaps=410, dedupe=1',
+      formatAdvertisement(world.continuity.advertisement),
     );
+    expect(init?.responseHeaders?.get(ADVERTISEMENT_HEADER)).toContain('idle-ttl-ms=120000');
 
     const { tools } = await client.listTools();
     expect(tools.map((t) => t.name).sort()).toEqual(['charge', 'chatty', 'echo', 'slow']);
@@ -464,7 +467,7 @@ describe('interop with the official SDK client (StreamableHTTPClientTransport)',
   it('a server notification sent before the client opens its standalone GET stream is delivered once it does', async () => {
     const world = await start();
     const wire = new Wire();
-    wire.holdGets();
+    wire.holdBack(isStandaloneGet);
     const { client, connected } = await connect(world, wire);
     const logged: unknown[] = [];
     client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
@@ -481,7 +484,7 @@ describe('interop with the official SDK client (StreamableHTTPClientTransport)',
     expect(logged).toEqual([]);
     expect(wire.find(isStandaloneGet)?.status).toBeUndefined(); // still held: the server has not seen it
 
-    wire.releaseGets();
+    wire.release();
     await vi.waitFor(() => expect(logged).toEqual(['before the GET']), { timeout: 5_000 });
     // Live messages follow on the same response, once each.
     await mcp.server.sendLoggingMessage({ level: 'info', data: 'after the GET' });
@@ -491,5 +494,65 @@ describe('interop with the official SDK client (StreamableHTTPClientTransport)',
     expect(seqs(get?.eventIds ?? [])).toEqual([0, 1, 2]);
     expect(get?.eventIds.map(streamOf)).toEqual([0, 0, 0]);
     expect(wire.filter((x) => x.method === 'GET')).toHaveLength(1);
+  });
+
+  it('the SDK reconnects a dropped standalone GET with Last-Event-ID and gets what was sent meanwhile', async () => {
+    const world = await start({ retryMs: 50 });
+    const wire = new Wire();
+    wire.cutNext(isStandaloneGet, 1); // the standalone GET drops right after its priming event
+    wire.holdBack(isResume); // and its reconnection waits until a message was sent while it was down
+    const { client, errors, connected } = await connect(world, wire);
+    const logged: unknown[] = [];
+    client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
+      logged.push(n.params.data);
+    });
+    await connected;
+    await vi.waitFor(() => expect(wire.find(isResume)).toBeDefined(), { timeout: 5_000 });
+    expect(errors.map((e) => e.message).join('\n')).toContain('SSE stream disconnected');
+    const mcp = world.servers[0];
+    if (!mcp) throw new Error('no SDK server was created');
+    await mcp.server.sendLoggingMessage({ level: 'info', data: 'while down' });
+
+    wire.release();
+    await vi.waitFor(() => expect(logged).toEqual(['while down']), { timeout: 5_000 });
+    await mcp.server.sendLoggingMessage({ level: 'info', data: 'live' });
+    await vi.waitFor(() => expect(logged).toEqual(['while down', 'live']), { timeout: 5_000 });
+
+    const first = wire.find(isStandaloneGet);
+    const resume = wire.find(isResume);
+    expect(first?.cut).toBe(true);
+    expect(resume?.lastEventId).toBe(first?.eventIds.at(-1));
+    expect(seqs([resume?.lastEventId ?? ''])).toEqual([0]);
+    expect(resume?.status).toBe(200);
+    expect(seqs(resume?.eventIds ?? [])).toEqual([1, 2]);
+    expect(resume?.eventIds.map(streamOf)).toEqual([0, 0]);
+    expect(wire.filter(isResume)).toHaveLength(1);
+  });
+
+  it('an evicted cursor reaches the SDK as 410 (the SDK reports it via onerror; the request only times out)', async () => {
+    const world = await start({ eventLog: new MemoryEventLog({ maxEventsPerStream: 2 }) });
+    const wire = new Wire();
+    const { client, errors, connected } = await connect(world, wire, NO_AUTO_RESUME);
+    await connected;
+    const tokens: string[] = [];
+    await client.request(chatty(5, 0), CallToolResultSchema, { onresumptiontoken: (t) => tokens.push(t) });
+    expect(seqs(tokens)).toEqual([0, 1, 2, 3, 4, 5, 6]);
+
+    // Only seq 5 and 6 are retained: resuming after seq 1 would silently skip 2..4, so the server says 410.
+    const outcome = await client
+      .request(chatty(5, 0), CallToolResultSchema, { resumptionToken: tokens[1], timeout: 1_000 })
+      .then(
+        () => 'resolved',
+        (e: unknown) => e,
+      );
+
+    expect(outcome).not.toBe('resolved');
+    const resume = wire.find(isResume);
+    expect(resume?.lastEventId).toBe(tokens[1]);
+    expect(resume?.status).toBe(410);
+    const gone = [outcome, ...errors].find((e) => e instanceof StreamableHTTPError);
+    expect(gone).toBeInstanceOf(StreamableHTTPError);
+    expect((gone as StreamableHTTPError).code).toBe(410);
+    expect(wire.filter(isToolCall)).toHaveLength(1);
   });
 });

@@ -55,6 +55,21 @@ const cases: Array<{ name: string; config: WorldConfig; commands: Command[] }> =
     ],
   },
   {
+    name: 'a restored request stream that gave up during a partition lost its answer without a gap report',
+    config: NO_HEARTBEAT,
+    commands: [
+      { kind: 'call', tool: 'charge' },
+      { kind: 'partition', ms: 9123 },
+      { kind: 'clientRestart', durable: true },
+      { kind: 'advance', ms: 5251 },
+      { kind: 'reset', pick: 0 },
+      { kind: 'call', tool: 'charge' },
+      { kind: 'advance', ms: 5992 },
+      { kind: 'serverNotify' },
+      { kind: 'endStream', pick: 3 },
+    ],
+  },
+  {
     name: 'a response that ended before its status line left the stream waiting forever',
     config: { heartbeat: true, maxEventsPerStream: 9, retentionMs: 5_000, idleTtlMs: 30_000 },
     commands: [

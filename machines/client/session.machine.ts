@@ -318,8 +318,9 @@ export const clientSessionMachine = setup({
           type: 'reportError',
           params: { message: `stream ${event.key} ended: ${outcome.kind}`, detail: outcome },
         });
-        // Whatever that stream would still have carried will not arrive: say so, size unknown.
-        if (entry?.kind === 'standalone') {
+        // Whatever that stream would still have carried will not arrive: say so, size unknown. (A request
+        // stream with no pending entry was restored from another process: its answer is lost too.)
+        if (entry?.kind === 'standalone' || entry?.kind === 'request') {
           named(enqueue)({
             type: 'notifyGap',
             params: {

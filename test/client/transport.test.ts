@@ -219,7 +219,8 @@ describe('ContinuityClientTransport with the SDK Client', () => {
     expect(text(await client.callTool({ name: 'charge', arguments: { key: 'k' } }))).toBe('charged k');
     const posts = net.seen.filter(isToolCall('charge'));
     expect(posts).toHaveLength(2);
-    expect((posts[0]?.body as { id: unknown }).id).toBe((posts[1]?.body as { id: unknown }).id);
+    const ids = posts.map((r) => (r.body as { id: unknown }).id);
+    expect(ids[0]).toBe(ids[1]);
     expect(p.world.effects.get('k')).toBe(1);
   });
 

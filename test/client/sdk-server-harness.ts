@@ -100,7 +100,7 @@ export interface SdkServerOptions {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function sdkServer(world: Pick<SdkWorld, 'charges' | 'invocations'>): McpServer {
-  const server = new McpServer({ name: 'sdk-interop', version: '1.0.0' });
+  const server = new McpServer({ name: 'sdk-interop', version: '1.0.0' }, { capabilities: { logging: {} } });
   const count = (tool: string) => world.invocations.set(tool, (world.invocations.get(tool) ?? 0) + 1);
   server.registerTool(
     'echo',
@@ -293,15 +293,17 @@ export class Wire {
       retries: [],
     };
     this.exchanges.push(x);
-    const response = await fetch(url, init);
-    x.status = response.status;
-    x.responseHeaders = response.headers;
-    if (!response.body || !response.headers.get('content-type')?.startsWith('text/event-stream')) return response;
     let plan: typeof this.plan;
     if (this.plan?.match(x)) {
       plan = this.plan;
       this.plan = undefined;
     }
+    // Half-open: the client's abort must not reach the server either (the network is gone).
+    const signal = init?.signal ?? undefined;
+    const response = await fetch(url, plan?.halfOpen ? { ...init, signal: undefined } : init);
+    x.status = response.status;
+    x.responseHeaders = response.headers;
+    if (!response.body || !response.headers.get('content-type')?.startsWith('text/event-stream')) return response;
     const source = response.body.getReader();
     const decoder = new TextDecoder();
     let cut = false;
@@ -360,10 +362,15 @@ export class Wire {
         out = controller;
       },
       cancel: (reason) => {
+        if (cut) return;
         cut = true;
         return source.cancel(reason);
       },
     });
+    signal?.addEventListener('abort', () => {
+      if (!cut && plan?.halfOpen) doCut();
+    });
+    if (plan?.afterEvents === 0) setTimeout(() => !cut && doCut(), 20);
     void pump();
     return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
   };

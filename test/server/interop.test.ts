@@ -32,6 +32,7 @@ interface Exchange {
   readonly method: string;
   readonly body: string | undefined;
   readonly lastEventId: string | null;
+  readonly requestHeaders: Headers;
   status?: number;
   responseHeaders?: Headers;
   /** Ids of the SSE events handed to the client, in order (nothing after a cut). */
@@ -84,6 +85,7 @@ class Wire {
       method: (init?.method ?? 'GET').toUpperCase(),
       body: typeof init?.body === 'string' ? init.body : undefined,
       lastEventId: headers.get('last-event-id'),
+      requestHeaders: headers,
       eventIds: [],
       cut: false,
     };
@@ -240,8 +242,14 @@ describe('interop with the official SDK client (StreamableHTTPClientTransport)',
     expect(tools.find((t) => t.name === 'echo')?.inputSchema.properties).toHaveProperty('text');
     const echoed = await client.callTool({ name: 'echo', arguments: { text: 'hello' } });
     expect(echoed.content).toEqual([{ type: 'text', text: 'hello' }]);
-    // Every POST after initialize carried the session id.
+    // Every request after initialize carried the session id and the negotiated protocol version.
     expect(world.continuity.sessionCount()).toBe(1);
+    const after = wire.exchanges.slice(1);
+    expect(after.map((x) => x.method).sort()).toEqual(['GET', 'POST', 'POST', 'POST']);
+    for (const x of after) {
+      expect(x.requestHeaders.get('mcp-session-id')).toBe(transport.sessionId);
+      expect(x.requestHeaders.get('mcp-protocol-version')).toBe('2025-11-25');
+    }
   });
 
   it('streams progress notifications of a tool call, in order, before its result', async () => {

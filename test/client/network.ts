@@ -12,7 +12,13 @@ export interface SeenRequest {
 export type Rule = (
   request: SeenRequest,
   attempt: number,
-) => 'pass' | 'refuse' | 'reset-after-send' | Response | 'stall-after-first-chunk';
+) =>
+  | 'pass'
+  | 'refuse'
+  | 'reset-after-send'
+  | Response
+  | 'stall-after-first-chunk'
+  | 'reset-after-first-chunk';
 
 export function networkFetch() {
   const seen: SeenRequest[] = [];
@@ -35,7 +41,7 @@ export function networkFetch() {
         await response.body?.cancel();
         throw Object.assign(new TypeError('terminated'), { cause: { code: 'ECONNRESET' } });
       }
-      return stallAfterFirstChunk(response, init?.signal ?? undefined);
+      return afterFirstChunk(response, init?.signal ?? undefined, verdict === 'reset-after-first-chunk');
     }
     return fetch(url, init);
   };
@@ -52,13 +58,21 @@ export function networkFetch() {
   };
 }
 
-/** A black hole: the first chunk gets through, then nothing, and the connection never closes. */
-function stallAfterFirstChunk(response: Response, signal: AbortSignal | undefined): Response {
+/**
+ * The first chunk gets through, then either a reset (the body errors as Node's fetch does) or a black
+ * hole (nothing more, and the connection never closes).
+ */
+function afterFirstChunk(response: Response, signal: AbortSignal | undefined, reset: boolean): Response {
   const reader = response.body?.getReader();
   const body = new ReadableStream<Uint8Array>({
     async start(controller) {
       const first = await reader?.read();
       if (first && !first.done) controller.enqueue(first.value);
+      if (reset) {
+        void reader?.cancel();
+        controller.error(Object.assign(new TypeError('terminated'), { cause: { code: 'ECONNRESET' } }));
+        return;
+      }
       signal?.addEventListener('abort', () => {
         void reader?.cancel();
         controller.error(new DOMException('aborted', 'AbortError'));

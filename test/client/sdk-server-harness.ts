@@ -5,8 +5,8 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import {
   type EventId,
   type EventStore,
-  type StreamId,
   StreamableHTTPServerTransport,
+  type StreamId,
 } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { createParser } from 'eventsource-parser';
@@ -303,7 +303,8 @@ export class Wire {
     const response = await fetch(url, plan?.halfOpen ? { ...init, signal: undefined } : init);
     x.status = response.status;
     x.responseHeaders = response.headers;
-    if (!response.body || !response.headers.get('content-type')?.startsWith('text/event-stream')) return response;
+    if (!response.body || !response.headers.get('content-type')?.startsWith('text/event-stream'))
+      return response;
     const source = response.body.getReader();
     const decoder = new TextDecoder();
     let cut = false;
@@ -372,7 +373,11 @@ export class Wire {
     });
     if (plan?.afterEvents === 0) setTimeout(() => !cut && doCut(), 20);
     void pump();
-    return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+    return new Response(body, {
+      status: response.status,
+      statusText: response.statusText,
+      headers: response.headers,
+    });
   };
 }
 

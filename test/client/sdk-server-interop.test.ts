@@ -1,7 +1,15 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ContinuityClientTransport, type GapReport, isOutcomeUnknown } from '../../src/index.js';
-import { isPost, isResume, isToolCall, sessionOf, startSdkServer, until, Wire } from './sdk-server-harness.js';
+import {
+  isPost,
+  isResume,
+  isToolCall,
+  sessionOf,
+  startSdkServer,
+  until,
+  Wire,
+} from './sdk-server-harness.js';
 
 const FAST = { initialDelayMs: 20, maxDelayMs: 200, jitter: 'none' as const };
 const cleanups: Array<() => Promise<unknown>> = [];
@@ -14,15 +22,28 @@ async function setup(serverOptions = {}) {
   cleanups.push(() => world.close());
   const wire = new Wire();
   const gaps: GapReport[] = [];
-  const transport = new ContinuityClientTransport(new URL(world.url), { fetch: wire.fetch, reconnect: FAST, onGap: (g) => gaps.push(g) });
+  const transport = new ContinuityClientTransport(new URL(world.url), {
+    fetch: wire.fetch,
+    reconnect: FAST,
+    onGap: (g) => gaps.push(g),
+  });
   const client = new Client({ name: 'x', version: '1' });
   const errors: Error[] = [];
   client.onerror = (e) => errors.push(e);
-  cleanups.push(async () => { await client.close(); await wire.dispose(); });
+  cleanups.push(async () => {
+    await client.close();
+    await wire.dispose();
+  });
   await client.connect(transport);
   return { world, wire, transport, client, gaps, errors };
 }
-const dump = (wire: Wire) => wire.exchanges.map((x) => `${x.seq} ${x.method} ${x.status} sid=${sessionOf(x)?.slice(0, 8)} lei=${x.requestHeaders.get('last-event-id')?.slice(-6)} ${x.body?.slice(0, 60) ?? ''} ev=[${x.events.map(e=>`${e.id?.slice(-4)}:${e.data.slice(0,25)}`).join(' | ')}] r=${x.retries} end=${x.end?.kind} t=${Math.round(x.startedAt)}`).join('\n');
+const dump = (wire: Wire) =>
+  wire.exchanges
+    .map(
+      (x) =>
+        `${x.seq} ${x.method} ${x.status} sid=${sessionOf(x)?.slice(0, 8)} lei=${x.requestHeaders.get('last-event-id')?.slice(-6)} ${x.body?.slice(0, 60) ?? ''} ev=[${x.events.map((e) => `${e.id?.slice(-4)}:${e.data.slice(0, 25)}`).join(' | ')}] r=${x.retries} end=${x.end?.kind} t=${Math.round(x.startedAt)}`,
+    )
+    .join('\n');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('explore', () => {
@@ -30,7 +51,12 @@ describe('explore', () => {
     const { client, transport, wire, errors, gaps, world } = await setup({ retryInterval: 300 });
     const progress: number[] = [];
     const r = await client.callTool({ name: 'chatty', arguments: { count: 10, intervalMs: 10 } }, undefined, {
-      onprogress: (p) => { progress.push(p.progress); if (p.progress === 3) { world.httpServer.closeAllConnections(); } },
+      onprogress: (p) => {
+        progress.push(p.progress);
+        if (p.progress === 3) {
+          world.httpServer.closeAllConnections();
+        }
+      },
     });
     console.log(r, progress.join(','));
     await sleep(200);
@@ -41,9 +67,13 @@ describe('explore', () => {
     const { client, transport, wire, errors, gaps, world } = await setup({});
     const progress: number[] = [];
     wire.cutNext(isToolCall('chatty'), 5, true);
-    const r = await client.callTool({ name: 'chatty', arguments: { count: 20, intervalMs: 10 } }, undefined, {
-      onprogress: (p) => { progress.push(p.progress); },
-    }).catch((e) => e);
+    const r = await client
+      .callTool({ name: 'chatty', arguments: { count: 20, intervalMs: 10 } }, undefined, {
+        onprogress: (p) => {
+          progress.push(p.progress);
+        },
+      })
+      .catch((e) => e);
     console.log(r, progress.join(','));
     await sleep(100);
     console.log(dump(wire), errors, gaps);
@@ -52,7 +82,14 @@ describe('explore', () => {
     const { client, transport, wire, errors, gaps, world } = await setup({});
     const sid = transport.sessionId!;
     for (const lei of ['bogus', `${[...world.sessions.values()][0]!.store.idsOf('_GET_stream')}`]) {
-      const res = await fetch(world.url, { headers: { accept: 'text/event-stream', 'mcp-session-id': sid, 'last-event-id': lei, 'mcp-protocol-version': '2025-11-25' } });
+      const res = await fetch(world.url, {
+        headers: {
+          accept: 'text/event-stream',
+          'mcp-session-id': sid,
+          'last-event-id': lei,
+          'mcp-protocol-version': '2025-11-25',
+        },
+      });
       console.log(lei, res.status, await res.text());
     }
   });
@@ -60,7 +97,12 @@ describe('explore', () => {
     const { client, transport, wire, errors, gaps, world } = await setup({});
     const s = [...world.sessions.values()][0]!;
     const got: string[] = [];
-    client.setNotificationHandler((await import('@modelcontextprotocol/sdk/types.js')).LoggingMessageNotificationSchema, (n) => { got.push(String(n.params.data)); });
+    client.setNotificationHandler(
+      (await import('@modelcontextprotocol/sdk/types.js')).LoggingMessageNotificationSchema,
+      (n) => {
+        got.push(String(n.params.data));
+      },
+    );
     await sleep(50);
     await s.server.server.sendLoggingMessage({ level: 'info', data: 'one' });
     await sleep(50);
@@ -77,7 +119,10 @@ describe('explore2', () => {
   it('standalone half open with cursor', async () => {
     const { client, transport, wire, errors, gaps, world } = await setup({});
     const s = [...world.sessions.values()][0]!;
-    client.setNotificationHandler((await import('@modelcontextprotocol/sdk/types.js')).LoggingMessageNotificationSchema, () => {});
+    client.setNotificationHandler(
+      (await import('@modelcontextprotocol/sdk/types.js')).LoggingMessageNotificationSchema,
+      () => {},
+    );
     await sleep(50);
     wire.cutNext((x) => x.method === 'GET', 1, true);
     // the GET is already open; cut plan applies to next GET. So force: cut all connections first.

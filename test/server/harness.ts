@@ -22,10 +22,16 @@ export function demoMcpServer(world: DemoWorld): McpServer {
   server.registerTool('echo', { inputSchema: { text: z.string() } }, async ({ text }) => ({
     content: [{ type: 'text', text }],
   }));
-  server.registerTool('charge', { inputSchema: { key: z.string() } }, async ({ key }) => {
-    world.effects.set(key, (world.effects.get(key) ?? 0) + 1);
-    return { content: [{ type: 'text', text: `charged ${key}` }] };
-  });
+  server.registerTool(
+    'charge',
+    { inputSchema: { key: z.string(), ms: z.number().optional() } },
+    async ({ key, ms }) => {
+      world.effects.set(key, (world.effects.get(key) ?? 0) + 1);
+      // The payment provider answers slowly: the charge is made, the result takes `ms` to come back.
+      if (ms) await new Promise((r) => setTimeout(r, ms));
+      return { content: [{ type: 'text', text: `charged ${key}` }] };
+    },
+  );
   server.registerTool(
     'chatty',
     { inputSchema: { count: z.number(), intervalMs: z.number() }, annotations: { readOnlyHint: true } },

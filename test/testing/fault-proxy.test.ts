@@ -1,0 +1,82 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { FaultProxy } from '../../src/testing/index.js';
+
+/** The fault proxy itself: each fault does what it says, against a real HTTP server on loopback. */
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function setup(options: { idleTimeoutMs?: number } = {}) {
+  const server = http.createServer((req, res) => {
+    if (req.url === '/slow') {
+      res.writeHead(200, { 'Content-Type': 'text/plain' });
+      res.write('a');
+      setTimeout(() => res.end('b'), 300);
+      return;
+    }
+    res.end('hello');
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const proxy = await FaultProxy.start({
+    target: { host: '127.0.0.1', port: (server.address() as AddressInfo).port },
+    ...options,
+  });
+  cleanups.push(async () => {
+    await proxy.close();
+    server.closeAllConnections();
+    await new Promise<void>((r) => server.close(() => r()));
+  });
+  return proxy;
+}
+
+describe('FaultProxy', () => {
+  it('forwards', async () => {
+    const proxy = await setup();
+    expect(await (await fetch(proxy.url('/'))).text()).toBe('hello');
+  });
+
+  it('answers the next connections with an injected status, then forwards again', async () => {
+    const proxy = await setup();
+    proxy.failNext(2, 503);
+    const statuses = [];
+    for (let i = 0; i < 3; i++)
+      statuses.push((await fetch(proxy.url('/'), { headers: { Connection: 'close' } })).status);
+    expect(statuses).toEqual([503, 503, 200]);
+  });
+
+  it('resets a connection mid-response: the client sees the reset', async () => {
+    const proxy = await setup();
+    const response = await fetch(proxy.url('/slow'));
+    const reader = response.body?.getReader();
+    await reader?.read();
+    expect(proxy.reset((c) => c.label === 'GET /slow')).toBe(1);
+    await expect(reader?.read()).rejects.toThrow();
+  });
+
+  it('cuts connections idle longer than the idle timeout', async () => {
+    const proxy = await setup({ idleTimeoutMs: 100 });
+    const cuts: string[] = [];
+    proxy.on('fault', (e) => e.type === 'cut' && cuts.push(`${e.reason} ${e.label}`));
+    const response = await fetch(proxy.url('/slow'));
+    await expect(response.text()).rejects.toThrow();
+    expect(cuts).toEqual(['idle GET /slow']);
+  });
+
+  it('a black hole forwards nothing and closes nothing', async () => {
+    const proxy = await setup();
+    const response = await fetch(proxy.url('/slow'));
+    const reader = response.body?.getReader();
+    await reader?.read();
+    proxy.blackhole();
+    const next = reader?.read();
+    const winner = await Promise.race([
+      next?.then(() => 'data'),
+      new Promise((r) => setTimeout(() => r('silence'), 500)),
+    ]);
+    expect(winner).toBe('silence');
+    expect(proxy.connections.size).toBe(1);
+  });
+});

@@ -53,6 +53,8 @@ export const ReconnectReason = {
   serverError: 'server_error',
   endOfStream: 'end_of_stream',
   throttled: 'throttled',
+  /** 409 without a loss report: the server still holds the old connection (the SDK server's "Conflict"). */
+  conflict: 'conflict',
 } as const;
 export type ReconnectReason = (typeof ReconnectReason)[keyof typeof ReconnectReason];
 

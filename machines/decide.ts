@@ -59,7 +59,14 @@ function classifyStatus(status: number, body: unknown): CloseDecision {
   if (status >= 500 && status < 600) return { action: 'reconnect', reason: ReconnectReason.serverError };
   if (TRANSIENT_STATUSES.has(status)) return { action: 'reconnect', reason: ReconnectReason.throttled };
   if (status === 404) return { action: 'session-terminated' };
-  if (status === 409 || status === 410) return { action: 'events-lost', gap: gapFromBody(body) };
+  if (status === 410) return { action: 'events-lost', gap: gapFromBody(body) };
+  // 409 means events were lost only when the server says so; the official SDK server also answers 409
+  // while it still holds the previous connection of the stream, which is a transport fact.
+  if (status === 409) {
+    return saysEventsLost(body)
+      ? { action: 'events-lost', gap: gapFromBody(body) }
+      : { action: 'reconnect', reason: ReconnectReason.conflict };
+  }
   // WHATWG EventSource: 204 means "stop reconnecting"; 405 on GET means "no standalone stream here".
   if (status === 204) return { action: 'stop', reason: StopReason.noContent };
   if (status === 405) return { action: 'stop', reason: StopReason.notOffered };
@@ -80,6 +87,16 @@ export function gapFromBody(body: unknown): GapDetails {
     resumeAfter: str('resumeAfter'),
     streamComplete: data.streamComplete === true,
   };
+}
+
+const LOSS_REASONS: ReadonlySet<unknown> = new Set([
+  ResumeRejection.windowExceeded,
+  ResumeRejection.epochChanged,
+]);
+
+function saysEventsLost(body: unknown): boolean {
+  const data = errorData(body);
+  return LOSS_REASONS.has(data.reason) || typeof data.lostCount === 'number';
 }
 
 function errorData(body: unknown): Record<string, unknown> {

@@ -142,6 +142,19 @@ describe('client session machine', () => {
     expect(c.delivered.filter((m) => 'result' in m && 'protocolVersion' in m.result)).toHaveLength(1);
   });
 
+  it('a call whose own POST got 404 never ran: it is sent again on the new session, even a charge', () => {
+    const c = activeClient();
+    c.send(toolCall(3, 'charge'));
+    exchangeFor(c, 3)[0]?.reply({ type: 'http.response', status: 404 });
+    expect(c.delivered.some((m) => 'error' in m && m.id === 3)).toBe(false);
+    const reinit = c.last();
+    reinit.reply(
+      { type: 'http.stream', sessionId: 'S2' },
+      { type: 'sse.event', message: initResult((reinit.request.body as { id: string }).id) },
+    );
+    expect(exchangeFor(c, 3).map((e) => e.request.sessionId)).toEqual(['S1', 'S2']);
+  });
+
   it('messages sent while re-initializing are held, then sent on the new session', () => {
     const c = activeClient();
     c.open()
@@ -201,6 +214,7 @@ describe('client session machine', () => {
         },
       },
     });
+    c.clock.increment(200); // the resume waits for backoff, like any other reconnect
     expect(c.gaps.at(-1)).toMatchObject({
       streamKey: 'n:1',
       lostCount: 3,
@@ -235,6 +249,7 @@ describe('client session machine', () => {
         },
       },
     });
+    c.clock.increment(200); // the resume waits for backoff, like any other reconnect
     c.last().reply({ type: 'http.stream' }, { type: 'net.ended' });
     expect(c.delivered.at(-1)).toMatchObject({
       id: 1,

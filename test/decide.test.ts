@@ -67,6 +67,22 @@ describe('classifyClose', () => {
     });
   });
 
+  it('a 409 that reports no loss is a conflict (the SDK server still holds the old connection): reconnect', () => {
+    const body = {
+      jsonrpc: '2.0',
+      id: null,
+      error: { code: -32000, message: 'Conflict: Stream already has an active connection' },
+    };
+    expect(classifyClose({ kind: 'http-status', status: 409, body })).toEqual({
+      action: 'reconnect',
+      reason: 'conflict',
+    });
+    expect(classifyClose({ kind: 'http-status', status: 409 })).toEqual({
+      action: 'reconnect',
+      reason: 'conflict',
+    });
+  });
+
   it('a 410 without a body is still a gap, of unknown size', () => {
     expect(gapFromBody(undefined)).toEqual({
       reason: 'resume_window_exceeded',

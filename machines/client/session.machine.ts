@@ -87,6 +87,8 @@ export interface ClientContext {
   /** Requests the retry policy allowed to be sent again on the new session. */
   resendQueue: JsonRpcRequest[];
   reinitId: string | undefined;
+  /** Requests whose own POST was answered 404: they cannot have run, so they are sent again. */
+  provenUnexecuted: string[];
   /** Counts spawned streams: unique child ids and jitter seeds. */
   spawned: number;
 }
@@ -373,7 +375,10 @@ export const clientSessionMachine = setup({
      * rest outcome unknown. Then initialize a new session with the application's original parameters.
      */
     loseSession: enqueueActions(({ context, enqueue }) => {
-      const lost = ledgerOnSessionLost(context.ledger, context.config.retryPolicy, context.annotations);
+      const proven = new Set(context.provenUnexecuted);
+      const policy: RetryPolicy = (request, annotations) =>
+        proven.has(requestKey(request.id)) || context.config.retryPolicy(request, annotations);
+      const lost = ledgerOnSessionLost(context.ledger, policy, context.annotations);
       for (const request of lost.unknown) {
         named(enqueue)({
           type: 'deliver',
@@ -396,6 +401,7 @@ export const clientSessionMachine = setup({
         resendQueue: [...context.resendQueue, ...lost.resend],
         sessionId: undefined,
         reinitId,
+        provenUnexecuted: [],
       });
       if (context.initializeRequest) {
         named(enqueue)({
@@ -461,6 +467,13 @@ export const clientSessionMachine = setup({
       }
       if (!restored.streams[STANDALONE_KEY])
         named(enqueue)({ type: 'spawnStream', params: { key: STANDALONE_KEY, kind: 'standalone' } });
+    }),
+
+    noteUnexecuted: assign({
+      provenUnexecuted: ({ context, event }) =>
+        event.type === 'stream.ended' && event.outcome.kind === 'session-terminated' && event.outcome.neverRan
+          ? [...context.provenUnexecuted, event.key]
+          : context.provenUnexecuted,
     }),
 
     queueMessage: assign({
@@ -531,6 +544,7 @@ export const clientSessionMachine = setup({
     queue: [],
     resendQueue: [],
     reinitId: undefined,
+    provenUnexecuted: [],
     spawned: 0,
   }),
   initial: 'uninitialized',
@@ -586,7 +600,7 @@ export const clientSessionMachine = setup({
         'stream.message': { actions: 'receive' },
         'stream.ended': [
           { guard: 'isStaleReport' },
-          { guard: 'sessionTerminated', target: 'reinitializing' },
+          { guard: 'sessionTerminated', target: 'reinitializing', actions: 'noteUnexecuted' },
           { guard: 'closedByServer', target: 'terminated' },
         ],
       },

@@ -40,7 +40,8 @@ export interface StreamInput {
 export type StreamOutcome =
   | { kind: 'done' }
   | { kind: 'closed-by-server' }
-  | { kind: 'session-terminated' }
+  /** `neverRan`: the 404 answered the request's own POST, so it cannot have run. */
+  | { kind: 'session-terminated'; neverRan: boolean }
   | { kind: 'stopped'; reason: string }
   | { kind: 'given-up'; reason: string }
   | { kind: 'unresumable' }
@@ -271,6 +272,8 @@ export const streamMachine = setup({
           },
         },
         streaming: {
+          // A request stream is done once its answer is in, whether or not the server ends it.
+          always: { guard: 'responseSeen', target: '#stream.done' },
           after: {
             stallTimeout: { guard: 'stallDetectionOn', target: '#stream.deciding', actions: 'classifyStall' },
           },
@@ -312,12 +315,12 @@ export const streamMachine = setup({
         { guard: 'isSessionGone', target: 'sessionTerminated' },
         {
           guard: 'canResumeAfterGap',
-          target: 'connecting',
+          target: 'backoff',
           actions: ['reportGap', 'resumeAtOldest', 'forwardCursor'],
         },
         {
           guard: 'isStandaloneGap',
-          target: 'connecting',
+          target: 'backoff',
           actions: ['reportGap', 'forgetCursor', 'forwardCursor'],
         },
         { guard: 'isEpochChange', target: 'epochChanged', actions: 'reportGap' },
@@ -334,7 +337,13 @@ export const streamMachine = setup({
     closedByServer: { type: 'final', entry: { type: 'reportEnded', params: { kind: 'closed-by-server' } } },
     sessionTerminated: {
       type: 'final',
-      entry: { type: 'reportEnded', params: { kind: 'session-terminated' } },
+      entry: {
+        type: 'reportEnded',
+        params: ({ context }) => ({
+          kind: 'session-terminated',
+          neverRan: context.kind === 'request' && context.lastEventId === undefined,
+        }),
+      },
     },
     unresumable: { type: 'final', entry: { type: 'reportEnded', params: { kind: 'unresumable' } } },
     responseEvicted: { type: 'final', entry: { type: 'reportEnded', params: { kind: 'response-evicted' } } },

@@ -254,7 +254,7 @@ export interface WireExchange {
   /** `retry:` values seen on this response. */
   readonly retries: number[];
   /** How the response body ended: cleanly, with an error (a cut), or not yet. */
-  end?: { kind: 'closed' | 'errored'; at: number };
+  end?: { kind: 'closed' | 'errored' | 'cancelled'; at: number };
   /** Set when the test cut this response on the client's side. */
   cutAt?: number;
 }
@@ -365,6 +365,7 @@ export class Wire {
       cancel: (reason) => {
         if (cut) return;
         cut = true;
+        x.end = { kind: 'cancelled', at: performance.now() };
         return source.cancel(reason);
       },
     });

@@ -1,0 +1,186 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { GapReport } from '../../machines/client/session.machine.js';
+import { ContinuityClientTransport } from '../client/transport.js';
+import { createContinuityServer } from '../server/handler.js';
+import { MemoryEventLog } from '../server/memory-event-log.js';
+import { FaultProxy } from '../testing/fault-proxy.js';
+import { type DemoLedger, demoServer } from './demo-server.js';
+
+/**
+ * The design note's scenario, live, in one process: server, load balancer (a fault proxy) and client on
+ * loopback. Part 1: a slow charge through a balancer that cuts idle connections. Part 2: a chatty tool
+ * through a buffer too small for a long disconnect. Every step is printed as a timeline.
+ */
+export interface DemoOptions {
+  /** Where timeline lines go. Default: stdout. */
+  readonly log?: (line: string) => void;
+  /** The balancer's idle timeout. */
+  readonly idleTimeoutMs?: number;
+  /** How long the slow charge takes. */
+  readonly chargeMs?: number;
+  /** Notifications the chatty tool sends, and events the server keeps per stream. */
+  readonly chattyCount?: number;
+  readonly bufferSize?: number;
+  /** Called with the server's URL before the scenario starts (the inspector uses it). */
+  readonly onReady?: (info: { serverUrl: string; proxyUrl: string }) => void;
+}
+
+export interface DemoSummary {
+  readonly charges: number;
+  readonly chargeResult: string;
+  readonly sessionsCreated: number;
+  readonly sessionKept: boolean;
+  readonly resumes: number;
+  readonly cuts: number;
+  readonly chattySent: number;
+  readonly delivered: number;
+  readonly duplicates: number;
+  readonly lostFlagged: number;
+  readonly lostSilently: number;
+  readonly gaps: readonly GapReport[];
+}
+
+export async function runDemo(options: DemoOptions = {}): Promise<DemoSummary> {
+  const log = options.log ?? ((line: string) => console.log(line));
+  const idleTimeoutMs = options.idleTimeoutMs ?? 250;
+  const chattyCount = options.chattyCount ?? 300;
+  const bufferSize = options.bufferSize ?? 100;
+  const start = Date.now();
+  const say = (who: string, what: string) =>
+    log(`${((Date.now() - start) / 1000).toFixed(3).padStart(7)}s  ${who.padEnd(8)} ${what}`);
+
+  const ledger: DemoLedger = { charges: new Map() };
+  let sessionsCreated = 0;
+  const continuity = createContinuityServer({
+    createMcpServer: () => {
+      sessionsCreated++;
+      return demoServer(ledger);
+    },
+    eventLog: new MemoryEventLog({ maxEventsPerStream: bufferSize }),
+    heartbeatMs: 0, // as in the incident: nothing keeps an idle connection busy
+    retryMs: 50,
+  });
+  const server = http.createServer(continuity.nodeHandler);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const proxy = await FaultProxy.start({
+    target: { host: '127.0.0.1', port: (server.address() as AddressInfo).port },
+    idleTimeoutMs,
+  });
+  options.onReady?.({
+    serverUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`,
+    proxyUrl: proxy.url().href,
+  });
+  let cuts = 0;
+  proxy.on('fault', (e) => {
+    if (e.type === 'cut') {
+      cuts++;
+      say('balancer', `cut ${e.label} (${e.reason === 'idle' ? `idle for ${idleTimeoutMs} ms` : e.reason})`);
+    }
+    if (e.type === 'refused') say('balancer', `answered ${e.status} instead of forwarding`);
+  });
+
+  let resumes = 0;
+  const gaps: GapReport[] = [];
+  const observedFetch = async (url: string | URL, init?: RequestInit): Promise<Response> => {
+    const headers = new Headers(init?.headers);
+    const cursor = headers.get('last-event-id');
+    if (init?.method === 'GET' && cursor) {
+      resumes++;
+      say('client', `resume: GET with Last-Event-ID ${cursor} (same session)`);
+    } else if (init?.method === 'POST' && typeof init.body === 'string') {
+      const body = JSON.parse(init.body) as { method?: string; params?: { name?: string } };
+      if (body.method) say('client', `POST ${body.method}${body.params?.name ? ` ${body.params.name}` : ''}`);
+    }
+    const response = await fetch(url, init);
+    if (response.status >= 400) say('client', `got HTTP ${response.status}`);
+    return response;
+  };
+  const transport = new ContinuityClientTransport(proxy.url(), {
+    fetch: observedFetch,
+    reconnect: { initialDelayMs: 100, maxDelayMs: 1_000, factor: 2, maxRetries: 10, jitter: 'none' },
+    onGap: (gap) => {
+      gaps.push(gap);
+      say(
+        'client',
+        `gap flagged: ${gap.lostCount} events lost (after ${gap.requestedId}, before ${gap.oldestId}); resuming at the oldest retained event`,
+      );
+    },
+  });
+  const client = new Client({ name: 'demo', version: '1.0.0' });
+  try {
+    say('client', 'connecting through a load balancer that cuts idle connections');
+    await client.connect(transport);
+    const session = transport.sessionId;
+    say('client', `session ${session} (continuity: ${transport.continuity})`);
+
+    log('\n-- part 1: a long charge through a balancer that cuts idle connections');
+    const charge = await client.callTool({
+      name: 'charge',
+      arguments: { key: 'card-4242', ms: options.chargeMs ?? 900 },
+    });
+    const chargeResult = (charge.content as Array<{ text: string }>)[0]?.text ?? '';
+    say('client', `result: ${chargeResult}`);
+
+    log(
+      `\n-- part 2: ${chattyCount} notifications through a ${bufferSize}-event buffer, and a long disconnect`,
+    );
+    const received: number[] = [];
+    const chatty = client.callTool(
+      { name: 'chatty', arguments: { count: chattyCount, intervalMs: 1 } },
+      undefined,
+      {
+        onprogress: (p) => received.push(p.progress),
+        timeout: 30_000,
+      },
+    );
+    const deadline = Date.now() + 5_000;
+    while (received.length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 1));
+    proxy.failNext(3);
+    proxy.reset((c) => c.label.startsWith('POST'));
+    say(
+      'balancer',
+      'the next 3 connections will be refused: the client is away while the tool keeps talking',
+    );
+    const chattyResult = await chatty;
+    say('client', `result: ${(chattyResult.content as Array<{ text: string }>)[0]?.text}`);
+
+    const unique = new Set(received);
+    const lostFlagged = gaps.reduce((sum, g) => sum + (g.lostCount ?? 0), 0);
+    const summary: DemoSummary = {
+      charges: ledger.charges.get('card-4242') ?? 0,
+      chargeResult,
+      sessionsCreated,
+      sessionKept: transport.sessionId === session,
+      resumes,
+      cuts,
+      chattySent: chattyCount,
+      delivered: unique.size,
+      duplicates: received.length - unique.size,
+      lostFlagged,
+      lostSilently: chattyCount - unique.size - lostFlagged,
+      gaps,
+    };
+    log('\n-- what happened');
+    log(`  charges made for card-4242     ${summary.charges}   (the call was never sent twice)`);
+    log(
+      `  sessions created               ${summary.sessionsCreated}   (kept through ${cuts} cuts: ${summary.sessionKept})`,
+    );
+    log(`  resumes with Last-Event-ID     ${summary.resumes}`);
+    log(
+      `  notifications delivered        ${summary.delivered} of ${chattyCount}, ${summary.duplicates} duplicates`,
+    );
+    log(
+      `  lost and flagged               ${summary.lostFlagged} (in ${gaps.length} gap${gaps.length === 1 ? '' : 's'})`,
+    );
+    log(`  lost silently                  ${summary.lostSilently}`);
+    return summary;
+  } finally {
+    await client.close().catch(() => undefined);
+    await proxy.close();
+    await continuity.close();
+    server.closeAllConnections();
+    await new Promise<void>((r) => server.close(() => r()));
+  }
+}

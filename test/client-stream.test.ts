@@ -132,6 +132,32 @@ describe('client stream machine', () => {
     expect(c.last().aborted).toBe(false);
   });
 
+  it('after a 410 it resumes at once; a second 410 before any stream opened waits for backoff (no spinning)', () => {
+    const c = activeClient();
+    c.send(toolCall(1, 'chatty'));
+    c.last().reply(
+      { type: 'http.stream' },
+      { type: 'sse.event', id: 'e-2-0' },
+      { type: 'net.failed', fault: 'reset' },
+    );
+    c.clock.increment(100);
+    const gone = {
+      type: 'http.response' as const,
+      status: 410,
+      body: { error: { data: { reason: 'resume_window_exceeded', lostCount: 2, resumeAfter: 'e-2-2' } } },
+    };
+    c.last().reply(gone);
+    const immediate = c.last();
+    expect(immediate.request).toMatchObject({ method: 'GET', lastEventId: 'e-2-2' });
+    immediate.reply(gone);
+    const before = c.exchanges.length;
+    c.clock.increment(50);
+    expect(c.exchanges.length).toBe(before);
+    c.clock.increment(200);
+    expect(c.exchanges.length).toBe(before + 1);
+    expect(c.gaps).toHaveLength(2);
+  });
+
   it('a priming event moves the cursor but delivers nothing', () => {
     const c = activeClient();
     const n = c.delivered.length;

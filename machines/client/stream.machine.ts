@@ -1,4 +1,4 @@
-import { assign, fromCallback, sendParent, setup } from 'xstate';
+import { and, assign, fromCallback, sendParent, setup } from 'xstate';
 import { type ReconnectPolicy, reconnectDelay } from '../backoff.js';
 import { ReconnectReason } from '../codes.js';
 import { type CloseDecision, classifyClose, decidePostFailure, type GapDetails } from '../decide.js';
@@ -74,6 +74,8 @@ export interface StreamContext extends StreamInput {
   serverStreamComplete: boolean;
   decision: CloseDecision | undefined;
   nextDelayMs: number;
+  /** A gap was reported and no stream has opened since. */
+  gapSinceOpen: boolean;
 }
 
 const RECENT_IDS = 512;
@@ -129,6 +131,7 @@ export const streamMachine = setup({
     isReplayOverlap: ({ context, event }) =>
       event.type === 'sse.event' && event.id !== undefined && alreadyDelivered(context, event.id),
     isPrimingEvent: ({ event }) => event.type === 'sse.event' && event.message === undefined,
+    firstGapSinceOpen: ({ context }) => !context.gapSinceOpen,
     isStandaloneGap: ({ context }) =>
       context.kind === 'standalone' && context.decision?.action === 'events-lost',
     stallDetectionOn: ({ context }) => context.stallTimeoutMs > 0,
@@ -174,7 +177,8 @@ export const streamMachine = setup({
     classifyPrematureEnd: assign({ decision: () => classifyClose({ kind: 'network', fault: 'reset' }) }),
     classifyEnd: assign({ decision: () => classifyClose({ kind: 'end-of-stream' }) }),
     classifyStall: assign({ decision: () => classifyClose({ kind: 'network', fault: 'stall' }) }),
-    resetAttempts: assign({ attempt: 0 }),
+    resetAttempts: assign({ attempt: 0, gapSinceOpen: false }),
+    markGap: assign({ gapSinceOpen: true }),
     scheduleReconnect: assign(({ context }) => ({
       nextDelayMs: reconnectDelay(context.attempt, context.policy, context.serverRetryMs, context.jitterSeed),
       attempt: context.attempt + 1,
@@ -247,6 +251,7 @@ export const streamMachine = setup({
     serverStreamComplete: false,
     decision: undefined,
     nextDelayMs: 0,
+    gapSinceOpen: false,
   }),
   initial: 'connecting',
   states: {
@@ -313,10 +318,22 @@ export const streamMachine = setup({
         { guard: 'reconnectsExhausted', target: 'givenUp' },
         { guard: 'isTransportFault', target: 'unresumable' },
         { guard: 'isSessionGone', target: 'sessionTerminated' },
+        // The server that reported the gap is up: resume at once, the first time. A second gap before any
+        // stream opened again waits for backoff, so a server answering 410 forever cannot make us spin.
+        {
+          guard: and(['canResumeAfterGap', 'firstGapSinceOpen']),
+          target: 'connecting',
+          actions: ['reportGap', 'resumeAtOldest', 'forwardCursor', 'markGap'],
+        },
         {
           guard: 'canResumeAfterGap',
           target: 'backoff',
           actions: ['reportGap', 'resumeAtOldest', 'forwardCursor'],
+        },
+        {
+          guard: and(['isStandaloneGap', 'firstGapSinceOpen']),
+          target: 'connecting',
+          actions: ['reportGap', 'forgetCursor', 'forwardCursor', 'markGap'],
         },
         {
           guard: 'isStandaloneGap',

@@ -23,6 +23,8 @@ export interface DemoOptions {
   /** Notifications the chatty tool sends, and events the server keeps per stream. */
   readonly chattyCount?: number;
   readonly bufferSize?: number;
+  /** How long the client is cut off in part 2 (longer than the chatty tool runs, so its buffer overflows). */
+  readonly outageMs?: number;
   /** Called with the server's URL before the scenario starts (the inspector uses it). */
   readonly onReady?: (info: { serverUrl: string; proxyUrl: string }) => void;
 }
@@ -137,12 +139,9 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoSummary> {
     );
     const deadline = Date.now() + 5_000;
     while (received.length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 1));
-    proxy.failNext(3);
-    proxy.reset((c) => c.label.startsWith('POST'));
-    say(
-      'balancer',
-      'the next 3 connections will be refused: the client is away while the tool keeps talking',
-    );
+    const outageMs = options.outageMs ?? 1_000;
+    say('balancer', `outage for ${outageMs} ms: connections reset and refused while the tool keeps talking`);
+    proxy.outage(outageMs);
     const chattyResult = await chatty;
     say('client', `result: ${(chattyResult.content as Array<{ text: string }>)[0]?.text}`);
 

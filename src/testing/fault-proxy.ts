@@ -39,6 +39,8 @@ export class FaultProxy extends EventEmitter<{ fault: [FaultEvent] }> {
   readonly connections = new Set<ProxiedConnection>();
   private nextId = 1;
   private failures: number[] = [];
+  private downUntil = 0;
+  private downStatus = 503;
   private sweeper: ReturnType<typeof setInterval> | undefined;
   private idleTimeoutMs: number | undefined;
   private latencyMs: number;
@@ -71,6 +73,16 @@ export class FaultProxy extends EventEmitter<{ fault: [FaultEvent] }> {
   /** The next `count` new connections get `status` instead of reaching the server. */
   failNext(count: number, status = 503): void {
     this.failures.push(...Array.from({ length: count }, () => status));
+  }
+
+  /**
+   * The upstream is unreachable for `ms`: open connections reset, and every new one gets `status` (a
+   * balancer with no healthy backend) until the time is up.
+   */
+  outage(ms: number, status = 503): void {
+    this.downUntil = Date.now() + ms;
+    this.downStatus = status;
+    this.reset();
   }
 
   setIdleTimeout(ms: number | undefined): void {
@@ -126,7 +138,7 @@ export class FaultProxy extends EventEmitter<{ fault: [FaultEvent] }> {
   private accept(client: net.Socket): void {
     const id = this.nextId++;
     this.emit('fault', { type: 'connection', id });
-    const status = this.failures.shift();
+    const status = Date.now() < this.downUntil ? this.downStatus : this.failures.shift();
     if (status !== undefined) {
       client.once('data', () => {
         this.emit('fault', { type: 'refused', id, status });

@@ -65,6 +65,18 @@ describe('FaultProxy', () => {
     expect(cuts).toEqual(['idle GET /slow']);
   });
 
+  it('an outage resets open connections and refuses new ones until it is over', async () => {
+    const proxy = await setup();
+    const response = await fetch(proxy.url('/slow'));
+    const reader = response.body?.getReader();
+    await reader?.read();
+    proxy.outage(300);
+    await expect(reader?.read()).rejects.toThrow();
+    expect((await fetch(proxy.url('/'), { headers: { Connection: 'close' } })).status).toBe(503);
+    await new Promise((r) => setTimeout(r, 350));
+    expect((await fetch(proxy.url('/'), { headers: { Connection: 'close' } })).status).toBe(200);
+  });
+
   it('a black hole forwards nothing and closes nothing', async () => {
     const proxy = await setup();
     const response = await fetch(proxy.url('/slow'));

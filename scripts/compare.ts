@@ -1,0 +1,135 @@
+/**
+ * `npm run compare`: the design note's incidents, measured at run time on two real stacks over loopback,
+ * both through the same fault proxy:
+ *   (A) official SDK: Client + StreamableHTTPClientTransport → McpServer + StreamableHTTPServerTransport
+ *   (B) mcp-continuity: Client + ContinuityClientTransport → createContinuityServer + McpServer
+ * Prints a Markdown table and writes it to docs/compare.md.
+ */
+import { writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { HANG_MS, incident1, incident2, incident3, type Row } from './compare/incidents.js';
+import type { StackKind } from './compare/stacks.js';
+
+const OUT = 'docs/compare.md';
+const STACKS: readonly StackKind[] = ['sdk', 'ours'];
+const INCIDENTS = [incident1, incident2, incident3];
+
+const unhandled: string[] = [];
+process.on('unhandledRejection', (reason) => {
+  unhandled.push(reason instanceof Error ? reason.message : String(reason));
+});
+
+const cell = (s: string | number) => String(s).replace(/\|/g, '\\|').replace(/\n/g, ' ');
+
+function table(rows: readonly Row[]): string {
+  const head = [
+    'incident',
+    'stack',
+    'side effects',
+    'events delivered',
+    'lost silently',
+    'gaps flagged',
+    'duplicates',
+    'outcome',
+    'hangs',
+  ];
+  const lines = [`| ${head.join(' | ')} |`, `|${head.map(() => '---').join('|')}|`];
+  for (const r of rows) {
+    lines.push(
+      `| ${[r.incident, r.stack, r.sideEffects, r.delivered, r.lostSilently, r.gapsFlagged, r.duplicates, r.outcome, r.hangs].map(cell).join(' | ')} |`,
+    );
+  }
+  return lines.join('\n');
+}
+
+function notes(rows: readonly Row[]): string {
+  const lines: string[] = [];
+  for (const r of rows) {
+    lines.push(`- **${r.incident}, ${r.stack}**`);
+    for (const n of r.notes) lines.push(`  - ${n}`);
+  }
+  return lines.join('\n');
+}
+
+function machine(): string {
+  const cpus = os.cpus();
+  return `Machine: Node ${process.version}, ${os.type()} ${os.release()} (${os.arch()}), ${cpus.length} × ${cpus[0]?.model.trim() ?? 'unknown CPU'}. Command: \`npm run compare\`.`;
+}
+
+const SETUP = `Both stacks run over loopback through the same \`FaultProxy\`, with identical tools (\`charge {key, ms}\`
+counts its side effect outside the server, then answers after \`ms\`; \`chatty {count, intervalMs}\` sends
+numbered \`notifications/progress\`). Server heartbeats are off on both sides (SDK \`keepAliveMs: 0\`, ours
+\`heartbeatMs: 0\`). The SDK server is stateful (one transport per session in a map, unknown id → 404) with an
+in-memory \`EventStore\` written for this comparison: the last N events per stream, ids \`<stream>_<seq>\`,
+replay = every retained event after the cursor's sequence number, so an evicted cursor resumes silently at
+the oldest retained event. Client reconnect settings are each library's defaults, except in incident 2
+(a fixed 700 ms on both: SDK \`initialReconnectionDelay\`/\`maxReconnectionDelay\` 700, growth 1, 2 retries;
+ours \`initialDelayMs\`/\`maxDelayMs\` 700, no jitter). Our server sends \`retry: 20\`.
+
+1. LB idle timeout: the proxy cuts connections idle for 150 ms; \`charge\` answers after 600 ms.
+2. Bounded buffer: 100 events per stream (SDK store / \`MemoryEventLog({ maxEventsPerStream: 100 })\`);
+   \`chatty\` sends 150 notifications 1 ms apart; the call's POST connection is reset once 3 have arrived.
+3. Restart: \`charge\` (500 ms) starts; 100 ms later the server process is replaced on the same port
+   (in-memory sessions gone) and every connection is reset; then a follow-up \`echo\` call.
+
+Every wait is bounded: no outcome within ${HANG_MS / 1000} s counts as a hang. "Lost silently" = notifications
+the application never received and no gap report accounted for; "duplicates" = notifications or call
+results received twice.`;
+
+async function main(): Promise<void> {
+  const started = performance.now();
+  const rows: Row[] = [];
+  for (const incident of INCIDENTS) {
+    for (const kind of STACKS) {
+      try {
+        rows.push(await incident(kind));
+      } catch (error) {
+        rows.push({
+          incident: incident.name,
+          stack: kind,
+          sideEffects: '?',
+          delivered: '?',
+          lostSilently: '?',
+          gapsFlagged: '?',
+          duplicates: '?',
+          outcome: `harness failure: ${error instanceof Error ? error.message : String(error)}`,
+          hangs: 0,
+          notes: [],
+        });
+      }
+    }
+  }
+  const seconds = ((performance.now() - started) / 1000).toFixed(1);
+  const body = [
+    table(rows),
+    '',
+    '### Details',
+    '',
+    notes(rows),
+    ...(unhandled.length ? ['', `Unhandled rejections during the run: ${unhandled.length}.`] : []),
+    '',
+    `${machine()} Run time: ${seconds} s.`,
+  ].join('\n');
+  process.stdout.write(`${body}\n`);
+  const doc = [
+    '# mcp-continuity and the official SDK under the design note’s incidents',
+    '',
+    'Generated by `npm run compare` (`scripts/compare.ts`); do not edit by hand. The numbers are measured when',
+    'the script runs, so timings differ from run to run.',
+    '',
+    SETUP,
+    '',
+    body,
+    '',
+  ].join('\n');
+  writeFileSync(fileURLToPath(new URL(`../${OUT}`, import.meta.url)), doc);
+}
+
+main().then(
+  () => process.exit(0),
+  (error) => {
+    console.error(error);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,44 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { runDemo } from '../src/demo/run-demo.js';
+
+/** `npm start`: the design note's scenario runs live and every guarantee holds. */
+describe('the demo', () => {
+  it('one charge, one session through the cuts, the lost range flagged, nothing lost silently', async () => {
+    const lines: string[] = [];
+    const s = await runDemo({ log: (l) => lines.push(l) });
+    expect(s.charges).toBe(1);
+    expect(s.chargeResult).toBe('charged card-4242');
+    expect(s.sessionsCreated).toBe(1);
+    expect(s.sessionKept).toBe(true);
+    expect(s.cuts).toBeGreaterThan(0);
+    expect(s.resumes).toBeGreaterThan(0);
+    expect(s.gaps.length).toBeGreaterThanOrEqual(1);
+    expect(s.lostFlagged).toBeGreaterThan(0);
+    expect(s.delivered + s.lostFlagged).toBe(s.chattySent);
+    expect(s.lostSilently).toBe(0);
+    expect(s.duplicates).toBe(0);
+    expect(lines.some((l) => l.includes('resume: GET with Last-Event-ID'))).toBe(true);
+    expect(lines.some((l) => l.includes('gap flagged'))).toBe(true);
+  });
+
+  it('the CLI runs the demo and verify, exiting 0', async () => {
+    const run = promisify(execFile);
+    const demo = await run('npx', ['tsx', 'src/cli/main.ts', 'demo'], { timeout: 60_000 });
+    expect(demo.stdout).toContain('All guarantees held.');
+    const verify = await run(
+      'npx',
+      ['tsx', 'src/cli/main.ts', 'verify', '--runs', '30', '--property', 'no hang'],
+      {
+        timeout: 60_000,
+      },
+    );
+    expect(verify.stdout).toMatch(/✓ no hang: 30 runs/);
+    await expect(
+      run('npx', ['tsx', 'src/cli/main.ts', 'verify', '--runs', 'many'], { timeout: 60_000 }),
+    ).rejects.toMatchObject({
+      stderr: expect.stringContaining('--runs must be a whole number'),
+    });
+  });
+});

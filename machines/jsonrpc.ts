@@ -35,3 +35,7 @@ export const isResponse = (m: JsonRpcMessage): m is JsonRpcResponse =>
 
 /** A map key that keeps `1` and `"1"` apart, as JSON-RPC does. */
 export const requestKey = (id: RequestId): string => `${typeof id === 'number' ? 'n' : 's'}:${id}`;
+
+/** The id a `requestKey` was made from. */
+export const idFromKey = (key: string): RequestId =>
+  key.startsWith('n:') ? Number(key.slice(2)) : key.slice(2);

@@ -8,7 +8,7 @@ export type { FetchLike } from './client/exchange.js';
 export { isOutcomeUnknown, OUTCOME_UNKNOWN } from './client/outcome.js';
 export { type ContinuityClientOptions, ContinuityClientTransport } from './client/transport.js';
 export { ContinuityError, ErrorCode, isContinuityError } from './errors.js';
-export type { EventLog, StoredEvent } from './server/event-log.js';
+export type { EventLog, SessionRecord, SessionRegistry, StoredEvent } from './server/event-log.js';
 export {
   type ContinuityServer,
   type ContinuityServerOptions,

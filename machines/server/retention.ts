@@ -43,12 +43,31 @@ export function appendToWindow(
   return { window: evictWindow(grown, at, policy), seq };
 }
 
+/**
+ * The first sequence number to keep: the count bound and the age bound, whichever keeps less. Stores
+ * that can look up "the first event appended at or after a time" (an index on SQLite, a stream id on
+ * Redis) call this directly; `evictWindow` uses it on an in-memory window.
+ */
+export function retainFrom(
+  w: { readonly oldest: number; readonly head: number },
+  policy: RetentionPolicy,
+  now: number,
+  firstSeqAtOrAfter: (cutoff: number) => number | undefined,
+): number {
+  const byCount = w.head - policy.maxEventsPerStream + 1;
+  const byAge = firstSeqAtOrAfter(now - policy.retentionMs) ?? w.head + 1;
+  return Math.max(w.oldest, byCount, byAge);
+}
+
 /** Drops events beyond the count bound and those older than the retention period, oldest first. */
 export function evictWindow(w: StreamWindow, now: number, policy: RetentionPolicy): StreamWindow {
-  let drop = Math.max(0, retainedCount(w) - policy.maxEventsPerStream);
-  while (drop < w.appendedAt.length && (w.appendedAt[drop] as number) < now - policy.retentionMs) drop++;
+  const from = retainFrom(w, policy, now, (cutoff) => {
+    const i = w.appendedAt.findIndex((t) => t >= cutoff);
+    return i < 0 ? undefined : w.oldest + i;
+  });
+  const drop = from - w.oldest;
   if (drop === 0) return w;
-  return { ...w, oldest: w.oldest + drop, appendedAt: w.appendedAt.slice(drop) };
+  return { ...w, oldest: from, appendedAt: w.appendedAt.slice(drop) };
 }
 
 export function finishWindow(w: StreamWindow): StreamWindow {

@@ -46,6 +46,8 @@ export type ServerSessionEvent =
   | { type: 'stream.attached' }
   | { type: 'stream.detached' }
   | { type: 'session.activity' }
+  /** Restored from a durable log by a new process: no stream is attached and nothing runs here yet. */
+  | { type: 'session.restored' }
   | { type: 'session.delete'; principal?: string }
   | { type: 'log.reset'; epoch: string }
   /** The process is stopping. With a durable log the session outlives it; otherwise it ends here. */
@@ -220,6 +222,8 @@ export const serverSessionMachine = setup({
           { actions: 'answerResume' },
         ],
         'stream.attached': { target: '.busy', actions: 'attached' },
+        // Re-entering idle also re-arms the TTL timer, which a restored snapshot does not do by itself.
+        'session.restored': { target: '.settling', actions: assign({ attached: 0, inFlight: 0 }) },
         'stream.detached': { target: '.settling', actions: 'detached' },
         'standalone.used': { actions: 'registerStandalone' },
         'log.reset': { actions: 'resetLog' },

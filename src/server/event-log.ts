@@ -14,7 +14,26 @@ export interface StoredEvent {
   readonly message: JsonRpcMessage;
 }
 
+/** What a durable log keeps about a session so the next process (or another instance) can serve it. */
+export interface SessionRecord {
+  readonly id: string;
+  readonly epoch: string;
+  readonly principal?: string;
+  /** The client's initialize request, replayed into a fresh SDK server when the session is restored. */
+  readonly initialize: JsonRpcMessage;
+  /** The session machine's persisted snapshot (request ids seen, streams, lifecycle). */
+  readonly snapshot: unknown;
+}
+
+export interface SessionRegistry {
+  save(record: SessionRecord): Promise<void>;
+  load(id: string): Promise<SessionRecord | undefined>;
+  remove(id: string): Promise<void>;
+}
+
 export interface EventLog {
+  /** Present on durable logs: sessions outlive the process that created them. */
+  readonly registry?: SessionRegistry;
   /** True when the log survives a process restart (then sessions can too). */
   readonly durable: boolean;
   readonly policy: RetentionPolicy;

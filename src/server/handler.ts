@@ -70,7 +70,7 @@ const LOOPBACK = /^(127\.|::1$|::ffff:127\.)/;
 
 /** Creates an MCP Streamable HTTP endpoint whose sessions survive dropped connections. */
 export function createContinuityServer(options: ContinuityServerOptions): ContinuityServer {
-  const log = options.eventLog ?? new MemoryEventLog();
+  const log: EventLog = options.eventLog ?? new MemoryEventLog();
   const idleTtlMs = options.sessionIdleTtlMs ?? DEFAULTS.sessionIdleTtlMs;
   const heartbeatMs = options.heartbeatMs ?? DEFAULTS.heartbeatMs;
   const retryMs = options.retryMs ?? DEFAULTS.retryMs;
@@ -95,24 +95,61 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
 
   const headersFor = (id: string) => ({ 'Mcp-Session-Id': id, [ADVERTISEMENT_HEADER]: advertised });
 
-  async function createSession(principal: Principal | null): Promise<RuntimeSession> {
+  const sessionOptions = (id: string) => ({
+    log,
+    idleTtlMs,
+    heartbeatMs,
+    retryMs,
+    advertisement,
+    headers: headersFor(id),
+    onEnded: (ended: string) => sessions.delete(ended),
+    onError,
+  });
+
+  async function createSession(
+    principal: Principal | null,
+    initialize: JsonRpcRequest,
+  ): Promise<RuntimeSession> {
     const id = randomBytes(16).toString('base64url');
     const session = new RuntimeSession({
+      ...sessionOptions(id),
       id,
       epoch: randomBytes(6).toString('hex'),
+      initialize,
       principal: principal?.principal,
-      log,
-      idleTtlMs,
-      heartbeatMs,
-      retryMs,
-      advertisement,
-      headers: headersFor(id),
-      onEnded: (ended) => sessions.delete(ended),
-      onError,
     });
     sessions.set(id, session);
     await session.connect(await options.createMcpServer({ id, principal: principal?.principal }));
     return session;
+  }
+
+  const restoring = new Map<string, Promise<RuntimeSession | undefined>>();
+
+  /** A session this process does not hold may live in a durable log (a restart, or another instance). */
+  async function findSession(id: string | null): Promise<RuntimeSession | undefined> {
+    if (id === null) return undefined;
+    const live = sessions.get(id);
+    if (live || !log.registry) return live;
+    let pending = restoring.get(id);
+    if (!pending) {
+      pending = (async () => {
+        const record = await log.registry?.load(id);
+        if (!record) return undefined;
+        const session = new RuntimeSession({
+          ...sessionOptions(id),
+          id,
+          epoch: record.epoch,
+          principal: record.principal,
+          initialize: record.initialize,
+          snapshot: record.snapshot,
+        });
+        sessions.set(id, session);
+        await session.restore(await options.createMcpServer({ id, principal: record.principal }));
+        return session;
+      })().finally(() => restoring.delete(id));
+      restoring.set(id, pending);
+    }
+    return pending;
   }
 
   async function handle(request: Request, localBind: boolean): Promise<Reply> {
@@ -162,15 +199,15 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
       const posted = admitBody(body, parsed, sessionId);
       if ('ok' in posted) return errorReply(posted.status, posted.code, posted.message);
       if (posted.kind === 'initialize') {
-        const session = await createSession(principal);
+        const session = await createSession(principal, posted.message as JsonRpcRequest);
         return session.request(posted.message as JsonRpcRequest, who, extra);
       }
-      const session = sessions.get(sessionId as string);
+      const session = await findSession(sessionId);
       if (!session) return errorReply(404, JsonRpcCode.SESSION_NOT_FOUND, 'Session not found');
       if (posted.kind === 'request') return session.request(posted.message as JsonRpcRequest, who, extra);
       return session.accept(posted.message, who, extra);
     }
-    const session = sessions.get(sessionId as string);
+    const session = await findSession(sessionId);
     if (!session) return errorReply(404, JsonRpcCode.SESSION_NOT_FOUND, 'Session not found');
     if (request.method === 'DELETE') return session.delete(who);
     const lastEventId = h.get('last-event-id');

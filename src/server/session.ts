@@ -2,9 +2,16 @@ import type { Transport, TransportSendOptions } from '@modelcontextprotocol/sdk/
 import type { JSONRPCMessage, MessageExtraInfo } from '@modelcontextprotocol/sdk/types.js';
 import { type Actor, createActor } from 'xstate';
 import { ADVERTISEMENT_CAPABILITY } from '../../machines/advertisement.js';
-import { JsonRpcCode } from '../../machines/codes.js';
+import { outcomeUnknownError } from '../../machines/client/ledger.js';
+import { JsonRpcCode, OutcomeUnknownReason } from '../../machines/codes.js';
 import { formatEventId, parseEventId, STANDALONE_STREAM } from '../../machines/event-id.js';
-import { isResponse, type JsonRpcMessage, type JsonRpcRequest, requestKey } from '../../machines/jsonrpc.js';
+import {
+  idFromKey,
+  isResponse,
+  type JsonRpcMessage,
+  type JsonRpcRequest,
+  requestKey,
+} from '../../machines/jsonrpc.js';
 import { RESUME_STATUS } from '../../machines/server/retention.js';
 import {
   type ServerSessionEmitted,
@@ -43,6 +50,10 @@ export interface RuntimeSessionOptions {
   readonly headers: Record<string, string>;
   readonly onEnded: (id: string) => void;
   readonly onError: (error: unknown) => void;
+  /** The client's initialize request (kept with the session on a durable log). */
+  readonly initialize: JsonRpcMessage;
+  /** A persisted machine snapshot: this session is being restored by a new process. */
+  readonly snapshot?: unknown;
 }
 
 /**
@@ -63,6 +74,7 @@ export class RuntimeSession {
     this.transport = new SessionTransport(o.id, (m, opts) => this.outbound(m, opts));
     this.actor = createActor(serverSessionMachine, {
       input: { sessionId: o.id, epoch: o.epoch, idleTtlMs: o.idleTtlMs, principal: o.principal },
+      ...(o.snapshot ? { snapshot: o.snapshot as never } : {}),
     });
     this.actor.on('session.ended', (e) => void this.end(e.reason));
     this.actor.on('session.released', () => this.release());
@@ -76,6 +88,43 @@ export class RuntimeSession {
   async connect(server: McpServerLike): Promise<void> {
     this.mcp = server;
     await server.connect(this.transport);
+  }
+
+  /**
+   * A new process takes over a session from a durable log: the machine forgets connections and running
+   * work of the old process, the fresh SDK server is initialized as the client once did, and every
+   * request that was running when the old process died gets an outcome-unknown answer in its stream,
+   * so no client waits for a result that will never come.
+   */
+  async restore(server: McpServerLike): Promise<void> {
+    this.actor.send({ type: 'session.restored' });
+    await this.connect(server);
+    const init = this.o.initialize as JsonRpcRequest;
+    this.transport.receive({ ...init, id: `mcp-continuity-restore-${init.id}` } as JSONRPCMessage, {});
+    this.transport.receive({ jsonrpc: '2.0', method: 'notifications/initialized' } as JSONRPCMessage, {});
+    const { streams } = this.actor.getSnapshot().context;
+    for (const [n, record] of Object.entries(streams)) {
+      if (record.kind !== 'request' || record.requestKey === undefined) continue;
+      const stream = Number(n);
+      const window = await this.o.log.window(this.o.id, stream);
+      if (!window || window.finished) continue;
+      await this.store(
+        stream,
+        outcomeUnknownError(idFromKey(record.requestKey), OutcomeUnknownReason.serverRestarted),
+      );
+      await this.o.log.finish(this.o.id, stream);
+    }
+  }
+
+  /** Writes the session to a durable log's registry (a no-op on the memory log). */
+  async persist(): Promise<void> {
+    await this.o.log.registry?.save({
+      id: this.o.id,
+      epoch: this.o.epoch,
+      principal: this.o.principal,
+      initialize: this.o.initialize,
+      snapshot: this.actor.getPersistedSnapshot(),
+    });
   }
 
   private ask<T extends ServerSessionEmitted['type']>(event: ServerSessionEvent, type: T) {
@@ -115,6 +164,8 @@ export class RuntimeSession {
     this.running.set(key, stream);
     if (message.method === 'initialize') this.initializeKey = key;
     await this.o.log.openStream(this.o.id, stream);
+    // At most once across a crash: the request id is durable before the SDK server sees the request.
+    await this.persist();
     return {
       kind: 'sse',
       headers: this.o.headers,
@@ -175,6 +226,7 @@ export class RuntimeSession {
     const { decision } = this.ask({ type: 'standalone.requested', principal }, 'decision.attach');
     if (decision.kind === 'unknown-session') return this.notFound();
     await this.o.log.openStream(this.o.id, STANDALONE_STREAM);
+    await this.persist();
     const from =
       decision.from === 'start' ? 0 : ((await this.o.log.window(this.o.id, STANDALONE_STREAM))?.head ?? 0);
     return {

@@ -1,0 +1,125 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  ContinuityClientTransport,
+  type ContinuityServer,
+  createContinuityServer,
+  isOutcomeUnknown,
+} from '../../src/index.js';
+import { SqliteEventLog } from '../../src/sqlite.js';
+import { type DemoWorld, demoMcpServer } from './harness.js';
+
+/**
+ * Sessions outlive the process with a durable log: the server restarts on the same SQLite file, the
+ * client resumes the same session, and a call that was running when the process died ends as outcome
+ * unknown instead of hanging. Real HTTP on loopback, real SDK Client and McpServer.
+ */
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function durableServer() {
+  const dir = await mkdtemp(join(tmpdir(), 'mcpc-durable-'));
+  const path = join(dir, 'log.db');
+  const world: DemoWorld = { effects: new Map(), servers: [] };
+  const make = () =>
+    createContinuityServer({
+      createMcpServer: () => demoMcpServer(world),
+      eventLog: new SqliteEventLog({ path }),
+      heartbeatMs: 0,
+      retryMs: 20,
+      onError: () => undefined,
+    });
+  let current: ContinuityServer = make();
+  const server = http.createServer((req, res) => current.nodeHandler(req, res));
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  cleanups.push(async () => {
+    await current.close();
+    server.closeAllConnections();
+    await new Promise<void>((r) => server.close(() => r()));
+    await rm(dir, { recursive: true, force: true });
+  });
+  return {
+    world,
+    url: new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`),
+    get continuity() {
+      return current;
+    },
+    /** The process stops (a deploy): its streams end without `event: close`; a new one starts on the same file. */
+    async restart() {
+      const old = current;
+      current = make();
+      await old.close();
+      server.closeAllConnections();
+    },
+  };
+}
+
+describe('a durable log (SQLite) across a server restart', () => {
+  it('the client resumes the same session; the call that was running ends outcome unknown; the session keeps working', async () => {
+    const p = await durableServer();
+    const transport = new ContinuityClientTransport(p.url, {
+      reconnect: { initialDelayMs: 20, maxDelayMs: 200, jitter: 'none' },
+    });
+    const client = new Client({ name: 'durable', version: '1.0.0' });
+    cleanups.push(() => client.close());
+    await client.connect(transport);
+    const session = transport.sessionId;
+    expect(text(await client.callTool({ name: 'echo', arguments: { text: 'before' } }))).toBe('before');
+    const running = client.callTool({ name: 'charge', arguments: { key: 'k', ms: 500 } });
+    await new Promise((r) => setTimeout(r, 100));
+    await p.restart();
+    const err = await running.catch((e) => e);
+    expect(err).toBeInstanceOf(McpError);
+    expect(isOutcomeUnknown(err)).toBe(true);
+    expect((err as McpError).data).toMatchObject({ reason: 'server_restarted' });
+    expect(p.world.effects.get('k')).toBe(1);
+    expect(transport.sessionId).toBe(session);
+    expect(p.continuity.sessionCount()).toBe(1);
+    expect(text(await client.callTool({ name: 'echo', arguments: { text: 'after' } }))).toBe('after');
+    expect(p.world.servers).toHaveLength(2); // the session's SDK server was re-created, not re-initialized by the client
+  });
+
+  it('a request id admitted before the restart is never executed again after it', async () => {
+    const p = await durableServer();
+    const post = (body: unknown, sessionId?: string) =>
+      fetch(p.url, {
+        method: 'POST',
+        headers: {
+          Accept: 'application/json, text/event-stream',
+          'Content-Type': 'application/json',
+          Connection: 'close', // a pooled socket would die with the restart; that is not what this test is about
+          ...(sessionId ? { 'Mcp-Session-Id': sessionId } : {}),
+        },
+        body: JSON.stringify(body),
+      });
+    const init = await post({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+    });
+    const sessionId = init.headers.get('mcp-session-id') as string;
+    await init.text();
+    const call = {
+      jsonrpc: '2.0',
+      id: 7,
+      method: 'tools/call',
+      params: { name: 'charge', arguments: { key: 'once' } },
+    };
+    expect(await (await post(call, sessionId)).text()).toContain('charged once');
+    await p.restart();
+    const again = await (await post(call, sessionId)).text();
+    expect(again).toContain('charged once');
+    expect(p.world.effects.get('once')).toBe(1);
+  });
+});
+
+const text = (r: unknown) => (r as { content: Array<{ text: string }> }).content[0]?.text;

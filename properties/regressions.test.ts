@@ -70,6 +70,19 @@ const cases: Array<{ name: string; config: WorldConfig; commands: Command[] }> =
     ],
   },
   {
+    name: 'closing while a call waited to be re-sent on a new session settled it twice',
+    config: NO_HEARTBEAT,
+    commands: [
+      { kind: 'call', tool: 'chatty' },
+      { kind: 'serverRestart', durable: false },
+      { kind: 'endStream', pick: 0 },
+      { kind: 'serverNotify' },
+      { kind: 'advance', ms: 83 },
+      { kind: 'closeAndReconnect' },
+      { kind: 'clientRestart', durable: false },
+    ],
+  },
+  {
     name: 'a response that ended before its status line left the stream waiting forever',
     config: { heartbeat: true, maxEventsPerStream: 9, retentionMs: 5_000, idleTtlMs: 30_000 },
     commands: [

@@ -364,9 +364,7 @@ export const clientSessionMachine = setup({
           params: { message: outcomeUnknownError(entry.request.id, reason) },
         });
       }
-      for (const request of context.resendQueue) {
-        named(enqueue)({ type: 'deliver', params: { message: outcomeUnknownError(request.id, reason) } });
-      }
+      // Requests waiting to be re-sent are still pending in the ledger: settled above, once.
       enqueue.assign({ ledger, resendQueue: [] });
     }),
 

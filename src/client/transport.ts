@@ -29,7 +29,7 @@ export interface ContinuityClientOptions {
   readonly stallTimeoutMs?: number;
   /** Events were lost. Default: reported through `onerror` (code MCPC_EVENTS_LOST), never silently. */
   readonly onGap?: (gap: GapReport) => void;
-  /** A replayed response to a request this process never sent (after a restart). Default: `onerror`. */
+  /** A replayed answer or progress of a request this process never sent (after a restart). Default: `onerror`. */
   readonly onOrphanResult?: (message: JSONRPCMessage) => void;
   /** Which in-flight calls may be sent again after the session was lost. Default: reads and tools annotated read-only or idempotent. */
   readonly retryPolicy?: RetryPolicy;
@@ -193,7 +193,9 @@ export class ContinuityClientTransport implements Transport {
     this.draining = true;
     try {
       for (let m = this.inbox.shift(); m !== undefined; m = this.inbox.shift()) {
-        this.onmessage?.(this.ids.incoming(m) as JSONRPCMessage);
+        const { message, orphan } = this.ids.incoming(m);
+        if (orphan) this.orphan(message);
+        else this.onmessage?.(message as JSONRPCMessage);
         if ('method' in m && !('id' in m)) await new Promise((r) => setImmediate(r));
       }
     } finally {

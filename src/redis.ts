@@ -1,0 +1,5 @@
+/**
+ * The durable Redis event log: `import { RedisEventLog } from 'mcp-continuity/redis'`. Kept out of the
+ * main entry so that the `redis` client (an optional peer dependency) is loaded only by those who use it.
+ */
+export { RedisEventLog, type RedisEventLogOptions } from './server/redis-event-log.js';

@@ -1,0 +1,304 @@
+import { type CommandParser, createClient, defineScript } from 'redis';
+import type { JsonRpcMessage } from '../../machines/jsonrpc.js';
+import {
+  DEFAULT_RETENTION_POLICY,
+  type RetentionPolicy,
+  type StreamWindow,
+} from '../../machines/server/retention.js';
+import type { EventLog, SessionRecord, SessionRegistry, StoredEvent } from './event-log.js';
+
+export interface RedisEventLogOptions {
+  /** `redis://[[user]:password@]host[:port][/db]` (or `rediss://`). */
+  readonly url: string;
+  readonly maxEventsPerStream?: number;
+  readonly retentionMs?: number;
+  /** Injectable clock, for tests. Passed into the scripts: Redis's own clock is never used. */
+  readonly now?: () => number;
+  /** Prepended to every key, so several logs (or applications) can share a database. Defaults to `mcpc:`. */
+  readonly keyPrefix?: string;
+  /**
+   * Connection errors the client reports while it (re)connects. Commands issued meanwhile are queued and
+   * sent once it is connected again (node-redis's offline queue), so a short Redis restart only delays
+   * them. Defaults to ignoring the errors.
+   */
+  readonly onError?: (error: unknown) => void;
+}
+
+/**
+ * Shared by the stream scripts. KEYS: the window hash, the Redis stream, the session's key set.
+ * ARGV: now (stored as the event's `at`), the age cutoff (now - retentionMs), maxEventsPerStream, then one
+ * script-specific argument. Entries are `<seq>-0` with the fields `at` and `m` (the JSON message), in that
+ * order, so `fields[2]` is `at` and `fields[4]` the message.
+ */
+const PRELUDE = `
+local W, X, K = KEYS[1], KEYS[2], KEYS[3]
+local NOW, CUTOFF, MAX = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+
+local function int(n) return string.format('%d', n) end
+local function id(seq) return int(seq) .. '-0' end
+local function seqOf(entryId) return tonumber(string.match(entryId, '^(%d+)-')) end
+
+-- Registers the stream if it is new. Returns oldest, head, finished.
+local function ensure()
+  if redis.call('EXISTS', W) == 0 then
+    redis.call('HSET', W, 'oldest', 1, 'head', 0, 'finished', 0)
+    redis.call('SADD', K, W, X)
+    return 1, 0, 0
+  end
+  local w = redis.call('HMGET', W, 'oldest', 'head', 'finished')
+  return tonumber(w[1]), tonumber(w[2]), tonumber(w[3])
+end
+
+-- retainFrom (machines/server/retention.ts): the count bound and the age bound, whichever keeps less.
+-- firstSeqAtOrAfter(cutoff) scans the retained entries from the oldest; with a monotonic clock it stops
+-- at the first entry. Trims the stream to the result and stores it as the window's oldest.
+local function evict(oldest, head)
+  local byAge = head + 1
+  if oldest <= head then
+    local start, done = id(oldest), false
+    while not done do
+      local batch = redis.call('XRANGE', X, start, '+', 'COUNT', 128)
+      for _, e in ipairs(batch) do
+        if tonumber(e[2][2]) >= CUTOFF then
+          byAge = seqOf(e[1])
+          done = true
+          break
+        end
+      end
+      if #batch < 128 then done = true end
+      if not done then start = id(seqOf(batch[#batch][1]) + 1) end
+    end
+  end
+  local from = math.max(oldest, head - MAX + 1, byAge)
+  if from > oldest then
+    redis.call('XTRIM', X, 'MINID', id(from))
+    redis.call('HSET', W, 'oldest', int(from))
+  end
+  return from
+end
+`;
+
+const APPEND = `${PRELUDE}
+local oldest, head = ensure()
+local seq = head + 1
+redis.call('XADD', X, id(seq), 'at', NOW, 'm', ARGV[4])
+redis.call('HSET', W, 'head', int(seq))
+evict(oldest, seq)
+return seq
+`;
+
+const OPEN = `${PRELUDE}
+ensure()
+if ARGV[4] == 'finish' then redis.call('HSET', W, 'finished', 1) end
+return 1
+`;
+
+/**
+ * Evicts by age, then answers the window and (unless ARGV[4] is empty) the retained events after the
+ * cursor ARGV[4], in one script: trimming and reading never interleave. Nil for an unknown stream.
+ */
+const READ = `${PRELUDE}
+if redis.call('EXISTS', W) == 0 then return false end
+local w = redis.call('HMGET', W, 'oldest', 'head', 'finished')
+local head, finished = tonumber(w[2]), tonumber(w[3])
+local from = evict(tonumber(w[1]), head)
+local after = tonumber(ARGV[4])
+local ats, events = {}, {}
+for _, e in ipairs(redis.call('XRANGE', X, id(from), '+')) do
+  ats[#ats + 1] = e[2][2]
+  local seq = seqOf(e[1])
+  if after ~= nil and seq > after then
+    events[#events + 1] = seq
+    events[#events + 1] = e[2][4]
+  end
+end
+return { from, head, finished, ats, events }
+`;
+
+/** KEYS: the session's key set, its registry record. Deletes every key the set names, then both. */
+const DROP = `
+local keys = redis.call('SMEMBERS', KEYS[1])
+for i = 1, #keys, 512 do
+  redis.call('DEL', unpack(keys, i, math.min(i + 511, #keys)))
+end
+redis.call('DEL', KEYS[1], KEYS[2])
+return #keys
+`;
+
+const script = (numberOfKeys: number, source: string) =>
+  defineScript({
+    NUMBER_OF_KEYS: numberOfKeys,
+    SCRIPT: source,
+    parseCommand(parser: CommandParser, keys: readonly string[], args: readonly string[]) {
+      for (const key of keys) parser.pushKey(key);
+      parser.push(...args);
+    },
+    transformReply: (reply: unknown): unknown => reply,
+  });
+
+const SCRIPTS = {
+  mcpcAppend: script(3, APPEND),
+  mcpcOpen: script(3, OPEN),
+  mcpcRead: script(3, READ),
+  mcpcDrop: script(2, DROP),
+};
+
+const connect = (url: string) => createClient({ url, scripts: SCRIPTS });
+type Client = ReturnType<typeof connect>;
+
+type ReadReply = [number, number, number, string[], (number | string)[]];
+
+/**
+ * A durable event log on Redis (>= 6.2). Each stream is a Redis Stream whose entry ids are the event
+ * sequence numbers (`<seq>-0`, written explicitly) and whose fields are the append time and the message;
+ * its window (oldest, head, finished) is a hash beside it. Every operation is one Lua script, so an
+ * append, its eviction and any read of the window and its events are atomic with respect to each other,
+ * also across several server processes sharing the database. What is retained is `retainFrom`'s rule
+ * (machines/server/retention.ts), evaluated inside the script against the clock value the script is
+ * given; the contract suite checks that it agrees.
+ *
+ * Keys (P: `keyPrefix`, S: the session id, n: the stream number) all carry the hash tag `{S}`:
+ * `P{S}:w:n` (window hash), `P{S}:x:n` (stream), `P{S}:keys` (set of the session's stream keys, for
+ * `dropSession`), `P{S}:record` (the {@link SessionRecord}, JSON).
+ *
+ * How durable it is depends on the server: with `appendonly yes` and the default `appendfsync everysec`,
+ * a crash of the Redis process loses nothing acknowledged, and a power loss up to a second of writes.
+ * Streams nobody touches are not aged (as with SQLite); `dropSession` removes a session's keys.
+ */
+export class RedisEventLog implements EventLog {
+  readonly durable = true;
+  readonly policy: RetentionPolicy;
+  readonly registry: SessionRegistry;
+  private readonly client: Client;
+  private readonly ready: Promise<unknown>;
+  private readonly now: () => number;
+  private readonly prefix: string;
+  private closed = false;
+
+  constructor(options: RedisEventLogOptions) {
+    this.policy = {
+      maxEventsPerStream: options.maxEventsPerStream ?? DEFAULT_RETENTION_POLICY.maxEventsPerStream,
+      retentionMs: options.retentionMs ?? DEFAULT_RETENTION_POLICY.retentionMs,
+    };
+    this.now = options.now ?? Date.now;
+    this.prefix = options.keyPrefix ?? 'mcpc:';
+    this.client = connect(options.url);
+    // Without a listener an 'error' event (a dropped connection the client is retrying) would crash.
+    const onError = options.onError;
+    this.client.on('error', (error: unknown) => onError?.(error));
+    this.ready = this.client.connect();
+    // Surfaced by the first operation (or close), never as an unhandled rejection.
+    this.ready.catch(() => {});
+    this.registry = {
+      save: async (record: SessionRecord) => {
+        await (await this.c()).set(this.key(record.id, 'record'), JSON.stringify(record));
+      },
+      load: async (id: string) => {
+        const json = await (await this.c()).get(this.key(id, 'record'));
+        return json === null ? undefined : (JSON.parse(json) as SessionRecord);
+      },
+      remove: async (id: string) => {
+        await (await this.c()).del(this.key(id, 'record'));
+      },
+    };
+  }
+
+  private async c(): Promise<Client> {
+    await this.ready;
+    return this.client;
+  }
+
+  private key(sessionId: string, suffix: string): string {
+    return `${this.prefix}{${sessionId}}:${suffix}`;
+  }
+
+  private streamKeys(sessionId: string, stream: number): string[] {
+    return [
+      this.key(sessionId, `w:${stream}`),
+      this.key(sessionId, `x:${stream}`),
+      this.key(sessionId, 'keys'),
+    ];
+  }
+
+  /** now, the age cutoff, the count bound: the arguments every stream script starts with. */
+  private clock(): string[] {
+    const now = this.now();
+    const finite = (n: number, otherwise: number): number => (Number.isFinite(n) ? n : otherwise);
+    return [
+      String(now),
+      String(finite(now - this.policy.retentionMs, -Number.MAX_VALUE)),
+      String(finite(this.policy.maxEventsPerStream, Number.MAX_SAFE_INTEGER)),
+    ];
+  }
+
+  async openStream(sessionId: string, stream: number): Promise<void> {
+    await (await this.c()).mcpcOpen(this.streamKeys(sessionId, stream), [...this.clock(), 'open']);
+  }
+
+  async append(sessionId: string, stream: number, message: JsonRpcMessage): Promise<number> {
+    const reply = await (await this.c()).mcpcAppend(this.streamKeys(sessionId, stream), [
+      ...this.clock(),
+      JSON.stringify(message),
+    ]);
+    return Number(reply);
+  }
+
+  private async readStream(
+    sessionId: string,
+    stream: number,
+    afterSeq: number | undefined,
+  ): Promise<{ events: StoredEvent[]; window: StreamWindow } | undefined> {
+    const reply = (await (
+      await this.c()
+    ).mcpcRead(this.streamKeys(sessionId, stream), [
+      ...this.clock(),
+      afterSeq === undefined ? '' : String(afterSeq),
+    ])) as ReadReply | null;
+    if (reply === null) return undefined;
+    const [oldest, head, finished, ats, flat] = reply;
+    const events: StoredEvent[] = [];
+    for (let i = 0; i < flat.length; i += 2) {
+      events.push({ seq: Number(flat[i]), message: JSON.parse(String(flat[i + 1])) as JsonRpcMessage });
+    }
+    return {
+      events,
+      window: {
+        oldest: Number(oldest),
+        head: Number(head),
+        appendedAt: ats.map(Number),
+        finished: finished === 1,
+      },
+    };
+  }
+
+  async window(sessionId: string, stream: number): Promise<StreamWindow | undefined> {
+    return (await this.readStream(sessionId, stream, undefined))?.window;
+  }
+
+  async read(
+    sessionId: string,
+    stream: number,
+    afterSeq: number,
+  ): Promise<{ events: StoredEvent[]; window: StreamWindow } | undefined> {
+    return this.readStream(sessionId, stream, afterSeq);
+  }
+
+  async finish(sessionId: string, stream: number): Promise<void> {
+    await (await this.c()).mcpcOpen(this.streamKeys(sessionId, stream), [...this.clock(), 'finish']);
+  }
+
+  async dropSession(sessionId: string): Promise<void> {
+    await (await this.c()).mcpcDrop([this.key(sessionId, 'keys'), this.key(sessionId, 'record')], []);
+  }
+
+  /**
+   * Waits for the commands in flight, then disconnects; a client still (re)connecting is destroyed and
+   * its queued commands fail. Idempotent.
+   */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.client.isReady) await this.client.close();
+    else if (this.client.isOpen) this.client.destroy();
+  }
+}

@@ -1,0 +1,215 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { JsonRpcMessage } from '../../machines/jsonrpc.js';
+import { appendToWindow, EMPTY_WINDOW, evictWindow } from '../../machines/server/retention.js';
+import { RedisEventLog, type RedisEventLogOptions } from '../../src/server/redis-event-log.js';
+import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+import { eventLogContract } from './event-log.contract.js';
+
+// One throwaway redis-server for the file. Without redis-server installed this fails, never skips.
+let server: RedisServer;
+beforeAll(async () => {
+  server = await startRedisServer();
+});
+afterAll(async () => {
+  await server?.dispose();
+});
+
+let prefixes = 0;
+/** A fresh key prefix per log, so the tests sharing the server never see each other's keys. */
+const freshPrefix = (): string => `test-${process.pid}-${++prefixes}:`;
+const make = (options: Omit<RedisEventLogOptions, 'url'> = {}): RedisEventLog =>
+  new RedisEventLog({ url: server.url, keyPrefix: freshPrefix(), ...options });
+
+eventLogContract('redis', (o) => make(o));
+
+const note = (i: number): JsonRpcMessage => ({ jsonrpc: '2.0', method: 'n', params: { i } });
+const record = {
+  id: 's',
+  epoch: 'ep',
+  initialize: { jsonrpc: '2.0', id: 1, method: 'initialize' } as JsonRpcMessage,
+  snapshot: { x: 1 },
+};
+
+describe('RedisEventLog', () => {
+  it('is durable', () => {
+    const l = make();
+    expect(l.durable).toBe(true);
+    return l.close();
+  });
+
+  it('survives the client: a new log on the same server has the events, windows and sessions', async () => {
+    const keyPrefix = freshPrefix();
+    const first = make({ keyPrefix, maxEventsPerStream: 3 });
+    for (let i = 1; i <= 5; i++) await first.append('s', 1, note(i));
+    await first.finish('s', 1);
+    await first.openStream('s', 0);
+    await first.registry.save(record);
+    await first.close();
+
+    const second = make({ keyPrefix, maxEventsPerStream: 3 });
+    expect(await second.window('s', 1)).toMatchObject({ oldest: 3, head: 5, finished: true });
+    expect((await second.read('s', 1, 3))?.events).toEqual([
+      { seq: 4, message: note(4) },
+      { seq: 5, message: note(5) },
+    ]);
+    expect(await second.window('s', 0)).toMatchObject({ oldest: 1, head: 0, finished: false });
+    expect(await second.registry.load('s')).toEqual(record);
+    expect(await second.append('s', 1, note(6))).toBe(6);
+    await second.dropSession('s');
+    expect(await second.registry.load('s')).toBeUndefined();
+    expect(await second.window('s', 1)).toBeUndefined();
+    expect(await second.window('s', 0)).toBeUndefined();
+    await second.close();
+  });
+
+  it('writes the sequence numbers as the stream ids and leaves no key behind after dropSession', async () => {
+    const keyPrefix = freshPrefix();
+    const l = make({ keyPrefix, maxEventsPerStream: 2 });
+    for (let i = 1; i <= 4; i++) await l.append('s', 7, note(i));
+    await l.registry.save(record);
+    const { createClient } = await import('redis');
+    const raw = createClient({ url: server.url });
+    raw.on('error', () => {});
+    await raw.connect();
+    try {
+      const entries = await raw.xRange(`${keyPrefix}{s}:x:7`, '-', '+');
+      expect(entries.map((e) => e.id)).toEqual(['3-0', '4-0']);
+      expect(entries.map((e) => JSON.parse(String(e.message.m)))).toEqual([note(3), note(4)]);
+      expect(await raw.hGetAll(`${keyPrefix}{s}:w:7`)).toEqual({ oldest: '3', head: '4', finished: '0' });
+      expect((await raw.keys(`${keyPrefix}*`)).sort()).toEqual(
+        [
+          `${keyPrefix}{s}:keys`,
+          `${keyPrefix}{s}:record`,
+          `${keyPrefix}{s}:w:7`,
+          `${keyPrefix}{s}:x:7`,
+        ].sort(),
+      );
+      await l.dropSession('s');
+      expect(await raw.keys(`${keyPrefix}*`)).toEqual([]);
+    } finally {
+      await raw.close();
+      await l.close();
+    }
+  });
+
+  it('ages out more events at once than the script scans per batch', async () => {
+    let clock = 1_000_000;
+    const l = make({ retentionMs: 100, now: () => clock });
+    try {
+      for (let i = 1; i <= 300; i++) await l.append('s', 0, note(i));
+      clock += 50;
+      for (let i = 301; i <= 302; i++) await l.append('s', 0, note(i));
+      clock += 60; // the first 300 are 110 ms old, the last two 60 ms
+      expect(await l.window('s', 0)).toEqual({
+        oldest: 301,
+        head: 302,
+        appendedAt: [1_000_050, 1_000_050],
+        finished: false,
+      });
+      expect((await l.read('s', 0, 0))?.events.map((e) => e.seq)).toEqual([301, 302]);
+    } finally {
+      await l.close();
+    }
+  });
+
+  it('follows retainFrom when the clock goes backwards: the first event young enough decides', async () => {
+    let clock = 10_000;
+    const l = make({ retentionMs: 100, now: () => clock });
+    const model = { window: EMPTY_WINDOW };
+    const policy = l.policy;
+    try {
+      for (const t of [10_000, 9_000, 10_050, 9_500, 10_060]) {
+        clock = t;
+        model.window = appendToWindow(model.window, t, policy).window;
+        await l.append('s', 0, note(t));
+        model.window = evictWindow(model.window, clock, policy);
+        expect(await l.window('s', 0)).toEqual(model.window);
+      }
+      clock = 10_120;
+      model.window = evictWindow(model.window, clock, policy);
+      expect(await l.window('s', 0)).toEqual(model.window);
+    } finally {
+      await l.close();
+    }
+  });
+
+  it('keeps sequence numbers dense and distinct under concurrent appends from two clients', async () => {
+    const keyPrefix = freshPrefix();
+    const a = make({ keyPrefix });
+    const b = make({ keyPrefix });
+    try {
+      const seqs = await Promise.all(
+        Array.from({ length: 100 }, (_, i) => (i % 2 ? a : b).append('s', 0, note(i))),
+      );
+      expect([...seqs].sort((x, y) => x - y)).toEqual(Array.from({ length: 100 }, (_, i) => i + 1));
+      const read = await a.read('s', 0, 0);
+      expect(read?.events.map((e) => e.seq)).toEqual(Array.from({ length: 100 }, (_, i) => i + 1));
+      // Each event carries the message that was appended with the number it was given.
+      for (const [i, seq] of seqs.entries()) expect(read?.events[seq - 1]?.message).toEqual(note(i));
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+    }
+  });
+
+  it('neither crashes nor hangs close() when the server cannot be reached', async () => {
+    const l = new RedisEventLog({ url: 'redis://127.0.0.1:1', keyPrefix: freshPrefix() });
+    const outcome = await Promise.race([
+      l.window('s', 0).then(
+        () => 'resolved',
+        () => 'rejected',
+      ),
+      new Promise((resolve) => setTimeout(() => resolve('pending'), 200)),
+    ]);
+    expect(outcome).not.toBe('resolved');
+    await l.close();
+  });
+});
+
+describe('RedisEventLog across a Redis restart (AOF)', () => {
+  async function fill(l: RedisEventLog): Promise<void> {
+    for (let i = 1; i <= 5; i++) await l.append('s', 1, note(i));
+    await l.finish('s', 1);
+    await l.append('s', 0, note(100));
+    await l.registry.save(record);
+  }
+
+  async function expectFilled(l: RedisEventLog): Promise<void> {
+    expect(await l.window('s', 1)).toMatchObject({ oldest: 3, head: 5, finished: true });
+    expect((await l.read('s', 1, 0))?.events.map((e) => e.seq)).toEqual([3, 4, 5]);
+    expect((await l.read('s', 0, 0))?.events).toEqual([{ seq: 1, message: note(100) }]);
+    expect(await l.registry.load('s')).toEqual(record);
+  }
+
+  it('loses nothing over SHUTDOWN and a restart; a connected log reconnects by itself', async () => {
+    const keyPrefix = freshPrefix();
+    const before = make({ keyPrefix, maxEventsPerStream: 3 });
+    await fill(before);
+    await server.shutdown();
+    await server.start();
+    const after = make({ keyPrefix, maxEventsPerStream: 3 });
+    try {
+      await expectFilled(after);
+      // The log that was connected when the server went away carries on once the client reconnects.
+      await expectFilled(before);
+      expect(await before.append('s', 1, note(6))).toBe(6);
+      expect(await after.window('s', 1)).toMatchObject({ oldest: 4, head: 6 });
+    } finally {
+      await Promise.all([before.close(), after.close()]);
+    }
+  });
+
+  it('loses nothing acknowledged when the Redis process is killed (SIGKILL)', async () => {
+    const keyPrefix = freshPrefix();
+    const before = make({ keyPrefix, maxEventsPerStream: 3 });
+    await fill(before);
+    await server.kill();
+    await before.close();
+    await server.start();
+    const after = make({ keyPrefix, maxEventsPerStream: 3 });
+    try {
+      await expectFilled(after);
+    } finally {
+      await after.close();
+    }
+  });
+});

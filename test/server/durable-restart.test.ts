@@ -5,14 +5,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   ContinuityClientTransport,
   type ContinuityServer,
   createContinuityServer,
   isOutcomeUnknown,
 } from '../../src/index.js';
+import { RedisEventLog } from '../../src/redis.js';
+import type { EventLog } from '../../src/server/event-log.js';
 import { SqliteEventLog } from '../../src/sqlite.js';
+import { type RedisServer, startRedisServer } from '../support/redis-server.js';
 import { type DemoWorld, demoMcpServer } from './harness.js';
 
 /**
@@ -25,14 +28,30 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-async function durableServer() {
+let redis: RedisServer | undefined;
+beforeAll(async () => {
+  redis = await startRedisServer();
+});
+afterAll(async () => {
+  await redis?.dispose();
+});
+
+type Backend = 'sqlite' | 'redis';
+
+async function durableServer(backend: Backend) {
   const dir = await mkdtemp(join(tmpdir(), 'mcpc-durable-'));
   const path = join(dir, 'log.db');
+  const keyPrefix = `durable-${Math.random().toString(36).slice(2)}:`;
+  // Each process opens its own connection to the same store, as a restarted process would.
+  const openLog = (): EventLog =>
+    backend === 'sqlite'
+      ? new SqliteEventLog({ path })
+      : new RedisEventLog({ url: redis?.url as string, keyPrefix });
   const world: DemoWorld = { effects: new Map(), servers: [] };
   const make = () =>
     createContinuityServer({
       createMcpServer: () => demoMcpServer(world),
-      eventLog: new SqliteEventLog({ path }),
+      eventLog: openLog(),
       heartbeatMs: 0,
       retryMs: 20,
       onError: () => undefined,
@@ -62,9 +81,9 @@ async function durableServer() {
   };
 }
 
-describe('a durable log (SQLite) across a server restart', () => {
+describe.each(['sqlite', 'redis'] as const)('a durable log (%s) across a server restart', (backend) => {
   it('the client resumes the same session; the call that was running ends outcome unknown; the session keeps working', async () => {
-    const p = await durableServer();
+    const p = await durableServer(backend);
     const transport = new ContinuityClientTransport(p.url, {
       reconnect: { initialDelayMs: 20, maxDelayMs: 200, jitter: 'none' },
     });
@@ -88,7 +107,7 @@ describe('a durable log (SQLite) across a server restart', () => {
   });
 
   it('a request id admitted before the restart is never executed again after it', async () => {
-    const p = await durableServer();
+    const p = await durableServer(backend);
     const post = (body: unknown, sessionId?: string) =>
       fetch(p.url, {
         method: 'POST',

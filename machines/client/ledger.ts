@@ -60,16 +60,20 @@ export function isPending(ledger: Ledger, id: RequestId): boolean {
   return ledgerGet(ledger, id)?.status === 'pending';
 }
 
-/** Settles a pending entry; settling twice is a no-op, so a replayed response is never delivered twice. */
+/**
+ * Settles a pending entry by removing it: the ledger holds only what is in flight, so it stays as small
+ * as the calls outstanding. Settling twice is a no-op, and a replayed answer for a settled id finds no
+ * entry, so it goes to the orphan path and is never delivered to the caller twice.
+ */
 export function ledgerSettle(
   ledger: Ledger,
   id: RequestId,
-  status: Exclude<LedgerStatus, 'pending'>,
+  _status: Exclude<LedgerStatus, 'pending'>,
 ): Ledger {
   const key = requestKey(id);
-  const entry = ledger[key];
-  if (entry?.status !== 'pending') return ledger;
-  return { ...ledger, [key]: { ...entry, status } };
+  if (ledger[key]?.status !== 'pending') return ledger;
+  const { [key]: _settled, ...rest } = ledger;
+  return rest;
 }
 
 export function pendingEntries(ledger: Ledger): LedgerEntry[] {

@@ -308,6 +308,8 @@ export const clientSessionMachine = setup({
       const entry = context.streams[event.key];
       const { [event.key]: _gone, ...streams } = context.streams;
       const { [event.key]: _cursor, ...cursors } = context.cursors;
+      // A finished child stays in the actor's children until stopped; a long session would pile them up.
+      if (entry) enqueue.stopChild(entry.ref);
       enqueue.assign({ streams, cursors });
       const outcome = event.outcome;
       if (outcome.kind === 'done' || outcome.kind === 'stopped') return;

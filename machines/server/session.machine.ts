@@ -109,10 +109,14 @@ export const serverSessionMachine = setup({
     admitRequest: enqueueActions(({ context, enqueue, event }) => {
       if (event.type !== 'request.received') return;
       const stream = context.nextStream;
+      // These records grow for the session's life; copying them on every request made a long session
+      // quadratic. They are updated in place: nothing outside this machine keeps a reference to them.
+      context.streams[stream] = { kind: 'request', requestKey: event.requestKey };
+      context.requests[event.requestKey] = stream;
       enqueue.assign({
         nextStream: stream + 1,
-        streams: { ...context.streams, [stream]: { kind: 'request', requestKey: event.requestKey } },
-        requests: { ...context.requests, [event.requestKey]: stream },
+        streams: context.streams,
+        requests: context.requests,
         inFlight: context.inFlight + 1,
       });
       enqueue.emit({ type: 'decision.request', decision: { kind: 'execute', stream } });

@@ -52,16 +52,25 @@ export class RequestIds {
   incoming(message: JsonRpcMessage): { message: JsonRpcMessage; orphan: boolean } {
     if ('method' in message) {
       const token = message.params?.progressToken;
-      if (message.method !== 'notifications/progress' || (typeof token !== 'string' && typeof token !== 'number')) {
+      if (
+        message.method !== 'notifications/progress' ||
+        (typeof token !== 'string' && typeof token !== 'number')
+      ) {
         return { message, orphan: false };
       }
       const local = this.local(token);
-      if (local !== undefined) return { message: { ...message, params: { ...message.params, progressToken: local } }, orphan: false };
+      if (local !== undefined)
+        return {
+          message: { ...message, params: { ...message.params, progressToken: local } },
+          orphan: false,
+        };
       return { message, orphan: this.isForeign(token) };
     }
     if (!('id' in message)) return { message, orphan: false };
     const local = this.local(message.id);
-    return local === undefined ? { message, orphan: false } : { message: { ...message, id: local }, orphan: false };
+    return local === undefined
+      ? { message, orphan: false }
+      : { message: { ...message, id: local }, orphan: false };
   }
 
   /** Tagged by some mcp-continuity transport, but not this one. */

@@ -63,6 +63,8 @@ export class ContinuityClientTransport implements Transport {
   private readonly inbox: JsonRpcMessage[] = [];
   private readonly ids = new RequestIds();
   private draining = false;
+  /** A notification was handed over since the last yield; an answer must wait for its handler. */
+  private notifiedSinceYield = false;
   private closed = false;
 
   constructor(
@@ -182,7 +184,7 @@ export class ContinuityClientTransport implements Transport {
   /**
    * Hands messages to the SDK in order. The SDK runs notification handlers a microtask later but settles
    * responses at once, so a progress notification followed in the same tick by its response would reach
-   * a handler that was already removed. After a notification, the next message waits one macrotask.
+   * a handler that was already removed. So an answer that follows notifications waits one macrotask.
    */
   private enqueue(message: JsonRpcMessage): void {
     this.inbox.push(message);
@@ -192,11 +194,19 @@ export class ContinuityClientTransport implements Transport {
   private async drain(): Promise<void> {
     this.draining = true;
     try {
-      for (let m = this.inbox.shift(); m !== undefined; m = this.inbox.shift()) {
-        const { message, orphan } = this.ids.incoming(m);
-        if (orphan) this.orphan(message);
-        else this.onmessage?.(message as JSONRPCMessage);
-        if ('method' in m && !('id' in m)) await new Promise((r) => setImmediate(r));
+      while (this.inbox.length > 0) {
+        // One batch at a time: shift() on a long array copies it each time (quadratic).
+        for (const m of this.inbox.splice(0)) {
+          const isAnswer = !('method' in m);
+          if (isAnswer && this.notifiedSinceYield) {
+            await new Promise((r) => setImmediate(r));
+            this.notifiedSinceYield = false;
+          }
+          const { message, orphan } = this.ids.incoming(m);
+          if (orphan) this.orphan(message);
+          else this.onmessage?.(message as JSONRPCMessage);
+          if ('method' in m && !('id' in m)) this.notifiedSinceYield = true;
+        }
       }
     } finally {
       this.draining = false;

@@ -1,12 +1,8 @@
 import type { JsonRpcMessage } from '../../machines/jsonrpc.js';
 import {
-  appendToWindow,
   DEFAULT_RETENTION_POLICY,
-  EMPTY_WINDOW,
-  evictWindow,
-  finishWindow,
   type RetentionPolicy,
-  retainedCount,
+  retainFrom,
   type StreamWindow,
 } from '../../machines/server/retention.js';
 import type { EventLog, StoredEvent } from './event-log.js';
@@ -29,10 +25,23 @@ export interface MemoryEventLogOptions {
 /** The longest delay `setInterval` honours; longer ones fire after 1 ms. */
 const MAX_TIMER_MS = 2_147_483_647;
 
+/**
+ * One stream, mutated in place so an append costs O(1): append times grow at the end of `times`, and
+ * eviction moves `start` forward (compacting now and then). Callers only ever get copies (`viewOf`).
+ */
 interface StreamState {
-  window: StreamWindow;
-  /** Exactly the retained messages: keys are `window.oldest..window.head`. */
+  oldest: number;
+  head: number;
+  finished: boolean;
+  /** Append times; `times[start + i]` belongs to sequence number `oldest + i`. */
+  times: number[];
+  start: number;
+  /** Exactly the retained messages: keys are `oldest..head`. */
   readonly messages: Map<number, JsonRpcMessage>;
+}
+
+function viewOf(s: StreamState): StreamWindow {
+  return { oldest: s.oldest, head: s.head, finished: s.finished, appendedAt: s.times.slice(s.start) };
 }
 
 /**
@@ -81,11 +90,13 @@ export class MemoryEventLog implements EventLog {
   async append(sessionId: string, stream: number, message: JsonRpcMessage): Promise<number> {
     this.ensureOpen();
     const s = this.streamOf(sessionId, stream, true);
-    const { window, seq } = appendToWindow(s.window, this.now(), this.policy);
-    s.messages.set(seq, message);
-    settle(s, window);
+    const now = this.now();
+    s.head += 1;
+    s.times.push(now);
+    s.messages.set(s.head, message);
+    this.evict(s, now);
     this.startSweeping();
-    return seq;
+    return s.head;
   }
 
   async read(
@@ -97,23 +108,24 @@ export class MemoryEventLog implements EventLog {
     const s = this.evicted(sessionId, stream);
     if (!s) return undefined;
     const events: StoredEvent[] = [];
-    for (let seq = Math.max(s.window.oldest, Math.floor(afterSeq) + 1); seq <= s.window.head; seq++) {
+    for (let seq = Math.max(s.oldest, Math.floor(afterSeq) + 1); seq <= s.head; seq++) {
       const message = s.messages.get(seq);
       if (message !== undefined) events.push({ seq, message });
     }
-    return { events, window: s.window };
+    return { events, window: viewOf(s) };
   }
 
   async window(sessionId: string, stream: number): Promise<StreamWindow | undefined> {
     this.ensureOpen();
-    return this.evicted(sessionId, stream)?.window;
+    const s = this.evicted(sessionId, stream);
+    return s ? viewOf(s) : undefined;
   }
 
   /** Finishing a stream the log has not seen registers it, finished, as appending would. */
   async finish(sessionId: string, stream: number): Promise<void> {
     this.ensureOpen();
     const s = this.streamOf(sessionId, stream, true);
-    s.window = finishWindow(s.window);
+    s.finished = true;
   }
 
   async dropSession(sessionId: string): Promise<void> {
@@ -144,8 +156,8 @@ export class MemoryEventLog implements EventLog {
     const now = this.now();
     for (const [sessionId, streams] of this.sessions) {
       for (const [stream, s] of streams) {
-        settle(s, evictWindow(s.window, now, this.policy));
-        if (s.window.finished && retainedCount(s.window) <= 0) streams.delete(stream);
+        this.evict(s, now);
+        if (s.finished && s.head < s.oldest) streams.delete(stream);
       }
       if (streams.size === 0) this.sessions.delete(sessionId);
     }
@@ -177,7 +189,7 @@ export class MemoryEventLog implements EventLog {
     }
     let s = streams.get(stream);
     if (!s && create) {
-      s = { window: EMPTY_WINDOW, messages: new Map() };
+      s = { oldest: 1, head: 0, finished: false, times: [], start: 0, messages: new Map() };
       streams.set(stream, s);
     }
     return s;
@@ -186,8 +198,26 @@ export class MemoryEventLog implements EventLog {
   /** The stream after age eviction at the current time, or undefined when unknown. */
   private evicted(sessionId: string, stream: number): StreamState | undefined {
     const s = this.streamOf(sessionId, stream, false);
-    if (s) settle(s, evictWindow(s.window, this.now(), this.policy));
+    if (s) this.evict(s, this.now());
     return s;
+  }
+
+  /** Applies the shared retention rule and forgets what fell out of the window. */
+  private evict(s: StreamState, now: number): void {
+    const from = retainFrom(s, this.policy, now, (cutoff) => {
+      // Times only grow, so the scan stops at the first event young enough: O(evicted), not O(retained).
+      for (let i = s.start; i < s.times.length; i++)
+        if ((s.times[i] as number) >= cutoff) return s.oldest + (i - s.start);
+      return undefined;
+    });
+    if (from === s.oldest) return;
+    for (let seq = s.oldest; seq < from; seq++) s.messages.delete(seq);
+    s.start += from - s.oldest;
+    s.oldest = from;
+    if (s.start > 1024 && s.start * 2 > s.times.length) {
+      s.times = s.times.slice(s.start);
+      s.start = 0;
+    }
   }
 
   private startSweeping(): void {
@@ -196,10 +226,4 @@ export class MemoryEventLog implements EventLog {
     // A log must never keep the process alive on its own.
     this.timer.unref?.();
   }
-}
-
-/** Moves a stream to the window the retention functions chose and deletes what fell out of it. */
-function settle(s: StreamState, next: StreamWindow): void {
-  for (let seq = s.window.oldest; seq < next.oldest; seq++) s.messages.delete(seq);
-  s.window = next;
 }

@@ -155,6 +155,21 @@ describe('client session machine', () => {
     expect(exchangeFor(c, 3).map((e) => e.request.sessionId)).toEqual(['S1', 'S2']);
   });
 
+  it('a POST re-sent after a reset and then answered 404 may have run the first time: outcome unknown, not re-sent', () => {
+    const c = activeClient({}, { ...ADVERTISED, duplicateRequestProtection: true });
+    c.send(toolCall(3, 'charge'));
+    exchangeFor(c, 3)[0]?.reply({ type: 'net.failed', fault: 'reset' });
+    c.clock.increment(100);
+    exchangeFor(c, 3)[1]?.reply({ type: 'http.response', status: 404 });
+    expect(c.delivered.at(-1)).toMatchObject({ id: 3, error: { data: { reason: 'session_lost' } } });
+    const reinit = c.last();
+    reinit.reply(
+      { type: 'http.stream', sessionId: 'S2' },
+      { type: 'sse.event', message: initResult((reinit.request.body as { id: string }).id) },
+    );
+    expect(exchangeFor(c, 3).map((e) => e.request.sessionId)).toEqual(['S1', 'S1']);
+  });
+
   it('messages sent while re-initializing are held, then sent on the new session', () => {
     const c = activeClient();
     c.open()

@@ -76,6 +76,8 @@ export interface StreamContext extends StreamInput {
   nextDelayMs: number;
   /** A gap was reported and no stream has opened since. */
   gapSinceOpen: boolean;
+  /** Some attempt of this stream may have reached the server (anything but a refusal or a 404). */
+  mayHaveRun: boolean;
 }
 
 const RECENT_IDS = 512;
@@ -164,21 +166,30 @@ export const streamMachine = setup({
       context.decision?.action === 'events-lost' && context.decision.gap.reason === 'epoch_changed',
   },
   actions: {
+    // Only a refused connection and a 404 prove that an attempt did not run; anything else may have.
     classifyResponse: assign({
       decision: ({ event }) =>
         event.type === 'http.response'
           ? classifyClose({ kind: 'http-status', status: event.status, body: event.body })
           : undefined,
+      mayHaveRun: ({ context, event }) =>
+        context.mayHaveRun || (event.type === 'http.response' && event.status !== 404),
     }),
     classifyFault: assign({
       decision: ({ event }) =>
         event.type === 'net.failed' ? classifyClose({ kind: 'network', fault: event.fault }) : undefined,
+      mayHaveRun: ({ context, event }) =>
+        context.mayHaveRun || (event.type === 'net.failed' && event.fault !== 'refused'),
     }),
-    classifyPrematureEnd: assign({ decision: () => classifyClose({ kind: 'network', fault: 'reset' }) }),
+    classifyPrematureEnd: assign({
+      decision: () => classifyClose({ kind: 'network', fault: 'reset' }),
+      mayHaveRun: true,
+    }),
     classifyEnd: assign({ decision: () => classifyClose({ kind: 'end-of-stream' }) }),
     classifyStall: assign({ decision: () => classifyClose({ kind: 'network', fault: 'stall' }) }),
     resetAttempts: assign({ attempt: 0, gapSinceOpen: false }),
     markGap: assign({ gapSinceOpen: true }),
+    markRan: assign({ mayHaveRun: true }),
     scheduleReconnect: assign(({ context }) => ({
       nextDelayMs: reconnectDelay(context.attempt, context.policy, context.serverRetryMs, context.jitterSeed),
       attempt: context.attempt + 1,
@@ -252,6 +263,7 @@ export const streamMachine = setup({
     decision: undefined,
     nextDelayMs: 0,
     gapSinceOpen: false,
+    mayHaveRun: false,
   }),
   initial: 'connecting',
   states: {
@@ -261,7 +273,7 @@ export const streamMachine = setup({
       states: {
         awaitingResponse: {
           on: {
-            'http.stream': { target: 'streaming', actions: ['resetAttempts', 'reportOpened'] },
+            'http.stream': { target: 'streaming', actions: ['resetAttempts', 'reportOpened', 'markRan'] },
             'http.response': [
               { guard: 'isAccepted', target: '#stream.done', actions: 'reportOpened' },
               {
@@ -358,7 +370,8 @@ export const streamMachine = setup({
         type: 'reportEnded',
         params: ({ context }) => ({
           kind: 'session-terminated',
-          neverRan: context.kind === 'request' && context.lastEventId === undefined,
+          // The 404 proves only that this attempt did not run; an earlier one may have reached the server.
+          neverRan: context.kind === 'request' && context.lastEventId === undefined && !context.mayHaveRun,
         }),
       },
     },

@@ -1,0 +1,899 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import fc from 'fast-check';
+import type { CursorRecord } from '../../machines/client/cursor.js';
+import type { RetryPolicy } from '../../machines/client/ledger.js';
+import {
+  type ContinuityClientOptions,
+  ContinuityClientTransport,
+  type ContinuityServer,
+  type CursorStore,
+  createContinuityServer,
+  FileCursorStore,
+  type GapReport,
+  isOutcomeUnknown,
+  MemoryEventLog,
+} from '../../src/index.js';
+import { FaultProxy } from '../../src/testing/index.js';
+import { type DemoWorld, demoMcpServer } from '../server/harness.js';
+
+/**
+ * The property model's world, on the real stack: SDK Client + ContinuityClientTransport → FaultProxy →
+ * createContinuityServer + SDK McpServer (the demo tools), over loopback, in real time. Commands are data,
+ * so fast-check generates, shrinks and prints them. Everything the checks judge is recorded outside the
+ * system under test: side effects in the tool handlers, progress as the application receives it, gaps and
+ * outcomes as the application is told, sessions as the server creates them.
+ */
+export type StackCommand =
+  /** A non-idempotent tool call: its side effect is counted per call. */
+  | { readonly kind: 'charge'; readonly ms: number }
+  /** A read-only call that sends `count` numbered progress notifications. */
+  | { readonly kind: 'chatty'; readonly count: number; readonly intervalMs: number }
+  /** A call that outlives the proxy's idle timeout. */
+  | { readonly kind: 'slow'; readonly ms: number }
+  /** One open proxied connection resets (chosen by position, so it stays valid while shrinking). */
+  | { readonly kind: 'reset'; readonly pick: number }
+  /** A load balancer recycles: every connection resets. */
+  | { readonly kind: 'resetAll' }
+  /** The next `count` new connections get 503 from the proxy. */
+  | { readonly kind: 'serverError'; readonly count: number }
+  /** One open connection stops forwarding without closing. */
+  | { readonly kind: 'blackhole'; readonly pick: number }
+  /**
+   * The network slows down: from now on the proxy delays every chunk by `ms` each direction, if more than
+   * now. Latency never shrinks within a run: FaultProxy delays each chunk with its own timer, so a shorter
+   * delay would let later bytes overtake earlier ones on one connection, which TCP never does.
+   */
+  | { readonly kind: 'latency'; readonly ms: number }
+  | { readonly kind: 'wait'; readonly ms: number }
+  /** The server process dies and a new one starts on the same port; sessions (memory log) die with it. */
+  | { readonly kind: 'serverRestart' }
+  /** The client process dies (no DELETE) and a new one starts with the same durable cursor file. */
+  | { readonly kind: 'clientRestart' };
+
+export interface StackConfig {
+  /** Server heartbeats every 100 ms (keeping idle streams alive through the proxy), or none. */
+  readonly heartbeat: boolean;
+  /** The server keeps only BOUNDED_LOG events per stream (a client away too long gets a gap), or the default. */
+  readonly boundedLog?: boolean;
+}
+
+/** A deliberately weakened client, to show the checks can fail. */
+export interface StackVariant {
+  readonly retryPolicy?: RetryPolicy;
+}
+
+export const PROXY_IDLE_MS = 250;
+export const HEARTBEAT_MS = 100;
+export const STALL_MS = 300;
+export const SETTLE_BOUND_MS = 8_000;
+export const BOUNDED_LOG = 8;
+const DRAIN_MS = 150;
+const BREATH_MS = 5;
+const RECONNECT: ContinuityClientOptions['reconnect'] = {
+  initialDelayMs: 10,
+  maxDelayMs: 100,
+  maxRetries: 30,
+  jitter: 'full',
+};
+
+const CALL_META = 'stack/call';
+const ORIGIN_META = 'stack/origin';
+
+export const callArb: fc.Arbitrary<StackCommand> = fc.oneof(
+  fc.record({ kind: fc.constant('charge' as const), ms: fc.integer({ min: 0, max: 300 }) }),
+  fc.record({
+    kind: fc.constant('chatty' as const),
+    count: fc.integer({ min: 5, max: 30 }),
+    intervalMs: fc.integer({ min: 1, max: 5 }),
+  }),
+  fc.record({ kind: fc.constant('slow' as const), ms: fc.integer({ min: 100, max: 600 }) }),
+);
+
+export const commandArb: fc.Arbitrary<StackCommand> = fc.oneof(
+  { arbitrary: callArb, weight: 4 },
+  {
+    arbitrary: fc.record({ kind: fc.constant('wait' as const), ms: fc.integer({ min: 10, max: 300 }) }),
+    weight: 2,
+  },
+  { arbitrary: fc.record({ kind: fc.constant('reset' as const), pick: fc.nat({ max: 7 }) }), weight: 1 },
+  { arbitrary: fc.constant({ kind: 'resetAll' as const }), weight: 1 },
+  {
+    arbitrary: fc.record({
+      kind: fc.constant('serverError' as const),
+      count: fc.integer({ min: 1, max: 4 }),
+    }),
+    weight: 1,
+  },
+  { arbitrary: fc.record({ kind: fc.constant('blackhole' as const), pick: fc.nat({ max: 7 }) }), weight: 1 },
+  {
+    arbitrary: fc.record({ kind: fc.constant('latency' as const), ms: fc.integer({ min: 0, max: 40 }) }),
+    weight: 1,
+  },
+  { arbitrary: fc.constant({ kind: 'serverRestart' as const }), weight: 1 },
+  { arbitrary: fc.constant({ kind: 'clientRestart' as const }), weight: 1 },
+);
+
+/** Schedules of 2–8 commands that start with a call, so there is something in flight to break. */
+export const scheduleArb: fc.Arbitrary<StackCommand[]> = fc
+  .tuple(callArb, fc.array(commandArb, { minLength: 1, maxLength: 7 }))
+  .map(([first, rest]) => [first, ...rest]);
+
+export const configArb: fc.Arbitrary<StackConfig> = fc.record({
+  heartbeat: fc.boolean(),
+  boundedLog: fc.boolean(),
+});
+
+type Outcome =
+  | { readonly kind: 'result'; readonly origin: string | undefined; readonly text: string | undefined }
+  | { readonly kind: 'unknown'; readonly detail: string }
+  | { readonly kind: 'error'; readonly detail: string };
+
+interface Delivered {
+  readonly n: number;
+  /** The session whose server execution sent it (tagged on the server side). */
+  readonly origin: string | undefined;
+  /** The wire request id the server sent it for. */
+  readonly request: string | undefined;
+}
+
+export interface CallRecord {
+  readonly key: string;
+  readonly tool: 'charge' | 'chatty' | 'slow';
+  readonly args: Record<string, unknown>;
+  readonly pid: number;
+  readonly startedAt: number;
+  /** Wire ids the transport used for this call (one, unless a process re-sent it under another id). */
+  readonly wireIds: Set<string>;
+  /** POSTs of this call that left the client (re-sends included): the session they named, how they ended. */
+  readonly posts: Array<{ readonly session: string | null; status?: number | 'network-error' | 'aborted' }>;
+  readonly delivered: Delivered[];
+  outcome?: Outcome;
+  settledAt?: number;
+  /** Its client process died before it settled: nobody waits for it any more. */
+  abandoned: boolean;
+}
+
+interface ClientProcess {
+  readonly pid: number;
+  readonly client: Client;
+  readonly transport: ContinuityClientTransport;
+  readonly store: ProcessCursorStore;
+  /** Session ids this process's machine held, in order. */
+  readonly sessions: string[];
+  /** The session its cursor file gave it at start (undefined for the first process). */
+  readonly restoredSession: string | undefined;
+}
+
+export interface SessionTransition {
+  readonly pid: number;
+  readonly from: string;
+  readonly to: string | undefined;
+  /** Server generation that owned `from`, and the live generation when the client left it. */
+  readonly fromGeneration: number | undefined;
+  readonly liveGeneration: number;
+  readonly at: number;
+}
+
+export interface StackOutcome {
+  readonly config: StackConfig;
+  readonly commands: readonly StackCommand[];
+  readonly calls: Map<string, CallRecord>;
+  /** Side effects per charge call key, counted inside the tool handler. */
+  readonly effects: Map<string, number>;
+  /** Every McpServer created: its session and the server generation that created it. */
+  readonly mcpServers: Array<{ readonly sessionId: string; readonly generation: number }>;
+  readonly serverRestarts: number;
+  /** Client restarts whose cursor file did not hold the dead process's last session, still alive. */
+  readonly clientRestartsWithoutCursor: number;
+  /** Session ids some client process adopted. */
+  readonly adoptedSessions: Set<string>;
+  readonly transitions: SessionTransition[];
+  readonly gaps: Array<GapReport & { readonly pid: number; readonly at: number }>;
+  /** Progress the servers sent, per wire request id, per session: the numbers in send order. */
+  readonly appended: Map<string, Map<string, number[]>>;
+  readonly orphans: Array<{ readonly pid: number; readonly message: JSONRPCMessage }>;
+  readonly hung: string[];
+  readonly settledAfterMs: number;
+  readonly log: string[];
+  readonly errors: string[];
+}
+
+/** A FileCursorStore that dies with its process: writes issued before the crash land, later ones do not. */
+class ProcessCursorStore implements CursorStore {
+  readonly durable = true;
+  private readonly file: FileCursorStore;
+  private last: Promise<void> = Promise.resolve();
+  private dead = false;
+  loaded: CursorRecord | null = null;
+  lastSaved: CursorRecord | null = null;
+
+  constructor(path: string) {
+    this.file = new FileCursorStore(path);
+  }
+
+  async load(): Promise<CursorRecord | null> {
+    this.loaded = await this.file.load();
+    return this.loaded;
+  }
+
+  save(record: CursorRecord | null): Promise<void> {
+    if (this.dead) return Promise.resolve();
+    this.lastSaved = record;
+    this.last = this.file.save(record);
+    return this.last;
+  }
+
+  /** Waits until the writes the dead process queued have landed, then ignores any later save. */
+  async kill(): Promise<void> {
+    for (;;) {
+      const seen = this.last;
+      await seen.catch(() => undefined);
+      await sleep(15);
+      if (this.last === seen) break;
+    }
+    this.dead = true;
+  }
+}
+
+/** The client transport with a hook that runs as soon as its machine exists (before initialize). */
+class ObservedTransport extends ContinuityClientTransport {
+  constructor(
+    url: URL,
+    options: ContinuityClientOptions,
+    private readonly onStart: (t: ContinuityClientTransport) => void,
+  ) {
+    super(url, options);
+  }
+
+  override async start(): Promise<void> {
+    await super.start();
+    this.onStart(this);
+  }
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+export class StackWorld {
+  private readonly demo: DemoWorld = { effects: new Map(), servers: [] };
+  private readonly t0 = Date.now();
+  private generation = 0;
+  private current!: ContinuityServer;
+  private readonly retired: ContinuityServer[] = [];
+  private httpServer!: http.Server;
+  private proxy!: FaultProxy;
+  private dir!: string;
+  private process!: ClientProcess;
+  private readonly dead: ClientProcess[] = [];
+  private pid = 0;
+  private callCount = 0;
+  private closing = false;
+  private latencyMs = 0;
+  /** Wire request id → call key, learned from the POST bodies the client sends. */
+  private readonly wire = new Map<string, string>();
+  readonly calls = new Map<string, CallRecord>();
+  readonly mcpServers: StackOutcome['mcpServers'] = [];
+  readonly sessionGeneration = new Map<string, number>();
+  readonly adoptedSessions = new Set<string>();
+  readonly transitions: SessionTransition[] = [];
+  readonly gaps: StackOutcome['gaps'] = [];
+  readonly appended: StackOutcome['appended'] = new Map();
+  readonly orphans: StackOutcome['orphans'] = [];
+  readonly log: string[] = [];
+  readonly errors: string[] = [];
+  serverRestarts = 0;
+  clientRestartsWithoutCursor = 0;
+  readonly commands: StackCommand[] = [];
+
+  private constructor(
+    readonly config: StackConfig,
+    private readonly variant: StackVariant,
+  ) {}
+
+  static async start(config: StackConfig, variant: StackVariant = {}): Promise<StackWorld> {
+    const world = new StackWorld(config, variant);
+    try {
+      await world.boot();
+    } catch (error) {
+      await world.close();
+      throw error;
+    }
+    return world;
+  }
+
+  private now(): number {
+    return Date.now() - this.t0;
+  }
+
+  private note(line: string): void {
+    this.log.push(`${String(this.now()).padStart(5)}ms ${line}`);
+  }
+
+  private async boot(): Promise<void> {
+    this.dir = await mkdtemp(join(tmpdir(), 'mcpc-stack-'));
+    this.current = this.makeServer();
+    this.httpServer = http.createServer((req, res) => this.current.nodeHandler(req, res));
+    await new Promise<void>((r) => this.httpServer.listen(0, '127.0.0.1', r));
+    this.proxy = await FaultProxy.start({
+      target: { host: '127.0.0.1', port: (this.httpServer.address() as AddressInfo).port },
+      idleTimeoutMs: PROXY_IDLE_MS,
+    });
+    this.proxy.on('fault', (e) => {
+      if (e.type === 'cut') this.note(`proxy cut #${e.id} ${e.label} (${e.reason})`);
+      else if (e.type === 'refused') this.note(`proxy refused #${e.id} with ${e.status}`);
+    });
+    this.process = await this.spawnClient();
+    // The transport learns the tools' annotations (chatty is read-only) from the list.
+    await this.process.client.listTools();
+  }
+
+  /** One server process: its own memory event log (sessions die with it); every McpServer it creates is recorded. */
+  private makeServer(): ContinuityServer {
+    const generation = ++this.generation;
+    return createContinuityServer({
+      createMcpServer: (info) => {
+        this.mcpServers.push({ sessionId: info.id, generation });
+        this.sessionGeneration.set(info.id, generation);
+        this.note(`server g${generation} created session ${short(info.id)}`);
+        return this.tagged(demoMcpServer(this.demo), info.id);
+      },
+      heartbeatMs: this.config.heartbeat ? HEARTBEAT_MS : 0,
+      retryMs: 20,
+      ...(this.config.boundedLog
+        ? { eventLog: new MemoryEventLog({ maxEventsPerStream: BOUNDED_LOG }) }
+        : {}),
+      onError: () => undefined,
+    });
+  }
+
+  /**
+   * Wraps the demo McpServer so what it sends names its origin: progress notifications carry the session
+   * and the request they belong to (in `message`), results carry the session in `_meta`. Also records every
+   * progress notification the server appended, per request and session. The tools themselves are untouched.
+   */
+  private tagged(mcp: ReturnType<typeof demoMcpServer>, sessionId: string) {
+    return {
+      connect: (transport: Transport) => {
+        const send = transport.send.bind(transport);
+        transport.send = (message, options) => {
+          const request = options?.relatedRequestId;
+          const m = message as { method?: string; params?: Record<string, unknown>; result?: unknown };
+          if (m.method === 'notifications/progress' && m.params) {
+            const wire = String(request);
+            const perSession = this.appended.get(wire) ?? new Map<string, number[]>();
+            const list = perSession.get(sessionId) ?? [];
+            list.push(Number(m.params.progress));
+            perSession.set(sessionId, list);
+            this.appended.set(wire, perSession);
+            message = {
+              ...message,
+              params: { ...m.params, message: JSON.stringify({ o: sessionId, r: wire }) },
+            } as JSONRPCMessage;
+          } else if (m.result && typeof m.result === 'object') {
+            const result = m.result as { _meta?: Record<string, unknown> };
+            message = {
+              ...message,
+              result: { ...result, _meta: { ...result._meta, [ORIGIN_META]: sessionId } },
+            } as JSONRPCMessage;
+          }
+          return send(message, options);
+        };
+        return mcp.connect(transport);
+      },
+      close: () => mcp.close(),
+    };
+  }
+
+  private async spawnClient(): Promise<ClientProcess> {
+    const pid = ++this.pid;
+    const store = new ProcessCursorStore(join(this.dir, 'cursor.json'));
+    const sessions: string[] = [];
+    const observe = (t: ContinuityClientTransport) => {
+      const seen = (sid: string | undefined) => {
+        const last = sessions.at(-1);
+        if (sid === last || sid === undefined) return;
+        if (last !== undefined) {
+          this.transitions.push({
+            pid,
+            from: last,
+            to: sid,
+            fromGeneration: this.sessionGeneration.get(last),
+            liveGeneration: this.generation,
+            at: this.now(),
+          });
+        }
+        this.note(`client p${pid} session ${last ? short(last) : '-'} → ${short(sid)}`);
+        sessions.push(sid);
+        this.adoptedSessions.add(sid);
+      };
+      seen(t.actor.getSnapshot().context.sessionId);
+      t.actor.subscribe((s) => seen(s.context.sessionId));
+    };
+    const transport = new ObservedTransport(
+      this.proxy.url(),
+      {
+        cursorStore: store,
+        reconnect: RECONNECT,
+        stallTimeoutMs: STALL_MS,
+        closeTimeoutMs: 300,
+        onGap: (g) => {
+          this.gaps.push({ ...g, pid, at: this.now() });
+          this.note(
+            `gap p${pid} ${g.streamKey}→${this.callOfStream(g.streamKey) ?? '?'} ${g.reason} lost=${g.lostCount}`,
+          );
+        },
+        onOrphanResult: (message) => {
+          this.orphans.push({ pid, message });
+          this.note(`orphan p${pid} ${JSON.stringify(message).slice(0, 100)}`);
+        },
+        fetch: (url, init) => this.observedFetch(pid, url, init),
+        ...(this.variant.retryPolicy ? { retryPolicy: this.variant.retryPolicy } : {}),
+      },
+      observe,
+    );
+    const client = new Client({ name: `stack-p${pid}`, version: '1.0.0' });
+    await client.connect(transport);
+    client.onerror = (e) => {
+      if (this.errors.length < 200) this.errors.push(`p${pid}: ${e.message}`);
+    };
+    const restoredSession = store.loaded?.sessionId;
+    this.note(`client p${pid} connected (restored ${restoredSession ? short(restoredSession) : 'nothing'})`);
+    return { pid, client, transport, store, sessions, restoredSession };
+  }
+
+  /** The client's fetch: learns which call each POST carries, and notes how each exchange of a call ends. */
+  private async observedFetch(
+    pid: number,
+    url: string | URL,
+    init: RequestInit | undefined,
+  ): Promise<Response> {
+    const headers = new Headers(init?.headers);
+    const post = this.observePost(init, headers.get('mcp-session-id'));
+    const resume = headers.get('last-event-id');
+    const what = post ? `POST ${post.key}` : resume ? `GET resume ${resume}` : undefined;
+    try {
+      const response = await fetch(url, init);
+      if (post) post.attempt.status = response.status;
+      if (what) this.note(`p${pid} ${what} → ${response.status}`);
+      return response;
+    } catch (error) {
+      const aborted = (error as Error).name === 'AbortError';
+      if (post) post.attempt.status = aborted ? 'aborted' : 'network-error';
+      if (what) this.note(`p${pid} ${what} → ${(error as Error).name}: ${(error as Error).message}`);
+      throw error;
+    }
+  }
+
+  /** Learns which wire id carries which call, from the POST bodies that leave the client. */
+  private observePost(
+    init: RequestInit | undefined,
+    session: string | null,
+  ): { key: string; attempt: CallRecord['posts'][number] } | undefined {
+    if (init?.method !== 'POST' || typeof init.body !== 'string') return;
+    let body: { id?: unknown; method?: string; params?: { _meta?: Record<string, unknown> } };
+    try {
+      body = JSON.parse(init.body);
+    } catch {
+      return;
+    }
+    const key = body.params?._meta?.[CALL_META];
+    if (body.method !== 'tools/call' || typeof key !== 'string' || body.id === undefined) return;
+    const call = this.calls.get(key);
+    if (!call) return;
+    const wire = String(body.id);
+    this.wire.set(wire, key);
+    call.wireIds.add(wire);
+    const attempt: CallRecord['posts'][number] = { session };
+    call.posts.push(attempt);
+    return { key, attempt };
+  }
+
+  /** The call a gap's stream key (`s:<wire id>`, a request's ledger key) belongs to. */
+  callOfStream(streamKey: string): string | undefined {
+    return streamKey.startsWith('s:') ? this.wire.get(streamKey.slice(2)) : undefined;
+  }
+
+  async apply(cmd: StackCommand): Promise<void> {
+    this.commands.push(cmd);
+    this.note(`> ${JSON.stringify(cmd)}`);
+    const pick = <T>(xs: T[], i: number): T | undefined => (xs.length === 0 ? undefined : xs[i % xs.length]);
+    switch (cmd.kind) {
+      case 'charge':
+      case 'slow':
+      case 'chatty':
+        this.call(cmd);
+        break;
+      case 'wait':
+        await sleep(cmd.ms);
+        break;
+      case 'latency':
+        this.latencyMs = Math.max(this.latencyMs, cmd.ms);
+        this.proxy.setLatency(this.latencyMs);
+        break;
+      case 'reset': {
+        const target = pick([...this.proxy.connections], cmd.pick);
+        if (target) this.proxy.reset((c) => c === target);
+        break;
+      }
+      case 'resetAll':
+        this.proxy.reset();
+        break;
+      case 'serverError':
+        this.proxy.failNext(cmd.count);
+        break;
+      case 'blackhole': {
+        const target = pick([...this.proxy.connections], cmd.pick);
+        if (target) this.proxy.blackhole((c) => c === target);
+        break;
+      }
+      case 'serverRestart':
+        this.restartServer();
+        break;
+      case 'clientRestart':
+        await this.restartClient();
+        break;
+    }
+    await sleep(BREATH_MS);
+  }
+
+  private call(cmd: Extract<StackCommand, { kind: 'charge' | 'slow' | 'chatty' }>): void {
+    const key = `c${++this.callCount}`;
+    const args: Record<string, unknown> =
+      cmd.kind === 'charge'
+        ? { key, ms: cmd.ms }
+        : cmd.kind === 'slow'
+          ? { ms: cmd.ms }
+          : { count: cmd.count, intervalMs: cmd.intervalMs };
+    const proc = this.process;
+    const record: CallRecord = {
+      key,
+      tool: cmd.kind,
+      args,
+      pid: proc.pid,
+      startedAt: this.now(),
+      wireIds: new Set(),
+      posts: [],
+      delivered: [],
+      abandoned: false,
+    };
+    this.calls.set(key, record);
+    const settle = (outcome: Outcome) => {
+      // A dead process's SDK client is released at teardown: nobody was waiting for that answer.
+      if (this.closing) return;
+      if (record.outcome) {
+        this.errors.push(
+          `${key} settled twice: ${JSON.stringify(record.outcome)} then ${JSON.stringify(outcome)}`,
+        );
+        return;
+      }
+      record.outcome = outcome;
+      record.settledAt = this.now();
+      this.note(`${key} (${cmd.kind}, p${proc.pid}) → ${JSON.stringify(outcome)}`);
+    };
+    proc.client
+      .callTool({ name: cmd.kind, arguments: args, _meta: { [CALL_META]: key } }, undefined, {
+        onprogress: (p) => {
+          let tag: { o?: string; r?: string } = {};
+          try {
+            tag = JSON.parse(p.message ?? '{}');
+          } catch {}
+          record.delivered.push({ n: p.progress, origin: tag.o, request: tag.r });
+        },
+      })
+      .then(
+        (r) => {
+          const meta = r._meta as Record<string, unknown> | undefined;
+          const content = r.content as Array<{ text?: string }> | undefined;
+          settle({
+            kind: 'result',
+            origin: typeof meta?.[ORIGIN_META] === 'string' ? (meta[ORIGIN_META] as string) : undefined,
+            text: content?.[0]?.text,
+          });
+        },
+        (e: unknown) => {
+          const detail = `${(e as { code?: unknown }).code ?? ''} ${(e as Error).message ?? String(e)}`;
+          settle(isOutcomeUnknown(e) ? { kind: 'unknown', detail } : { kind: 'error', detail });
+        },
+      );
+  }
+
+  /** The process dies and a new one takes the port: every connection drops, memory sessions are gone. */
+  private restartServer(): void {
+    this.serverRestarts++;
+    this.retired.push(this.current);
+    this.current = this.makeServer();
+    this.httpServer.closeAllConnections();
+    this.note(`server restarted as g${this.generation}`);
+  }
+
+  /** The client process dies without a goodbye; a new one starts from the same cursor file. */
+  private async restartClient(): Promise<void> {
+    const old = this.process;
+    for (const call of this.calls.values()) {
+      if (call.pid === old.pid && call.outcome === undefined) call.abandoned = true;
+    }
+    const lastSession = old.sessions.at(-1);
+    old.transport.actor.stop(); // its fetches abort: its connections close
+    await old.store.kill();
+    this.dead.push(old);
+    this.process = await this.spawnClient();
+    // The cursor file should hold the session the dead process was in, if that session is still alive.
+    const lastAlive =
+      lastSession !== undefined && this.sessionGeneration.get(lastSession) === this.generation;
+    if (lastAlive && this.process.restoredSession !== lastSession) {
+      this.clientRestartsWithoutCursor++;
+      this.note(
+        `client p${this.process.pid} restored ${this.process.restoredSession ?? 'nothing'} but p${old.pid} was in ${lastSession}`,
+      );
+    }
+    void this.process.client.listTools().catch(() => undefined);
+  }
+
+  private liveUnsettled(): string[] {
+    return [...this.calls.values()].filter((c) => !c.abandoned && !c.outcome).map((c) => c.key);
+  }
+
+  /** Faults stop; waits (bounded, real time) until every live call has settled, then lets streams drain. */
+  async settle(): Promise<StackOutcome> {
+    const start = Date.now();
+    this.note('settle');
+    while (this.liveUnsettled().length > 0 && Date.now() - start < SETTLE_BOUND_MS) await sleep(20);
+    const settledAfterMs = Date.now() - start;
+    await sleep(DRAIN_MS);
+    return {
+      config: this.config,
+      commands: this.commands,
+      calls: this.calls,
+      effects: this.demo.effects,
+      mcpServers: this.mcpServers,
+      serverRestarts: this.serverRestarts,
+      clientRestartsWithoutCursor: this.clientRestartsWithoutCursor,
+      adoptedSessions: this.adoptedSessions,
+      transitions: this.transitions,
+      gaps: this.gaps,
+      appended: this.appended,
+      orphans: this.orphans,
+      hung: this.liveUnsettled(),
+      settledAfterMs,
+      log: this.log,
+      errors: this.errors,
+    };
+  }
+
+  /** Stops every client, the proxy, every server generation, the HTTP server; removes the temp dir. */
+  async close(): Promise<void> {
+    this.closing = true;
+    for (const p of this.dead) {
+      // The dead process's SDK client still holds its pending requests: release them (no network).
+      p.transport.onclose?.();
+    }
+    if (this.process) {
+      await this.process.client.close().catch(() => undefined);
+      await this.process.store.kill(); // no cursor write may land after the directory is gone
+    }
+    // FaultProxy.close() also waits for connections it refused with failNext, which it does not track: an
+    // idle keep-alive socket holding a refusal slot stays open until fetch's pool lets go of it (~4 s).
+    // Don't wait for that; the socket closes on its own.
+    if (this.proxy) await Promise.race([this.proxy.close().catch(() => undefined), sleep(250)]);
+    for (const s of [...this.retired, this.current]) if (s) await s.close().catch(() => undefined);
+    if (this.httpServer) {
+      this.httpServer.closeAllConnections();
+      await new Promise<void>((r) => this.httpServer.close(() => r()));
+    }
+    if (this.dir) await rm(this.dir, { recursive: true, force: true, maxRetries: 3 });
+  }
+}
+
+function short(sessionId: string): string {
+  return sessionId.slice(0, 6);
+}
+
+/** Runs one schedule on a fresh stack, settles, and tears everything down. */
+export async function runStack(
+  commands: readonly StackCommand[],
+  config: StackConfig,
+  variant: StackVariant = {},
+): Promise<StackOutcome> {
+  const world = await StackWorld.start(config, variant);
+  try {
+    for (const cmd of commands) await world.apply(cmd);
+    return await world.settle();
+  } finally {
+    await world.close();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The checks: the model's invariants (properties/checks.ts), judged on what the real stack recorded.
+// ---------------------------------------------------------------------------------------------------
+
+export type StackCheck = (o: StackOutcome) => string[];
+
+const live = (o: StackOutcome) => [...o.calls.values()].filter((c) => !c.abandoned);
+
+/** No charge runs twice for one application call (dead processes' calls included). */
+export const atMostOnce: StackCheck = (o) =>
+  [...o.calls.values()]
+    .filter((c) => c.tool === 'charge' && (o.effects.get(c.key) ?? 0) > 1)
+    .map((c) => `${c.key} (charge) ran ${o.effects.get(c.key)} times; outcome ${JSON.stringify(c.outcome)}`);
+
+/** A call the client failed with a definite error (not outcome unknown) must not have run. */
+export const honestErrors: StackCheck = (o) =>
+  live(o)
+    .filter((c) => c.tool === 'charge' && c.outcome?.kind === 'error' && (o.effects.get(c.key) ?? 0) > 0)
+    .map((c) => `${c.key} (charge) failed with ${JSON.stringify(c.outcome)} but it ran`);
+
+/** Once faults stop, every call of the live process ends as a result, an error or outcome unknown. */
+export const noHang: StackCheck = (o) =>
+  o.hung.map((k) => {
+    const c = o.calls.get(k);
+    return `${k} (${c?.tool} ${JSON.stringify(c?.args)}, p${c?.pid}) has no outcome ${SETTLE_BOUND_MS} ms after faults stopped`;
+  });
+
+/**
+ * The session survives transport faults: a client leaves a session only when the server no longer has it
+ * (its server generation was restarted away), and only server restarts (or a restart with no cursor) cost
+ * an initialize.
+ */
+export const sessionSurvivesTransport: StackCheck = (o) => {
+  const out: string[] = [];
+  for (const t of o.transitions) {
+    if (t.fromGeneration === t.liveGeneration)
+      out.push(
+        `p${t.pid} left session ${short(t.from)} (server g${t.fromGeneration}, still live) for ${t.to ? short(t.to) : '-'} at ${t.at}ms`,
+      );
+  }
+  const adopted = o.mcpServers.filter((s) => o.adoptedSessions.has(s.sessionId)).length;
+  const allowed = 1 + o.serverRestarts + o.clientRestartsWithoutCursor;
+  if (adopted > allowed)
+    out.push(
+      `${adopted} sessions initialized and adopted (${o.mcpServers.length} McpServers created) ` +
+        `but only ${o.serverRestarts} server restarts and ${o.clientRestartsWithoutCursor} cursor-less client restarts`,
+    );
+  return out;
+};
+
+/** No progress notification reaches the application twice, and none out of order. */
+export const noDuplicateDelivery: StackCheck = (o) => {
+  const out: string[] = [];
+  for (const c of o.calls.values()) {
+    const seen = new Map<string, number>();
+    const bySource = new Map<string, number[]>();
+    // Another call's notifications are judged by `no misdelivery`, not here.
+    for (const d of c.delivered.filter((x) => x.request === undefined || c.wireIds.has(x.request))) {
+      const id = `${d.origin}/${d.request}/${d.n}`;
+      seen.set(id, (seen.get(id) ?? 0) + 1);
+      const source = `${d.origin}/${d.request}`;
+      bySource.set(source, [...(bySource.get(source) ?? []), d.n]);
+    }
+    for (const [id, n] of seen) if (n > 1) out.push(`${c.key}: progress ${id} delivered ${n} times`);
+    for (const [source, ns] of bySource) {
+      if (ns.some((n, i) => i > 0 && n <= (ns[i - 1] as number)))
+        out.push(`${c.key}: progress from ${source} delivered out of order (${ns.join(',')})`);
+    }
+  }
+  return out;
+};
+
+/** A call's progress handler receives only notifications the server sent for that call. */
+export const noMisdelivery: StackCheck = (o) => {
+  const out: string[] = [];
+  for (const c of o.calls.values()) {
+    const foreign = c.delivered.filter((d) => d.request !== undefined && !c.wireIds.has(d.request));
+    const byRequest = new Map<string, number[]>();
+    for (const d of foreign)
+      byRequest.set(d.request as string, [...(byRequest.get(d.request as string) ?? []), d.n]);
+    for (const [request, ns] of byRequest) {
+      const owner = wireCall(o, request);
+      out.push(
+        `${c.key} (${c.tool}, p${c.pid}, wire ${[...c.wireIds].join('|')}) received progress ${ns.join(',')} ` +
+          `that the server sent for request ${request} (${owner ?? '?'}, p${o.calls.get(owner ?? '')?.pid ?? '?'})`,
+      );
+    }
+  }
+  return out;
+};
+
+function wireCall(o: StackOutcome, wire: string): string | undefined {
+  for (const c of o.calls.values()) if (c.wireIds.has(wire)) return c.key;
+  return undefined;
+}
+
+/**
+ * Every progress notification a server sent for a live call reaches the application, or lies in a loss
+ * the application was told about: gaps on that call's stream in that session whose lostCount adds up to
+ * exactly the undelivered number, or a loss of unknown size (outcome unknown, a gap with lostCount null,
+ * the session lost).
+ */
+export const noUnflaggedLoss: StackCheck = (o) => {
+  const out: string[] = [];
+  for (const c of live(o)) {
+    for (const wire of c.wireIds) {
+      const perSession = o.appended.get(wire);
+      if (!perSession) continue;
+      for (const [session, sent] of perSession) {
+        const got = new Set(
+          c.delivered.filter((d) => d.origin === session && d.request === wire).map((d) => d.n),
+        );
+        const undelivered = sent.filter((n) => !got.has(n));
+        if (undelivered.length === 0) continue;
+        if (c.outcome?.kind === 'unknown') continue;
+        const gaps = o.gaps.filter((g) => g.sessionId === session && g.streamKey === `s:${wire}`);
+        const sizeless = o.gaps.some(
+          (g) =>
+            g.sessionId === session &&
+            g.lostCount === null &&
+            (g.streamKey === `s:${wire}` || g.reason === 'session_lost'),
+        );
+        if (sizeless) continue;
+        const flagged = gaps.reduce((sum, g) => sum + (g.lostCount ?? 0), 0);
+        if (flagged !== undelivered.length)
+          out.push(
+            `${c.key} (chatty ${JSON.stringify(c.args)}, outcome ${c.outcome?.kind ?? 'none'}) in session ${short(session)}: ` +
+              `${undelivered.length} undelivered [${undelivered.join(',')}] but gaps flagged ${flagged}`,
+          );
+      }
+    }
+    // The simple form of the same promise, for a chatty call that ended with a result.
+    if (c.tool === 'chatty' && c.outcome?.kind === 'result') {
+      const origin = c.outcome.origin;
+      const count = c.args.count as number;
+      const own = c.delivered.filter((d) => d.origin === origin && c.wireIds.has(d.request ?? ''));
+      const delivered = new Set(own.map((d) => d.n)).size;
+      const streamGaps = o.gaps.filter((g) => g.sessionId === origin && c.wireIds.has(g.streamKey.slice(2)));
+      const unsized = streamGaps.some((g) => g.lostCount === null);
+      const lost = streamGaps.reduce((sum, g) => sum + (g.lostCount ?? 0), 0);
+      if (!unsized && delivered + lost !== count)
+        out.push(`${c.key}: result after ${delivered} delivered + ${lost} flagged lost, of ${count}`);
+    }
+  }
+  return out;
+};
+
+export const STACK_CHECKS = {
+  'at most once': atMostOnce,
+  'honest errors': honestErrors,
+  'no unflagged loss': noUnflaggedLoss,
+  'no hang': noHang,
+  'session survives transport': sessionSurvivesTransport,
+  'no duplicate delivery': noDuplicateDelivery,
+  'no misdelivery': noMisdelivery,
+} as const satisfies Record<string, StackCheck>;
+
+export type StackCheckName = keyof typeof STACK_CHECKS;
+
+/** Runs every check (minus `skip`) and returns the violations found, by check. */
+export function judge(
+  o: StackOutcome,
+  skip: ReadonlySet<StackCheckName> = new Set(),
+): Partial<Record<StackCheckName, string[]>> {
+  const found: Partial<Record<StackCheckName, string[]>> = {};
+  for (const [name, check] of Object.entries(STACK_CHECKS) as Array<[StackCheckName, StackCheck]>) {
+    if (skip.has(name)) continue;
+    const v = check(o);
+    if (v.length > 0) found[name] = v;
+  }
+  return found;
+}
+
+/** A readable account of a failing run: the violations, then what happened, in order. */
+export function report(o: StackOutcome, violations: Partial<Record<StackCheckName, string[]>>): string {
+  const lines = [
+    `config ${JSON.stringify(o.config)}; schedule ${JSON.stringify(o.commands)}`,
+    ...Object.entries(violations).flatMap(([name, vs]) => [
+      `✗ ${name}:`,
+      ...(vs ?? []).map((v) => `    ${v}`),
+    ]),
+    `effects ${JSON.stringify([...o.effects])}; McpServers ${o.mcpServers.length}; server restarts ${o.serverRestarts}`,
+    'timeline:',
+    ...o.log.map((l) => `  ${l}`),
+  ];
+  if (o.errors.length > 0) lines.push('client errors:', ...o.errors.slice(0, 30).map((e) => `  ${e}`));
+  return lines.join('\n');
+}

@@ -6,13 +6,13 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { InMemoryEventStore } from '@modelcontextprotocol/sdk/examples/shared/inMemoryEventStore.js';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import {
   ContinuityClientTransport,
   type ContinuityServer,
   type ContinuityServerOptions,
   createContinuityServer,
 } from '../../src/index.js';
+import { sdkSessionRouter } from '../../test/support/sdk-session-router.js';
 import { benchMcpServer } from './tools.js';
 
 /** A server on 127.0.0.1 (ephemeral port) serving MCP at `url`. */
@@ -79,17 +79,6 @@ export async function startOurs(
   };
 }
 
-async function readBody(req: http.IncomingMessage): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of req) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString('utf8');
-}
-
-function jsonError(res: http.ServerResponse, status: number, code: number, message: string): void {
-  res.writeHead(status, { 'Content-Type': 'application/json' });
-  res.end(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }));
-}
-
 /**
  * The official SDK server wired as its `simpleStreamableHttp` example: stateful, one
  * `StreamableHTTPServerTransport` + `McpServer` per session in a map, unknown id → 404. `store`: the SDK's
@@ -102,28 +91,11 @@ export async function startSdk(
   const errors: string[] = [];
   const sessions = new Map<string, StreamableHTTPServerTransport>();
   const created: Array<{ transport: StreamableHTTPServerTransport; server: McpServer }> = [];
-  const { server: httpServer, port } = await listen(async (req, res) => {
-    try {
-      let body: unknown;
-      if (req.method === 'POST') {
-        try {
-          body = JSON.parse(await readBody(req));
-        } catch {
-          jsonError(res, 400, -32700, 'Parse error');
-          return;
-        }
-      }
-      const sessionId = req.headers['mcp-session-id'];
-      if (typeof sessionId === 'string') {
-        const transport = sessions.get(sessionId);
-        if (!transport) {
-          jsonError(res, 404, -32001, 'Session not found');
-          return;
-        }
-        await transport.handleRequest(req, res, body);
-        return;
-      }
-      if (req.method === 'POST' && isInitializeRequest(body)) {
+  const { server: httpServer, port } = await listen(
+    sdkSessionRouter({
+      lookup: (id) => sessions.get(id),
+      onError: (e) => errors.push(String(e)),
+      initialize: async () => {
         const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
           sessionIdGenerator: () => randomUUID(),
           eventStore: store ? new InMemoryEventStore() : undefined,
@@ -138,16 +110,10 @@ export async function startSdk(
         const server = createMcpServer();
         created.push({ transport, server });
         await server.connect(transport);
-        await transport.handleRequest(req, res, body);
-        return;
-      }
-      jsonError(res, 400, -32000, 'Bad Request: no valid session id');
-    } catch (e) {
-      errors.push(String(e));
-      if (!res.headersSent) jsonError(res, 500, -32603, 'Internal error');
-      else res.end();
-    }
-  });
+        return transport;
+      },
+    }),
+  );
   return {
     url: `http://127.0.0.1:${port}/mcp`,
     http: httpServer,

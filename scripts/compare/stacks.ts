@@ -10,7 +10,7 @@ import {
   StreamableHTTPServerTransport,
   type StreamId,
 } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { isInitializeRequest, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import {
   ContinuityClientTransport,
   type ContinuityServer,
@@ -19,6 +19,7 @@ import {
   MemoryEventLog,
 } from '../../src/index.js';
 import { FaultProxy } from '../../src/testing/index.js';
+import { sdkSessionRouter } from '../../test/support/sdk-session-router.js';
 import { newWorld, toolServer, type World } from './tools.js';
 
 export type StackKind = 'sdk' | 'ours';
@@ -157,17 +158,6 @@ function parse(eventId: EventId): { streamId: StreamId; seq: number } | undefine
   return { streamId: eventId.slice(0, at), seq };
 }
 
-async function readBody(req: http.IncomingMessage): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of req) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString('utf8');
-}
-
-function jsonError(res: http.ServerResponse, status: number, code: number, message: string): void {
-  res.writeHead(status, { 'Content-Type': 'application/json' });
-  res.end(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }));
-}
-
 /**
  * (A) The official SDK on both ends. The server is wired as the SDK's `simpleStreamableHttp` example does:
  * stateful, one `StreamableHTTPServerTransport` + `McpServer` per session in a map, unknown id → 404.
@@ -178,28 +168,10 @@ async function sdkStack(config: StackConfig): Promise<Stack> {
   const created: Array<{ transport: StreamableHTTPServerTransport; server: McpServer }> = [];
   const stores: BoundedEventStore[] = [];
 
-  const { server: httpServer, port } = await listen(async (req, res) => {
-    try {
-      let body: unknown;
-      if (req.method === 'POST') {
-        try {
-          body = JSON.parse(await readBody(req));
-        } catch {
-          jsonError(res, 400, -32700, 'Parse error');
-          return;
-        }
-      }
-      const sessionId = req.headers['mcp-session-id'];
-      if (typeof sessionId === 'string') {
-        const transport = sessions.get(sessionId);
-        if (!transport) {
-          jsonError(res, 404, -32001, 'Session not found');
-          return;
-        }
-        await transport.handleRequest(req, res, body);
-        return;
-      }
-      if (req.method === 'POST' && isInitializeRequest(body)) {
+  const { server: httpServer, port } = await listen(
+    sdkSessionRouter({
+      lookup: (id) => sessions.get(id),
+      initialize: async () => {
         const map = sessions; // the process this request reached
         const store = new BoundedEventStore(config.maxEventsPerStream);
         stores.push(store);
@@ -218,15 +190,10 @@ async function sdkStack(config: StackConfig): Promise<Stack> {
         const server = toolServer(world);
         created.push({ transport, server });
         await server.connect(transport);
-        await transport.handleRequest(req, res, body);
-        return;
-      }
-      jsonError(res, 400, -32000, 'Bad Request: no valid session id');
-    } catch {
-      if (!res.headersSent) jsonError(res, 500, -32603, 'Internal error');
-      else res.end();
-    }
-  });
+        return transport;
+      },
+    }),
+  );
 
   const proxy = await FaultProxy.start({
     target: { host: '127.0.0.1', port },

@@ -8,10 +8,11 @@ import {
   StreamableHTTPServerTransport,
   type StreamId,
 } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { isInitializeRequest, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { createParser } from 'eventsource-parser';
 import { z } from 'zod';
 import type { FetchLike } from '../../src/index.js';
+import { sdkSessionRouter } from '../support/sdk-session-router.js';
 
 /**
  * The OFFICIAL SDK server, wired the way the SDK's own example (`simpleStreamableHttp`) does it: one
@@ -147,45 +148,16 @@ function sdkServer(world: Pick<SdkWorld, 'charges' | 'invocations'>): McpServer 
   return server;
 }
 
-async function readBody(req: http.IncomingMessage): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of req) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString('utf8');
-}
-
-function sendJsonError(res: http.ServerResponse, status: number, code: number, message: string): void {
-  res.writeHead(status, { 'Content-Type': 'application/json' });
-  res.end(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }));
-}
-
 export async function startSdkServer(options: SdkServerOptions = {}): Promise<SdkWorld> {
   const sessions = new Map<string, SdkSession>();
   const created: SdkSession[] = [];
   const charges = new Map<string, number>();
   const invocations = new Map<string, number>();
 
-  const httpServer = http.createServer(async (req, res) => {
-    try {
-      let body: unknown;
-      if (req.method === 'POST') {
-        try {
-          body = JSON.parse(await readBody(req));
-        } catch {
-          sendJsonError(res, 400, -32700, 'Parse error');
-          return;
-        }
-      }
-      const sessionId = req.headers['mcp-session-id'];
-      if (typeof sessionId === 'string') {
-        const session = sessions.get(sessionId);
-        if (!session) {
-          sendJsonError(res, 404, -32001, 'Session not found');
-          return;
-        }
-        await session.transport.handleRequest(req, res, body);
-        return;
-      }
-      if (req.method === 'POST' && isInitializeRequest(body)) {
+  const httpServer = http.createServer(
+    sdkSessionRouter({
+      lookup: (id) => sessions.get(id)?.transport,
+      initialize: async () => {
         const store = new MemoryEventStore();
         const server = sdkServer({ charges, invocations });
         const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
@@ -204,14 +176,10 @@ export async function startSdkServer(options: SdkServerOptions = {}): Promise<Sd
           if (id !== undefined && sessions.get(id) === session) sessions.delete(id);
         };
         await server.connect(transport);
-        await transport.handleRequest(req, res, body);
-        return;
-      }
-      sendJsonError(res, 400, -32000, 'Bad Request: No valid session ID provided');
-    } catch (error) {
-      if (!res.headersSent) sendJsonError(res, 500, -32603, `Internal server error: ${String(error)}`);
-    }
-  });
+        return transport;
+      },
+    }),
+  );
   await new Promise<void>((resolve) => httpServer.listen(0, '127.0.0.1', resolve));
   const { port } = httpServer.address() as AddressInfo;
 

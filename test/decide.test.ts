@@ -146,3 +146,19 @@ describe('decidePostFailure', () => {
     },
   );
 });
+
+describe('admitCaller', () => {
+  it('a stopping server answers 503 before anything else; an unknown caller 401', async () => {
+    const { admitCaller } = await import('../machines/server/admission.js');
+    expect(admitCaller({ stopping: true, authRequired: true, authenticated: false })).toMatchObject({
+      ok: false,
+      status: 503,
+    });
+    expect(admitCaller({ stopping: false, authRequired: true, authenticated: false })).toMatchObject({
+      ok: false,
+      status: 401,
+    });
+    expect(admitCaller({ stopping: false, authRequired: true, authenticated: true })).toEqual({ ok: true });
+    expect(admitCaller({ stopping: false, authRequired: false, authenticated: false })).toEqual({ ok: true });
+  });
+});

@@ -160,3 +160,22 @@ describe('answerCursor', () => {
     },
   );
 });
+
+describe('interruptedRequests', () => {
+  it('names the request streams whose answer was never written, nothing else', async () => {
+    const { interruptedRequests } = await import('../machines/server/retention.js');
+    const streams = {
+      0: { kind: 'standalone' },
+      1: { kind: 'request', requestKey: 'n:1' },
+      2: { kind: 'request', requestKey: 's:x' },
+      3: { kind: 'request', requestKey: 'n:3' },
+    };
+    const windows: Record<number, StreamWindow | undefined> = {
+      0: windowWith(2),
+      1: finishWindow(windowWith(1)),
+      2: windowWith(1),
+      3: undefined,
+    };
+    expect(interruptedRequests(streams, (n) => windows[n])).toEqual([{ stream: 2, requestKey: 's:x' }]);
+  });
+});

@@ -136,6 +136,21 @@ export function admitHttp(facts: RequestFacts, policy: AdmissionPolicy): Admissi
   return { ok: true };
 }
 
+/**
+ * After the headers: is this process accepting requests, and is the caller known? A server that is
+ * stopping answers 503 (the client retries elsewhere or later); an unauthenticated caller gets 401.
+ */
+export function admitCaller(facts: {
+  readonly stopping: boolean;
+  readonly authRequired: boolean;
+  readonly authenticated: boolean;
+}): Admission {
+  if (facts.stopping) return reject(503, JsonRpcCode.INVALID_REQUEST, 'The server is shutting down');
+  if (facts.authRequired && !facts.authenticated)
+    return reject(401, JsonRpcCode.INVALID_REQUEST, 'Unauthorized');
+  return { ok: true };
+}
+
 export type PostedMessage =
   | { readonly kind: 'initialize'; readonly message: JsonRpcMessage }
   | { readonly kind: 'request' | 'notification' | 'response'; readonly message: JsonRpcMessage };

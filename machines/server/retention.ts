@@ -167,3 +167,20 @@ export function answerCursor(lastEventId: string, ctx: CursorContext): ResumeAns
     streamComplete: w.finished,
   };
 }
+
+/**
+ * After a restart from a durable log: the request streams whose answer was never written. Their requests
+ * were running in the process that died, so each gets an outcome-unknown answer; the rest are complete.
+ */
+export function interruptedRequests(
+  streams: Readonly<Record<number, { readonly kind: string; readonly requestKey?: string }>>,
+  windowOf: (stream: number) => StreamWindow | undefined,
+): Array<{ stream: number; requestKey: string }> {
+  const out: Array<{ stream: number; requestKey: string }> = [];
+  for (const [n, record] of Object.entries(streams)) {
+    if (record.kind !== 'request' || record.requestKey === undefined) continue;
+    const window = windowOf(Number(n));
+    if (window && !window.finished) out.push({ stream: Number(n), requestKey: record.requestKey });
+  }
+  return out;
+}

@@ -5,7 +5,7 @@ import type { MessageExtraInfo } from '@modelcontextprotocol/sdk/types.js';
 import { ADVERTISEMENT_HEADER, formatAdvertisement } from '../../machines/advertisement.js';
 import { JsonRpcCode } from '../../machines/codes.js';
 import type { JsonRpcRequest } from '../../machines/jsonrpc.js';
-import { type AdmissionPolicy, admitBody, admitHttp } from '../../machines/server/admission.js';
+import { type AdmissionPolicy, admitBody, admitCaller, admitHttp } from '../../machines/server/admission.js';
 import type { ServerAdvertisement } from '../../machines/validity.js';
 import type { EventLog } from './event-log.js';
 import { readLimited, toResponse, toWebRequest, writeNodeResponse } from './http.js';
@@ -170,10 +170,13 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
       policy,
     );
     if (!admission.ok) return errorReply(admission.status, admission.code, admission.message);
-    if (closing) return errorReply(503, JsonRpcCode.INVALID_REQUEST, 'The server is shutting down');
-    const principal = options.authenticate ? await options.authenticate(request) : null;
-    if (options.authenticate && !principal)
-      return errorReply(401, JsonRpcCode.INVALID_REQUEST, 'Unauthorized');
+    const principal = options.authenticate && !closing ? await options.authenticate(request) : null;
+    const caller = admitCaller({
+      stopping: closing,
+      authRequired: options.authenticate !== undefined,
+      authenticated: principal !== null,
+    });
+    if (!caller.ok) return errorReply(caller.status, caller.code, caller.message);
     const extra: MessageExtraInfo = {
       authInfo: principal?.authInfo,
       requestInfo: { headers: Object.fromEntries(h.entries()) },

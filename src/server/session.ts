@@ -12,7 +12,7 @@ import {
   type JsonRpcRequest,
   requestKey,
 } from '../../machines/jsonrpc.js';
-import { RESUME_STATUS } from '../../machines/server/retention.js';
+import { interruptedRequests, RESUME_STATUS, type StreamWindow } from '../../machines/server/retention.js';
 import {
   type ServerSessionEmitted,
   type ServerSessionEvent,
@@ -103,14 +103,12 @@ export class RuntimeSession {
     this.transport.receive({ ...init, id: `mcp-continuity-restore-${init.id}` } as JSONRPCMessage, {});
     this.transport.receive({ jsonrpc: '2.0', method: 'notifications/initialized' } as JSONRPCMessage, {});
     const { streams } = this.actor.getSnapshot().context;
-    for (const [n, record] of Object.entries(streams)) {
-      if (record.kind !== 'request' || record.requestKey === undefined) continue;
-      const stream = Number(n);
-      const window = await this.o.log.window(this.o.id, stream);
-      if (!window || window.finished) continue;
+    const windows = new Map<number, StreamWindow | undefined>();
+    for (const n of Object.keys(streams).map(Number)) windows.set(n, await this.o.log.window(this.o.id, n));
+    for (const { stream, requestKey } of interruptedRequests(streams, (n) => windows.get(n))) {
       await this.store(
         stream,
-        outcomeUnknownError(idFromKey(record.requestKey), OutcomeUnknownReason.serverRestarted),
+        outcomeUnknownError(idFromKey(requestKey), OutcomeUnknownReason.serverRestarted),
       );
       await this.o.log.finish(this.o.id, stream);
     }

@@ -2,6 +2,7 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage, MessageExtraInfo } from '@modelcontextprotocol/sdk/types.js';
 import { type Actor, createActor, type InspectionEvent, type Observer } from 'xstate';
 import { DEFAULT_RECONNECT_POLICY, type ReconnectPolicy } from '../../machines/backoff.js';
+import type { CursorRecord } from '../../machines/client/cursor.js';
 import type { RetryPolicy } from '../../machines/client/ledger.js';
 import {
   clientSessionMachine,
@@ -16,6 +17,7 @@ import {
   type ContinuityLevel,
 } from '../../machines/validity.js';
 import { ContinuityError, ErrorCode } from '../errors.js';
+import type { ContinuityMetrics } from '../metrics/continuity-metrics.js';
 import { type CursorStore, MemoryCursorStore } from './cursor-store.js';
 import { createExchangeActor, type FetchLike } from './exchange.js';
 import { RequestIds } from './request-ids.js';
@@ -42,6 +44,8 @@ export interface ContinuityClientOptions {
   readonly deleteOnClose?: boolean;
   /** How long `close()` waits for the DELETE. Default 2 s. */
   readonly closeTimeoutMs?: number;
+  /** Records gaps, outcome-unknown calls, reconnect attempts and latency (README, "Metrics"). */
+  readonly metrics?: ContinuityMetrics;
 }
 
 /**
@@ -58,6 +62,8 @@ export class ContinuityClientTransport implements Transport {
   private readonly store: CursorStore;
   private readonly policy: ReconnectPolicy;
   private saving: Promise<void> = Promise.resolve();
+  /** The newest cursor record not yet handed to the store. */
+  private unsaved: { record: CursorRecord | null } | undefined;
   private deleting: Promise<void> = Promise.resolve();
   private warned = false;
   private readonly inbox: JsonRpcMessage[] = [];
@@ -115,11 +121,7 @@ export class ContinuityClientTransport implements Transport {
         deliver: (_, { message }) => this.enqueue(message),
         deliverOrphan: (_, { message }) => this.orphan(message),
         notifyGap: (_, gap) => this.gap(gap),
-        persistCursor: (_, { record }) => {
-          this.saving = this.saving
-            .then(() => this.store.save(record))
-            .catch((e) => this.report(ErrorCode.cursorStore, `cursor store: ${String(e)}`, e));
-        },
+        persistCursor: (_, { record }) => this.persist(record),
         sendDelete: (_, { sessionId }) => {
           if (this.options.deleteOnClose !== false) this.deleting = this.sendDelete(sessionId);
         },
@@ -137,6 +139,7 @@ export class ContinuityClientTransport implements Transport {
       inspect: this.options.inspect,
     });
     this.running = actor;
+    this.options.metrics?.client.watch(actor);
     actor.subscribe((snapshot) => {
       if (!this.warned && snapshot.context.advertisement) this.warnIfMisconfigured();
     });
@@ -163,6 +166,23 @@ export class ContinuityClientTransport implements Transport {
     await Promise.race([Promise.all([this.deleting, this.saving]), timeout]);
     this.running?.stop();
     this.onclose?.();
+  }
+
+  /**
+   * The machine persists after every event; a save chained per event cost two promises each. Records that
+   * arrive before the previous save started are coalesced: only the newest is written (the store's contract).
+   */
+  private persist(record: CursorRecord | null): void {
+    const queued = this.unsaved !== undefined;
+    this.unsaved = { record };
+    if (queued) return;
+    this.saving = this.saving
+      .then(() => {
+        const next = this.unsaved;
+        this.unsaved = undefined;
+        return next && this.store.save(next.record);
+      })
+      .catch((e) => this.report(ErrorCode.cursorStore, `cursor store: ${String(e)}`, e));
   }
 
   private async sendDelete(sessionId: string): Promise<void> {

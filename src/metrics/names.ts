@@ -1,0 +1,116 @@
+/**
+ * Every metric this package records, tabled once: the OTel instruments are created from this table, the
+ * in-process tally is keyed by these names, and the README's "Metrics" section lists the same rows.
+ * Names follow the OTel conventions: dotted, lower case, no unit in the name (the unit is `unit`).
+ */
+export type MetricKind = 'counter' | 'histogram' | 'gauge';
+
+export interface MetricSpec {
+  readonly name: string;
+  readonly kind: MetricKind;
+  /** UCUM unit, as OTel expects: `ms`, or an annotation such as `{event}`. */
+  readonly unit: string;
+  readonly description: string;
+}
+
+const spec = (name: string, kind: MetricKind, unit: string, description: string): MetricSpec => ({
+  name: `mcp_continuity.${name}`,
+  kind,
+  unit,
+  description,
+});
+
+export const ServerMetric = {
+  resumes: spec(
+    'server.resumes',
+    'counter',
+    '{resume}',
+    'GET with Last-Event-ID answered 200: the stream is replayed from the cursor',
+  ),
+  replayedEvents: spec(
+    'server.replayed_events',
+    'counter',
+    '{event}',
+    'Events the log held after the cursor of an accepted resume, replayed to the client',
+  ),
+  resumeRejections: spec(
+    'server.resume_rejections',
+    'counter',
+    '{resume}',
+    'GET with Last-Event-ID refused (410, 400 or 404); attributes reason and http.response.status_code',
+  ),
+  lostEvents: spec(
+    'server.lost_events',
+    'counter',
+    '{event}',
+    'The exact lost count reported in 410 resume_window_exceeded answers',
+  ),
+  evictedEvents: spec(
+    'server.evicted_events',
+    'counter',
+    '{event}',
+    'Events the event log dropped under its retention policy (count or age bound)',
+  ),
+  sessionsEnded: spec(
+    'server.sessions_ended',
+    'counter',
+    '{session}',
+    'Sessions that ended; attribute reason: expired, terminated or shutdown',
+  ),
+  outcomeUnknown: spec(
+    'server.outcome_unknown',
+    'counter',
+    '{request}',
+    'Requests answered as outcome unknown (interrupted by a restart); attribute reason',
+  ),
+  reconnectLatency: spec(
+    'server.reconnect_latency',
+    'histogram',
+    'ms',
+    'Time from a stream response closing to the GET that resumes that stream arriving',
+  ),
+  retentionMargin: spec(
+    'server.retention_margin',
+    'gauge',
+    'ms',
+    'Advertised retention window minus the worst reconnect latency observed so far',
+  ),
+} as const;
+
+export const ClientMetric = {
+  gaps: spec(
+    'client.gaps',
+    'counter',
+    '{gap}',
+    'Losses flagged to the application (onGap); attribute reason',
+  ),
+  lostEvents: spec(
+    'client.lost_events',
+    'counter',
+    '{event}',
+    'The exact lost count of flagged gaps (gaps of unknown size add nothing)',
+  ),
+  outcomeUnknown: spec(
+    'client.outcome_unknown',
+    'counter',
+    '{call}',
+    'Calls that ended as outcome unknown; attribute reason',
+  ),
+  reconnectAttempts: spec(
+    'client.reconnect_attempts',
+    'counter',
+    '{attempt}',
+    'Resume attempts: a stream was reopened with GET + Last-Event-ID after it closed',
+  ),
+  reconnectLatency: spec(
+    'client.reconnect_latency',
+    'histogram',
+    'ms',
+    'Time from a stream closing to the next successful response on that stream',
+  ),
+} as const;
+
+export const ALL_METRICS: readonly MetricSpec[] = [
+  ...Object.values(ServerMetric),
+  ...Object.values(ClientMetric),
+];

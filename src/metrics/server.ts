@@ -1,0 +1,105 @@
+import type { ResumeAnswer, StreamWindow } from '../../machines/server/retention.js';
+import type { EventLog } from '../server/event-log.js';
+import { DetachClock } from './detach-clock.js';
+import { ServerMetric } from './names.js';
+import type { Recorder } from './recorder.js';
+
+/**
+ * What a server records. `createContinuityServer` and its sessions call these with facts the session
+ * machine and the event log already decided (a resume answer, an ended session, an eviction); nothing
+ * here decides anything about the protocol.
+ */
+export class ServerMetrics {
+  private readonly detaches: DetachClock;
+  /** Retention windows of the servers observed; the margin is taken against the shortest. */
+  private readonly windows: number[] = [];
+  private worstLatencyMs = 0;
+  private declared = false;
+
+  constructor(
+    private readonly recorder: Recorder,
+    now: () => number,
+  ) {
+    this.detaches = new DetachClock(now);
+  }
+
+  /**
+   * Called once by `createContinuityServer`: declares the server figures, watches the log's evictions
+   * and starts reporting the retention margin against `log.policy.retentionMs`.
+   */
+  observe(log: EventLog): this {
+    if (!this.declared) {
+      this.declared = true;
+      for (const spec of Object.values(ServerMetric)) this.recorder.declare(spec);
+      this.recorder.gauge(ServerMetric.retentionMargin, () => this.retentionMarginMs());
+    }
+    this.windows.push(log.policy.retentionMs);
+    log.setObserver?.({ evicted: (count) => this.recorder.add(ServerMetric.evictedEvents, count) });
+    return this;
+  }
+
+  /**
+   * The retention window minus the worst reconnect latency seen so far (the window itself before any
+   * reconnect was seen). Undefined before a server is observed.
+   */
+  retentionMarginMs(): number | undefined {
+    if (this.windows.length === 0) return undefined;
+    return Math.min(...this.windows) - this.worstLatencyMs;
+  }
+
+  /**
+   * The session machine answered a `Last-Event-ID`. `window` is the stream's window the answer was
+   * computed from: an accepted resume replays what it holds after the cursor.
+   */
+  resumeAnswered(sessionId: string, answer: ResumeAnswer, window: StreamWindow | undefined): void {
+    if (answer.kind !== 'unknown-session' && answer.kind !== 'invalid') {
+      const latency = this.detaches.resumed(sessionId, answer.stream);
+      if (latency !== undefined) this.reconnected(latency);
+    }
+    switch (answer.kind) {
+      case 'replay':
+        this.recorder.add(ServerMetric.resumes, 1);
+        this.recorder.add(ServerMetric.replayedEvents, Math.max(0, (window?.head ?? 0) - answer.afterSeq));
+        return;
+      case 'gone':
+        this.rejected(answer.reason, 410);
+        if (answer.lostCount !== null) this.recorder.add(ServerMetric.lostEvents, answer.lostCount);
+        return;
+      case 'invalid':
+        this.rejected(answer.reason, 400);
+        return;
+      case 'unknown-session':
+        this.rejected('unknown_session', 404);
+        return;
+    }
+  }
+
+  /** A GET with `Last-Event-ID` named a session this server does not hold: 404. */
+  resumeOfUnknownSession(): void {
+    this.rejected('unknown_session', 404);
+  }
+
+  /** A stream's response closed while its session lives: a reconnect may follow. */
+  streamDetached(sessionId: string, stream: number): void {
+    this.detaches.detached(sessionId, stream);
+  }
+
+  sessionEnded(sessionId: string, reason: string): void {
+    this.detaches.forget(sessionId);
+    this.recorder.add(ServerMetric.sessionsEnded, 1, { reason });
+  }
+
+  /** A request was answered as outcome unknown (a restart interrupted it). */
+  outcomeUnknown(reason: string): void {
+    this.recorder.add(ServerMetric.outcomeUnknown, 1, { reason });
+  }
+
+  private reconnected(latencyMs: number): void {
+    this.worstLatencyMs = Math.max(this.worstLatencyMs, latencyMs);
+    this.recorder.record(ServerMetric.reconnectLatency, latencyMs);
+  }
+
+  private rejected(reason: string, status: number): void {
+    this.recorder.add(ServerMetric.resumeRejections, 1, { reason, 'http.response.status_code': status });
+  }
+}

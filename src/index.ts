@@ -8,7 +8,33 @@ export type { FetchLike } from './client/exchange.js';
 export { isOutcomeUnknown, OUTCOME_UNKNOWN } from './client/outcome.js';
 export { type ContinuityClientOptions, ContinuityClientTransport } from './client/transport.js';
 export { ContinuityError, ErrorCode, isContinuityError } from './errors.js';
-export type { EventLog, SessionRecord, SessionRegistry, StoredEvent } from './server/event-log.js';
+export {
+  createInspectorFeed,
+  type FiguresSource,
+  type HubLimits,
+  type InspectorFeed,
+  type InspectorFeedOptions,
+  type InspectorServer,
+  type InspectorServerOptions,
+  startInspectorServer,
+} from './inspect/index.js';
+export {
+  ClientMetric,
+  ClientMetrics,
+  ContinuityMetrics,
+  type ContinuityMetricsOptions,
+  type Figures,
+  type MetricSpec,
+  ServerMetric,
+  ServerMetrics,
+} from './metrics/index.js';
+export type {
+  EventLog,
+  EventLogObserver,
+  SessionRecord,
+  SessionRegistry,
+  StoredEvent,
+} from './server/event-log.js';
 export {
   type ContinuityServer,
   type ContinuityServerOptions,

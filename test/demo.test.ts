@@ -27,6 +27,8 @@ describe('the demo', () => {
     const run = promisify(execFile);
     const demo = await run('npx', ['tsx', 'src/cli/main.ts', 'demo'], { timeout: 60_000 });
     expect(demo.stdout).toContain('All guarantees held.');
+    // `npm start` also serves the inspector page, fed by the demo's client and server.
+    expect(demo.stdout).toMatch(/^inspector: http:\/\/127\.0\.0\.1:\d+\//m);
     const verify = await run(
       'npx',
       ['tsx', 'src/cli/main.ts', 'verify', '--runs', '30', '--property', 'no hang'],

@@ -1,8 +1,10 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { InspectionEvent, Observer } from 'xstate';
 import type { GapReport } from '../../machines/client/session.machine.js';
 import { ContinuityClientTransport } from '../client/transport.js';
+import type { ContinuityMetrics } from '../metrics/continuity-metrics.js';
 import { createContinuityServer } from '../server/handler.js';
 import { MemoryEventLog } from '../server/memory-event-log.js';
 import { FaultProxy } from '../testing/fault-proxy.js';
@@ -27,6 +29,12 @@ export interface DemoOptions {
   readonly outageMs?: number;
   /** Called with the server's URL before the scenario starts (the inspector uses it). */
   readonly onReady?: (info: { serverUrl: string; proxyUrl: string }) => void;
+  /** An XState inspector for the client's and the server's machines (`npm start` feeds its inspector page). */
+  readonly inspect?: Observer<InspectionEvent>;
+  /** A pause before each part, so a person watching the inspector can follow. Default 0. */
+  readonly pauseMs?: number;
+  /** Records the client's and the server's figures (the inspector page shows them live). */
+  readonly metrics?: ContinuityMetrics;
 }
 
 export interface DemoSummary {
@@ -63,6 +71,8 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoSummary> {
     eventLog: new MemoryEventLog({ maxEventsPerStream: bufferSize }),
     heartbeatMs: 0, // as in the incident: nothing keeps an idle connection busy
     retryMs: 50,
+    inspect: options.inspect,
+    metrics: options.metrics,
   });
   const server = http.createServer(continuity.nodeHandler);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -102,6 +112,8 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoSummary> {
   const transport = new ContinuityClientTransport(proxy.url(), {
     fetch: observedFetch,
     reconnect: { initialDelayMs: 100, maxDelayMs: 1_000, factor: 2, maxRetries: 10, jitter: 'none' },
+    inspect: options.inspect,
+    metrics: options.metrics,
     onGap: (gap) => {
       gaps.push(gap);
       say(
@@ -117,6 +129,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoSummary> {
     const session = transport.sessionId;
     say('client', `session ${session} (continuity: ${transport.continuity})`);
 
+    await pause(options.pauseMs);
     log('\n-- part 1: a long charge through a balancer that cuts idle connections');
     const charge = await client.callTool({
       name: 'charge',
@@ -125,6 +138,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoSummary> {
     const chargeResult = (charge.content as Array<{ text: string }>)[0]?.text ?? '';
     say('client', `result: ${chargeResult}`);
 
+    await pause(options.pauseMs);
     log(
       `\n-- part 2: ${chattyCount} notifications through a ${bufferSize}-event buffer, and a long disconnect`,
     );
@@ -183,3 +197,5 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoSummary> {
     await new Promise<void>((r) => server.close(() => r()));
   }
 }
+
+const pause = (ms = 0) => (ms > 0 ? new Promise<void>((r) => setTimeout(r, ms)) : Promise.resolve());

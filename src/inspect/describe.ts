@@ -1,0 +1,75 @@
+/**
+ * One line per event for the timeline, and a name per actor, in the vocabulary of the README: a person
+ * watching a resume wants "http.response 410", not the event object.
+ */
+type Obj = Record<string, unknown>;
+const obj = (v: unknown): Obj => (typeof v === 'object' && v !== null ? (v as Obj) : {});
+const short = (id: unknown): string =>
+  typeof id === 'string' && id.length > 12 ? `${id.slice(0, 8)}…` : String(id);
+
+/** Routine traffic: one per SSE event or heartbeat. Shown only when the timeline is asked for everything. */
+const CHATTER = new Set([
+  'sse.event',
+  'sse.activity',
+  'sse.retry',
+  'stream.message',
+  'stream.cursor',
+  'session.activity',
+  'xstate.init',
+]);
+
+export function isChatter(eventType: string): boolean {
+  return CHATTER.has(eventType);
+}
+
+export function actorLabel(machine: string, context: unknown, fallback: string): string {
+  const ctx = obj(context);
+  if (machine === 'stream' && typeof ctx.key === 'string') return `stream ${ctx.key}`;
+  if (machine === 'serverSession') return `server ${short(ctx.sessionId)}`;
+  if (machine === 'client') return ctx.sessionId ? `client ${short(ctx.sessionId)}` : 'client';
+  return machine || fallback;
+}
+
+export function describeEvent(event: unknown): string {
+  const e = obj(event);
+  const type = typeof e.type === 'string' ? e.type : '?';
+  // A timer fired: `xstate.after.<delay>.<state id>` reads better as the delay's name.
+  if (type.startsWith('xstate.after.')) return `after ${type.slice('xstate.after.'.length).split('.')[0]}`;
+  const detail = details(type, e);
+  return detail ? `${type} ${detail}` : type;
+}
+
+function details(type: string, e: Obj): string {
+  switch (type) {
+    case 'http.response':
+      return String(e.status);
+    case 'net.failed':
+      return String(e.fault);
+    case 'sse.event':
+      return e.id === undefined ? '' : `id ${e.id}`;
+    case 'stream.ended':
+      return `${e.key}: ${obj(e.outcome).kind}`;
+    case 'stream.gap': {
+      const gap = obj(e.gap);
+      return `${e.key}: ${gap.lostCount ?? 'unknown'} lost (${gap.reason})`;
+    }
+    case 'stream.opened':
+    case 'stream.cursor':
+    case 'stream.message':
+      return typeof e.key === 'string' ? e.key : '';
+    case 'app.send': {
+      const m = obj(e.message);
+      const name = obj(m.params).name;
+      return m.method ? `${m.method}${typeof name === 'string' ? ` ${name}` : ''}` : 'response';
+    }
+    case 'request.received':
+    case 'request.settled':
+      return String(e.requestKey);
+    case 'resume.requested':
+      return `Last-Event-ID ${e.lastEventId}`;
+    case 'server.stopping':
+      return e.durableLog ? '(durable log)' : '';
+    default:
+      return '';
+  }
+}

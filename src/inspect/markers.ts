@@ -1,0 +1,99 @@
+import { JsonRpcCode } from '../../machines/codes.js';
+import { type RequestId, requestKey } from '../../machines/jsonrpc.js';
+import type { Marker } from './wire.js';
+
+/**
+ * Gaps and outcome-unknown calls, read from the client machine's own actions: `notifyGap` is exactly what
+ * `onGap` receives, and `deliver` of an OUTCOME_UNKNOWN error is exactly what the caller receives. A feed
+ * without actions (@statelyai/inspect's) still shows gaps from `stream.gap` events, and likely
+ * outcome-unknown calls from how a request's stream ended.
+ */
+type Obj = Record<string, unknown>;
+const obj = (v: unknown): Obj => (typeof v === 'object' && v !== null ? (v as Obj) : {});
+
+const isOutcomeUnknown = (message: unknown): boolean =>
+  obj(obj(message).error).code === JsonRpcCode.OUTCOME_UNKNOWN;
+
+/** The only actions a feed sends: the rest are internal steps the snapshots already show. */
+export function isMarkerAction(action: { type: string; params?: unknown }): boolean {
+  if (action.type === 'notifyGap') return true;
+  return action.type === 'deliver' && isOutcomeUnknown(obj(action.params).message);
+}
+
+export function markerFromAction(
+  actorId: string,
+  action: { type: string; params?: unknown },
+  at: number,
+): Marker | undefined {
+  const p = obj(action.params);
+  if (action.type === 'notifyGap') return gapMarker(actorId, String(p.streamKey ?? '?'), p, at);
+  if (action.type === 'deliver' && isOutcomeUnknown(p.message)) {
+    const message = obj(p.message);
+    const reason = obj(obj(message.error).data).reason;
+    return {
+      kind: 'outcome-unknown',
+      actorId,
+      key: requestKey(message.id as RequestId),
+      reason: typeof reason === 'string' ? reason : 'unknown',
+      at,
+    };
+  }
+  return undefined;
+}
+
+/** Stream endings that leave a pending call's outcome unknown (`outcomeReason` in the client machine). */
+const UNKNOWN_ENDINGS = new Set([
+  'given-up',
+  'unresumable',
+  'response-evicted',
+  'epoch-changed',
+  'closed-by-server',
+]);
+const isRequestKey = (key: unknown): key is string =>
+  typeof key === 'string' && (key.startsWith('n:') || key.startsWith('s:'));
+
+/** Markers from events sent to the client machine; outcome-unknown ones are flagged `inferred`. */
+export function markerFromEvent(actorId: string, event: unknown, at: number): Marker | undefined {
+  const e = obj(event);
+  if (e.type === 'stream.gap') return gapMarker(actorId, String(e.key ?? '?'), obj(e.gap), at);
+  const kind = obj(e.outcome).kind;
+  if (
+    e.type === 'stream.ended' &&
+    isRequestKey(e.key) &&
+    typeof kind === 'string' &&
+    UNKNOWN_ENDINGS.has(kind)
+  ) {
+    return { kind: 'outcome-unknown', actorId, key: e.key, reason: kind, inferred: true, at };
+  }
+  return undefined;
+}
+
+function gapMarker(actorId: string, key: string, gap: Obj, at: number): Marker {
+  const lostCount = typeof gap.lostCount === 'number' ? gap.lostCount : null;
+  const range =
+    gap.requestedId !== undefined
+      ? `after ${gap.requestedId}${gap.oldestId ? `, before ${gap.oldestId}` : ''}`
+      : '';
+  return {
+    kind: 'gap',
+    actorId,
+    key,
+    reason: String(gap.reason ?? 'unknown'),
+    lostCount,
+    ...(range ? { detail: range } : {}),
+    at,
+  };
+}
+
+/** The same gap or call reported twice (its event and its action) is one marker. */
+export function markerKey(m: Marker): string {
+  return `${m.actorId}|${m.kind}|${m.key}|${m.kind === 'gap' ? (m.detail ?? m.reason) : ''}`;
+}
+
+export function markerText(m: Marker): string {
+  if (m.kind === 'gap') {
+    const count = m.lostCount === null || m.lostCount === undefined ? 'an unknown number of' : m.lostCount;
+    return `gap on ${m.key}: ${count} events lost (${m.reason})${m.detail ? `, ${m.detail}` : ''}`;
+  }
+  return `outcome unknown: call ${m.key} (${m.reason})${m.inferred ? ', inferred from its stream' : ''}`;
+}

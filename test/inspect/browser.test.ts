@@ -1,0 +1,167 @@
+import { type ChildProcessByStdio, spawn } from 'node:child_process';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import type { Readable } from 'node:stream';
+import type { Page } from 'playwright-core';
+import { afterAll, describe, expect, it } from 'vitest';
+import { launchChromium } from './chromium.js';
+
+/**
+ * `npm start` in a real browser: the demo (CLI, as `npm start` runs it) serves the inspector page, chromium
+ * opens it, and the states drawn on the page follow the faults the demo injects. Every state any card
+ * shows is recorded by a MutationObserver installed before the page's own script runs, so a state that
+ * lasted 100 ms is seen without polling at the right moment.
+ */
+interface Seen {
+  id: string;
+  machine: string;
+  state: string;
+  t: number;
+}
+
+const ARTIFACT = resolve('artifacts/inspector.png');
+const LIVE_ARTIFACT = resolve('artifacts/inspector-live.png');
+
+function recordStates(): void {
+  const w = window as unknown as { __seen: Seen[]; __last: Record<string, string> };
+  w.__seen = [];
+  w.__last = {};
+  const record = (el: Element) => {
+    const id = el.getAttribute('data-actor-id');
+    const state = el.getAttribute('data-state');
+    if (!id || state === null || w.__last[id] === state) return;
+    w.__last[id] = state;
+    w.__seen.push({ id, machine: el.getAttribute('data-machine') ?? '', state, t: performance.now() });
+  };
+  new MutationObserver((mutations) => {
+    for (const m of mutations) {
+      if (m.type === 'attributes') record(m.target as Element);
+      for (const node of m.addedNodes) {
+        if (!(node instanceof Element)) continue;
+        if (node.matches('[data-state]')) record(node);
+        for (const el of node.querySelectorAll('[data-state]')) record(el);
+      }
+    }
+  }).observe(document, { subtree: true, childList: true, attributes: true, attributeFilter: ['data-state'] });
+}
+
+/**
+ * A stream that went to backoff once the session was active, and later connected again: [backoff time,
+ * back time]. (Under load the balancer may also cut the initialize POST, before the session is active.)
+ */
+function backoffAndBack(seen: Seen[]): [number, number] | undefined {
+  const active = seen.find((s) => s.machine === 'client' && s.state === 'active');
+  if (!active) return undefined;
+  for (const s of seen) {
+    if (s.machine !== 'stream' || s.state !== 'backoff' || s.t < active.t) continue;
+    const back = seen.find((b) => b.id === s.id && b.t > s.t && b.state.startsWith('connecting'));
+    if (back) return [s.t, back.t];
+  }
+  return undefined;
+}
+
+describe('the inspector page in chromium during `npm start`', () => {
+  let demo: ChildProcessByStdio<null, Readable, Readable> | undefined;
+  let browser: Awaited<ReturnType<typeof launchChromium>> | undefined;
+  let output = '';
+
+  afterAll(async () => {
+    await browser?.close();
+    if (demo && demo.exitCode === null) {
+      const exited = new Promise((r) => demo?.once('exit', r));
+      demo.kill('SIGTERM');
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
+      if (demo.exitCode === null) demo.kill('SIGKILL');
+    }
+  });
+
+  const waitForOutput = (pattern: RegExp, timeoutMs: number) =>
+    new Promise<RegExpMatchArray>((resolve, reject) => {
+      const check = () => {
+        const match = pattern.exec(output);
+        if (!match) return false;
+        clearTimeout(timer);
+        demo?.stdout.off('data', check);
+        resolve(match);
+        return true;
+      };
+      const timer = setTimeout(() => {
+        demo?.stdout.off('data', check);
+        reject(new Error(`no ${pattern} in the demo's output within ${timeoutMs} ms:\n${output}`));
+      }, timeoutMs);
+      if (!check()) demo?.stdout.on('data', check);
+    });
+
+  it('shows a stream going to backoff and back while the session stays active, and the gap', async () => {
+    demo = spawn(
+      process.execPath,
+      ['--import', 'tsx', 'src/cli/main.ts', 'demo', '--wait-for-page', '--hold'],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    demo.stdout.setEncoding('utf8');
+    demo.stdout.on('data', (chunk: string) => {
+      output += chunk;
+    });
+    demo.stderr.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    const url = (await waitForOutput(/inspector: (http:\/\/127\.0\.0\.1:\d+\/)/, 30_000))[1] as string;
+
+    browser = await launchChromium();
+    const page: Page = browser.context.pages()[0] ?? (await browser.context.newPage());
+    const pageErrors: string[] = [];
+    page.on('pageerror', (e) => pageErrors.push(e.message));
+    await page.addInitScript(recordStates);
+    await page.addInitScript({ content: `window.__backoffAndBack = ${backoffAndBack.toString()};` });
+    await page.goto(url);
+
+    // The demo starts once the page is connected; its faults must show up on the page.
+    await page.waitForFunction(
+      () => {
+        const w = window as unknown as { __seen: Seen[]; __backoffAndBack: typeof backoffAndBack };
+        return w.__backoffAndBack(w.__seen) !== undefined;
+      },
+      undefined,
+      { timeout: 45_000, polling: 100 },
+    );
+    await mkdir(resolve('artifacts'), { recursive: true });
+    await page.screenshot({ path: LIVE_ARTIFACT, fullPage: true }); // mid-run: streams resuming
+    await page.waitForSelector('#marker-list .marker.gap', { timeout: 45_000 });
+    await waitForOutput(/All guarantees held\./, 60_000);
+    // The feed sends its last snapshots and figures when the demo ends.
+    await page.waitForSelector('.actor[data-machine="client"][data-state="closed"]', { timeout: 10_000 });
+
+    const seen = await page.evaluate(() => (window as unknown as { __seen: Seen[] }).__seen);
+    // Every state the page showed, in order: the first thing to read when this test fails.
+    await writeFile(resolve('artifacts/inspector-states.json'), JSON.stringify(seen, null, 1));
+    const bounce = backoffAndBack(seen);
+    expect(bounce).toBeDefined();
+    const [, backAt] = bounce as [number, number];
+
+    // The session region did not move while its stream backed off: active throughout, closed at the end.
+    const client = seen.filter((s) => s.machine === 'client');
+    expect(new Set(client.map((s) => s.id)).size).toBe(1);
+    const activeAt = client.find((s) => s.state === 'active')?.t;
+    expect(activeAt).toBeDefined();
+    const afterActive = client.filter((s) => s.t >= (activeAt as number)).map((s) => s.state);
+    expect(afterActive).toEqual(['active', 'closed']);
+    const closedAt = client.find((s) => s.state === 'closed')?.t as number;
+    expect(backAt).toBeLessThan(closedAt);
+
+    const gap = await page.locator('#marker-list .marker.gap').first().textContent();
+    expect(gap).toMatch(/gap on .+: \d+ events lost \(resume_window_exceeded\)/);
+    // The client and the server machine of the same Mcp-Session-Id are drawn side by side.
+    const grouped = await page.evaluate(() => {
+      const group = document.querySelector('.actor[data-machine="client"]')?.closest('.session-group');
+      return Boolean(group?.querySelector('.actor[data-machine="serverSession"]'));
+    });
+    expect(grouped).toBe(true);
+    // The metrics figures, live from the same feed.
+    const gaps = await page.locator('#figure-tables tr[data-figure$=".gaps"] td.num').first().textContent();
+    expect(Number(gaps)).toBeGreaterThanOrEqual(1);
+    expect(pageErrors).toEqual([]);
+
+    await page.screenshot({ path: ARTIFACT, fullPage: true });
+    console.log(`inspector screenshots: ${LIVE_ARTIFACT} (during the demo), ${ARTIFACT} (at its end)`);
+  }, 120_000);
+});

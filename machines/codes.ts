@@ -29,6 +29,8 @@ export const OutcomeUnknownReason = {
   epochChanged: 'epoch_changed',
   reconnectGivenUp: 'reconnect_given_up',
   serverRestarted: 'server_restarted',
+  /** Several instances share the session; the one running the call stopped renewing its lease (it died). */
+  instanceLost: 'instance_lost',
   transportClosed: 'transport_closed',
   serverClosedSession: 'server_closed_session',
 } as const;

@@ -178,4 +178,31 @@ describe('interruptedRequests', () => {
     };
     expect(interruptedRequests(streams, (n) => windows[n])).toEqual([{ stream: 2, requestKey: 's:x' }]);
   });
+
+  it('with several instances, spares the calls whose instance is alive', async () => {
+    const { interruptedRequests } = await import('../machines/server/retention.js');
+    const streams = {
+      1: { kind: 'request', requestKey: 'n:1', owner: 'alive' },
+      2: { kind: 'request', requestKey: 'n:2', owner: 'dead' },
+      3: { kind: 'request', requestKey: 'n:3' },
+      4: { kind: 'request', requestKey: 'n:4', owner: 'dead' },
+    };
+    const windows: Record<number, StreamWindow | undefined> = {
+      1: windowWith(1),
+      2: windowWith(1),
+      3: windowWith(1),
+      4: finishWindow(windowWith(2)),
+    };
+    // An unowned call (stored before instances were named) counts as abandoned, as after a restart.
+    expect(
+      interruptedRequests(
+        streams,
+        (n) => windows[n],
+        (owner) => owner === 'alive',
+      ),
+    ).toEqual([
+      { stream: 2, requestKey: 'n:2' },
+      { stream: 3, requestKey: 'n:3' },
+    ]);
+  });
 });

@@ -3,11 +3,11 @@ import { createActor, SimulatedClock } from 'xstate';
 import { appendToWindow, EMPTY_WINDOW } from '../machines/server/retention.js';
 import { type ServerSessionEmitted, serverSessionMachine } from '../machines/server/session.machine.js';
 
-function session(principal?: string) {
+function session(principal?: string, sharedStore = false) {
   const clock = new SimulatedClock();
   const actor = createActor(serverSessionMachine, {
     clock,
-    input: { sessionId: 'S', epoch: 'ep', idleTtlMs: 1_000, principal },
+    input: { sessionId: 'S', epoch: 'ep', idleTtlMs: 1_000, principal, sharedStore },
   });
   const emitted: ServerSessionEmitted[] = [];
   actor.on('*', (e) => emitted.push(e as ServerSessionEmitted));
@@ -147,5 +147,100 @@ describe('server session machine', () => {
     restored.on('decision.request', (e) => seen.push(e.decision));
     restored.send({ type: 'request.received', requestKey: 'n:1' });
     expect(seen).toEqual([{ kind: 'duplicate', stream: 1 }]);
+  });
+
+  it('woken from sleep, goes on with the time it slept as idle time', () => {
+    const s = session();
+    const slept = createActor(serverSessionMachine, {
+      clock: s.clock,
+      snapshot: s.actor.getPersistedSnapshot(),
+      input: { sessionId: 'S', epoch: 'ep', idleTtlMs: 1_000 },
+    }).start();
+    slept.send({ type: 'session.woken', idleMs: 600 });
+    s.clock.increment(399);
+    expect(slept.getSnapshot().value).toEqual({ live: 'idle' });
+    s.clock.increment(1);
+    expect(slept.getSnapshot().value).toEqual({ ended: 'expired' });
+    const overslept = createActor(serverSessionMachine, {
+      snapshot: s.actor.getPersistedSnapshot(),
+      input: { sessionId: 'S', epoch: 'ep', idleTtlMs: 1_000 },
+    }).start();
+    overslept.send({ type: 'session.woken', idleMs: 1_000 });
+    expect(overslept.getSnapshot().value).toEqual({ ended: 'expired' });
+  });
+
+  describe('with a store shared by several instances', () => {
+    it('does not expire on its own idle clock: it asks how long the session was idle everywhere', () => {
+      const s = session(undefined, true);
+      s.clock.increment(1_000);
+      expect(s.actor.getSnapshot().value).toEqual({ live: 'checkingExpiry' });
+      expect(s.last()).toEqual({ type: 'expiry.due' });
+      // Used on another instance 300 ms ago: wait out the remaining 300 ms only, then ask again.
+      s.actor.send({ type: 'expiry.checked', idleMs: 700 });
+      expect(s.actor.getSnapshot().value).toEqual({ live: 'idle' });
+      s.clock.increment(299);
+      expect(s.actor.getSnapshot().value).toEqual({ live: 'idle' });
+      s.clock.increment(1);
+      expect(s.actor.getSnapshot().value).toEqual({ live: 'checkingExpiry' });
+      s.actor.send({ type: 'expiry.checked', idleMs: 1_000 });
+      expect(s.actor.getSnapshot().value).toEqual({ ended: 'expired' });
+      expect(s.last()).toEqual({ type: 'session.ended', reason: 'expired' });
+    });
+
+    it('woken past its TTL, it asks the store instead of expiring', () => {
+      const s = session(undefined, true);
+      const slept = createActor(serverSessionMachine, {
+        snapshot: s.actor.getPersistedSnapshot(),
+        input: { sessionId: 'S', epoch: 'ep', idleTtlMs: 1_000, sharedStore: true },
+      }).start();
+      slept.send({ type: 'session.woken', idleMs: 5_000 });
+      expect(slept.getSnapshot().value).toEqual({ live: 'checkingExpiry' });
+    });
+
+    it('activity while the store is asked keeps the session, with a full TTL again', () => {
+      const s = session(undefined, true);
+      s.clock.increment(1_000);
+      s.actor.send({ type: 'session.activity' });
+      expect(s.actor.getSnapshot().value).toEqual({ live: 'idle' });
+      s.clock.increment(999);
+      expect(s.actor.getSnapshot().value).toEqual({ live: 'idle' });
+    });
+
+    it('records which instance runs each request, for answering its calls if that instance dies', () => {
+      const s = session(undefined, true);
+      s.actor.send({ type: 'request.received', requestKey: 'n:1', owner: 'instance-a' });
+      expect(s.actor.getSnapshot().context.streams[1]).toEqual({
+        kind: 'request',
+        requestKey: 'n:1',
+        owner: 'instance-a',
+      });
+    });
+
+    it('a snapshot adopted from the store is told what is attached and running here', () => {
+      const s = session(undefined, true);
+      s.actor.send({ type: 'request.received', requestKey: 'n:1', owner: 'elsewhere' });
+      const adopted = createActor(serverSessionMachine, {
+        snapshot: s.actor.getPersistedSnapshot(),
+        input: { sessionId: 'S', epoch: 'ep', idleTtlMs: 1_000, sharedStore: true },
+      }).start();
+      adopted.send({ type: 'session.synced', attached: 0, inFlight: 0 });
+      expect(adopted.getSnapshot().value).toEqual({ live: 'idle' });
+      adopted.send({ type: 'session.synced', attached: 1, inFlight: 0 });
+      expect(adopted.getSnapshot().value).toEqual({ live: 'busy' });
+      // The request ids the other instance admitted are still duplicates here.
+      const answers: unknown[] = [];
+      adopted.on('decision.request', (e) => answers.push(e.decision));
+      adopted.send({ type: 'request.received', requestKey: 'n:1', owner: 'here' });
+      expect(answers).toEqual([{ kind: 'duplicate', stream: 1 }]);
+    });
+
+    it('ends its copy when another instance ended the session, with that reason', () => {
+      const expired = session(undefined, true);
+      expired.actor.send({ type: 'session.gone', reason: 'expired' });
+      expect(expired.last()).toEqual({ type: 'session.ended', reason: 'expired' });
+      const terminated = session(undefined, true);
+      terminated.actor.send({ type: 'session.gone', reason: 'terminated' });
+      expect(terminated.actor.getSnapshot().value).toEqual({ ended: 'terminated' });
+    });
   });
 });

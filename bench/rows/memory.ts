@@ -25,6 +25,9 @@ export interface SessionsMemoryResult {
  * notifications/initialized, `concurrency` at a time, no GET stream. The server's heap is read before and
  * after (in the server process, after gc); for ours, again after its log dropped every session's events.
  */
+/** Longer than two of our server's sweeps (1 s each with the default idle TTL). */
+const IDLE_SETTLE_MS = 2_500;
+
 export async function sessionsMemory(
   server: 'ours' | 'sdk',
   mcp: 'bench' | 'bare',
@@ -35,6 +38,7 @@ export async function sessionsMemory(
   try {
     // Warm-up: lazily built SDK/zod/xstate structures are not per-session costs.
     await pool(20, 10, () => new RawSession(remote.url).initialize());
+    await new Promise((resolve) => setTimeout(resolve, IDLE_SETTLE_MS));
     if (server === 'ours') await remote.dropLogs();
     const before = await remote.heap();
     const start = performance.now();
@@ -44,6 +48,9 @@ export async function sessionsMemory(
       `${server}: ${n} sessions`,
     );
     const createMs = performance.now() - start;
+    // Idle means idle for a while: our server lets idle sessions sleep after about a second (both
+    // stacks wait the same).
+    await new Promise((resolve) => setTimeout(resolve, IDLE_SETTLE_MS));
     const after = await remote.heap();
     if (after.sessions !== before.sessions + n) {
       throw new Error(`${server}: ${after.sessions - before.sessions} new sessions, expected ${n}`);
@@ -220,6 +227,7 @@ export async function manySessions(n: number, concurrency: number): Promise<Many
       `ours: ${n} sessions`,
     );
     const createMs = performance.now() - start;
+    await new Promise((resolve) => setTimeout(resolve, IDLE_SETTLE_MS));
     const after = await remote.heap();
     if (after.sessions !== before.sessions + n) {
       throw new Error(`ours: ${after.sessions - before.sessions} new sessions, expected ${n}`);

@@ -169,16 +169,22 @@ export function answerCursor(lastEventId: string, ctx: CursorContext): ResumeAns
 }
 
 /**
- * After a restart from a durable log: the request streams whose answer was never written. Their requests
- * were running in the process that died, so each gets an outcome-unknown answer; the rest are complete.
+ * The request streams whose answer will never be written: the instance running the request is gone (the
+ * process died and restarted, or, with several instances, its lease ran out) and the stream is not
+ * finished. Each gets an outcome-unknown answer; the rest are complete or still running somewhere alive.
+ * `isOwnerAlive` defaults to "nobody": a single process restarting outlives none of its old requests.
  */
 export function interruptedRequests(
-  streams: Readonly<Record<number, { readonly kind: string; readonly requestKey?: string }>>,
+  streams: Readonly<
+    Record<number, { readonly kind: string; readonly requestKey?: string; readonly owner?: string }>
+  >,
   windowOf: (stream: number) => StreamWindow | undefined,
+  isOwnerAlive: (owner: string | undefined) => boolean = () => false,
 ): Array<{ stream: number; requestKey: string }> {
   const out: Array<{ stream: number; requestKey: string }> = [];
   for (const [n, record] of Object.entries(streams)) {
     if (record.kind !== 'request' || record.requestKey === undefined) continue;
+    if (isOwnerAlive(record.owner)) continue;
     const window = windowOf(Number(n));
     if (window && !window.finished) out.push({ stream: Number(n), requestKey: record.requestKey });
   }

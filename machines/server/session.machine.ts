@@ -16,6 +16,12 @@ export interface ServerSessionInput {
   readonly idleTtlMs: number;
   /** Who created the session; another principal presenting the id is answered as if it did not exist. */
   readonly principal?: string;
+  /**
+   * Several server instances share this session through a store (Redis). Then being idle here says nothing
+   * about the others: when the idle TTL runs out the machine asks the store how long the session has been
+   * idle everywhere (`expiry.due` → `expiry.checked`) before it expires.
+   */
+  readonly sharedStore?: boolean;
 }
 
 export type RequestDecision =
@@ -35,7 +41,8 @@ export type AttachDecision =
   | { kind: 'unknown-session' };
 
 export type ServerSessionEvent =
-  | { type: 'request.received'; requestKey: string; principal?: string }
+  /** `owner`: the instance that will run the request (several instances share the session). */
+  | { type: 'request.received'; requestKey: string; principal?: string; owner?: string }
   | { type: 'request.settled'; requestKey: string }
   /** A POSTed notification or response: no stream, just admission. */
   | { type: 'message.received'; principal?: string }
@@ -46,6 +53,20 @@ export type ServerSessionEvent =
   | { type: 'stream.attached' }
   | { type: 'stream.detached' }
   | { type: 'session.activity' }
+  /**
+   * A newer snapshot was adopted from the shared store. What is attached and running *here* is a local
+   * fact the snapshot cannot carry (another instance wrote it), so the runtime states it.
+   */
+  | { type: 'session.synced'; attached: number; inFlight: number }
+  /** The answer to `expiry.due`: how long the session has been idle on every instance. */
+  | { type: 'expiry.checked'; idleMs: number }
+  /**
+   * The runtime let the idle session sleep (kept only as a persisted snapshot, which carries no timer)
+   * and wakes it now, `idleMs` after its last activity: the idle clock goes on from there.
+   */
+  | { type: 'session.woken'; idleMs: number }
+  /** Another instance ended the session (DELETE or expiry); this instance ends its copy. */
+  | { type: 'session.gone'; reason: 'expired' | 'terminated' }
   /** Restored from a durable log by a new process: no stream is attached and nothing runs here yet. */
   | { type: 'session.restored' }
   | { type: 'session.delete'; principal?: string }
@@ -62,11 +83,15 @@ export type ServerSessionEmitted =
   /** Entered an end state: attached streams get `event: close` with this reason, then end. */
   | { type: 'session.ended'; reason: 'expired' | 'terminated' | 'shutdown' }
   /** The process stops but the session lives on in a durable log: end streams without `event: close`, so clients resume. */
-  | { type: 'session.released' };
+  | { type: 'session.released' }
+  /** Shared store only: the idle TTL ran out here; how long has the session been idle everywhere? */
+  | { type: 'expiry.due' };
 
 interface StreamRecord {
   readonly kind: 'request' | 'standalone';
   readonly requestKey?: string;
+  /** The instance running the request, when instances share the session. */
+  readonly owner?: string;
 }
 
 export interface ServerSessionContext {
@@ -75,6 +100,9 @@ export interface ServerSessionContext {
   epoch: string;
   previousEpochs: string[];
   idleTtlMs: number;
+  /** The next idle timer, when it is shorter than the TTL (part of the session was idle elsewhere). */
+  idleDelayMs: number | undefined;
+  sharedStore: boolean;
   nextStream: number;
   streams: Record<number, StreamRecord>;
   /** Every request id admitted in this session → its stream. Kept for the session's life. */
@@ -96,10 +124,17 @@ export const serverSessionMachine = setup({
     emitted: {} as ServerSessionEmitted,
   },
   delays: {
-    idleTtl: ({ context }) => context.idleTtlMs,
+    idleTtl: ({ context }) => context.idleDelayMs ?? context.idleTtlMs,
   },
   guards: {
     isBusy: ({ context }) => context.attached > 0 || context.inFlight > 0,
+    isSharedStore: ({ context }) => context.sharedStore,
+    idleEverywhere: ({ context, event }) =>
+      event.type === 'expiry.checked' && event.idleMs >= context.idleTtlMs,
+    sleptPastTtl: ({ context, event }) => event.type === 'session.woken' && event.idleMs >= context.idleTtlMs,
+    sleptPastTtlShared: ({ context, event }) =>
+      context.sharedStore && event.type === 'session.woken' && event.idleMs >= context.idleTtlMs,
+    goneByExpiry: ({ event }) => event.type === 'session.gone' && event.reason === 'expired',
     hasDurableLog: ({ event }) => event.type === 'server.stopping' && event.durableLog,
     isForeignPrincipal: ({ context, event }) => 'principal' in event && ownerMismatch(context, event),
     isDuplicateRequest: ({ context, event }) =>
@@ -111,7 +146,7 @@ export const serverSessionMachine = setup({
       const stream = context.nextStream;
       // These records grow for the session's life; copying them on every request made a long session
       // quadratic. They are updated in place: nothing outside this machine keeps a reference to them.
-      context.streams[stream] = { kind: 'request', requestKey: event.requestKey };
+      context.streams[stream] = { kind: 'request', requestKey: event.requestKey, owner: event.owner };
       context.requests[event.requestKey] = stream;
       enqueue.assign({
         nextStream: stream + 1,
@@ -194,6 +229,8 @@ export const serverSessionMachine = setup({
     epoch: input.epoch,
     previousEpochs: [],
     idleTtlMs: input.idleTtlMs,
+    idleDelayMs: undefined,
+    sharedStore: input.sharedStore ?? false,
     nextStream: 1,
     streams: {},
     requests: {},
@@ -228,6 +265,11 @@ export const serverSessionMachine = setup({
         'stream.attached': { target: '.busy', actions: 'attached' },
         // Re-entering idle also re-arms the TTL timer, which a restored snapshot does not do by itself.
         'session.restored': { target: '.settling', actions: assign({ attached: 0, inFlight: 0 }) },
+        'session.synced': {
+          target: '.settling',
+          actions: assign(({ event }) => ({ attached: event.attached, inFlight: event.inFlight })),
+        },
+        'session.gone': [{ guard: 'goneByExpiry', target: 'ended.expired' }, { target: 'ended.terminated' }],
         'stream.detached': { target: '.settling', actions: 'detached' },
         'standalone.used': { actions: 'registerStandalone' },
         'log.reset': { actions: 'resetLog' },
@@ -242,9 +284,44 @@ export const serverSessionMachine = setup({
       },
       states: {
         idle: {
-          after: { idleTtl: '#serverSession.ended.expired' },
-          // Any request restarts the idle clock.
-          on: { 'session.activity': { target: 'idle', reenter: true } },
+          after: {
+            idleTtl: [
+              { guard: 'isSharedStore', target: 'checkingExpiry' },
+              { target: '#serverSession.ended.expired' },
+            ],
+          },
+          on: {
+            // Any request restarts the idle clock.
+            'session.activity': { target: 'idle', reenter: true },
+            'session.woken': [
+              { guard: 'sleptPastTtlShared', target: 'checkingExpiry' },
+              { guard: 'sleptPastTtl', target: '#serverSession.ended.expired' },
+              {
+                target: 'idle',
+                reenter: true,
+                actions: assign(({ context, event }) => ({
+                  idleDelayMs: Math.max(1, context.idleTtlMs - (event as { idleMs: number }).idleMs),
+                })),
+              },
+            ],
+          },
+          exit: assign({ idleDelayMs: undefined }),
+        },
+        /** Shared store: idle here for a TTL; expire only if idle as long everywhere, else wait the rest. */
+        checkingExpiry: {
+          entry: emit({ type: 'expiry.due' }),
+          on: {
+            'session.activity': { target: 'idle' },
+            'expiry.checked': [
+              { guard: 'idleEverywhere', target: '#serverSession.ended.expired' },
+              {
+                target: 'idle',
+                actions: assign(({ context, event }) => ({
+                  idleDelayMs: Math.max(1, context.idleTtlMs - event.idleMs),
+                })),
+              },
+            ],
+          },
         },
         busy: {},
         /** Transient: after something finished, is anything still going on? */

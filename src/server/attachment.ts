@@ -3,69 +3,110 @@ import type { EventLog, StoredEvent } from './event-log.js';
 import { eventFrame, HEARTBEAT_FRAME, type SseSink } from './sse.js';
 
 /**
- * One SSE response attached to one stream of a session. It closes the race between replay and live
- * appends: while it replays from the log, live events are held; afterwards each event is written once,
- * in order, by sequence number. No duplicate and no gap at the hand-off.
+ * One SSE response attached to one stream of a session. It writes each event once, in order, with no
+ * gap: an event appended here is written at once when it is the next one the client lacks; anything else
+ * (a replay, an event appended by another instance, one that overtook another) is read back from the
+ * log after the client's cursor. Reads are never concurrent, and an offer or wake-up during a read
+ * causes one more read, so nothing appended is missed at the hand-off from replay to live.
  */
 export class Attachment {
-  private replaying = true;
-  private held: StoredEvent[] = [];
+  private reading = false;
+  private readAgain = false;
   private heartbeat: ReturnType<typeof setInterval> | undefined;
+  private poll: ReturnType<typeof setInterval> | undefined;
   private streamFinished = false;
 
   constructor(
     readonly sink: SseSink,
+    private readonly log: EventLog,
     private readonly sessionId: string,
     private readonly epoch: string,
     readonly stream: number,
     /** The last sequence number the client has (its cursor). */
     private lastSent: number,
     heartbeatMs: number,
+    /** Shared store: read the log this often too, in case another instance's change report went missing. */
+    pollMs = 0,
   ) {
     if (heartbeatMs > 0) {
       this.heartbeat = setInterval(() => sink.write(HEARTBEAT_FRAME), heartbeatMs);
       this.heartbeat.unref?.();
     }
-    sink.onClose(() => clearInterval(this.heartbeat));
+    if (pollMs > 0) {
+      this.poll = setInterval(() => this.wake(), pollMs);
+      this.poll.unref?.();
+    }
+    sink.onClose(() => {
+      clearInterval(this.heartbeat);
+      clearInterval(this.poll);
+    });
   }
 
-  /** Replays what the log holds after the cursor, then goes live. */
-  async replay(log: EventLog): Promise<void> {
-    const read = await log.read(this.sessionId, this.stream, this.lastSent);
-    for (const e of read?.events ?? []) this.write(e);
-    this.replaying = false;
-    const held = this.held.sort((a, b) => a.seq - b.seq);
-    this.held = [];
-    for (const e of held) this.write(e);
-    if (read?.window.finished || this.streamFinished) this.finish();
+  /** Writes what the log holds after the cursor; afterwards appends are written as they come. */
+  replay(): Promise<void> {
+    return this.pull();
   }
 
-  /** Goes live without replay (a standalone GET without Last-Event-ID attaches at the head). */
-  live(): void {
-    this.replaying = false;
-  }
-
-  /** A new event was appended to the stream (already stored). */
+  /** A new event was appended to the stream here (already stored). */
   offer(event: StoredEvent): void {
-    if (this.replaying) this.held.push(event);
-    else this.write(event);
+    if (!this.reading && event.seq === this.lastSent + 1) this.write(event);
+    else if (event.seq > this.lastSent) void this.pull();
+  }
+
+  /** The stream changed somewhere (another instance appended, or a poll): read what is new. */
+  wake(): void {
+    if (!this.sink.closed) void this.pull();
   }
 
   /** The stream's last event was appended: end the response once it is written. */
   finish(): void {
     this.streamFinished = true;
-    if (!this.replaying) this.sink.end();
-  }
-
-  private write(e: StoredEvent): void {
-    if (e.seq <= this.lastSent || this.sink.closed) return;
-    this.lastSent = e.seq;
-    this.sink.write(
-      eventFrame(formatEventId({ epoch: this.epoch, stream: this.stream, seq: e.seq }), e.message),
-    );
+    if (!this.reading) this.sink.end();
   }
 
   get finished(): boolean {
     return this.streamFinished;
+  }
+
+  get cursor(): number {
+    return this.lastSent;
+  }
+
+  private async pull(): Promise<void> {
+    if (this.reading) {
+      this.readAgain = true;
+      return;
+    }
+    this.reading = true;
+    try {
+      do {
+        this.readAgain = false;
+        const read = await this.log.read(this.sessionId, this.stream, this.lastSent);
+        if (!read) break;
+        // Evicted while this response was attached (a reader slower than the retention bound). Ending
+        // the response makes the client resume with its cursor and be told exactly what it lost (410).
+        if (read.window.oldest > this.lastSent + 1 && read.window.head > this.lastSent) {
+          this.sink.end();
+          return;
+        }
+        for (const e of read.events) this.write(e);
+        if (read.window.finished) this.streamFinished = true;
+      } while (this.readAgain && !this.sink.closed);
+    } catch {
+      // The log failed (Redis unreachable, say): the client resumes from its cursor against a log that works.
+      this.sink.end();
+      return;
+    } finally {
+      this.reading = false;
+    }
+    if (this.streamFinished) this.sink.end();
+  }
+
+  private write(e: StoredEvent): void {
+    if (e.seq !== this.lastSent + 1 || this.sink.closed) return;
+    this.lastSent = e.seq;
+    this.sink.write(
+      eventFrame(formatEventId({ epoch: this.epoch, stream: this.stream, seq: e.seq }), e.message),
+    );
   }
 }

@@ -31,9 +31,62 @@ export interface SessionRegistry {
   remove(id: string): Promise<void>;
 }
 
+/** A change any instance made, reported to every instance watching a shared store. */
+export type StoreChange =
+  | { readonly kind: 'appended'; readonly sessionId: string; readonly stream: number }
+  | { readonly kind: 'ended'; readonly sessionId: string; readonly reason: 'expired' | 'terminated' };
+
+/**
+ * Several server instances serve the same sessions through this store, without sticky sessions. The
+ * session machine still makes every decision; the store makes each one atomic across instances
+ * (optimistic concurrency on the session record), tells every instance what the others appended, and
+ * knows which instances are alive (leases), so a call whose instance died ends as outcome unknown.
+ */
+export interface SharedSessionStore {
+  /**
+   * Writes `record` if the stored one has version `expectedVersion` (0: there is none) and returns true;
+   * otherwise writes nothing and returns false. A written record has version `expectedVersion + 1` and
+   * counts as touched now.
+   */
+  commit(record: SessionRecord, expectedVersion: number): Promise<boolean>;
+  /** The stored record and its version, or undefined when the session is gone. */
+  load(id: string): Promise<{ record: SessionRecord; version: number } | undefined>;
+  /** The stored version alone (a cheap check before a full load); undefined when the session is gone. */
+  version(id: string): Promise<number | undefined>;
+  /** The sessions were used just now, on this instance. */
+  touch(ids: readonly string[]): Promise<void>;
+  /** How long since any instance touched the session; undefined when it is gone. */
+  idleFor(id: string): Promise<number | undefined>;
+  /** Names this instance (one store object per server instance) in leases and change reports. */
+  readonly instanceId: string;
+  /** This instance is alive for `leaseMs` more. */
+  renewLease(leaseMs: number): Promise<void>;
+  /** This instance stops: its calls are abandoned at once rather than when its lease runs out. */
+  dropLease(): Promise<void>;
+  /** Which of these instances hold a lease now. */
+  alive(instanceIds: readonly string[]): Promise<ReadonlySet<string>>;
+  /** Tells every other watching instance that a session ended. */
+  announceEnded(sessionId: string, reason: 'expired' | 'terminated'): Promise<void>;
+  /**
+   * Calls `listener` for changes made by other instances (appends, finishes, ends), in order, with
+   * blocking reads on the store. Reports are hints to re-read the log, never data: a report can be
+   * missed (the feed is bounded, a process can die between its append and its report), so readers also
+   * poll now and then. Returns a function that stops watching.
+   */
+  watch(listener: (change: StoreChange) => void): () => void;
+}
+
+/** What a log reports as it works, for metrics. Calls must be cheap and must not throw. */
+export interface EventLogObserver {
+  /** `count` (> 0) events of one stream fell out of the retention window (its count or age bound). */
+  evicted(count: number, sessionId: string, stream: number): void;
+}
+
 export interface EventLog {
   /** Present on durable logs: sessions outlive the process that created them. */
   readonly registry?: SessionRegistry;
+  /** Present on logs several server instances share (Redis): sessions are served by any of them. */
+  readonly shared?: SharedSessionStore;
   /** True when the log survives a process restart (then sessions can too). */
   readonly durable: boolean;
   readonly policy: RetentionPolicy;
@@ -51,7 +104,18 @@ export interface EventLog {
   window(sessionId: string, stream: number): Promise<StreamWindow | undefined>;
   /** The stream's last message was appended (a response): nothing more will come. */
   finish(sessionId: string, stream: number): Promise<void>;
+  /**
+   * Appends `message` and finishes the stream in one step, unless the stream is already finished: then
+   * nothing is appended and the result is undefined. A call's answer is written exactly once even when
+   * two instances race to write it (the one running it, and one declaring it abandoned).
+   */
+  appendFinal(sessionId: string, stream: number, message: JsonRpcMessage): Promise<number | undefined>;
   /** Forgets everything of a session (it ended). */
   dropSession(sessionId: string): Promise<void>;
+  /**
+   * Optional: report evictions to `observer` (one at a time; `undefined` removes it). Dropping a
+   * session's events because the session ended is not an eviction.
+   */
+  setObserver?(observer: EventLogObserver | undefined): void;
   close(): Promise<void>;
 }

@@ -2,12 +2,14 @@ import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { MessageExtraInfo } from '@modelcontextprotocol/sdk/types.js';
+import type { InspectionEvent, Observer } from 'xstate';
 import { ADVERTISEMENT_HEADER, formatAdvertisement } from '../../machines/advertisement.js';
 import { JsonRpcCode } from '../../machines/codes.js';
 import type { JsonRpcRequest } from '../../machines/jsonrpc.js';
 import { type AdmissionPolicy, admitBody, admitCaller, admitHttp } from '../../machines/server/admission.js';
 import type { ServerAdvertisement } from '../../machines/validity.js';
-import type { EventLog } from './event-log.js';
+import type { ContinuityMetrics } from '../metrics/continuity-metrics.js';
+import type { EventLog, SharedSessionStore } from './event-log.js';
 import { readLimited, toResponse, toWebRequest, writeNodeResponse } from './http.js';
 import { MemoryEventLog } from './memory-event-log.js';
 import { errorReply, type Reply } from './reply.js';
@@ -41,8 +43,27 @@ export interface ContinuityServerOptions {
   readonly authenticate?: (request: Request) => Principal | null | Promise<Principal | null>;
   /** The MCP endpoint's path. Default `/mcp`. */
   readonly path?: string;
+  /**
+   * Several instances sharing a store (`RedisEventLog`): an instance that has not renewed its lease for
+   * this long counts as dead, and the calls it was running end as outcome unknown (`instance_lost`).
+   * Longer means fewer false alarms on a stalled process; shorter, faster answers after a crash.
+   * Default 10 s.
+   */
+  readonly instanceLeaseMs?: number;
+  /**
+   * Shared store: a stream attached here whose events come from another instance is woken by the
+   * store's change feed; it is also read this often, in case a report went missing. Default 1 s.
+   */
+  readonly sharedStorePollMs?: number;
   /** Errors that belong to no request (an SDK server failing to close, say). Default: console.error. */
   readonly onError?: (error: unknown) => void;
+  /**
+   * An XState inspector for every session's machine: any `@statelyai/inspect` inspector's `.inspect`, the
+   * feed of `mcp-continuity inspect` (`createInspectorFeed`), or your own observer.
+   */
+  readonly inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
+  /** Records resumes, 410s, evictions, ended sessions and the retention margin (README, "Metrics"). */
+  readonly metrics?: ContinuityMetrics;
 }
 
 export interface ContinuityServer {
@@ -56,6 +77,8 @@ export interface ContinuityServer {
   readonly advertisement: ServerAdvertisement;
   /** Live sessions. */
   readonly sessionCount: () => number;
+  /** Live sessions that are asleep: idle, their machine kept as a snapshot until a request wakes it. */
+  readonly sleepingSessionCount: () => number;
 }
 
 const DEFAULTS = {
@@ -64,6 +87,7 @@ const DEFAULTS = {
   retryMs: 1_000,
   maxBodyBytes: 4 * 1024 * 1024,
   path: '/mcp',
+  instanceLeaseMs: 10_000,
 };
 
 const LOOPBACK = /^(127\.|::1$|::ffff:127\.)/;
@@ -92,10 +116,64 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
   const advertised = formatAdvertisement(advertisement);
   const sessions = new Map<string, RuntimeSession>();
   let closing = false;
+  const metrics = options.metrics?.server.observe(log);
 
   const headersFor = (id: string) => ({ 'Mcp-Session-Id': id, [ADVERTISEMENT_HEADER]: advertised });
 
+  // One timer for every session: idle sessions go to sleep (their actor becomes a snapshot), and sleeping
+  // ones whose TTL ran out are woken so their machine expires them. Expiry is late by one period at most.
+  const sweepMs = Math.max(10, Math.min(1_000, idleTtlMs / 4));
+  const sweeper = setInterval(() => {
+    const now = Date.now();
+    for (const session of sessions.values()) session.sweep(now, sweepMs);
+  }, sweepMs);
+  sweeper.unref?.();
+
+  const shared = log.shared;
+  const leaseMs = options.instanceLeaseMs ?? DEFAULTS.instanceLeaseMs;
+  const stopSharing = shared ? share(shared) : undefined;
+
+  /**
+   * With a shared store this instance keeps a lease, hears what the others append and end, keeps the
+   * sessions busy here alive for the others, and answers for calls whose instance died.
+   */
+  function share(store: SharedSessionStore): () => Promise<void> {
+    const renew = () => store.renewLease(leaseMs).catch(onError);
+    void renew();
+    const unwatch = store.watch((change) => {
+      const session = sessions.get(change.sessionId);
+      if (change.kind === 'appended') session?.wake(change.stream);
+      else session?.gone(change.reason);
+    });
+    const tick = async () => {
+      await renew();
+      const busy = [...sessions.values()].filter((s) => s.busyHere);
+      if (busy.length > 0) await store.touch(busy.map((s) => s.id));
+      const owners = busy.flatMap((s) => s.foreignOwners());
+      if (owners.length === 0) return;
+      const alive = await store.alive(owners);
+      for (const s of busy) {
+        if (s.foreignOwners().some((o) => !alive.has(o))) {
+          await s.reapAbandoned(
+            (owner) => owner === store.instanceId || (owner !== undefined && alive.has(owner)),
+            s.attachedStreams(),
+          );
+        }
+      }
+    };
+    // Renewing three times per lease keeps it through one or two missed beats (a GC pause, a slow Redis).
+    const period = Math.max(50, Math.min(leaseMs / 3, idleTtlMs / 4));
+    const timer = setInterval(() => void tick().catch(onError), period);
+    timer.unref?.();
+    return async () => {
+      clearInterval(timer);
+      unwatch();
+      await store.dropLease().catch(onError);
+    };
+  }
+
   const sessionOptions = (id: string) => ({
+    pollMs: options.sharedStorePollMs ?? 1_000,
     log,
     idleTtlMs,
     heartbeatMs,
@@ -103,7 +181,9 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
     advertisement,
     headers: headersFor(id),
     onEnded: (ended: string) => sessions.delete(ended),
+    inspect: options.inspect,
     onError,
+    metrics,
   });
 
   async function createSession(
@@ -133,8 +213,11 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
     let pending = restoring.get(id);
     if (!pending) {
       pending = (async () => {
-        const record = await log.registry?.load(id);
-        if (!record) return undefined;
+        const stored = shared
+          ? await shared.load(id)
+          : await log.registry?.load(id).then((record) => record && { record, version: 0 });
+        if (!stored) return undefined;
+        const { record, version } = stored;
         const session = new RuntimeSession({
           ...sessionOptions(id),
           id,
@@ -142,6 +225,7 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
           principal: record.principal,
           initialize: record.initialize,
           snapshot: record.snapshot,
+          version,
         });
         sessions.set(id, session);
         await session.restore(await options.createMcpServer({ id, principal: record.principal }));
@@ -211,6 +295,7 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
       return session.accept(posted.message, who, extra);
     }
     const session = await findSession(sessionId);
+    if (!session && h.has('last-event-id')) metrics?.resumeOfUnknownSession();
     if (!session) return errorReply(404, JsonRpcCode.SESSION_NOT_FOUND, 'Session not found');
     if (request.method === 'DELETE') return session.delete(who);
     const lastEventId = h.get('last-event-id');
@@ -230,6 +315,7 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
   return {
     advertisement,
     sessionCount: () => sessions.size,
+    sleepingSessionCount: () => [...sessions.values()].filter((s) => s.sleeping).length,
     fetch: (request) => fetchHandler(request),
     nodeHandler: (req, res) => {
       const localBind = LOOPBACK.test(req.socket.localAddress ?? '');
@@ -244,7 +330,9 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
     },
     close: async () => {
       closing = true;
+      clearInterval(sweeper);
       for (const session of [...sessions.values()]) session.stop();
+      await stopSharing?.();
       await log.close();
     },
   };

@@ -5,7 +5,7 @@ import {
   retainFrom,
   type StreamWindow,
 } from '../../machines/server/retention.js';
-import type { EventLog, StoredEvent } from './event-log.js';
+import type { EventLog, EventLogObserver, StoredEvent } from './event-log.js';
 
 export interface MemoryEventLogOptions {
   /** Defaults to `DEFAULT_RETENTION_POLICY.maxEventsPerStream`. */
@@ -61,6 +61,7 @@ export class MemoryEventLog implements EventLog {
   private readonly sessions = new Map<string, Map<number, StreamState>>();
   private timer: ReturnType<typeof setInterval> | undefined;
   private closed = false;
+  private observer: EventLogObserver | undefined;
 
   /** @throws RangeError for a policy that cannot retain anything or a sweep interval that is not positive. */
   constructor(options: MemoryEventLogOptions = {}) {
@@ -94,7 +95,7 @@ export class MemoryEventLog implements EventLog {
     s.head += 1;
     s.times.push(now);
     s.messages.set(s.head, message);
-    this.evict(s, now);
+    this.evict(s, now, sessionId, stream);
     this.startSweeping();
     return s.head;
   }
@@ -128,8 +129,22 @@ export class MemoryEventLog implements EventLog {
     s.finished = true;
   }
 
+  async appendFinal(sessionId: string, stream: number, message: JsonRpcMessage): Promise<number | undefined> {
+    this.ensureOpen();
+    const s = this.streamOf(sessionId, stream, true);
+    if (s.finished) return undefined;
+    const seq = this.append(sessionId, stream, message);
+    // Marked before anything awaits, so a racing call finds the stream finished.
+    s.finished = true;
+    return seq;
+  }
+
   async dropSession(sessionId: string): Promise<void> {
     this.sessions.delete(sessionId);
+  }
+
+  setObserver(observer: EventLogObserver | undefined): void {
+    this.observer = observer;
   }
 
   /**
@@ -156,7 +171,7 @@ export class MemoryEventLog implements EventLog {
     const now = this.now();
     for (const [sessionId, streams] of this.sessions) {
       for (const [stream, s] of streams) {
-        this.evict(s, now);
+        this.evict(s, now, sessionId, stream);
         if (s.finished && s.head < s.oldest) streams.delete(stream);
       }
       if (streams.size === 0) this.sessions.delete(sessionId);
@@ -198,12 +213,12 @@ export class MemoryEventLog implements EventLog {
   /** The stream after age eviction at the current time, or undefined when unknown. */
   private evicted(sessionId: string, stream: number): StreamState | undefined {
     const s = this.streamOf(sessionId, stream, false);
-    if (s) this.evict(s, this.now());
+    if (s) this.evict(s, this.now(), sessionId, stream);
     return s;
   }
 
   /** Applies the shared retention rule and forgets what fell out of the window. */
-  private evict(s: StreamState, now: number): void {
+  private evict(s: StreamState, now: number, sessionId: string, stream: number): void {
     const from = retainFrom(s, this.policy, now, (cutoff) => {
       // Times only grow, so the scan stops at the first event young enough: O(evicted), not O(retained).
       for (let i = s.start; i < s.times.length; i++)
@@ -212,6 +227,7 @@ export class MemoryEventLog implements EventLog {
     });
     if (from === s.oldest) return;
     for (let seq = s.oldest; seq < from; seq++) s.messages.delete(seq);
+    this.observer?.evicted(from - s.oldest, sessionId, stream);
     s.start += from - s.oldest;
     s.oldest = from;
     if (s.start > 1024 && s.start * 2 > s.times.length) {

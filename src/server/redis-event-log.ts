@@ -1,11 +1,20 @@
-import { type CommandParser, createClient, defineScript } from 'redis';
+import { createClient } from 'redis';
 import type { JsonRpcMessage } from '../../machines/jsonrpc.js';
 import {
   DEFAULT_RETENTION_POLICY,
   type RetentionPolicy,
   type StreamWindow,
 } from '../../machines/server/retention.js';
-import type { EventLog, SessionRecord, SessionRegistry, StoredEvent } from './event-log.js';
+import type {
+  EventLog,
+  EventLogObserver,
+  SessionRecord,
+  SessionRegistry,
+  SharedSessionStore,
+  StoredEvent,
+} from './event-log.js';
+import { script } from './redis-script.js';
+import { RedisSharedStore, SHARED_SCRIPTS } from './redis-shared-store.js';
 
 export interface RedisEventLogOptions {
   /** `redis://[[user]:password@]host[:port][/db]` (or `rediss://`). */
@@ -38,12 +47,20 @@ local function int(n) return string.format('%d', n) end
 local function id(seq) return int(seq) .. '-0' end
 local function seqOf(entryId) return tonumber(string.match(entryId, '^(%d+)-')) end
 
--- Registers the stream if it is new. Returns oldest, head, finished.
+-- Registers the stream if it is new. Returns oldest, head, finished. A window hash lost while its
+-- stream survived (a key evicted under maxmemory, say) is rebuilt from the stream's ids, so numbering
+-- goes on densely instead of starting again at 1.
 local function ensure()
   if redis.call('EXISTS', W) == 0 then
-    redis.call('HSET', W, 'oldest', 1, 'head', 0, 'finished', 0)
+    local last = redis.call('XREVRANGE', X, '+', '-', 'COUNT', 1)
+    local oldest, head = 1, 0
+    if #last > 0 then
+      head = seqOf(last[1][1])
+      oldest = seqOf(redis.call('XRANGE', X, '-', '+', 'COUNT', 1)[1][1])
+    end
+    redis.call('HSET', W, 'oldest', int(oldest), 'head', int(head), 'finished', 0)
     redis.call('SADD', K, W, X)
-    return 1, 0, 0
+    return oldest, head, 0
   end
   local w = redis.call('HMGET', W, 'oldest', 'head', 'finished')
   return tonumber(w[1]), tonumber(w[2]), tonumber(w[3])
@@ -83,8 +100,17 @@ local oldest, head = ensure()
 local seq = head + 1
 redis.call('XADD', X, id(seq), 'at', NOW, 'm', ARGV[4])
 redis.call('HSET', W, 'head', int(seq))
-evict(oldest, seq)
-return seq
+return { seq, evict(oldest, seq) - oldest }
+`;
+
+/** Appends ARGV[4] and finishes the stream, unless it is finished: then nil (the answer was written). */
+const APPEND_FINAL = `${PRELUDE}
+local oldest, head, finished = ensure()
+if finished == 1 then return false end
+local seq = head + 1
+redis.call('XADD', X, id(seq), 'at', NOW, 'm', ARGV[4])
+redis.call('HSET', W, 'head', int(seq), 'finished', 1)
+return { seq, evict(oldest, seq) - oldest }
 `;
 
 const OPEN = `${PRELUDE}
@@ -98,13 +124,23 @@ return 1
  * cursor ARGV[4], in one script: trimming and reading never interleave. Nil for an unknown stream.
  */
 const READ = `${PRELUDE}
-if redis.call('EXISTS', W) == 0 then return false end
-local w = redis.call('HMGET', W, 'oldest', 'head', 'finished')
-local head, finished = tonumber(w[2]), tonumber(w[3])
-local from = evict(tonumber(w[1]), head)
+if redis.call('EXISTS', W) == 0 and redis.call('EXISTS', X) == 0 then return false end
+local oldest, head, finished = ensure()
+local from = evict(oldest, head)
+local entries = redis.call('XRANGE', X, id(from), '+')
+-- The window says from..head are kept. Entries missing from its start were lost outside the retention
+-- rules (the stream key evicted or deleted): the window moves past them, so a cursor before them is
+-- answered 410 with the exact count instead of being silently skipped.
+local present = head + 1
+if #entries > 0 then present = seqOf(entries[1][1]) end
+if present > from then
+  from = present
+  redis.call('HSET', W, 'oldest', int(from))
+end
+local evicted = from - oldest
 local after = tonumber(ARGV[4])
 local ats, events = {}, {}
-for _, e in ipairs(redis.call('XRANGE', X, id(from), '+')) do
+for _, e in ipairs(entries) do
   ats[#ats + 1] = e[2][2]
   local seq = seqOf(e[1])
   if after ~= nil and seq > after then
@@ -112,7 +148,7 @@ for _, e in ipairs(redis.call('XRANGE', X, id(from), '+')) do
     events[#events + 1] = e[2][4]
   end
 end
-return { from, head, finished, ats, events }
+return { from, head, finished, ats, events, evicted }
 `;
 
 /** KEYS: the session's key set, its registry record. Deletes every key the set names, then both. */
@@ -125,28 +161,20 @@ redis.call('DEL', KEYS[1], KEYS[2])
 return #keys
 `;
 
-const script = (numberOfKeys: number, source: string) =>
-  defineScript({
-    NUMBER_OF_KEYS: numberOfKeys,
-    SCRIPT: source,
-    parseCommand(parser: CommandParser, keys: readonly string[], args: readonly string[]) {
-      for (const key of keys) parser.pushKey(key);
-      parser.push(...args);
-    },
-    transformReply: (reply: unknown): unknown => reply,
-  });
-
 const SCRIPTS = {
   mcpcAppend: script(3, APPEND),
+  mcpcAppendFinal: script(3, APPEND_FINAL),
+  ...SHARED_SCRIPTS,
   mcpcOpen: script(3, OPEN),
   mcpcRead: script(3, READ),
   mcpcDrop: script(2, DROP),
 };
 
 const connect = (url: string) => createClient({ url, scripts: SCRIPTS });
-type Client = ReturnType<typeof connect>;
+export type RedisLogClient = ReturnType<typeof connect>;
+type Client = RedisLogClient;
 
-type ReadReply = [number, number, number, string[], (number | string)[]];
+type ReadReply = [number, number, number, string[], (number | string)[], number];
 
 /**
  * A durable event log on Redis (>= 6.2). Each stream is a Redis Stream whose entry ids are the event
@@ -161,19 +189,23 @@ type ReadReply = [number, number, number, string[], (number | string)[]];
  * `P{S}:w:n` (window hash), `P{S}:x:n` (stream), `P{S}:keys` (set of the session's stream keys, for
  * `dropSession`), `P{S}:record` (the {@link SessionRecord}, JSON).
  *
- * How durable it is depends on the server: with `appendonly yes` and the default `appendfsync everysec`,
- * a crash of the Redis process loses nothing acknowledged, and a power loss up to a second of writes.
+ * How durable it is depends on the server. With `appendonly yes` and `appendfsync always`, nothing
+ * acknowledged is lost to a crash of the Redis process or of the machine. With the default `everysec`, a
+ * power loss can take the last second or two of writes, and so can a crash of the Redis process while
+ * the disk is slow (Redis then postpones its AOF write for up to 2 s but keeps acknowledging).
  * Streams nobody touches are not aged (as with SQLite); `dropSession` removes a session's keys.
  */
 export class RedisEventLog implements EventLog {
   readonly durable = true;
   readonly policy: RetentionPolicy;
   readonly registry: SessionRegistry;
+  readonly shared: RedisSharedStore;
   private readonly client: Client;
   private readonly ready: Promise<unknown>;
   private readonly now: () => number;
   private readonly prefix: string;
   private closed = false;
+  private observer: EventLogObserver | undefined;
 
   constructor(options: RedisEventLogOptions) {
     this.policy = {
@@ -189,18 +221,35 @@ export class RedisEventLog implements EventLog {
     this.ready = this.client.connect();
     // Surfaced by the first operation (or close), never as an unhandled rejection.
     this.ready.catch(() => {});
+    const recordKey = (id: string) => this.key(id, 'record');
+    this.shared = new RedisSharedStore(
+      () => this.c(),
+      this.prefix,
+      recordKey,
+      this.now,
+      (error) => onError?.(error),
+    );
+    const shared: SharedSessionStore = this.shared;
     this.registry = {
+      // Unconditional: over whatever version is stored (a single writer; shared writers use `commit`).
       save: async (record: SessionRecord) => {
-        await (await this.c()).set(this.key(record.id, 'record'), JSON.stringify(record));
+        const c = await this.c();
+        await c.hSet(recordKey(record.id), { json: JSON.stringify(record), t: String(this.now()) });
+        await c.hIncrBy(recordKey(record.id), 'v', 1);
       },
-      load: async (id: string) => {
-        const json = await (await this.c()).get(this.key(id, 'record'));
-        return json === null ? undefined : (JSON.parse(json) as SessionRecord);
-      },
+      load: async (id: string) => (await shared.load(id))?.record,
       remove: async (id: string) => {
-        await (await this.c()).del(this.key(id, 'record'));
+        await (await this.c()).del(recordKey(id));
       },
     };
+  }
+
+  setObserver(observer: EventLogObserver | undefined): void {
+    this.observer = observer;
+  }
+
+  private reportEvicted(count: number, sessionId: string, stream: number): void {
+    if (count > 0) this.observer?.evicted(count, sessionId, stream);
   }
 
   private async c(): Promise<Client> {
@@ -236,11 +285,27 @@ export class RedisEventLog implements EventLog {
   }
 
   async append(sessionId: string, stream: number, message: JsonRpcMessage): Promise<number> {
-    const reply = await (await this.c()).mcpcAppend(this.streamKeys(sessionId, stream), [
+    const c = await this.c();
+    const reply = await c.mcpcAppend(this.streamKeys(sessionId, stream), [
       ...this.clock(),
       JSON.stringify(message),
     ]);
-    return Number(reply);
+    const [seq, evicted] = reply as [number, number];
+    this.reportEvicted(Number(evicted), sessionId, stream);
+    await this.shared.announceAppended(sessionId, stream);
+    return Number(seq);
+  }
+
+  async appendFinal(sessionId: string, stream: number, message: JsonRpcMessage): Promise<number | undefined> {
+    const reply = await (await this.c()).mcpcAppendFinal(this.streamKeys(sessionId, stream), [
+      ...this.clock(),
+      JSON.stringify(message),
+    ]);
+    if (reply === null) return undefined;
+    const [seq, evicted] = reply as [number, number];
+    this.reportEvicted(Number(evicted), sessionId, stream);
+    await this.shared.announceAppended(sessionId, stream);
+    return Number(seq);
   }
 
   private async readStream(
@@ -255,7 +320,8 @@ export class RedisEventLog implements EventLog {
       afterSeq === undefined ? '' : String(afterSeq),
     ])) as ReadReply | null;
     if (reply === null) return undefined;
-    const [oldest, head, finished, ats, flat] = reply;
+    const [oldest, head, finished, ats, flat, evicted] = reply;
+    this.reportEvicted(Number(evicted), sessionId, stream);
     const events: StoredEvent[] = [];
     for (let i = 0; i < flat.length; i += 2) {
       events.push({ seq: Number(flat[i]), message: JSON.parse(String(flat[i + 1])) as JsonRpcMessage });
@@ -285,6 +351,7 @@ export class RedisEventLog implements EventLog {
 
   async finish(sessionId: string, stream: number): Promise<void> {
     await (await this.c()).mcpcOpen(this.streamKeys(sessionId, stream), [...this.clock(), 'finish']);
+    await this.shared.announceAppended(sessionId, stream);
   }
 
   async dropSession(sessionId: string): Promise<void> {
@@ -298,6 +365,7 @@ export class RedisEventLog implements EventLog {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.shared.stopWatching();
     if (this.client.isReady) await this.client.close();
     else if (this.client.isOpen) this.client.destroy();
   }

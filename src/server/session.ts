@@ -1,6 +1,6 @@
 import type { Transport, TransportSendOptions } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage, MessageExtraInfo } from '@modelcontextprotocol/sdk/types.js';
-import { type Actor, createActor } from 'xstate';
+import { type Actor, createActor, type InspectionEvent, type Observer } from 'xstate';
 import { ADVERTISEMENT_CAPABILITY } from '../../machines/advertisement.js';
 import { outcomeUnknownError } from '../../machines/client/ledger.js';
 import { JsonRpcCode, OutcomeUnknownReason } from '../../machines/codes.js';
@@ -19,8 +19,9 @@ import {
   serverSessionMachine,
 } from '../../machines/server/session.machine.js';
 import type { ServerAdvertisement } from '../../machines/validity.js';
+import type { ServerMetrics } from '../metrics/server.js';
 import { Attachment } from './attachment.js';
-import type { EventLog } from './event-log.js';
+import type { EventLog, SharedSessionStore } from './event-log.js';
 import { errorReply, type Reply } from './reply.js';
 import { SessionTransport } from './session-transport.js';
 import { closeFrame, primingFrame, type SseSink } from './sse.js';
@@ -50,10 +51,18 @@ export interface RuntimeSessionOptions {
   readonly headers: Record<string, string>;
   readonly onEnded: (id: string) => void;
   readonly onError: (error: unknown) => void;
+  /** An XState inspector for this session's machine (`ContinuityServerOptions.inspect`). */
+  readonly inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
   /** The client's initialize request (kept with the session on a durable log). */
   readonly initialize: JsonRpcMessage;
   /** A persisted machine snapshot: this session is being restored by a new process. */
   readonly snapshot?: unknown;
+  /** Shared store: the version of the stored record `snapshot` came from (0: a new session). */
+  readonly version?: number;
+  /** Shared store: read attached streams this often too, in case a change report went missing. */
+  readonly pollMs?: number;
+  /** Records resumes, detaches, ended sessions (src/metrics). */
+  readonly metrics?: ServerMetrics;
 }
 
 /**
@@ -61,7 +70,12 @@ export interface RuntimeSessionOptions {
  * Every server-to-client message is appended to the log before any socket sees it.
  */
 export class RuntimeSession {
-  readonly actor: Actor<typeof serverSessionMachine>;
+  /** The running machine; undefined while the session sleeps (then `dormant` holds its snapshot). */
+  private awakeActor: Actor<typeof serverSessionMachine> | undefined;
+  /** A sleeping session's persisted machine snapshot, as JSON: a few hundred bytes instead of an actor. */
+  private dormant: string | undefined;
+  /** When the session was last used here (its idle clock while it sleeps). */
+  private lastActivity = Date.now();
   readonly transport: SessionTransport;
   private mcp: McpServerLike | undefined;
   private readonly attachments = new Map<number, Attachment>();
@@ -69,20 +83,249 @@ export class RuntimeSession {
   private readonly running = new Map<string, number>();
   private initializeKey: string | undefined;
   private ended = false;
+  /** Shared store only: the stored record's version this machine reflects. */
+  private version: number;
+  /** Shared store only: decisions of this session on this instance, one at a time. */
+  private turn: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly o: RuntimeSessionOptions) {
     this.transport = new SessionTransport(o.id, (m, opts) => this.outbound(m, opts));
-    this.actor = createActor(serverSessionMachine, {
-      input: { sessionId: o.id, epoch: o.epoch, idleTtlMs: o.idleTtlMs, principal: o.principal },
-      ...(o.snapshot ? { snapshot: o.snapshot as never } : {}),
-    });
-    this.actor.on('session.ended', (e) => void this.end(e.reason));
-    this.actor.on('session.released', () => this.release());
-    this.actor.start();
+    this.version = o.version ?? 0;
+    this.awakeActor = this.spawn(o.snapshot);
+  }
+
+  /**
+   * The session machine, for inspection. Replaced when a newer snapshot is adopted from a shared store,
+   * and when a sleeping session wakes.
+   */
+  get actor(): Actor<typeof serverSessionMachine> {
+    return this.machine;
+  }
+
+  /** The machine, woken first if the session sleeps: it goes on with the time it slept as idle time. */
+  private get machine(): Actor<typeof serverSessionMachine> {
+    if (this.awakeActor) return this.awakeActor;
+    const snapshot = JSON.parse(this.dormant as string) as unknown;
+    this.dormant = undefined;
+    const actor = this.spawn(snapshot);
+    this.awakeActor = actor;
+    actor.send({ type: 'session.woken', idleMs: Date.now() - this.lastActivity });
+    return actor;
+  }
+
+  private persistedSnapshot(): unknown {
+    return this.dormant !== undefined ? JSON.parse(this.dormant) : this.machine.getPersistedSnapshot();
+  }
+
+  /**
+   * Called by the server now and then. A session idle since the last call sleeps: its actor (about 5 KiB)
+   * is stopped and kept as its persisted snapshot, which is all the machine needs to go on. A sleeping
+   * session whose idle TTL has run out is woken, so its machine decides the expiry.
+   */
+  sweep(now: number, idleForMs: number): void {
+    if (this.ended) return;
+    if (this.dormant !== undefined) {
+      if (now - this.lastActivity >= this.o.idleTtlMs) void this.machine;
+      return;
+    }
+    const actor = this.awakeActor;
+    if (!actor || this.attachments.size > 0 || this.running.size > 0) return;
+    if (now - this.lastActivity < idleForMs || !actor.getSnapshot().matches({ live: 'idle' })) return;
+    this.dormant = JSON.stringify(actor.getPersistedSnapshot());
+    this.awakeActor = undefined;
+    actor.stop();
+  }
+
+  get sleeping(): boolean {
+    return this.dormant !== undefined;
   }
 
   get id(): string {
     return this.o.id;
+  }
+
+  private get shared(): SharedSessionStore | undefined {
+    return this.o.log.shared;
+  }
+
+  private spawn(snapshot: unknown): Actor<typeof serverSessionMachine> {
+    const o = this.o;
+    const actor = createActor(serverSessionMachine, {
+      input: {
+        sessionId: o.id,
+        epoch: o.epoch,
+        idleTtlMs: o.idleTtlMs,
+        principal: o.principal,
+        sharedStore: o.log.shared !== undefined,
+      },
+      ...(snapshot ? { snapshot: snapshot as never } : {}),
+      inspect: o.inspect,
+    });
+    actor.on('session.ended', (e) => void this.end(e.reason));
+    // Counted where the end was decided, not again by every instance that ends its copy.
+    actor.on('session.ended', (e) => {
+      if (!this.endedElsewhere) o.metrics?.sessionEnded(o.id, e.reason);
+    });
+    actor.on('session.released', () => this.release());
+    actor.on('expiry.due', () => void this.checkExpiry());
+    actor.start();
+    return actor;
+  }
+
+  /**
+   * Shared store: another instance moved the session on; adopt its snapshot. What is attached and
+   * running here is this instance's own fact, so it is restated to the new machine.
+   */
+  private adopt(snapshot: unknown, version: number): void {
+    this.awakeActor?.stop();
+    this.dormant = undefined;
+    this.awakeActor = this.spawn(snapshot);
+    this.version = version;
+    this.machine.send({
+      type: 'session.synced',
+      attached: this.attachments.size,
+      inFlight: this.running.size,
+    });
+  }
+
+  /** Shared store: brings the machine up to the stored record. False when the session is gone. */
+  private async sync(): Promise<boolean> {
+    const shared = this.shared;
+    if (!shared || this.ended) return !this.ended;
+    if ((await shared.version(this.o.id)) === this.version) return true;
+    const stored = await shared.load(this.o.id);
+    // A new session is stored by its first commit (its initialize request).
+    if (!stored && this.version === 0) return true;
+    if (!stored) {
+      this.gone('terminated');
+      return false;
+    }
+    if (stored.version !== this.version) this.adopt(stored.record.snapshot, stored.version);
+    return true;
+  }
+
+  /**
+   * Asks the machine. With a shared store the decision is made on the newest stored record and, when it
+   * changed what every instance must see (a request id admitted, a stream numbered), written back over
+   * exactly the version it was made on; when another instance wrote first, the decision is made again on
+   * theirs. Decisions of one session on one instance take turns, so they never conflict with each other.
+   */
+  private decide<T extends ServerSessionEmitted['type']>(event: ServerSessionEvent, type: T) {
+    return this.decideWith(() => this.ask(event, type));
+  }
+
+  private async decideWith<R>(act: () => R): Promise<R> {
+    const shared = this.shared;
+    if (!shared) return act();
+    const run = this.turn.then(async () => {
+      for (let attempt = 0; attempt < 32; attempt++) {
+        await this.sync();
+        const before = this.version;
+        const fingerprint = sharedFingerprint(this.machine);
+        const answer = act();
+        if (this.ended || sharedFingerprint(this.machine) === fingerprint) {
+          if (!this.ended) await shared.touch([this.o.id]);
+          return answer;
+        }
+        if (await shared.commit(this.record(), before)) {
+          this.version = before + 1;
+          return answer;
+        }
+        // Another instance wrote first: this decision is discarded with the machine it was made on.
+        this.version = -1;
+      }
+      throw new Error(`session ${this.o.id}: the shared store kept changing under every decision`);
+    });
+    this.turn = run.catch(() => {});
+    return run;
+  }
+
+  private record() {
+    return {
+      id: this.o.id,
+      epoch: this.o.epoch,
+      principal: this.o.principal,
+      initialize: this.o.initialize,
+      snapshot: this.persistedSnapshot(),
+    };
+  }
+
+  /** Shared store: the idle TTL ran out here; the machine decides on how long it was idle everywhere. */
+  private async checkExpiry(): Promise<void> {
+    try {
+      const idleMs = await this.shared?.idleFor(this.o.id);
+      if (this.ended) return;
+      if (idleMs === undefined) this.gone('expired');
+      else this.machine.send({ type: 'expiry.checked', idleMs });
+    } catch (error) {
+      this.o.onError(error);
+      // Unable to ask: assume it is in use somewhere and look again after a full TTL.
+      if (!this.ended) this.machine.send({ type: 'expiry.checked', idleMs: 0 });
+    }
+  }
+
+  /** Another instance ended the session (its change report, or its record is gone). */
+  gone(reason: 'expired' | 'terminated'): void {
+    if (this.ended) return;
+    this.endedElsewhere = true;
+    this.machine.send({ type: 'session.gone', reason });
+  }
+
+  private endedElsewhere = false;
+
+  /** Something changed this session's stream on another instance (or a poll): attached readers look. */
+  wake(stream: number): void {
+    this.attachments.get(stream)?.wake();
+  }
+
+  /** Shared store: what is attached or running here keeps the session alive on every instance. */
+  get busyHere(): boolean {
+    return this.attachments.size > 0 || this.running.size > 0;
+  }
+
+  attachedStreams(): ReadonlySet<number> {
+    return new Set(this.attachments.keys());
+  }
+
+  /** Request streams attached here whose call runs on another instance: their owners, to check. */
+  foreignOwners(): string[] {
+    const { streams } = this.machine.getSnapshot().context;
+    const owners: string[] = [];
+    for (const n of this.attachments.keys()) {
+      const owner = streams[n]?.owner;
+      if (owner !== undefined && owner !== this.shared?.instanceId) owners.push(owner);
+    }
+    return owners;
+  }
+
+  /**
+   * The calls whose instance is gone (restarted, or its lease ran out) and whose answer was never
+   * written get an outcome-unknown answer. `appendFinal` makes it exactly one answer per call even when
+   * the instance running it is merely slow, or several instances reap at once.
+   */
+  async reapAbandoned(
+    isOwnerAlive: (owner: string | undefined) => boolean,
+    only?: ReadonlySet<number>,
+  ): Promise<void> {
+    const { streams } = this.machine.getSnapshot().context;
+    const candidates = only
+      ? Object.fromEntries(Object.entries(streams).filter(([n]) => only.has(Number(n))))
+      : streams;
+    const windows = new Map<number, StreamWindow | undefined>();
+    for (const n of Object.keys(candidates).map(Number)) {
+      windows.set(n, await this.o.log.window(this.o.id, n));
+    }
+    const restarted = this.shared === undefined;
+    const reason = restarted ? OutcomeUnknownReason.serverRestarted : OutcomeUnknownReason.instanceLost;
+    for (const { stream, requestKey } of interruptedRequests(
+      candidates,
+      (n) => windows.get(n),
+      isOwnerAlive,
+    )) {
+      if (await this.storeFinal(stream, outcomeUnknownError(idFromKey(requestKey), reason))) {
+        this.o.metrics?.outcomeUnknown(reason);
+      }
+    }
   }
 
   async connect(server: McpServerLike): Promise<void> {
@@ -97,40 +340,41 @@ export class RuntimeSession {
    * so no client waits for a result that will never come.
    */
   async restore(server: McpServerLike): Promise<void> {
-    this.actor.send({ type: 'session.restored' });
+    this.machine.send({ type: 'session.restored' });
     await this.connect(server);
     const init = this.o.initialize as JsonRpcRequest;
     this.transport.receive({ ...init, id: `mcp-continuity-restore-${init.id}` } as JSONRPCMessage, {});
     this.transport.receive({ jsonrpc: '2.0', method: 'notifications/initialized' } as JSONRPCMessage, {});
-    const { streams } = this.actor.getSnapshot().context;
-    const windows = new Map<number, StreamWindow | undefined>();
-    for (const n of Object.keys(streams).map(Number)) windows.set(n, await this.o.log.window(this.o.id, n));
-    for (const { stream, requestKey } of interruptedRequests(streams, (n) => windows.get(n))) {
-      await this.store(
-        stream,
-        outcomeUnknownError(idFromKey(requestKey), OutcomeUnknownReason.serverRestarted),
-      );
-      await this.o.log.finish(this.o.id, stream);
+    // Alone (a restart), every old call is abandoned; sharing, only those whose instance is gone.
+    const shared = this.shared;
+    let alive: ReadonlySet<string> = new Set();
+    if (shared) {
+      const { streams } = this.machine.getSnapshot().context;
+      const owners = Object.values(streams).flatMap((r) => (r.owner ? [r.owner] : []));
+      alive = await shared.alive(owners);
     }
+    await this.reapAbandoned((owner) => owner !== undefined && alive.has(owner));
   }
 
-  /** Writes the session to a durable log's registry (a no-op on the memory log). */
+  /**
+   * Writes the session to a durable log's registry (a no-op on the memory log). With a shared store a
+   * new session is committed as version 1; later changes are committed by `decide`.
+   */
   async persist(): Promise<void> {
-    await this.o.log.registry?.save({
-      id: this.o.id,
-      epoch: this.o.epoch,
-      principal: this.o.principal,
-      initialize: this.o.initialize,
-      snapshot: this.actor.getPersistedSnapshot(),
-    });
+    const shared = this.shared;
+    if (shared) {
+      if (this.version === 0 && (await shared.commit(this.record(), 0))) this.version = 1;
+      return;
+    }
+    await this.o.log.registry?.save(this.record());
   }
 
   private ask<T extends ServerSessionEmitted['type']>(event: ServerSessionEvent, type: T) {
     let answer: Extract<ServerSessionEmitted, { type: T }> | undefined;
-    const sub = this.actor.on(type, (e) => {
+    const sub = this.machine.on(type, (e) => {
       answer = e as Extract<ServerSessionEmitted, { type: T }>;
     });
-    this.actor.send(event);
+    this.machine.send(event);
     sub.unsubscribe();
     if (!answer) throw new Error(`session machine gave no ${type} for ${event.type}`);
     return answer;
@@ -150,10 +394,13 @@ export class RuntimeSession {
     principal: string | undefined,
     extra: MessageExtraInfo,
   ): Promise<Reply> {
-    this.actor.send({ type: 'session.activity' });
+    this.lastActivity = Date.now();
+    this.machine.send({ type: 'session.activity' });
     const key = requestKey(message.id);
-    const { decision } = this.ask(
-      { type: 'request.received', requestKey: key, principal },
+    // At most once across a crash and across instances: the request id is durable (committed over the
+    // version the decision was made on) before the SDK server sees the request.
+    const { decision } = await this.decide(
+      { type: 'request.received', requestKey: key, principal, owner: this.shared?.instanceId },
       'decision.request',
     );
     if (decision.kind === 'unknown-session') return this.notFound();
@@ -162,38 +409,46 @@ export class RuntimeSession {
     this.running.set(key, stream);
     if (message.method === 'initialize') this.initializeKey = key;
     await this.o.log.openStream(this.o.id, stream);
-    // At most once across a crash: the request id is durable before the SDK server sees the request.
-    await this.persist();
+    if (!this.shared || this.version === 0) await this.persist();
     return {
       kind: 'sse',
       headers: this.o.headers,
       start: (sink) => {
         sink.write(primingFrame(this.idOf(stream, 0), this.o.retryMs));
-        this.attach(stream, sink, 0).live();
+        this.attach(stream, sink, 0);
         this.transport.receive(message as JSONRPCMessage, extra);
       },
     };
   }
 
   /** A POSTed notification or response: hand it to the SDK server, answer 202. */
-  accept(message: JsonRpcMessage, principal: string | undefined, extra: MessageExtraInfo): Reply {
-    const { accepted } = this.ask({ type: 'message.received', principal }, 'decision.message');
+  async accept(
+    message: JsonRpcMessage,
+    principal: string | undefined,
+    extra: MessageExtraInfo,
+  ): Promise<Reply> {
+    const { accepted } = await this.decide({ type: 'message.received', principal }, 'decision.message');
     if (!accepted) return this.notFound();
-    this.actor.send({ type: 'session.activity' });
+    this.lastActivity = Date.now();
+    this.machine.send({ type: 'session.activity' });
     this.transport.receive(message as JSONRPCMessage, extra);
     return { kind: 'empty', status: 202, headers: this.o.headers };
   }
 
   /** GET + Last-Event-ID: the machine answers the cursor; a replay continues live. */
   async resume(lastEventId: string, principal: string | undefined): Promise<Reply> {
-    this.actor.send({ type: 'session.activity' });
+    this.lastActivity = Date.now();
+    this.machine.send({ type: 'session.activity' });
     const cursor = parseEventId(lastEventId);
+    if (!(await this.sync())) return this.notFound();
+    if (cursor && cursor.epoch === this.o.epoch && this.shared) await this.reapIfOwnerGone(cursor.stream);
     const window =
       cursor && cursor.epoch === this.o.epoch ? await this.o.log.window(this.o.id, cursor.stream) : undefined;
-    const { answer } = this.ask(
+    const { answer } = await this.decide(
       { type: 'resume.requested', lastEventId, window, principal },
       'decision.resume',
     );
+    this.o.metrics?.resumeAnswered(this.o.id, answer, window);
     if (answer.kind === 'unknown-session') return this.notFound();
     if (answer.kind !== 'replay') {
       const message =
@@ -213,18 +468,19 @@ export class RuntimeSession {
       headers: this.o.headers,
       start: async (sink) => {
         sink.write(`retry: ${this.o.retryMs}\n\n`);
-        await this.attach(answer.stream, sink, answer.afterSeq).replay(this.o.log);
+        await this.attach(answer.stream, sink, answer.afterSeq).replay();
       },
     };
   }
 
   /** GET without a cursor: the standalone stream, from its start the first time, else from its head. */
   async standalone(principal: string | undefined): Promise<Reply> {
-    this.actor.send({ type: 'session.activity' });
-    const { decision } = this.ask({ type: 'standalone.requested', principal }, 'decision.attach');
+    this.lastActivity = Date.now();
+    this.machine.send({ type: 'session.activity' });
+    const { decision } = await this.decide({ type: 'standalone.requested', principal }, 'decision.attach');
     if (decision.kind === 'unknown-session') return this.notFound();
     await this.o.log.openStream(this.o.id, STANDALONE_STREAM);
-    await this.persist();
+    if (!this.shared) await this.persist();
     const from =
       decision.from === 'start' ? 0 : ((await this.o.log.window(this.o.id, STANDALONE_STREAM))?.head ?? 0);
     return {
@@ -232,30 +488,50 @@ export class RuntimeSession {
       headers: this.o.headers,
       start: async (sink) => {
         sink.write(primingFrame(this.idOf(STANDALONE_STREAM, from), this.o.retryMs));
-        await this.attach(STANDALONE_STREAM, sink, from).replay(this.o.log);
+        await this.attach(STANDALONE_STREAM, sink, from).replay();
       },
     };
   }
 
-  delete(principal: string | undefined): Reply {
-    const { accepted } = this.ask({ type: 'session.delete', principal }, 'decision.delete');
+  async delete(principal: string | undefined): Promise<Reply> {
+    const { accepted } = await this.decide({ type: 'session.delete', principal }, 'decision.delete');
     return accepted ? { kind: 'empty', status: 200 } : this.notFound();
   }
 
   /** The process is stopping; the machine decides whether the session ends or outlives it. */
   stop(): void {
-    this.actor.send({ type: 'server.stopping', durableLog: this.o.log.durable });
+    this.machine.send({ type: 'server.stopping', durableLog: this.o.log.durable });
+  }
+
+  /** Shared store: a client resumes a call running elsewhere; if that instance is gone, answer for it. */
+  private async reapIfOwnerGone(stream: number): Promise<void> {
+    const owner = this.machine.getSnapshot().context.streams[stream]?.owner;
+    if (!this.shared || owner === undefined || owner === this.shared.instanceId) return;
+    const alive = await this.shared.alive([owner]);
+    if (!alive.has(owner)) await this.reapAbandoned(() => false, new Set([stream]));
   }
 
   private attach(stream: number, sink: SseSink, lastSent: number): Attachment {
     const previous = this.attachments.get(stream);
     if (previous && previous.sink !== sink) previous.sink.end();
-    const attachment = new Attachment(sink, this.o.id, this.o.epoch, stream, lastSent, this.o.heartbeatMs);
+    const attachment = new Attachment(
+      sink,
+      this.o.log,
+      this.o.id,
+      this.o.epoch,
+      stream,
+      lastSent,
+      this.o.heartbeatMs,
+      this.shared ? (this.o.pollMs ?? 1000) : 0,
+    );
     this.attachments.set(stream, attachment);
-    this.actor.send({ type: 'stream.attached' });
+    this.machine.send({ type: 'stream.attached' });
     sink.onClose(() => {
       if (this.attachments.get(stream) === attachment) this.attachments.delete(stream);
-      if (!this.ended) this.actor.send({ type: 'stream.detached' });
+      if (this.ended) return;
+      this.lastActivity = Date.now();
+      this.machine.send({ type: 'stream.detached' });
+      this.o.metrics?.streamDetached(this.o.id, stream);
     });
     return attachment;
   }
@@ -268,10 +544,10 @@ export class RuntimeSession {
       const stream = key === undefined ? undefined : this.running.get(key);
       if (key === undefined || stream === undefined) return;
       this.running.delete(key);
-      await this.store(stream, key === this.initializeKey ? this.advertiseIn(m) : m);
-      await this.o.log.finish(this.o.id, stream);
-      this.actor.send({ type: 'request.settled', requestKey: key });
-      this.attachments.get(stream)?.finish();
+      // Undefined when another instance already answered for it (it thought this one was gone).
+      await this.storeFinal(stream, key === this.initializeKey ? this.advertiseIn(m) : m);
+      this.lastActivity = Date.now();
+      this.machine.send({ type: 'request.settled', requestKey: key });
       return;
     }
     const related = options?.relatedRequestId;
@@ -279,7 +555,9 @@ export class RuntimeSession {
     if (stream === undefined) {
       stream = STANDALONE_STREAM;
       // Registers the standalone stream with the machine so a cursor into it is recognised.
-      this.actor.send({ type: 'standalone.used' });
+      if (!this.machine.getSnapshot().context.streams[STANDALONE_STREAM]) {
+        await this.decideWith(() => this.machine.send({ type: 'standalone.used' }));
+      }
     }
     await this.store(stream, m);
   }
@@ -287,6 +565,15 @@ export class RuntimeSession {
   private async store(stream: number, message: JsonRpcMessage): Promise<void> {
     const seq = await this.o.log.append(this.o.id, stream, message);
     this.attachments.get(stream)?.offer({ seq, message });
+  }
+
+  /** A call's answer: written once, then the stream is finished. False when one was written already. */
+  private async storeFinal(stream: number, message: JsonRpcMessage): Promise<boolean> {
+    const seq = await this.o.log.appendFinal(this.o.id, stream, message);
+    const attachment = this.attachments.get(stream);
+    if (seq !== undefined) attachment?.offer({ seq, message });
+    attachment?.finish();
+    return seq !== undefined;
   }
 
   /** The initialize result also carries the retention promise, as an experimental capability. */
@@ -316,11 +603,15 @@ export class RuntimeSession {
     this.attachments.clear();
     try {
       await this.mcp?.close();
+      // Decided here: the other instances holding this session end their copies too.
+      if (this.shared && !this.endedElsewhere && reason !== 'shutdown') {
+        await this.shared.announceEnded(this.o.id, reason as 'expired' | 'terminated');
+      }
       await this.o.log.dropSession(this.o.id);
     } catch (error) {
       this.o.onError(error);
     }
-    this.actor.stop();
+    this.awakeActor?.stop();
     this.o.onEnded(this.o.id);
   }
 
@@ -330,7 +621,14 @@ export class RuntimeSession {
     for (const a of this.attachments.values()) a.sink.end();
     this.attachments.clear();
     void this.mcp?.close().catch(this.o.onError);
-    this.actor.stop();
+    this.awakeActor?.stop();
     this.o.onEnded(this.o.id);
   }
+}
+
+/** The parts of the machine's context every instance must agree on; a change is committed to the store. */
+function sharedFingerprint(actor: Actor<typeof serverSessionMachine>): string {
+  const { context: c, value } = actor.getSnapshot();
+  const ended = typeof value === 'object' && 'ended' in value;
+  return `${c.nextStream}|${c.standaloneOpened}|${STANDALONE_STREAM in c.streams}|${c.epoch}|${ended}`;
 }

@@ -6,7 +6,7 @@ import {
   retainFrom,
   type StreamWindow,
 } from '../../machines/server/retention.js';
-import type { EventLog, SessionRecord, SessionRegistry, StoredEvent } from './event-log.js';
+import type { EventLog, EventLogObserver, SessionRecord, SessionRegistry, StoredEvent } from './event-log.js';
 
 export interface SqliteEventLogOptions {
   /** The database file (created if missing). `:memory:` works but is not durable. */
@@ -37,6 +37,7 @@ export class SqliteEventLog implements EventLog {
   private readonly db: Database.Database;
   private readonly now: () => number;
   private readonly q;
+  private observer: EventLogObserver | undefined;
 
   constructor(options: SqliteEventLogOptions) {
     this.durable = options.path !== ':memory:';
@@ -134,7 +135,11 @@ export class SqliteEventLog implements EventLog {
       now,
       (cutoff) => this.q.firstSince.get(sessionId, stream, cutoff)?.seq,
     );
-    if (from > w.oldest) this.q.evict.run(sessionId, stream, from);
+    if (from > w.oldest) {
+      // The rows actually deleted: exact even if a window was stored ahead of its rows.
+      const { changes } = this.q.evict.run(sessionId, stream, from);
+      if (changes > 0) this.observer?.evicted(changes, sessionId, stream);
+    }
     this.q.setWindow.run(from, w.head, sessionId, stream);
     return from;
   }
@@ -175,12 +180,26 @@ export class SqliteEventLog implements EventLog {
     this.q.finish.run(sessionId, stream);
   }
 
+  async appendFinal(sessionId: string, stream: number, message: JsonRpcMessage): Promise<number | undefined> {
+    return this.db.transaction(() => {
+      this.q.open.run(sessionId, stream);
+      if ((this.q.stream.get(sessionId, stream) as StreamRow).finished === 1) return undefined;
+      const seq = this.appendTx(sessionId, stream, message);
+      this.q.finish.run(sessionId, stream);
+      return seq;
+    })();
+  }
+
   async dropSession(sessionId: string): Promise<void> {
     this.db.transaction(() => {
       this.q.dropEvents.run(sessionId);
       this.q.dropStreams.run(sessionId);
       this.q.removeSession.run(sessionId);
     })();
+  }
+
+  setObserver(observer: EventLogObserver | undefined): void {
+    this.observer = observer;
   }
 
   async close(): Promise<void> {

@@ -163,6 +163,22 @@ export function eventLogContract(name: string, make: MakeEventLog): void {
       expect(await l.window('s', 4)).toEqual({ ...EMPTY_WINDOW, finished: true });
     });
 
+    it('appendFinal writes the last message of a stream exactly once, however many race for it', async () => {
+      const l = await log();
+      await l.append('s', 3, note(1));
+      const racers = await Promise.all([1, 2, 3, 4].map((n) => l.appendFinal('s', 3, note(100 + n))));
+      expect(racers.filter((seq) => seq !== undefined)).toEqual([2]);
+      const r = await l.read('s', 3, 0);
+      expect(seqs(r?.events)).toEqual([1, 2]);
+      expect(r?.window.finished).toBe(true);
+      // After an ordinary finish there is no room for a last message either.
+      await l.finish('s', 5);
+      expect(await l.appendFinal('s', 5, note(9))).toBeUndefined();
+      expect(await l.window('s', 5)).toEqual({ ...EMPTY_WINDOW, finished: true });
+      // An unknown stream is registered, as appending would.
+      expect(await l.appendFinal('s', 6, note(7))).toBe(1);
+    });
+
     it('knows nothing of streams and sessions it was never told about', async () => {
       const l = await log();
       expect(await l.window('nobody', 0)).toBeUndefined();

@@ -91,6 +91,29 @@ describe('sessions', () => {
     expect((await client.notify({ jsonrpc: '2.0', method: 'notifications/initialized' })).status).toBe(404);
   });
 
+  it('an idle session sleeps (its actor a snapshot), wakes on the next request with everything it knew, and still expires on time', async () => {
+    const { server, client } = await started({ sessionIdleTtlMs: 2_000 });
+    await client.initialize();
+    const first = await client.call('charge', { key: 'card' }, 'pay-1');
+    await first.untilEnd();
+    // Idle for a sweep or two (TTL/4, here 500 ms): asleep.
+    await new Promise((r) => setTimeout(r, 1_200));
+    expect(server.continuity.sleepingSessionCount()).toBe(1);
+    // Woken by a re-sent call: its id is still known, so it is not run again.
+    const again = await client.call('charge', { key: 'card' }, 'pay-1');
+    await again.untilEnd();
+    expect(again.messages.at(-1)).toMatchObject({
+      id: 'pay-1',
+      result: { content: [{ text: 'charged card' }] },
+    });
+    expect(server.effects.get('card')).toBe(1);
+    expect(server.continuity.sleepingSessionCount()).toBe(0);
+    // Asleep again, then past its TTL while asleep: it expires (404), late by one sweep at most.
+    await new Promise((r) => setTimeout(r, 2_700));
+    expect(server.continuity.sessionCount()).toBe(0);
+    expect((await client.notify({ jsonrpc: '2.0', method: 'notifications/initialized' })).status).toBe(404);
+  });
+
   it('a running call keeps the session alive past its idle TTL', async () => {
     const { client } = await started({ sessionIdleTtlMs: 100 });
     await client.initialize();

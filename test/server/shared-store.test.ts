@@ -1,0 +1,111 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { RedisEventLog } from '../../src/redis.js';
+import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+import { RawClient, startServer } from './harness.js';
+
+/**
+ * Two server instances in one process, each with its own connection to one Redis, addressed directly:
+ * the decisions and hand-offs of a shared session, one at a time. (test/multi-instance runs them as
+ * separate processes behind a balancer, with kill -9.) The poll that backs up the change feed is set
+ * far beyond each test, so what arrives from the other instance arrived through the feed.
+ */
+let redis: RedisServer;
+beforeAll(async () => {
+  redis = await startRedisServer();
+});
+afterAll(async () => {
+  await redis?.dispose();
+});
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function pair(options: { idleTtlMs?: number } = {}) {
+  const keyPrefix = `shared-${Math.random().toString(36).slice(2)}:`;
+  const start = () =>
+    startServer({
+      eventLog: new RedisEventLog({ url: redis.url, keyPrefix }),
+      sharedStorePollMs: 600_000,
+      instanceLeaseMs: 5_000,
+      ...(options.idleTtlMs ? { sessionIdleTtlMs: options.idleTtlMs } : {}),
+    });
+  const a = await start();
+  const b = await start();
+  cleanups.push(
+    () => a.close(),
+    () => b.close(),
+  );
+  const onA = new RawClient(a.url);
+  await onA.initialize();
+  const onB = new RawClient(b.url);
+  onB.sessionId = onA.sessionId;
+  return { a, b, onA, onB };
+}
+
+const progressOf = (messages: Array<Record<string, unknown>>) =>
+  messages
+    .filter((m) => m.method === 'notifications/progress')
+    .map((m) => (m.params as { progress: number }).progress);
+
+describe('a session shared by two instances through Redis', () => {
+  it('a resume on the other instance replays, then tails the live appends through the change feed', async () => {
+    const { a, b, onA, onB } = await pair();
+    const call = await onA.call('chatty', { count: 30, intervalMs: 15 }, 'c1');
+    await call.until(() => progressOf(call.messages).length >= 5, 5_000, 'five progress events');
+    call.cut();
+    const cursor = call.events.filter((e) => e.id).at(-1)?.id as string;
+    const resumed = await onB.get(cursor);
+    expect(resumed.response.status).toBe(200);
+    await resumed.untilEnd(10_000);
+    const seen = [...progressOf(call.messages), ...progressOf(resumed.messages)];
+    expect(seen).toEqual(Array.from({ length: 30 }, (_, n) => n + 1));
+    expect(resumed.messages.at(-1)).toMatchObject({ id: 'c1', result: { content: [{ text: 'sent 30' }] } });
+    // The call ran on A only; B served the stream without an SDK server call of its own.
+    expect(a.servers).toHaveLength(1);
+    expect(b.servers).toHaveLength(1); // B re-created the session's SDK server, initialized as the client did
+  });
+
+  it('a request id re-sent to the other instance is not run again: it gets the original stream', async () => {
+    const { a, b, onA, onB } = await pair();
+    const first = await onA.call('charge', { key: 'card', ms: 300 }, 42);
+    const again = await onB.call('charge', { key: 'card', ms: 300 }, 42);
+    await first.untilEnd(5_000);
+    await again.untilEnd(5_000);
+    expect(a.effects.get('card')).toBe(1);
+    expect(b.effects.get('card')).toBeUndefined();
+    expect(again.messages.at(-1)).toMatchObject({ id: 42, result: { content: [{ text: 'charged card' }] } });
+  });
+
+  it('DELETE on one instance ends the streams attached on the other with event: close', async () => {
+    const { b, onA, onB } = await pair();
+    const standalone = await onA.get();
+    expect(standalone.response.status).toBe(200);
+    const deleted = await fetch(b.url, { method: 'DELETE', headers: onB.headers() });
+    expect(deleted.status).toBe(200);
+    await standalone.untilEnd(5_000);
+    expect(standalone.events.at(-1)).toMatchObject({ event: 'close' });
+    expect(JSON.parse(standalone.events.at(-1)?.data ?? '{}')).toEqual({ reason: 'terminated' });
+    const afterOnA = await onA.call('echo', { text: 'x' });
+    expect(afterOnA.response.status).toBe(404);
+  });
+
+  it('idle expiry counts activity on every instance, then ends the session on both', async () => {
+    const { onA, onB } = await pair({ idleTtlMs: 600 });
+    // Busy on B for twice the TTL: A, where the session began and then sat idle, must not expire it.
+    const until = Date.now() + 1_300;
+    while (Date.now() < until) {
+      const r = await onB.call('echo', { text: 'ping' });
+      await r.untilEnd();
+      expect(r.response.status).toBe(200);
+      await new Promise((resolve) => setTimeout(resolve, 150));
+    }
+    const stillThere = await onA.call('echo', { text: 'on A' });
+    await stillThere.untilEnd();
+    expect(stillThere.response.status).toBe(200);
+    // Idle everywhere for well over the TTL: gone on both.
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    expect((await onA.call('echo', { text: 'x' })).response.status).toBe(404);
+    expect((await onB.call('echo', { text: 'x' })).response.status).toBe(404);
+  });
+});

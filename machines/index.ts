@@ -12,5 +12,6 @@ export * from './event-id.js';
 export * from './jsonrpc.js';
 export * from './server/admission.js';
 export * from './server/retention.js';
+export * from './server/routing.js';
 export * from './server/session.machine.js';
 export * from './validity.js';

@@ -34,6 +34,8 @@ export interface SessionRegistry {
 /** A change any instance made, reported to every instance watching a shared store. */
 export type StoreChange =
   | { readonly kind: 'appended'; readonly sessionId: string; readonly stream: number }
+  /** A client message for this instance's copy of the session, POSTed to another instance. */
+  | { readonly kind: 'inbound'; readonly sessionId: string; readonly message: JsonRpcMessage }
   | { readonly kind: 'ended'; readonly sessionId: string; readonly reason: 'expired' | 'terminated' };
 
 /**
@@ -65,6 +67,8 @@ export interface SharedSessionStore {
   dropLease(): Promise<void>;
   /** Which of these instances hold a lease now. */
   alive(instanceIds: readonly string[]): Promise<ReadonlySet<string>>;
+  /** Carries a client message to the instance it belongs to (see machines/server/routing.ts). */
+  forward(instanceId: string, sessionId: string, message: JsonRpcMessage): Promise<void>;
   /** Tells every other watching instance that a session ended. */
   announceEnded(sessionId: string, reason: 'expired' | 'terminated'): Promise<void>;
   /**

@@ -143,6 +143,7 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
     const unwatch = store.watch((change) => {
       const session = sessions.get(change.sessionId);
       if (change.kind === 'appended') session?.wake(change.stream);
+      else if (change.kind === 'inbound') session?.receiveForwarded(change.message);
       else session?.gone(change.reason);
     });
     const tick = async () => {

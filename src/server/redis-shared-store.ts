@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { JsonRpcMessage } from '../../machines/jsonrpc.js';
 import type { SessionRecord, SharedSessionStore, StoreChange } from './event-log.js';
 import type { RedisLogClient } from './redis-event-log.js';
 import { script } from './redis-script.js';
@@ -111,6 +112,10 @@ export class RedisSharedStore implements SharedSessionStore {
     await this.report({ s: sessionId, n: String(stream) });
   }
 
+  async forward(instanceId: string, sessionId: string, message: JsonRpcMessage): Promise<void> {
+    await this.report({ s: sessionId, to: instanceId, m: JSON.stringify(message) });
+  }
+
   async announceEnded(sessionId: string, reason: 'expired' | 'terminated'): Promise<void> {
     await this.report({ s: sessionId, e: reason });
   }
@@ -159,7 +164,11 @@ export class RedisSharedStore implements SharedSessionStore {
           for (const { id, message } of messages) {
             after = id;
             if (message.i === this.instanceId || message.s === undefined) continue;
-            if (message.e === 'expired' || message.e === 'terminated') {
+            if (message.to !== undefined) {
+              if (message.to === this.instanceId && message.m !== undefined) {
+                listener({ kind: 'inbound', sessionId: message.s, message: JSON.parse(message.m) });
+              }
+            } else if (message.e === 'expired' || message.e === 'terminated') {
               listener({ kind: 'ended', sessionId: message.s, reason: message.e });
             } else if (message.n !== undefined) {
               listener({ kind: 'appended', sessionId: message.s, stream: Number(message.n) });

@@ -7,12 +7,14 @@ import { JsonRpcCode, OutcomeUnknownReason } from '../../machines/codes.js';
 import { formatEventId, parseEventId, STANDALONE_STREAM } from '../../machines/event-id.js';
 import {
   idFromKey,
+  isRequest,
   isResponse,
   type JsonRpcMessage,
   type JsonRpcRequest,
   requestKey,
 } from '../../machines/jsonrpc.js';
 import { interruptedRequests, RESUME_STATUS, type StreamWindow } from '../../machines/server/retention.js';
+import { routeInbound, tagRequestId } from '../../machines/server/routing.js';
 import {
   type ServerSessionEmitted,
   type ServerSessionEvent,
@@ -431,8 +433,25 @@ export class RuntimeSession {
     if (!accepted) return this.notFound();
     this.lastActivity = Date.now();
     this.machine.send({ type: 'session.activity' });
-    this.transport.receive(message as JSONRPCMessage, extra);
+    const shared = this.shared;
+    const route = shared
+      ? routeInbound(message, shared.instanceId, (key) => this.ownerOfRequest(key))
+      : ({ kind: 'here', message } as const);
+    if (route.kind === 'here') this.transport.receive(route.message as JSONRPCMessage, extra);
+    else await shared?.forward(route.instance, this.o.id, route.message);
     return { kind: 'empty', status: 202, headers: this.o.headers };
+  }
+
+  /** A client message POSTed to another instance that belongs to this one's copy of the session. */
+  receiveForwarded(message: JsonRpcMessage): void {
+    if (this.ended) return;
+    this.transport.receive(message as JSONRPCMessage, {});
+  }
+
+  private ownerOfRequest(key: string): string | undefined {
+    const { streams, requests } = this.machine.getSnapshot().context;
+    const stream = requests[key];
+    return stream === undefined ? undefined : streams[stream]?.owner;
   }
 
   /** GET + Last-Event-ID: the machine answers the cursor; a replay continues live. */
@@ -538,7 +557,10 @@ export class RuntimeSession {
 
   /** The SDK server sends: store in the log, then offer to the attached stream, if any. */
   private async outbound(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
-    const m = message as JsonRpcMessage;
+    let m = message as JsonRpcMessage;
+    // Sharing the session, this instance's request ids must not collide with another instance's, and
+    // the answer must find its way back here (machines/server/routing.ts).
+    if (this.shared && isRequest(m)) m = { ...m, id: tagRequestId(this.shared.instanceId, m.id) };
     if (isResponse(m)) {
       const key = m.id === null ? undefined : requestKey(m.id);
       const stream = key === undefined ? undefined : this.running.get(key);

@@ -1,6 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { EmptyResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { z } from 'zod';
 import { type ContinuityServerOptions, createContinuityServer } from '../../src/index.js';
@@ -49,8 +50,21 @@ export function demoMcpServer(world: DemoWorld): McpServer {
       return { content: [{ type: 'text', text: `sent ${count}` }] };
     },
   );
-  server.registerTool('slow', { inputSchema: { ms: z.number() } }, async ({ ms }) => {
-    await new Promise((r) => setTimeout(r, ms));
+  // Asks the client something (a ping: the smallest server-to-client request) and waits for its answer.
+  server.registerTool('ask-client', { inputSchema: {} }, async (_args, extra) => {
+    await extra.sendRequest({ method: 'ping' }, EmptyResultSchema, { timeout: 10_000 });
+    return { content: [{ type: 'text', text: 'the client answered' }] };
+  });
+  server.registerTool('slow', { inputSchema: { ms: z.number() } }, async ({ ms }, extra) => {
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      // Cancelled by the client: counted under `cancelled`, so a test sees which SDK server heard it.
+      extra.signal.addEventListener('abort', () => {
+        clearTimeout(timer);
+        world.effects.set('cancelled', (world.effects.get('cancelled') ?? 0) + 1);
+        resolve();
+      });
+    });
     return { content: [{ type: 'text', text: `slept ${ms}` }] };
   });
   return server;

@@ -77,6 +77,45 @@ describe('a session shared by two instances through Redis', () => {
     expect(again.messages.at(-1)).toMatchObject({ id: 42, result: { content: [{ text: 'charged card' }] } });
   });
 
+  it('the answer to a server-to-client request, POSTed to the other instance, reaches the instance that asked', async () => {
+    const { a, b, onA, onB } = await pair();
+    const call = await onA.call('ask-client', {}, 'asking');
+    await call.until(() => call.messages.some((m) => m.method === 'ping'), 5_000, 'the server asking');
+    const ping = call.messages.find((m) => m.method === 'ping') as { id: string };
+    // Tagged with the asking instance, so two instances' SDK servers (both counting from 0) never collide.
+    expect(ping.id).toMatch(/^mcpc~[0-9a-f]+~0$/);
+    const answered = await onB.notify({ jsonrpc: '2.0', id: ping.id, result: {} });
+    expect(answered.status).toBe(202);
+    await call.untilEnd(5_000);
+    expect(call.messages.at(-1)).toMatchObject({
+      id: 'asking',
+      result: { content: [{ text: 'the client answered' }] },
+    });
+    expect(a.servers.length + b.servers.length).toBe(2);
+  });
+
+  it('a cancellation POSTed to the other instance reaches the instance running the call', async () => {
+    const { a, b, onA, onB } = await pair();
+    const call = await onA.call('slow', { ms: 5_000 }, 'long');
+    await new Promise((r) => setTimeout(r, 100));
+    const cancelled = await onB.notify({
+      jsonrpc: '2.0',
+      method: 'notifications/cancelled',
+      params: { requestId: 'long', reason: 'changed my mind' },
+    });
+    expect(cancelled.status).toBe(202);
+    // The SDK server on A, which runs the call, aborts it; B's copy never heard of the request.
+    const deadline = Date.now() + 3_000;
+    while (a.effects.get('cancelled') === undefined && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(a.effects.get('cancelled')).toBe(1);
+    expect(b.effects.get('cancelled')).toBeUndefined();
+    // A cancelled call gets no answer (the SDK sends none).
+    expect(call.messages.filter((m) => m.id === 'long')).toEqual([]);
+    call.cut();
+  });
+
   it('DELETE on one instance ends the streams attached on the other with event: close', async () => {
     const { b, onA, onB } = await pair();
     const standalone = await onA.get();

@@ -1,0 +1,66 @@
+import { isNotification, isResponse, type JsonRpcMessage, type RequestId, requestKey } from '../jsonrpc.js';
+
+/**
+ * Several instances share a session; a client message POSTed to one of them may belong to another.
+ * An answer to a server-to-client request (sampling, elicitation, roots) belongs to the instance that
+ * sent the request, and a cancellation to the instance running the call. These functions decide where
+ * such a message goes; the runtime carries it there through the shared store.
+ *
+ * Each instance's SDK server numbers its requests from 0, so two instances of one session would send
+ * the client the same ids. An instance therefore tags the ids of the requests it sends with its name
+ * (`mcpc~<instance>~<the original id as JSON>`); the answer carries the tag back, and the instance
+ * restores the original id before its SDK server sees it.
+ */
+const TAG = 'mcpc~';
+
+export function tagRequestId(instance: string, id: RequestId): string {
+  return `${TAG}${instance}~${JSON.stringify(id)}`;
+}
+
+/** The instance and original id of a tagged id; undefined for an id this scheme did not make. */
+export function untagRequestId(id: RequestId | null): { instance: string; id: RequestId } | undefined {
+  if (typeof id !== 'string' || !id.startsWith(TAG)) return undefined;
+  const rest = id.slice(TAG.length);
+  const cut = rest.indexOf('~');
+  if (cut <= 0) return undefined;
+  try {
+    const original = JSON.parse(rest.slice(cut + 1)) as unknown;
+    if (typeof original !== 'string' && typeof original !== 'number') return undefined;
+    return { instance: rest.slice(0, cut), id: original };
+  } catch {
+    return undefined;
+  }
+}
+
+export type InboundRoute =
+  /** Hand it to this instance's SDK server (the id restored, if it was tagged). */
+  | { kind: 'here'; message: JsonRpcMessage }
+  /** Carry it to `instance`, which hands it to its SDK server as `message`. */
+  | { kind: 'forward'; instance: string; message: JsonRpcMessage };
+
+/**
+ * Where a POSTed notification or response goes. `ownerOf` names the instance running a client request
+ * (from the session machine's streams); undefined when unknown or this instance.
+ */
+export function routeInbound(
+  message: JsonRpcMessage,
+  self: string,
+  ownerOf: (requestKey: string) => string | undefined,
+): InboundRoute {
+  if (isResponse(message)) {
+    const tagged = untagRequestId(message.id);
+    if (!tagged) return { kind: 'here', message };
+    const restored = { ...message, id: tagged.id } as JsonRpcMessage;
+    return tagged.instance === self
+      ? { kind: 'here', message: restored }
+      : { kind: 'forward', instance: tagged.instance, message: restored };
+  }
+  if (isNotification(message) && message.method === 'notifications/cancelled') {
+    const requestId = message.params?.requestId;
+    if (typeof requestId === 'string' || typeof requestId === 'number') {
+      const owner = ownerOf(requestKey(requestId));
+      if (owner !== undefined && owner !== self) return { kind: 'forward', instance: owner, message };
+    }
+  }
+  return { kind: 'here', message };
+}

@@ -90,7 +90,13 @@ describe('ContinuityClientTransport with the SDK Client', () => {
     const p = await serverProcess();
     const { client, transport } = await connect(p.url);
     expect(transport.sessionId).toMatch(/^[\x21-\x7E]{22,}$/);
-    expect((await client.listTools()).tools.map((t) => t.name)).toEqual(['echo', 'charge', 'chatty', 'slow']);
+    expect((await client.listTools()).tools.map((t) => t.name)).toEqual([
+      'echo',
+      'charge',
+      'chatty',
+      'ask-client',
+      'slow',
+    ]);
     const progress: number[] = [];
     const r = await client.callTool({ name: 'chatty', arguments: { count: 5, intervalMs: 1 } }, undefined, {
       onprogress: (x) => progress.push(x.progress),

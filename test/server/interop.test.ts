@@ -238,7 +238,7 @@ describe('interop with the official SDK client (StreamableHTTPClientTransport)',
     expect(init?.responseHeaders?.get(ADVERTISEMENT_HEADER)).toContain('idle-ttl-ms=120000');
 
     const { tools } = await client.listTools();
-    expect(tools.map((t) => t.name).sort()).toEqual(['charge', 'chatty', 'echo', 'slow']);
+    expect(tools.map((t) => t.name).sort()).toEqual(['ask-client', 'charge', 'chatty', 'echo', 'slow']);
     expect(tools.find((t) => t.name === 'echo')?.inputSchema.properties).toHaveProperty('text');
     const echoed = await client.callTool({ name: 'echo', arguments: { text: 'hello' } });
     expect(echoed.content).toEqual([{ type: 'text', text: 'hello' }]);

@@ -22,6 +22,7 @@ import {
   ledgerOnSessionLost,
   ledgerSettle,
   outcomeUnknownError,
+  pendingByKey,
   pendingEntries,
   type RetryPolicy,
   type ToolAnnotations,
@@ -69,6 +70,8 @@ export interface StreamEntry {
   readonly ref: ActorRefFrom<typeof streamMachine>;
   readonly streamId: string;
   readonly kind: StreamKind;
+  /** The child's actor id is `stream-<slot>`; a slot is reused once its stream has been stopped. */
+  readonly slot: number;
 }
 
 export interface ClientContext {
@@ -78,6 +81,12 @@ export interface ClientContext {
   protocolVersion: string | undefined;
   initializeRequest: JsonRpcRequest | undefined;
   advertisement: ServerAdvertisement | undefined;
+  /**
+   * `ledger`, `streams` and `cursors` gain a key and lose it again on every call. They are updated in
+   * place (and handed back to `assign` as the same objects), like the server session's records: copying
+   * them per call cost ~0.2 ms with 50 calls in flight (docs/benchmarks.md, row 2). Nothing outside this
+   * machine keeps a reference to them; a persisted cursor record gets its own copy (`cursorRecordOf`).
+   */
   ledger: Ledger;
   annotations: ToolAnnotations;
   streams: Record<string, StreamEntry>;
@@ -89,8 +98,15 @@ export interface ClientContext {
   reinitId: string | undefined;
   /** Requests whose own POST was answered 404: they cannot have run, so they are sent again. */
   provenUnexecuted: string[];
-  /** Counts spawned streams: unique child ids and jitter seeds. */
+  /** Counts spawned streams: unique stream ids and jitter seeds. */
   spawned: number;
+  /**
+   * Child actor ids are reused slots, not unique names: XState copies its children object on every spawn
+   * and stop, and an object whose keys are always new is ~5× slower to copy (~100 µs per call with 50
+   * in flight). Staleness is judged by `streamId`, which stays unique.
+   */
+  freeSlots: number[];
+  slotCount: number;
 }
 
 export const STANDALONE_KEY = 'standalone';
@@ -138,8 +154,20 @@ export function cursorRecordOf(ctx: ClientContext): CursorRecord | null {
     protocolVersion: ctx.protocolVersion,
     initializeRequest: ctx.initializeRequest,
     advertisement: ctx.advertisement,
-    streams: ctx.cursors,
+    streams: copyCursors(ctx.cursors),
   };
+}
+
+/**
+ * A record handed to the store must not change afterwards, and `cursors` is updated in place. Entries are
+ * replaced, never mutated, so a shallow copy is enough. Stream keys are new on every call, and building a
+ * plain object from ever-new keys costs V8 a hidden class per key (~28 µs for 50 keys); a null-prototype
+ * object is a hash table from the start (~5 µs).
+ */
+function copyCursors(cursors: Record<string, StreamCursor>): Record<string, StreamCursor> {
+  const copy: Record<string, StreamCursor> = Object.create(null);
+  for (const key in cursors) copy[key] = cursors[key] as StreamCursor;
+  return copy;
 }
 
 /** The request key of the initialize in flight, in the states that have one. */
@@ -186,6 +214,7 @@ export const clientSessionMachine = setup({
 
     spawnStream: assign(({ context, spawn }, args: SpawnArgs) => {
       const streamId = `${args.key}#${context.spawned}`;
+      const slot = context.freeSlots.pop() ?? context.slotCount;
       const body = args.body;
       const resendSafe =
         args.kind === 'request' &&
@@ -195,7 +224,7 @@ export const clientSessionMachine = setup({
           context.advertisement?.duplicateRequestProtection === true ||
           context.config.retryPolicy(body, context.annotations));
       const ref = spawn('stream', {
-        id: streamId,
+        id: `stream-${slot}`,
         input: {
           key: args.key,
           streamId,
@@ -210,13 +239,14 @@ export const clientSessionMachine = setup({
           resendSafe,
         },
       });
+      context.streams[args.key] = { ref, streamId, kind: args.kind, slot };
+      if (args.kind !== 'message')
+        context.cursors[args.key] = { kind: args.kind, lastEventId: args.lastEventId };
       return {
-        streams: { ...context.streams, [args.key]: { ref, streamId, kind: args.kind } },
-        cursors:
-          args.kind === 'message'
-            ? context.cursors
-            : { ...context.cursors, [args.key]: { kind: args.kind, lastEventId: args.lastEventId } },
+        streams: context.streams,
+        cursors: context.cursors,
         spawned: context.spawned + 1,
+        slotCount: Math.max(context.slotCount, slot + 1),
       };
     }),
 
@@ -285,9 +315,36 @@ export const clientSessionMachine = setup({
       if (event.type !== 'stream.cursor') return {};
       const existing = context.cursors[event.key];
       if (!existing) return {};
-      return {
-        cursors: { ...context.cursors, [event.key]: { ...existing, lastEventId: event.lastEventId } },
-      };
+      // Replaced, not mutated: a record already handed to the store holds the old entry.
+      context.cursors[event.key] = { ...existing, lastEventId: event.lastEventId };
+      return { cursors: context.cursors };
+    }),
+
+    /**
+     * A message that came as an SSE event carries its stream's cursor: recorded and persisted here as a
+     * `stream.cursor` would be (streams send one event per message, not two). A report from a stream that
+     * has been replaced moves nothing.
+     */
+    recordMessageCursor: enqueueActions(({ context, enqueue, event }) => {
+      if (event.type !== 'stream.message' || !event.cursor) return;
+      if (context.streams[event.key]?.streamId !== event.streamId) return;
+      const existing = context.cursors[event.key];
+      if (existing) {
+        context.cursors[event.key] = { ...existing, lastEventId: event.cursor.lastEventId };
+        enqueue.assign({ cursors: context.cursors });
+      }
+      named(enqueue)({ type: 'persistCursor', params: { record: cursorRecordOf(context) } });
+    }),
+
+    /** The same, after events this transition raised: it keeps the order a separate `stream.cursor` had. */
+    raiseMessageCursor: enqueueActions(({ enqueue, event }) => {
+      if (event.type !== 'stream.message' || !event.cursor) return;
+      enqueue.raise({
+        type: 'stream.cursor',
+        key: event.key,
+        streamId: event.streamId,
+        lastEventId: event.cursor.lastEventId,
+      });
     }),
 
     persist: enqueueActions(({ context, enqueue }) => {
@@ -306,17 +363,18 @@ export const clientSessionMachine = setup({
     settleEndedStream: enqueueActions(({ context, enqueue, event }) => {
       if (event.type !== 'stream.ended') return;
       const entry = context.streams[event.key];
-      const { [event.key]: _gone, ...streams } = context.streams;
-      const { [event.key]: _cursor, ...cursors } = context.cursors;
+      delete context.streams[event.key];
+      delete context.cursors[event.key];
       // A finished child stays in the actor's children until stopped; a long session would pile them up.
-      if (entry) enqueue.stopChild(entry.ref);
-      enqueue.assign({ streams, cursors });
+      // Its slot is free once the stop is enqueued: stops resolve before anything enqueued after them.
+      if (entry) {
+        enqueue.stopChild(entry.ref);
+        context.freeSlots.push(entry.slot);
+      }
+      enqueue.assign({ streams: context.streams, cursors: context.cursors });
       const outcome = event.outcome;
       if (outcome.kind === 'done' || outcome.kind === 'stopped') return;
-      const pending =
-        entry?.kind === 'request'
-          ? pendingEntries(context.ledger).find((e) => requestKey(e.request.id) === event.key)
-          : undefined;
+      const pending = entry?.kind === 'request' ? pendingByKey(context.ledger, event.key) : undefined;
       if (!pending) {
         named(enqueue)({
           type: 'reportError',
@@ -353,7 +411,7 @@ export const clientSessionMachine = setup({
 
     stopAllStreams: enqueueActions(({ context, enqueue }) => {
       for (const entry of Object.values(context.streams)) enqueue.stopChild(entry.ref);
-      enqueue.assign({ streams: {}, cursors: {} });
+      enqueue.assign({ streams: {}, cursors: {}, freeSlots: [], slotCount: 0 });
     }),
 
     /** Every pending call ends as outcome unknown: the session or the transport is gone for good. */
@@ -546,6 +604,8 @@ export const clientSessionMachine = setup({
     reinitId: undefined,
     provenUnexecuted: [],
     spawned: 0,
+    freeSlots: [],
+    slotCount: 0,
   }),
   initial: 'uninitialized',
   on: {
@@ -582,10 +642,10 @@ export const clientSessionMachine = setup({
           {
             guard: and(['isInitAnswer', 'isInitAccepted']),
             target: 'active',
-            actions: ['receive', 'persist'],
+            actions: ['receive', 'persist', 'recordMessageCursor'],
           },
-          { guard: 'isInitAnswer', target: 'uninitialized', actions: 'receive' },
-          { actions: 'receive' },
+          { guard: 'isInitAnswer', target: 'uninitialized', actions: ['receive', 'recordMessageCursor'] },
+          { actions: ['receive', 'recordMessageCursor'] },
         ],
         'stream.ended': [
           { guard: 'isStaleReport' },
@@ -597,7 +657,7 @@ export const clientSessionMachine = setup({
     active: {
       on: {
         'app.send': { actions: { type: 'dispatch', params: ({ event }) => ({ message: event.message }) } },
-        'stream.message': { actions: 'receive' },
+        'stream.message': { actions: ['receive', 'recordMessageCursor'] },
         'stream.ended': [
           { guard: 'isStaleReport' },
           { guard: 'sessionTerminated', target: 'reinitializing', actions: 'noteUnexecuted' },
@@ -611,9 +671,13 @@ export const clientSessionMachine = setup({
         'stream.opened': { actions: 'adoptSession' },
         'stream.message': [
           { guard: 'isStaleReport' },
-          { guard: 'isReinitAnswer', target: 'active', actions: ['completeReinitialize', 'persist'] },
+          {
+            guard: 'isReinitAnswer',
+            target: 'active',
+            actions: ['completeReinitialize', 'persist', 'raiseMessageCursor'],
+          },
           { guard: 'isReinitRejected', target: 'terminated' },
-          { actions: 'receive' },
+          { actions: ['receive', 'recordMessageCursor'] },
         ],
         'stream.ended': [{ guard: 'isStaleReport' }, { guard: 'reinitStreamFailed', target: 'terminated' }],
         'app.send': { actions: 'queueMessage' },

@@ -57,8 +57,19 @@ export type StreamReport =
       sessionId?: string;
       advertisement?: ServerAdvertisement;
     }
-  | { type: 'stream.message'; key: string; streamId: string; eventId?: string; message: JsonRpcMessage }
-  /** The cursor moved (undefined: forgotten, after a log reset). The parent persists it. */
+  /**
+   * A message. One that came as an SSE event also carries the stream's cursor after it (`cursor`), which
+   * the parent records and persists as it would a `stream.cursor`: one parent event per message, not two.
+   */
+  | {
+      type: 'stream.message';
+      key: string;
+      streamId: string;
+      eventId?: string;
+      message: JsonRpcMessage;
+      cursor?: { lastEventId: string | undefined };
+    }
+  /** The cursor moved without a message (undefined: forgotten, after a log reset). The parent persists it. */
   | { type: 'stream.cursor'; key: string; streamId: string; lastEventId: string | undefined }
   | { type: 'stream.gap'; key: string; streamId: string; gap: GapDetails }
   | { type: 'stream.ended'; key: string; streamId: string; outcome: StreamOutcome };
@@ -197,21 +208,32 @@ export const streamMachine = setup({
     rememberRetry: assign({
       serverRetryMs: ({ context, event }) => (event.type === 'sse.retry' ? event.ms : context.serverRetryMs),
     }),
-    /** Records the event's id as the cursor; the parent persists it. Duplicates never get here. */
+    /**
+     * Records the event's id as the cursor; the parent persists it. Duplicates never get here. `recentIds`
+     * is updated in place (copying 512 ids on every event was most of this action's cost); nothing outside
+     * this actor holds it.
+     */
     recordCursor: assign(({ context, event }) => {
       if (event.type !== 'sse.event' || event.id === undefined) return {};
-      return {
-        lastEventId: event.id,
-        recentIds: [...context.recentIds.slice(-(RECENT_IDS - 1)), event.id],
-      };
+      const recentIds = context.recentIds;
+      recentIds.push(event.id);
+      if (recentIds.length > RECENT_IDS) recentIds.shift();
+      return { lastEventId: event.id, recentIds };
     }),
     markResponse: assign({
       responseSeen: ({ context, event }) =>
         context.responseSeen || (event.type === 'sse.event' && answersOwnRequest(context, event.message)),
     }),
+    /** Runs after `recordCursor`, so the cursor it carries already counts this event. */
     forwardEvent: sendParent(({ context, event }) => {
       const e = event as Extract<IoEvent, { type: 'sse.event' }>;
-      return { type: 'stream.message', ...report(context), eventId: e.id, message: e.message };
+      return {
+        type: 'stream.message' as const,
+        ...report(context),
+        eventId: e.id,
+        message: e.message,
+        cursor: { lastEventId: context.lastEventId },
+      };
     }),
     forwardCursor: sendParent(({ context }) => ({
       type: 'stream.cursor',
@@ -310,7 +332,7 @@ export const streamMachine = setup({
               {
                 target: 'streaming',
                 reenter: true,
-                actions: ['markResponse', 'forwardEvent', 'recordCursor', 'forwardCursor'],
+                actions: ['markResponse', 'recordCursor', 'forwardEvent'],
               },
             ],
             'net.ended': [

@@ -15,7 +15,29 @@ export const SSE_HEADERS = {
   Connection: 'keep-alive',
 };
 
-export function toResponse(reply: Reply): Response {
+/**
+ * Backpressure. An SSE response holds at most this many bytes its reader has not taken. A reader that
+ * falls further behind has its response ended (cleanly, after what is queued): it resumes with
+ * Last-Event-ID, and everything it missed is replayed from the event log, where every event is stored
+ * before it is written (or, if the log has evicted it meanwhile, the client is told exactly what it lost).
+ * Without a bound, one slow reader made the server buffer its whole stream. A single frame larger than
+ * this is still written whole, so every response makes progress.
+ *
+ * 16 MiB: well above a full replay of the default log (1,000 events per stream) and above the backlog of
+ * a tool that outruns a healthy reader (benchmark row 1: 100,000 notifications, ~13 MB in all). Producers
+ * are not paced: a tool that writes much faster than its reader for longer gets its reader cut.
+ */
+export const SSE_MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
+
+/** A Node response whose socket takes nothing for this long while output waits is destroyed. */
+export const SSE_WRITE_STALL_MS = 60_000;
+
+export interface SseLimits {
+  /** Default {@link SSE_MAX_BUFFERED_BYTES}. */
+  readonly maxBufferedBytes?: number;
+}
+
+export function toResponse(reply: Reply, limits: SseLimits = {}): Response {
   if (reply.kind === 'empty') return new Response(null, { status: reply.status, headers: reply.headers });
   if (reply.kind === 'json') {
     return new Response(JSON.stringify(reply.body), {
@@ -24,15 +46,20 @@ export function toResponse(reply: Reply): Response {
     });
   }
   let sink: WebSink | undefined;
-  const body = new ReadableStream<Uint8Array>({
-    start(controller) {
-      sink = new WebSink(controller);
-      void Promise.resolve(reply.start(sink)).catch(() => sink?.end());
+  const maxBufferedBytes = limits.maxBufferedBytes ?? SSE_MAX_BUFFERED_BYTES;
+  const body = new ReadableStream<Uint8Array>(
+    {
+      start(controller) {
+        sink = new WebSink(controller);
+        void Promise.resolve(reply.start(sink)).catch(() => sink?.end());
+      },
+      cancel() {
+        sink?.gone();
+      },
     },
-    cancel() {
-      sink?.gone();
-    },
-  });
+    // Counted in bytes: `desiredSize` is then what may still be queued before the reader is too slow.
+    { highWaterMark: maxBufferedBytes, size: (chunk) => chunk.byteLength },
+  );
   return new Response(body, { status: 200, headers: { ...reply.headers, ...SSE_HEADERS } });
 }
 
@@ -42,6 +69,12 @@ class WebSink implements SseSink {
   constructor(private readonly controller: ReadableStreamDefaultController<Uint8Array>) {}
   write(chunk: string): void {
     if (this.closed) return;
+    // The reader has not taken what is queued and the queue is full: end the response after it. The frame
+    // is dropped here, not lost: it is in the event log, and the client resumes from its cursor.
+    if ((this.controller.desiredSize ?? 0) <= 0) {
+      this.end();
+      return;
+    }
     this.controller.enqueue(encoder.encode(chunk));
   }
   end(): void {
@@ -78,8 +111,21 @@ export function toWebRequest(req: IncomingMessage, base: string): Request {
   } as RequestInit);
 }
 
-/** Writes a Web Response to a Node response; a client that goes away cancels the body (and its sink). */
-export async function writeNodeResponse(response: Response, res: ServerResponse): Promise<void> {
+/**
+ * Writes a Web Response to a Node response; a client that goes away cancels the body (and its sink).
+ *
+ * Backpressure: the body is always read at once (so nothing piles up in the web stream's queue, whose
+ * dequeue is an `Array.shift`), and what the socket has not taken waits in Node's own buffer. When that
+ * holds more than `maxBufferedBytes` the reader is too slow: the body is cancelled and the response ends
+ * after what is queued; the client resumes with Last-Event-ID (every event is in the log). A socket that
+ * then takes nothing for `stallMs` is destroyed.
+ */
+export async function writeNodeResponse(
+  response: Response,
+  res: ServerResponse,
+  stallMs = SSE_WRITE_STALL_MS,
+  maxBufferedBytes = SSE_MAX_BUFFERED_BYTES,
+): Promise<void> {
   const headers: Record<string, string> = {};
   response.headers.forEach((v, k) => {
     headers[k] = v;
@@ -90,18 +136,48 @@ export async function writeNodeResponse(response: Response, res: ServerResponse)
     return;
   }
   const reader = response.body.getReader();
-  res.on('close', () => void reader.cancel().catch(() => undefined));
+  let gone = false;
+  res.on('close', () => {
+    gone = true;
+    void reader.cancel().catch(() => undefined);
+  });
   if (headers['content-type'] === 'text/event-stream') res.flushHeaders();
+  let tooSlow = false;
   try {
     for (;;) {
       const { done, value } = await reader.read();
-      if (done) break;
+      if (done || gone) break;
       res.write(value);
+      if (res.writableLength > maxBufferedBytes) {
+        tooSlow = true;
+        void reader.cancel().catch(() => undefined);
+        break;
+      }
     }
   } catch {
     // The client went away mid-stream; nothing to tell it.
   }
+  if (res.destroyed) return;
   res.end();
+  if (tooSlow && res.writableLength > 0 && !(await drained(res, stallMs))) res.destroy();
+}
+
+/** Resolves true when `res` has written everything, false when it closes first or takes nothing for `stallMs`. */
+function drained(res: ServerResponse, stallMs: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const settle = (ok: boolean) => {
+      clearTimeout(timer);
+      res.off('finish', onFinish);
+      res.off('close', onClose);
+      resolve(ok);
+    };
+    const onFinish = () => settle(true);
+    const onClose = () => settle(res.writableFinished);
+    const timer = setTimeout(() => settle(false), stallMs);
+    timer.unref?.();
+    res.on('finish', onFinish);
+    res.on('close', onClose);
+  });
 }
 
 /** Reads a body up to `limit` bytes; `undefined` when it is larger (the rest is not read). */

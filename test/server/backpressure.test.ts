@@ -1,0 +1,193 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import v8 from 'node:v8';
+import vm from 'node:vm';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { parseEventId } from '../../machines/event-id.js';
+import { createContinuityServer, MemoryEventLog } from '../../src/index.js';
+import { SSE_MAX_BUFFERED_BYTES, toResponse } from '../../src/server/http.js';
+import type { SseSink } from '../../src/server/sse.js';
+import { RawClient, type SseEvent } from './harness.js';
+
+/**
+ * Server write backpressure. Every event is stored before it is written, so a reader too slow to keep up
+ * loses nothing when its response is ended: it resumes with Last-Event-ID. What must not happen is the
+ * server buffering an unread stream without bound.
+ */
+
+// A forced collection, so the memory a test measures is what is still referenced.
+v8.setFlagsFromString('--expose-gc');
+const gc = vm.runInNewContext('gc') as () => void;
+
+const MiB = 1024 * 1024;
+
+describe('SSE backpressure, Web response', () => {
+  it('an unread response queues at most its limit, then ends after what it queued', async () => {
+    const limit = MiB;
+    const frame = `data: ${'x'.repeat(100 * 1024)}\n\n`;
+    let sink: SseSink | undefined;
+    let accepted = 0;
+    const response = toResponse(
+      {
+        kind: 'sse',
+        start: (s) => {
+          sink = s;
+          // 10 MiB written at once, nobody reading.
+          for (let i = 0; i < 100 && !s.closed; i++) {
+            s.write(frame);
+            if (!s.closed) accepted++;
+          }
+        },
+      },
+      { maxBufferedBytes: limit },
+    );
+    expect(sink?.closed).toBe(true);
+    expect(accepted * frame.length).toBeGreaterThanOrEqual(limit);
+    expect(accepted * frame.length).toBeLessThanOrEqual(limit + frame.length);
+    // What was queued is still delivered, then the body ends (the client resumes from there).
+    const text = await response.text();
+    expect(text.length).toBe(accepted * frame.length);
+  });
+
+  it('a frame larger than the limit is still written whole: every response makes progress', async () => {
+    const big = `data: ${'y'.repeat(2 * MiB)}\n\n`;
+    const response = toResponse(
+      {
+        kind: 'sse',
+        start: (s) => {
+          s.write(big);
+          s.write(big);
+          s.end();
+        },
+      },
+      { maxBufferedBytes: MiB },
+    );
+    expect((await response.text()).length).toBe(big.length);
+  });
+});
+
+/** A tool that appends `count` progress notifications of `bytes` each as fast as it can. */
+function floodServer(state: { done: boolean }): McpServer {
+  const server = new McpServer({ name: 'flood', version: '1.0.0' });
+  server.registerTool(
+    'flood',
+    { inputSchema: { count: z.number(), bytes: z.number() } },
+    async ({ count, bytes }, extra) => {
+      const padding = 'p'.repeat(bytes);
+      for (let n = 1; n <= count; n++) {
+        await extra.sendNotification({
+          method: 'notifications/progress',
+          params: { progressToken: extra._meta?.progressToken ?? 0, progress: n, message: padding },
+        });
+      }
+      state.done = true;
+      return { content: [{ type: 'text', text: `flooded ${count}` }] };
+    },
+  );
+  return server;
+}
+
+async function until(check: () => boolean, ms: number, what: string): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+let stop: (() => Promise<void>) | undefined;
+afterEach(async () => {
+  await stop?.();
+  stop = undefined;
+});
+
+describe('SSE backpressure over HTTP', () => {
+  it('a reader that stops reading is cut after a bounded backlog, then resumes with Last-Event-ID and loses nothing', async () => {
+    const count = 1_200;
+    const bytes = 64 * 1024; // 75 MiB in all: far more than the limit plus what the kernel buffers
+    const state = { done: false };
+    const continuity = createContinuityServer({
+      createMcpServer: () => floodServer(state),
+      eventLog: new MemoryEventLog({ maxEventsPerStream: count + 10 }),
+      heartbeatMs: 0,
+      onError: () => undefined,
+    });
+    const server = http.createServer(continuity.nodeHandler);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    stop = async () => {
+      await continuity.close();
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+    };
+    const client = new RawClient(`http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`);
+    await client.initialize();
+
+    gc();
+    const before = process.memoryUsage().arrayBuffers;
+    // The call's stream is not read at all while the tool runs.
+    const call = await fetch(client.url, {
+      method: 'POST',
+      headers: client.headers(),
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 7,
+        method: 'tools/call',
+        params: { name: 'flood', arguments: { count, bytes }, _meta: { progressToken: 7 } },
+      }),
+    });
+    expect(call.status).toBe(200);
+    await until(() => state.done, 30_000, 'the tool to append every notification');
+    await new Promise((r) => setTimeout(r, 200));
+    gc();
+    const buffered = process.memoryUsage().arrayBuffers - before;
+    // Unbounded, the server held everything the kernel had not taken (~65 MiB here).
+    expect(buffered).toBeLessThan(SSE_MAX_BUFFERED_BYTES + 4 * MiB);
+
+    // Now read: the response holds part of the stream and ends cleanly, with no `event: close`.
+    const first = await readAll(call);
+    expect(first.some((e) => e.event === 'close')).toBe(false);
+    const progressOf = (events: SseEvent[]) =>
+      events
+        .filter((e) => e.data !== '')
+        .map((e) => JSON.parse(e.data) as { params?: { progress: number }; result?: unknown });
+    const received = progressOf(first);
+    expect(received.length).toBeGreaterThan(0);
+    expect(received.length).toBeLessThan(count);
+
+    // Resume until the answer is in. A replay is bounded the same way, so it may take a few responses.
+    let cursor = first.filter((e) => e.id).at(-1)?.id as string;
+    for (let round = 0; round < 50 && !received.some((m) => m.result); round++) {
+      const resumed = await fetch(client.url, {
+        headers: { ...client.headers({ Accept: 'text/event-stream' }), 'Last-Event-ID': cursor },
+      });
+      expect(resumed.status).toBe(200);
+      const events = await readAll(resumed);
+      received.push(...progressOf(events));
+      cursor = events.filter((e) => e.id).at(-1)?.id ?? cursor;
+      expect(parseEventId(cursor)).toBeDefined();
+    }
+    const progress = received.filter((m) => m.params).map((m) => m.params?.progress);
+    expect(progress).toEqual(Array.from({ length: count }, (_, i) => i + 1));
+    expect(received.filter((m) => m.result)).toHaveLength(1);
+  }, 60_000);
+});
+
+/** Reads a whole SSE body into events (a small parser: frames are `field: value` lines). */
+async function readAll(response: Response): Promise<SseEvent[]> {
+  const text = await response.text();
+  const events: SseEvent[] = [];
+  for (const block of text.split('\n\n')) {
+    if (block === '' || block.startsWith(':')) continue;
+    const fields: Record<string, string> = {};
+    for (const line of block.split('\n')) {
+      const at = line.indexOf(': ');
+      if (at > 0) fields[line.slice(0, at)] = line.slice(at + 2);
+      else if (line.endsWith(':')) fields[line.slice(0, -1)] = '';
+    }
+    if ('data' in fields || 'event' in fields)
+      events.push({ id: fields.id, event: fields.event, data: fields.data ?? '' });
+  }
+  return events;
+}

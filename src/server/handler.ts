@@ -13,7 +13,7 @@ import type { EventLog, SharedSessionStore } from './event-log.js';
 import { readLimited, toResponse, toWebRequest, writeNodeResponse } from './http.js';
 import { MemoryEventLog } from './memory-event-log.js';
 import { errorReply, type Reply } from './reply.js';
-import { type McpServerLike, RuntimeSession, type SessionInfo } from './session.js';
+import { type McpServerLike, RuntimeSession, type SessionInfo, SessionUnavailableError } from './session.js';
 
 /** Who is calling, as `authenticate` decides. Sessions are bound to the principal that created them. */
 export interface Principal {
@@ -308,6 +308,16 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
     try {
       return toResponse(await handle(request, localBind));
     } catch (error) {
+      if (error instanceof SessionUnavailableError) {
+        // The session ended while the request was on its way: gone (404), or released by this stopping
+        // process, which answers as it answers every request while it stops (admitCaller).
+        const caller = admitCaller({ stopping: error.released, authRequired: false, authenticated: true });
+        return toResponse(
+          caller.ok
+            ? errorReply(404, JsonRpcCode.SESSION_NOT_FOUND, 'Session not found')
+            : errorReply(caller.status, caller.code, caller.message),
+        );
+      }
       onError(error);
       return toResponse(errorReply(500, -32603, 'Internal error'));
     }

@@ -183,7 +183,7 @@ export class RuntimeSession {
     this.dormant = undefined;
     this.awakeActor = this.spawn(snapshot);
     this.version = version;
-    this.machine.send({
+    this.send({
       type: 'session.synced',
       attached: this.attachments.size,
       inFlight: this.running.size,
@@ -258,11 +258,11 @@ export class RuntimeSession {
       const idleMs = await this.shared?.idleFor(this.o.id);
       if (this.ended) return;
       if (idleMs === undefined) this.gone('expired');
-      else this.machine.send({ type: 'expiry.checked', idleMs });
+      else this.send({ type: 'expiry.checked', idleMs });
     } catch (error) {
       this.o.onError(error);
       // Unable to ask: assume it is in use somewhere and look again after a full TTL.
-      if (!this.ended) this.machine.send({ type: 'expiry.checked', idleMs: 0 });
+      if (!this.ended) this.send({ type: 'expiry.checked', idleMs: 0 });
     }
   }
 
@@ -270,10 +270,12 @@ export class RuntimeSession {
   gone(reason: 'expired' | 'terminated'): void {
     if (this.ended) return;
     this.endedElsewhere = true;
-    this.machine.send({ type: 'session.gone', reason });
+    this.send({ type: 'session.gone', reason });
   }
 
   private endedElsewhere = false;
+  /** Ended because the process stops with a durable log: the session lives on for the next process. */
+  private released = false;
 
   /** Something changed this session's stream on another instance (or a poll): attached readers look. */
   wake(stream: number): void {
@@ -342,7 +344,7 @@ export class RuntimeSession {
    * so no client waits for a result that will never come.
    */
   async restore(server: McpServerLike): Promise<void> {
-    this.machine.send({ type: 'session.restored' });
+    this.send({ type: 'session.restored' });
     await this.connect(server);
     const init = this.o.initialize as JsonRpcRequest;
     this.transport.receive({ ...init, id: `mcp-continuity-restore-${init.id}` } as JSONRPCMessage, {});
@@ -371,7 +373,13 @@ export class RuntimeSession {
     await this.o.log.registry?.save(this.record());
   }
 
+  /** Events after the session ended (here, or released by a stopping process) have no machine to go to. */
+  private send(event: ServerSessionEvent): void {
+    if (!this.ended) this.machine.send(event);
+  }
+
   private ask<T extends ServerSessionEmitted['type']>(event: ServerSessionEvent, type: T) {
+    if (this.ended) throw new SessionUnavailableError(this.released);
     let answer: Extract<ServerSessionEmitted, { type: T }> | undefined;
     const sub = this.machine.on(type, (e) => {
       answer = e as Extract<ServerSessionEmitted, { type: T }>;
@@ -397,7 +405,7 @@ export class RuntimeSession {
     extra: MessageExtraInfo,
   ): Promise<Reply> {
     this.lastActivity = Date.now();
-    this.machine.send({ type: 'session.activity' });
+    this.send({ type: 'session.activity' });
     const key = requestKey(message.id);
     // At most once across a crash and across instances: the request id is durable (committed over the
     // version the decision was made on) before the SDK server sees the request.
@@ -432,7 +440,7 @@ export class RuntimeSession {
     const { accepted } = await this.decide({ type: 'message.received', principal }, 'decision.message');
     if (!accepted) return this.notFound();
     this.lastActivity = Date.now();
-    this.machine.send({ type: 'session.activity' });
+    this.send({ type: 'session.activity' });
     const shared = this.shared;
     const route = shared
       ? routeInbound(message, shared.instanceId, (key) => this.ownerOfRequest(key))
@@ -457,7 +465,7 @@ export class RuntimeSession {
   /** GET + Last-Event-ID: the machine answers the cursor; a replay continues live. */
   async resume(lastEventId: string, principal: string | undefined): Promise<Reply> {
     this.lastActivity = Date.now();
-    this.machine.send({ type: 'session.activity' });
+    this.send({ type: 'session.activity' });
     const cursor = parseEventId(lastEventId);
     if (!(await this.sync())) return this.notFound();
     if (cursor && cursor.epoch === this.o.epoch && this.shared) await this.reapIfOwnerGone(cursor.stream);
@@ -495,7 +503,7 @@ export class RuntimeSession {
   /** GET without a cursor: the standalone stream, from its start the first time, else from its head. */
   async standalone(principal: string | undefined): Promise<Reply> {
     this.lastActivity = Date.now();
-    this.machine.send({ type: 'session.activity' });
+    this.send({ type: 'session.activity' });
     const { decision } = await this.decide({ type: 'standalone.requested', principal }, 'decision.attach');
     if (decision.kind === 'unknown-session') return this.notFound();
     await this.o.log.openStream(this.o.id, STANDALONE_STREAM);
@@ -519,7 +527,7 @@ export class RuntimeSession {
 
   /** The process is stopping; the machine decides whether the session ends or outlives it. */
   stop(): void {
-    this.machine.send({ type: 'server.stopping', durableLog: this.o.log.durable });
+    this.send({ type: 'server.stopping', durableLog: this.o.log.durable });
   }
 
   /** Shared store: a client resumes a call running elsewhere; if that instance is gone, answer for it. */
@@ -544,12 +552,12 @@ export class RuntimeSession {
       this.shared ? (this.o.pollMs ?? 1000) : 0,
     );
     this.attachments.set(stream, attachment);
-    this.machine.send({ type: 'stream.attached' });
+    this.send({ type: 'stream.attached' });
     sink.onClose(() => {
       if (this.attachments.get(stream) === attachment) this.attachments.delete(stream);
       if (this.ended) return;
       this.lastActivity = Date.now();
-      this.machine.send({ type: 'stream.detached' });
+      this.send({ type: 'stream.detached' });
       this.o.metrics?.streamDetached(this.o.id, stream);
     });
     return attachment;
@@ -569,7 +577,7 @@ export class RuntimeSession {
       // Undefined when another instance already answered for it (it thought this one was gone).
       await this.storeFinal(stream, key === this.initializeKey ? this.advertiseIn(m) : m);
       this.lastActivity = Date.now();
-      this.machine.send({ type: 'request.settled', requestKey: key });
+      this.send({ type: 'request.settled', requestKey: key });
       return;
     }
     const related = options?.relatedRequestId;
@@ -578,7 +586,7 @@ export class RuntimeSession {
       stream = STANDALONE_STREAM;
       // Registers the standalone stream with the machine so a cursor into it is recognised.
       if (!this.machine.getSnapshot().context.streams[STANDALONE_STREAM]) {
-        await this.decideWith(() => this.machine.send({ type: 'standalone.used' }));
+        await this.decideWith(() => this.send({ type: 'standalone.used' }));
       }
     }
     await this.store(stream, m);
@@ -640,6 +648,7 @@ export class RuntimeSession {
   /** Durable log: end every response without `event: close`; clients resume against the next process. */
   private release(): void {
     this.ended = true;
+    this.released = true;
     for (const a of this.attachments.values()) a.sink.end();
     this.attachments.clear();
     void this.mcp?.close().catch(this.o.onError);
@@ -653,4 +662,15 @@ function sharedFingerprint(actor: Actor<typeof serverSessionMachine>): string {
   const { context: c, value } = actor.getSnapshot();
   const ended = typeof value === 'object' && 'ended' in value;
   return `${c.nextStream}|${c.standaloneOpened}|${STANDALONE_STREAM in c.streams}|${c.epoch}|${ended}`;
+}
+
+/**
+ * A request reached a session that ended while it was on its way: 404 if the session is gone, 503 if this
+ * process released it (it is stopping; the session lives on in a durable log and another process serves it).
+ */
+export class SessionUnavailableError extends Error {
+  constructor(readonly released: boolean) {
+    super(released ? 'the session was released by a stopping server' : 'the session has ended');
+    this.name = 'SessionUnavailableError';
+  }
 }

@@ -20,8 +20,10 @@ import {
   isOutcomeUnknown,
   MemoryEventLog,
 } from '../../src/index.js';
+import { RedisEventLog } from '../../src/redis.js';
 import { FaultProxy } from '../../src/testing/index.js';
 import { type DemoWorld, demoMcpServer } from '../server/harness.js';
+import { type RoundRobinProxy, startRoundRobinProxy } from '../support/round-robin-proxy.js';
 
 /**
  * The property model's world, on the real stack: SDK Client + ContinuityClientTransport → FaultProxy →
@@ -62,7 +64,16 @@ export interface StackConfig {
   readonly heartbeat: boolean;
   /** The server keeps only BOUNDED_LOG events per stream (a client away too long gets a gap), or the default. */
   readonly boundedLog?: boolean;
+  /**
+   * Two server instances sharing sessions through the Redis at this URL, behind a round-robin balancer
+   * (every request may land on either). `serverRestart` then restarts one instance: its sessions live on
+   * in Redis, and the calls it was running end as outcome unknown.
+   */
+  readonly sharedRedisUrl?: string;
 }
+
+/** Shared instances: a dead instance's calls are answered for after this long. */
+const SHARED_LEASE_MS = 600;
 
 /** A deliberately weakened client, to show the checks can fail. */
 export interface StackVariant {
@@ -264,9 +275,13 @@ export class StackWorld {
   private readonly demo: DemoWorld = { effects: new Map(), servers: [] };
   private readonly t0 = Date.now();
   private generation = 0;
-  private current!: ContinuityServer;
+  /** One server per instance slot (one slot unless `sharedRedisUrl`), each on its own HTTP server. */
+  private readonly slots: Array<{ current: ContinuityServer; httpServer: http.Server }> = [];
   private readonly retired: ContinuityServer[] = [];
-  private httpServer!: http.Server;
+  private balancer: RoundRobinProxy | undefined;
+  private readonly keyPrefix = `stack-${Math.random().toString(36).slice(2)}:`;
+  /** Shared instances: restarts of one instance (sessions survive them). */
+  private instanceRestarts = 0;
   private proxy!: FaultProxy;
   private dir!: string;
   private process!: ClientProcess;
@@ -317,11 +332,18 @@ export class StackWorld {
 
   private async boot(): Promise<void> {
     this.dir = await mkdtemp(join(tmpdir(), 'mcpc-stack-'));
-    this.current = this.makeServer();
-    this.httpServer = http.createServer((req, res) => this.current.nodeHandler(req, res));
-    await new Promise<void>((r) => this.httpServer.listen(0, '127.0.0.1', r));
+    const count = this.config.sharedRedisUrl ? 2 : 1;
+    for (let i = 0; i < count; i++) {
+      const slot = { current: this.makeServer(), httpServer: http.createServer() };
+      slot.httpServer.on('request', (req, res) => slot.current.nodeHandler(req, res));
+      this.slots.push(slot);
+      await new Promise<void>((r) => slot.httpServer.listen(0, '127.0.0.1', r));
+    }
+    const ports = this.slots.map((s) => (s.httpServer.address() as AddressInfo).port);
+    if (count > 1) this.balancer = await startRoundRobinProxy(ports);
+    const target = this.balancer ? Number(new URL(this.balancer.url).port) : (ports[0] as number);
     this.proxy = await FaultProxy.start({
-      target: { host: '127.0.0.1', port: (this.httpServer.address() as AddressInfo).port },
+      target: { host: '127.0.0.1', port: target },
       idleTimeoutMs: PROXY_IDLE_MS,
     });
     this.proxy.on('fault', (e) => {
@@ -333,9 +355,15 @@ export class StackWorld {
     await this.process.client.listTools();
   }
 
-  /** One server process: its own memory event log (sessions die with it); every McpServer it creates is recorded. */
+  /**
+   * One server process: its own memory event log (sessions die with it), or, sharing, its own connection
+   * to the shared Redis (sessions outlive it: they all belong to generation 1). Every McpServer it creates
+   * is recorded, also those an instance re-creates for a session another instance began.
+   */
   private makeServer(): ContinuityServer {
-    const generation = ++this.generation;
+    const shared = this.config.sharedRedisUrl;
+    this.generation = shared ? 1 : this.generation + 1;
+    const generation = this.generation;
     return createContinuityServer({
       createMcpServer: (info) => {
         this.mcpServers.push({ sessionId: info.id, generation });
@@ -345,9 +373,18 @@ export class StackWorld {
       },
       heartbeatMs: this.config.heartbeat ? HEARTBEAT_MS : 0,
       retryMs: 20,
-      ...(this.config.boundedLog
-        ? { eventLog: new MemoryEventLog({ maxEventsPerStream: BOUNDED_LOG }) }
-        : {}),
+      ...(shared
+        ? {
+            eventLog: new RedisEventLog({
+              url: shared,
+              keyPrefix: this.keyPrefix,
+              ...(this.config.boundedLog ? { maxEventsPerStream: BOUNDED_LOG } : {}),
+            }),
+            instanceLeaseMs: SHARED_LEASE_MS,
+          }
+        : this.config.boundedLog
+          ? { eventLog: new MemoryEventLog({ maxEventsPerStream: BOUNDED_LOG }) }
+          : {}),
       onError: () => undefined,
     });
   }
@@ -533,7 +570,7 @@ export class StackWorld {
         break;
       }
       case 'serverRestart':
-        this.restartServer();
+        await this.restartServer();
         break;
       case 'clientRestart':
         await this.restartClient();
@@ -603,12 +640,20 @@ export class StackWorld {
       );
   }
 
-  /** The process dies and a new one takes the port: every connection drops, memory sessions are gone. */
-  private restartServer(): void {
-    this.serverRestarts++;
-    this.retired.push(this.current);
-    this.current = this.makeServer();
-    this.httpServer.closeAllConnections();
+  /**
+   * The process dies and a new one takes the port: every connection drops, memory sessions are gone.
+   * Sharing, one instance (in turn) stops: it drops its lease (so the calls it ran are answered for at
+   * once by the other) and its sessions live on in Redis.
+   */
+  private async restartServer(): Promise<void> {
+    const slot = this.slots[this.instanceRestarts % this.slots.length] as (typeof this.slots)[number];
+    const old = slot.current;
+    if (this.config.sharedRedisUrl) this.instanceRestarts++;
+    else this.serverRestarts++;
+    this.retired.push(old);
+    slot.current = this.makeServer();
+    slot.httpServer.closeAllConnections();
+    if (this.config.sharedRedisUrl) await old.close().catch(() => undefined);
     this.note(`server restarted as g${this.generation}`);
   }
 
@@ -681,10 +726,12 @@ export class StackWorld {
     // idle keep-alive socket holding a refusal slot stays open until fetch's pool lets go of it (~4 s).
     // Don't wait for that; the socket closes on its own.
     if (this.proxy) await Promise.race([this.proxy.close().catch(() => undefined), sleep(250)]);
-    for (const s of [...this.retired, this.current]) if (s) await s.close().catch(() => undefined);
-    if (this.httpServer) {
-      this.httpServer.closeAllConnections();
-      await new Promise<void>((r) => this.httpServer.close(() => r()));
+    await this.balancer?.close().catch(() => undefined);
+    for (const s of [...this.retired, ...this.slots.map((x) => x.current)])
+      await s.close().catch(() => undefined);
+    for (const { httpServer } of this.slots) {
+      httpServer.closeAllConnections();
+      await new Promise<void>((r) => httpServer.close(() => r()));
     }
     if (this.dir) await rm(this.dir, { recursive: true, force: true, maxRetries: 3 });
   }
@@ -749,7 +796,10 @@ export const sessionSurvivesTransport: StackCheck = (o) => {
         `p${t.pid} left session ${short(t.from)} (server g${t.fromGeneration}, still live) for ${t.to ? short(t.to) : '-'} at ${t.at}ms`,
       );
   }
-  const adopted = o.mcpServers.filter((s) => o.adoptedSessions.has(s.sessionId)).length;
+  // Distinct sessions: sharing, several instances each re-create an McpServer for one session.
+  const adopted = new Set(
+    o.mcpServers.filter((s) => o.adoptedSessions.has(s.sessionId)).map((s) => s.sessionId),
+  ).size;
   const allowed = 1 + o.serverRestarts + o.clientRestartsWithoutCursor;
   if (adopted > allowed)
     out.push(

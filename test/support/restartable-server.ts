@@ -1,0 +1,54 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import {
+  type ContinuityServer,
+  type ContinuityServerOptions,
+  createContinuityServer,
+} from '../../src/index.js';
+import { type DemoWorld, demoMcpServer } from '../server/harness.js';
+
+/**
+ * A server "process" on 127.0.0.1 that can crash and restart on the same port: with a memory log its
+ * sessions die with it. The demo tools; `dispose` (register it with the test's cleanups) closes every
+ * generation and the HTTP server.
+ */
+export async function restartableServer(options: Partial<ContinuityServerOptions> = {}) {
+  const world: DemoWorld = { effects: new Map(), servers: [] };
+  const make = () =>
+    createContinuityServer({
+      createMcpServer: () => demoMcpServer(world),
+      heartbeatMs: 0,
+      retryMs: 50,
+      onError: () => undefined,
+      ...options,
+    });
+  let current: ContinuityServer = make();
+  const retired: ContinuityServer[] = [];
+  const server = http.createServer((req, res) => current.nodeHandler(req, res));
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    world,
+    server,
+    port,
+    url: new URL(`http://127.0.0.1:${port}/mcp`),
+    get continuity() {
+      return current;
+    },
+    /** Every connection is cut, as when a load balancer recycles. The process and its sessions live on. */
+    cutConnections() {
+      server.closeAllConnections();
+    },
+    /** The process dies and a new one starts: connections reset, memory sessions gone. */
+    restart() {
+      retired.push(current);
+      current = make();
+      server.closeAllConnections();
+    },
+    async dispose() {
+      for (const c of [...retired, current]) await c.close();
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+    },
+  };
+}

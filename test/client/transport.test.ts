@@ -1,16 +1,13 @@
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { ContinuityServerOptions } from '../../src/index.js';
 import {
   type ContinuityClientOptions,
   ContinuityClientTransport,
-  type ContinuityServer,
-  createContinuityServer,
   FileCursorStore,
   type GapReport,
   isContinuityError,
@@ -18,7 +15,7 @@ import {
   MemoryEventLog,
   OUTCOME_UNKNOWN,
 } from '../../src/index.js';
-import { type DemoWorld, demoMcpServer } from '../server/harness.js';
+import { restartableServer } from '../support/restartable-server.js';
 import { isInitialize, isResume, isToolCall, networkFetch } from './network.js';
 
 /**
@@ -31,45 +28,10 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-/** A server process that can "crash and restart" on the same port: sessions in a memory log die with it. */
-async function serverProcess(options: Partial<Parameters<typeof createContinuityServer>[0]> = {}) {
-  const world: DemoWorld = { effects: new Map(), servers: [] };
-  const make = () =>
-    createContinuityServer({
-      createMcpServer: () => demoMcpServer(world),
-      heartbeatMs: 0,
-      retryMs: 50,
-      onError: () => undefined,
-      ...options,
-    });
-  let current: ContinuityServer = make();
-  const retired: ContinuityServer[] = [];
-  const server = http.createServer((req, res) => current.nodeHandler(req, res));
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const url = new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`);
-  const p = {
-    world,
-    url,
-    server,
-    get continuity() {
-      return current;
-    },
-    /** Every connection is cut, as when a load balancer recycles. The process and its sessions live on. */
-    cutConnections() {
-      server.closeAllConnections();
-    },
-    /** The process dies and a new one starts: connections reset, memory sessions gone. */
-    restart() {
-      retired.push(current);
-      current = make();
-      server.closeAllConnections();
-    },
-  };
-  cleanups.push(async () => {
-    for (const c of [...retired, current]) await c.close();
-    server.closeAllConnections();
-    await new Promise<void>((r) => server.close(() => r()));
-  });
+/** A server process that can crash and restart on the same port (test/support/restartable-server.ts). */
+async function serverProcess(options: Partial<ContinuityServerOptions> = {}) {
+  const p = await restartableServer(options);
+  cleanups.push(() => p.dispose());
   return p;
 }
 

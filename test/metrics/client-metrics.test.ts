@@ -1,21 +1,17 @@
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   type ContinuityClientOptions,
   ContinuityClientTransport,
   ContinuityMetrics,
-  type ContinuityServer,
   type ContinuityServerOptions,
-  createContinuityServer,
   type GapReport,
   isOutcomeUnknown,
   MemoryEventLog,
 } from '../../src/index.js';
 import { FaultProxy } from '../../src/testing/index.js';
 import { isToolCall, networkFetch } from '../client/network.js';
-import { type DemoWorld, demoMcpServer } from '../server/harness.js';
+import { restartableServer } from '../support/restartable-server.js';
 import { otelSdk } from './otel.js';
 
 /**
@@ -31,35 +27,11 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-/** A server process on 127.0.0.1 that can restart on the same port (a memory log: sessions die with it). */
+/** A server process that can crash and restart on the same port (test/support/restartable-server.ts). */
 async function serverProcess(options: Partial<ContinuityServerOptions> = {}) {
-  const world: DemoWorld = { effects: new Map(), servers: [] };
-  const make = () =>
-    createContinuityServer({
-      createMcpServer: () => demoMcpServer(world),
-      heartbeatMs: 0,
-      retryMs: 50,
-      onError: () => undefined,
-      ...options,
-    });
-  let current: ContinuityServer = make();
-  const retired: ContinuityServer[] = [];
-  const server = http.createServer((req, res) => current.nodeHandler(req, res));
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  cleanups.push(async () => {
-    for (const c of [...retired, current]) await c.close();
-    server.closeAllConnections();
-    await new Promise<void>((r) => server.close(() => r()));
-  });
-  return {
-    port: (server.address() as AddressInfo).port,
-    url: new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`),
-    restart() {
-      retired.push(current);
-      current = make();
-      server.closeAllConnections();
-    },
-  };
+  const p = await restartableServer(options);
+  cleanups.push(() => p.dispose());
+  return p;
 }
 
 async function connect(url: URL, options: ContinuityClientOptions) {

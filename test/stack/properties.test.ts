@@ -1,13 +1,11 @@
-import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
-  configArb,
+  assertStackProperties,
   judge,
   report,
   runStack,
   STACK_CHECKS,
   type StackCommand,
-  scheduleArb,
 } from './stack-world.js';
 
 /**
@@ -25,21 +23,7 @@ const SHRINK = process.env.MCPC_STACK_SHRINK === '1';
 describe('the model properties hold on the real stack', () => {
   it(
     Object.keys(STACK_CHECKS).join(', '),
-    async () => {
-      await fc.assert(
-        fc.asyncProperty(configArb, scheduleArb, async (config, schedule) => {
-          const outcome = await runStack(schedule, config);
-          const violations = judge(outcome);
-          if (Object.keys(violations).length > 0) throw new Error(report(outcome, violations));
-        }),
-        {
-          numRuns: RUNS,
-          endOnFailure: !SHRINK,
-          ...(SEED === undefined ? {} : { seed: SEED }),
-          ...(PATH ? { path: PATH } : {}),
-        },
-      );
-    },
+    () => assertStackProperties({ runs: RUNS, seed: SEED, path: PATH, shrink: SHRINK }),
     Math.max(120_000, RUNS * 10_000),
   );
 });

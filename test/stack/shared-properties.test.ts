@@ -1,14 +1,12 @@
-import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RedisServer, startRedisServer } from '../support/redis-server.js';
 import {
-  configArb,
+  assertStackProperties,
   judge,
   report,
   runStack,
   STACK_CHECKS,
   type StackCommand,
-  scheduleArb,
 } from './stack-world.js';
 
 /**
@@ -33,21 +31,8 @@ afterAll(async () => {
 describe('the model properties hold with two instances sharing Redis behind a round-robin balancer', () => {
   it(
     Object.keys(STACK_CHECKS).join(', '),
-    async () => {
-      await fc.assert(
-        fc.asyncProperty(configArb, scheduleArb, async (config, schedule) => {
-          const outcome = await runStack(schedule, { ...config, sharedRedisUrl: redis.url });
-          const violations = judge(outcome);
-          if (Object.keys(violations).length > 0) throw new Error(report(outcome, violations));
-        }),
-        {
-          numRuns: RUNS,
-          endOnFailure: true,
-          ...(SEED === undefined ? {} : { seed: SEED }),
-          ...(PATH ? { path: PATH } : {}),
-        },
-      );
-    },
+    () =>
+      assertStackProperties({ runs: RUNS, seed: SEED, path: PATH, config: { sharedRedisUrl: redis.url } }),
     Math.max(120_000, RUNS * 15_000),
   );
 });

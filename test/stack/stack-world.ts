@@ -756,6 +756,32 @@ export async function runStack(
   }
 }
 
+/**
+ * fast-check over random configs and schedules, each run on a fresh stack and judged by every check; a
+ * failure throws the violations and the run's timeline. `config` is laid over each generated config.
+ */
+export async function assertStackProperties(o: {
+  readonly runs: number;
+  readonly seed?: number;
+  readonly path?: string;
+  readonly shrink?: boolean;
+  readonly config?: Partial<StackConfig>;
+}): Promise<void> {
+  await fc.assert(
+    fc.asyncProperty(configArb, scheduleArb, async (config, schedule) => {
+      const outcome = await runStack(schedule, { ...config, ...o.config });
+      const violations = judge(outcome);
+      if (Object.keys(violations).length > 0) throw new Error(report(outcome, violations));
+    }),
+    {
+      numRuns: o.runs,
+      endOnFailure: !o.shrink,
+      ...(o.seed === undefined ? {} : { seed: o.seed }),
+      ...(o.path ? { path: o.path } : {}),
+    },
+  );
+}
+
 // ---------------------------------------------------------------------------------------------------
 // The checks: the model's invariants (properties/checks.ts), judged on what the real stack recorded.
 // ---------------------------------------------------------------------------------------------------

@@ -27,7 +27,13 @@ import {
   type RetryPolicy,
   type ToolAnnotations,
 } from './ledger.js';
-import { type StreamKind, type StreamOutcome, type StreamReport, streamMachine } from './stream.machine.js';
+import {
+  type StreamInput,
+  type StreamKind,
+  type StreamOutcome,
+  type StreamReport,
+  streamMachine,
+} from './stream.machine.js';
 
 /**
  * The client's session: uninitialized → initializing → active ⇄ reinitializing, ending terminated
@@ -70,7 +76,7 @@ export interface StreamEntry {
   readonly ref: ActorRefFrom<typeof streamMachine>;
   readonly streamId: string;
   readonly kind: StreamKind;
-  /** The child's actor id is `stream-<slot>`; a slot is reused once its stream has been stopped. */
+  /** The child's actor id is `stream-<slot>`. */
   readonly slot: number;
 }
 
@@ -83,9 +89,10 @@ export interface ClientContext {
   advertisement: ServerAdvertisement | undefined;
   /**
    * `ledger`, `streams` and `cursors` gain a key and lose it again on every call. They are updated in
-   * place (and handed back to `assign` as the same objects), like the server session's records: copying
-   * them per call cost ~0.2 ms with 50 calls in flight (docs/benchmarks.md, row 2). Nothing outside this
-   * machine keeps a reference to them; a persisted cursor record gets its own copy (`cursorRecordOf`).
+   * place, like the server session's records: copying them per call cost ~0.2 ms with 50 calls in flight
+   * (docs/benchmarks.md, row 2). They are not handed back to `assign` either: every `assign` copies the
+   * whole context and clones the snapshot, for no change here. Nothing outside this machine keeps a
+   * reference to them; a persisted cursor record gets its own copy (`cursorRecordOf`).
    */
   ledger: Ledger;
   annotations: ToolAnnotations;
@@ -101,11 +108,12 @@ export interface ClientContext {
   /** Counts spawned streams: unique stream ids and jitter seeds. */
   spawned: number;
   /**
-   * Child actor ids are reused slots, not unique names: XState copies its children object on every spawn
-   * and stop, and an object whose keys are always new is ~5× slower to copy (~100 µs per call with 50
-   * in flight). Staleness is judged by `streamId`, which stays unique.
+   * Ended streams, kept to be started again (`stream.reuse`) instead of spawning a new actor: XState copies
+   * its children object on every spawn and every stop (~40-85 µs per call with 50 in flight), and creating
+   * an actor and its first snapshot costs about as much again. Staleness is judged by `streamId`, which is
+   * new for every stream, whichever actor carries it.
    */
-  freeSlots: number[];
+  pool: Array<{ readonly ref: StreamEntry['ref']; readonly slot: number }>;
   slotCount: number;
 }
 
@@ -190,6 +198,18 @@ type NamedAction =
   | 'spawnStream';
 const named = (enqueue: unknown) => enqueue as (action: { type: NamedAction; params?: unknown }) => void;
 
+/**
+ * Forgets an ended stream: its entry and cursor go (in place, see `ClientContext`), and its actor, which
+ * has ended and does nothing more, waits in the pool to carry a later stream.
+ */
+function forgetStream(context: ClientContext, key: string): StreamEntry | undefined {
+  const entry = context.streams[key];
+  delete context.streams[key];
+  delete context.cursors[key];
+  if (entry) context.pool.push({ ref: entry.ref, slot: entry.slot });
+  return entry;
+}
+
 type SpawnArgs = { key: string; kind: StreamKind; body?: JsonRpcMessage; lastEventId?: string };
 
 export const clientSessionMachine = setup({
@@ -212,9 +232,8 @@ export const clientSessionMachine = setup({
     /** …and report a transport error that belongs to no request (SDK `onerror`). */
     reportError: (_, _params: { message: string; detail?: unknown }) => undefined,
 
-    spawnStream: assign(({ context, spawn }, args: SpawnArgs) => {
-      const streamId = `${args.key}#${context.spawned}`;
-      const slot = context.freeSlots.pop() ?? context.slotCount;
+    /** Starts a stream: on an ended actor from the pool, else on a new one. */
+    spawnStream: enqueueActions(({ context, enqueue }, args: SpawnArgs) => {
       const body = args.body;
       const resendSafe =
         args.kind === 'request' &&
@@ -223,37 +242,40 @@ export const clientSessionMachine = setup({
         (body.method === 'initialize' ||
           context.advertisement?.duplicateRequestProtection === true ||
           context.config.retryPolicy(body, context.annotations));
-      const ref = spawn('stream', {
-        id: `stream-${slot}`,
-        input: {
-          key: args.key,
-          streamId,
-          kind: args.kind,
-          sessionId: context.sessionId,
-          protocolVersion: context.protocolVersion,
-          body,
-          lastEventId: args.lastEventId,
-          policy: context.config.policy,
-          stallTimeoutMs: stallTimeoutFor(context.config, context.advertisement),
-          jitterSeed: (context.config.seed + context.spawned * 7919) >>> 0,
-          resendSafe,
-        },
-      });
-      context.streams[args.key] = { ref, streamId, kind: args.kind, slot };
+      const input: StreamInput = {
+        key: args.key,
+        streamId: `${args.key}#${context.spawned}`,
+        kind: args.kind,
+        sessionId: context.sessionId,
+        protocolVersion: context.protocolVersion,
+        body,
+        lastEventId: args.lastEventId,
+        policy: context.config.policy,
+        stallTimeoutMs: stallTimeoutFor(context.config, context.advertisement),
+        jitterSeed: (context.config.seed + context.spawned * 7919) >>> 0,
+        resendSafe,
+      };
       if (args.kind !== 'message')
         context.cursors[args.key] = { kind: args.kind, lastEventId: args.lastEventId };
-      return {
-        streams: context.streams,
-        cursors: context.cursors,
-        spawned: context.spawned + 1,
-        slotCount: Math.max(context.slotCount, slot + 1),
-      };
+      const pooled = context.pool.pop();
+      if (pooled) {
+        enqueue.sendTo(pooled.ref, { type: 'stream.reuse', input });
+        context.streams[args.key] = { ...pooled, streamId: input.streamId, kind: args.kind };
+        enqueue.assign({ spawned: context.spawned + 1 });
+        return;
+      }
+      const slot = context.slotCount;
+      enqueue.assign(({ spawn }) => {
+        const ref = spawn('stream', { id: `stream-${slot}`, input });
+        context.streams[args.key] = { ref, streamId: input.streamId, kind: args.kind, slot };
+        return { spawned: context.spawned + 1, slotCount: slot + 1 };
+      });
     }),
 
     /** Sends an application message on the current session: a request gets its own stream. */
     dispatch: enqueueActions(({ context, enqueue }, { message }: { message: JsonRpcMessage }) => {
       if (isRequest(message)) {
-        enqueue.assign({ ledger: ledgerAdd(context.ledger, message) });
+        ledgerAdd(context.ledger, message);
         named(enqueue)({
           type: 'spawnStream',
           params: { key: requestKey(message.id), kind: 'request', body: message },
@@ -287,9 +309,12 @@ export const clientSessionMachine = setup({
       return { sessionId: event.sessionId, advertisement: event.advertisement ?? context.advertisement };
     }),
 
-    /** A message from the server: settle the ledger and hand it on, or route a stranger's response aside. */
+    /**
+     * A message from the server: settle the ledger and hand it on, or route a stranger's response aside.
+     * The ledger is settled in place (see `ClientContext`); only learned annotations are assigned.
+     */
     receive: enqueueActions(({ context, enqueue, event }) => {
-      if (event.type !== 'stream.message') return;
+      if (event.type !== 'stream.message' && event.type !== 'stream.answered') return;
       const message = event.message;
       if (!isResponse(message)) {
         named(enqueue)({ type: 'deliver', params: { message } });
@@ -301,23 +326,30 @@ export const clientSessionMachine = setup({
         return;
       }
       const answered = 'result' in message;
-      enqueue.assign({
-        ledger: ledgerSettle(context.ledger, entry.request.id, answered ? 'answered' : 'failed'),
-        annotations:
-          answered && entry.request.method === 'tools/list'
-            ? learnAnnotations(context.annotations, message.result)
-            : context.annotations,
-      });
+      ledgerSettle(context.ledger, entry.request.id, answered ? 'answered' : 'failed');
+      if (answered && entry.request.method === 'tools/list')
+        enqueue.assign({ annotations: learnAnnotations(context.annotations, message.result) });
       named(enqueue)({ type: 'deliver', params: { message } });
     }),
 
-    recordCursor: assign(({ context, event }) => {
-      if (event.type !== 'stream.cursor') return {};
+    /**
+     * A request stream's answer and its end (`stream.answered`): what `stream.message` and then
+     * `stream.ended` (`done`) did, less the cursor write in between, which the stream's end removes again
+     * before anyone could read it.
+     */
+    endAnswered: enqueueActions(({ context, enqueue, event }) => {
+      if (event.type !== 'stream.answered') return;
+      forgetStream(context, event.key);
+      named(enqueue)({ type: 'persistCursor', params: { record: cursorRecordOf(context) } });
+    }),
+
+    /** The cursor moved: recorded (in place, see `ClientContext`) and persisted. */
+    recordCursor: enqueueActions(({ context, enqueue, event }) => {
+      if (event.type !== 'stream.cursor') return;
       const existing = context.cursors[event.key];
-      if (!existing) return {};
       // Replaced, not mutated: a record already handed to the store holds the old entry.
-      context.cursors[event.key] = { ...existing, lastEventId: event.lastEventId };
-      return { cursors: context.cursors };
+      if (existing) context.cursors[event.key] = { ...existing, lastEventId: event.lastEventId };
+      named(enqueue)({ type: 'persistCursor', params: { record: cursorRecordOf(context) } });
     }),
 
     /**
@@ -329,10 +361,7 @@ export const clientSessionMachine = setup({
       if (event.type !== 'stream.message' || !event.cursor) return;
       if (context.streams[event.key]?.streamId !== event.streamId) return;
       const existing = context.cursors[event.key];
-      if (existing) {
-        context.cursors[event.key] = { ...existing, lastEventId: event.cursor.lastEventId };
-        enqueue.assign({ cursors: context.cursors });
-      }
+      if (existing) context.cursors[event.key] = { ...existing, lastEventId: event.cursor.lastEventId };
       named(enqueue)({ type: 'persistCursor', params: { record: cursorRecordOf(context) } });
     }),
 
@@ -362,16 +391,7 @@ export const clientSessionMachine = setup({
     /** A stream ended: forget it, and settle its request if it ended without an answer. */
     settleEndedStream: enqueueActions(({ context, enqueue, event }) => {
       if (event.type !== 'stream.ended') return;
-      const entry = context.streams[event.key];
-      delete context.streams[event.key];
-      delete context.cursors[event.key];
-      // A finished child stays in the actor's children until stopped; a long session would pile them up.
-      // Its slot is free once the stop is enqueued: stops resolve before anything enqueued after them.
-      if (entry) {
-        enqueue.stopChild(entry.ref);
-        context.freeSlots.push(entry.slot);
-      }
-      enqueue.assign({ streams: context.streams, cursors: context.cursors });
+      const entry = forgetStream(context, event.key);
       const outcome = event.outcome;
       if (outcome.kind === 'done' || outcome.kind === 'stopped') return;
       const pending = entry?.kind === 'request' ? pendingByKey(context.ledger, event.key) : undefined;
@@ -411,7 +431,8 @@ export const clientSessionMachine = setup({
 
     stopAllStreams: enqueueActions(({ context, enqueue }) => {
       for (const entry of Object.values(context.streams)) enqueue.stopChild(entry.ref);
-      enqueue.assign({ streams: {}, cursors: {}, freeSlots: [], slotCount: 0 });
+      for (const pooled of context.pool) enqueue.stopChild(pooled.ref);
+      enqueue.assign({ streams: {}, cursors: {}, pool: [], slotCount: 0 });
     }),
 
     /** Every pending call ends as outcome unknown: the session or the transport is gone for good. */
@@ -604,13 +625,14 @@ export const clientSessionMachine = setup({
     reinitId: undefined,
     provenUnexecuted: [],
     spawned: 0,
-    freeSlots: [],
+    pool: [],
     slotCount: 0,
   }),
   initial: 'uninitialized',
   on: {
     'stream.message': { guard: 'isStaleReport' },
-    'stream.cursor': [{ guard: 'isStaleReport' }, { actions: ['recordCursor', 'persist'] }],
+    'stream.answered': [{ guard: 'isStaleReport' }, { actions: ['receive', 'endAnswered'] }],
+    'stream.cursor': [{ guard: 'isStaleReport' }, { actions: 'recordCursor' }],
     'stream.gap': [{ guard: 'isStaleReport' }, { actions: 'forwardGap' }],
     'stream.opened': { guard: 'isStaleReport' },
     'stream.ended': [{ guard: 'isStaleReport' }, { actions: ['settleEndedStream', 'persist'] }],
@@ -658,6 +680,11 @@ export const clientSessionMachine = setup({
       on: {
         'app.send': { actions: { type: 'dispatch', params: ({ event }) => ({ message: event.message }) } },
         'stream.message': { actions: ['receive', 'recordMessageCursor'] },
+        // A stale stream's answer is still delivered, as a stale `stream.message` is here.
+        'stream.answered': [
+          { guard: 'isStaleReport', actions: 'receive' },
+          { actions: ['receive', 'endAnswered'] },
+        ],
         'stream.ended': [
           { guard: 'isStaleReport' },
           { guard: 'sessionTerminated', target: 'reinitializing', actions: 'noteUnexecuted' },

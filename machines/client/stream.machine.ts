@@ -69,10 +69,23 @@ export type StreamReport =
       message: JsonRpcMessage;
       cursor?: { lastEventId: string | undefined };
     }
+  /**
+   * A request stream's own answer, on a stream that has a session: the message and the stream's end in one
+   * event. The parent handles it as the `stream.message` and then the `stream.ended` (`done`) it replaces;
+   * the cursor it would have recorded in between is dropped with the stream, so it is not carried.
+   */
+  | { type: 'stream.answered'; key: string; streamId: string; eventId?: string; message: JsonRpcMessage }
   /** The cursor moved without a message (undefined: forgotten, after a log reset). The parent persists it. */
   | { type: 'stream.cursor'; key: string; streamId: string; lastEventId: string | undefined }
   | { type: 'stream.gap'; key: string; streamId: string; gap: GapDetails }
   | { type: 'stream.ended'; key: string; streamId: string; outcome: StreamOutcome };
+
+/**
+ * From the parent: an ended stream is started again as a new stream (a new `streamId`, fresh context).
+ * Spawning and stopping an actor per request was most of XState's cost per call (the parent's children
+ * object is copied on every spawn and every stop); an ended stream waits in the parent's pool instead.
+ */
+export type StreamCommand = { type: 'stream.reuse'; input: StreamInput };
 
 export interface StreamContext extends StreamInput {
   attempt: number;
@@ -115,13 +128,49 @@ const answersOwnRequest = (ctx: StreamContext, message: JsonRpcMessage | undefin
   isResponse(message) &&
   message.id === (ctx.body as JsonRpcRequest | undefined)?.id;
 
+/**
+ * A stream's context at its start. Every field is spelled out, not `...input`: the spread built a slow
+ * object shape (~13 µs per stream), and every `assign` copies this object again.
+ */
+function initialContext(input: StreamInput): StreamContext {
+  return {
+    key: input.key,
+    streamId: input.streamId,
+    kind: input.kind,
+    sessionId: input.sessionId,
+    protocolVersion: input.protocolVersion,
+    body: input.body,
+    policy: input.policy,
+    stallTimeoutMs: input.stallTimeoutMs,
+    jitterSeed: input.jitterSeed,
+    resendSafe: input.resendSafe,
+    attempt: 0,
+    lastEventId: input.lastEventId,
+    recentIds: [],
+    serverRetryMs: undefined,
+    responseSeen: false,
+    serverStreamComplete: false,
+    decision: undefined,
+    nextDelayMs: 0,
+    gapSinceOpen: false,
+    mayHaveRun: false,
+  };
+}
+
 const report = (ctx: StreamContext) => ({ key: ctx.key, streamId: ctx.streamId });
+
+/**
+ * An ended stream (every end state): it has reported its end and does nothing until its parent stops it
+ * or starts it again (`stream.reuse`). Not final states: a final one would also send the parent an
+ * `xstate.done.actor.*` event, and could not be started again.
+ */
+const ENDED = { on: { 'stream.reuse': { target: '#stream.connecting', actions: 'reuse' } } } as const;
 
 export const streamMachine = setup({
   types: {
     context: {} as StreamContext,
     input: {} as StreamInput,
-    events: {} as IoEvent,
+    events: {} as IoEvent | StreamCommand,
   },
   actors: {
     /** Placeholder: the runtime supplies fetch + SSE parsing, the simulation its network. */
@@ -144,6 +193,16 @@ export const streamMachine = setup({
     isReplayOverlap: ({ context, event }) =>
       event.type === 'sse.event' && event.id !== undefined && alreadyDelivered(context, event.id),
     isPrimingEvent: ({ event }) => event.type === 'sse.event' && event.message === undefined,
+    /**
+     * The request's own answer, on a stream spawned with a session id. Such a stream exists only while its
+     * session is active, so its parent needs no `stream.opened` and can take message and end as one event.
+     */
+    isAnswerInSession: ({ context, event }) =>
+      context.sessionId !== undefined &&
+      event.type === 'sse.event' &&
+      answersOwnRequest(context, event.message),
+    /** `stream.opened` tells the parent a session id and advertisement; a stream that has one needs no report. */
+    hasSession: ({ context }) => context.sessionId !== undefined,
     firstGapSinceOpen: ({ context }) => !context.gapSinceOpen,
     isStandaloneGap: ({ context }) =>
       context.kind === 'standalone' && context.decision?.action === 'events-lost',
@@ -198,9 +257,9 @@ export const streamMachine = setup({
     }),
     classifyEnd: assign({ decision: () => classifyClose({ kind: 'end-of-stream' }) }),
     classifyStall: assign({ decision: () => classifyClose({ kind: 'network', fault: 'stall' }) }),
-    resetAttempts: assign({ attempt: 0, gapSinceOpen: false }),
+    /** A stream opened: attempts start over, and the request may have run. */
+    markOpened: assign({ attempt: 0, gapSinceOpen: false, mayHaveRun: true }),
     markGap: assign({ gapSinceOpen: true }),
-    markRan: assign({ mayHaveRun: true }),
     scheduleReconnect: assign(({ context }) => ({
       nextDelayMs: reconnectDelay(context.attempt, context.policy, context.serverRetryMs, context.jitterSeed),
       attempt: context.attempt + 1,
@@ -235,6 +294,15 @@ export const streamMachine = setup({
         cursor: { lastEventId: context.lastEventId },
       };
     }),
+    forwardAnswer: sendParent(({ context, event }) => {
+      const e = event as Extract<IoEvent, { type: 'sse.event' }>;
+      return {
+        type: 'stream.answered' as const,
+        ...report(context),
+        eventId: e.id,
+        message: e.message as JsonRpcMessage,
+      };
+    }),
     forwardCursor: sendParent(({ context }) => ({
       type: 'stream.cursor',
       ...report(context),
@@ -266,6 +334,8 @@ export const streamMachine = setup({
     }),
     /** A standalone stream whose log was reset starts over: there is nothing left to resume. */
     forgetCursor: assign({ lastEventId: undefined, recentIds: [] }),
+    /** A new stream in this actor: everything from the previous one is forgotten. */
+    reuse: assign(({ event }) => (event.type === 'stream.reuse' ? initialContext(event.input) : {})),
     reportEnded: sendParent(({ context }, outcome: StreamOutcome) => ({
       type: 'stream.ended',
       ...report(context),
@@ -274,19 +344,7 @@ export const streamMachine = setup({
   },
 }).createMachine({
   id: 'stream',
-  context: ({ input }) => ({
-    ...input,
-    attempt: 0,
-    lastEventId: input.lastEventId,
-    recentIds: [],
-    serverRetryMs: undefined,
-    responseSeen: false,
-    serverStreamComplete: false,
-    decision: undefined,
-    nextDelayMs: 0,
-    gapSinceOpen: false,
-    mayHaveRun: false,
-  }),
+  context: ({ input }) => initialContext(input),
   initial: 'connecting',
   states: {
     connecting: {
@@ -295,9 +353,18 @@ export const streamMachine = setup({
       states: {
         awaitingResponse: {
           on: {
-            'http.stream': { target: 'streaming', actions: ['resetAttempts', 'reportOpened', 'markRan'] },
+            'http.stream': [
+              { guard: 'hasSession', target: 'streaming', actions: 'markOpened' },
+              { target: 'streaming', actions: ['markOpened', 'reportOpened'] },
+            ],
             'http.response': [
+              { guard: and(['isAccepted', 'hasSession']), target: '#stream.done' },
               { guard: 'isAccepted', target: '#stream.done', actions: 'reportOpened' },
+              {
+                guard: and(['isJsonAnswer', 'hasSession']),
+                target: '#stream.done',
+                actions: 'forwardJsonAnswer',
+              },
               {
                 guard: 'isJsonAnswer',
                 target: '#stream.done',
@@ -329,6 +396,8 @@ export const streamMachine = setup({
                 reenter: true,
                 actions: ['recordCursor', 'forwardCursor'],
               },
+              // The stream ends here: neither its cursor nor `responseSeen` is read again.
+              { guard: 'isAnswerInSession', target: '#stream.answered', actions: 'forwardAnswer' },
               {
                 target: 'streaming',
                 reenter: true,
@@ -384,10 +453,12 @@ export const streamMachine = setup({
       entry: 'scheduleReconnect',
       after: { reconnectDelay: 'connecting' },
     },
-    done: { type: 'final', entry: { type: 'reportEnded', params: { kind: 'done' } } },
-    closedByServer: { type: 'final', entry: { type: 'reportEnded', params: { kind: 'closed-by-server' } } },
+    done: { ...ENDED, entry: { type: 'reportEnded', params: { kind: 'done' } } },
+    /** Done, and the parent was told so with the answer (`stream.answered`): no report of its own. */
+    answered: ENDED,
+    closedByServer: { ...ENDED, entry: { type: 'reportEnded', params: { kind: 'closed-by-server' } } },
     sessionTerminated: {
-      type: 'final',
+      ...ENDED,
       entry: {
         type: 'reportEnded',
         params: ({ context }) => ({
@@ -397,11 +468,11 @@ export const streamMachine = setup({
         }),
       },
     },
-    unresumable: { type: 'final', entry: { type: 'reportEnded', params: { kind: 'unresumable' } } },
-    responseEvicted: { type: 'final', entry: { type: 'reportEnded', params: { kind: 'response-evicted' } } },
-    epochChanged: { type: 'final', entry: { type: 'reportEnded', params: { kind: 'epoch-changed' } } },
+    unresumable: { ...ENDED, entry: { type: 'reportEnded', params: { kind: 'unresumable' } } },
+    responseEvicted: { ...ENDED, entry: { type: 'reportEnded', params: { kind: 'response-evicted' } } },
+    epochChanged: { ...ENDED, entry: { type: 'reportEnded', params: { kind: 'epoch-changed' } } },
     givenUp: {
-      type: 'final',
+      ...ENDED,
       entry: {
         type: 'reportEnded',
         params: ({ context }) => ({
@@ -411,7 +482,7 @@ export const streamMachine = setup({
       },
     },
     stopped: {
-      type: 'final',
+      ...ENDED,
       entry: {
         type: 'reportEnded',
         params: ({ context }) => ({
@@ -421,7 +492,7 @@ export const streamMachine = setup({
       },
     },
     refused: {
-      type: 'final',
+      ...ENDED,
       entry: {
         type: 'reportEnded',
         params: ({ context }) =>

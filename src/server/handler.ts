@@ -196,7 +196,7 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
       ...sessionOptions(id),
       id,
       epoch: randomBytes(6).toString('hex'),
-      initialize,
+      ...(log.registry ? { initialize } : {}),
       principal: principal?.principal,
     });
     sessions.set(id, session);

@@ -26,6 +26,7 @@ import { Attachment } from './attachment.js';
 import type { EventLog, SharedSessionStore } from './event-log.js';
 import { errorReply, type Reply } from './reply.js';
 import { SessionTransport } from './session-transport.js';
+import { SleepingMachine } from './sleeping-machine.js';
 import { closeFrame, primingFrame, type SseSink } from './sse.js';
 
 /** What `createMcpServer` is told about the session it serves. */
@@ -75,12 +76,8 @@ export interface RuntimeSessionOptions {
  * Every server-to-client message is appended to the log before any socket sees it.
  */
 export class RuntimeSession {
-  /** The running machine; undefined while the session sleeps (then `dormant` holds its snapshot). */
-  private awakeActor: Actor<typeof serverSessionMachine> | undefined;
-  /** A sleeping session's persisted machine snapshot, as JSON: a few hundred bytes instead of an actor. */
-  private dormant: string | undefined;
-  /** When the session was last used here (its idle clock while it sleeps). */
-  private lastActivity = Date.now();
+  /** The session machine; it sleeps while the session is idle (src/server/sleeping-machine.ts). */
+  private readonly host: SleepingMachine;
   readonly transport: SessionTransport;
   private mcp: McpServerLike | undefined;
   /**
@@ -108,7 +105,7 @@ export class RuntimeSession {
   constructor(private readonly o: RuntimeSessionOptions) {
     this.transport = new SessionTransport(o.id, (m, opts) => this.outbound(m, opts));
     this.version = o.version ?? 0;
-    this.awakeActor = this.spawn(o.snapshot);
+    this.host = new SleepingMachine((snapshot) => this.spawn(snapshot), o.snapshot);
   }
 
   /**
@@ -119,42 +116,20 @@ export class RuntimeSession {
     return this.machine;
   }
 
-  /** The machine, woken first if the session sleeps: it goes on with the time it slept as idle time. */
+  /** The machine, woken first if the session sleeps. */
   private get machine(): Actor<typeof serverSessionMachine> {
-    if (this.awakeActor) return this.awakeActor;
-    const snapshot = JSON.parse(this.dormant as string) as unknown;
-    this.dormant = undefined;
-    const actor = this.spawn(snapshot);
-    this.awakeActor = actor;
-    actor.send({ type: 'session.woken', idleMs: Date.now() - this.lastActivity });
-    return actor;
+    return this.host.actor;
   }
 
-  private persistedSnapshot(): unknown {
-    return this.dormant !== undefined ? JSON.parse(this.dormant) : this.machine.getPersistedSnapshot();
-  }
-
-  /**
-   * Called by the server now and then. A session idle since the last call sleeps: its actor (about 5 KiB)
-   * is stopped and kept as its persisted snapshot, which is all the machine needs to go on. A sleeping
-   * session whose idle TTL has run out is woken, so its machine decides the expiry.
-   */
+  /** Called by the server's sweep: an idle session sleeps; one asleep past its TTL wakes to expire. */
   sweep(now: number, idleForMs: number): void {
     if (this.ended) return;
-    if (this.dormant !== undefined) {
-      if (now - this.lastActivity >= this.o.idleTtlMs) void this.machine;
-      return;
-    }
-    const actor = this.awakeActor;
-    if (!actor || this.attachments.size > 0 || this.running.size > 0) return;
-    if (now - this.lastActivity < idleForMs || !actor.getSnapshot().matches({ live: 'idle' })) return;
-    this.dormant = JSON.stringify(actor.getPersistedSnapshot());
-    this.awakeActor = undefined;
-    actor.stop();
+    const busy = this.attachments.size > 0 || this.running.size > 0;
+    this.host.sweep(now, idleForMs, this.o.idleTtlMs, busy);
   }
 
   get sleeping(): boolean {
-    return this.dormant !== undefined;
+    return this.host.sleeping;
   }
 
   get id(): string {
@@ -194,9 +169,7 @@ export class RuntimeSession {
    * running here is this instance's own fact, so it is restated to the new machine.
    */
   private adopt(snapshot: unknown, version: number): void {
-    this.awakeActor?.stop();
-    this.dormant = undefined;
-    this.awakeActor = this.spawn(snapshot);
+    this.host.replace(snapshot);
     this.version = version;
     this.send({
       type: 'session.synced',
@@ -263,7 +236,7 @@ export class RuntimeSession {
       epoch: this.o.epoch,
       principal: this.o.principal,
       initialize: this.o.initialize as JsonRpcMessage,
-      snapshot: this.persistedSnapshot(),
+      snapshot: this.host.persisted(),
     };
   }
 
@@ -419,7 +392,7 @@ export class RuntimeSession {
     principal: string | undefined,
     extra: MessageExtraInfo,
   ): Promise<Reply> {
-    this.lastActivity = Date.now();
+    this.host.used();
     this.send({ type: 'session.activity' });
     const key = requestKey(message.id);
     // At most once across a crash and across instances: the request id is durable (committed over the
@@ -455,7 +428,7 @@ export class RuntimeSession {
   ): Promise<Reply> {
     const { accepted } = await this.decide({ type: 'message.received', principal }, 'decision.message');
     if (!accepted) return this.notFound();
-    this.lastActivity = Date.now();
+    this.host.used();
     this.send({ type: 'session.activity' });
     const shared = this.shared;
     const route = shared
@@ -480,7 +453,7 @@ export class RuntimeSession {
 
   /** GET + Last-Event-ID: the machine answers the cursor; a replay continues live. */
   async resume(lastEventId: string, principal: string | undefined): Promise<Reply> {
-    this.lastActivity = Date.now();
+    this.host.used();
     this.send({ type: 'session.activity' });
     const cursor = parseEventId(lastEventId);
     if (!(await this.sync())) return this.notFound();
@@ -518,7 +491,7 @@ export class RuntimeSession {
 
   /** GET without a cursor: the standalone stream, from its start the first time, else from its head. */
   async standalone(principal: string | undefined): Promise<Reply> {
-    this.lastActivity = Date.now();
+    this.host.used();
     this.send({ type: 'session.activity' });
     const { decision } = await this.decide({ type: 'standalone.requested', principal }, 'decision.attach');
     if (decision.kind === 'unknown-session') return this.notFound();
@@ -574,7 +547,7 @@ export class RuntimeSession {
       if (this.attachedHere?.get(stream) === attachment) this.attachedHere.delete(stream);
       if (this.attachedHere?.size === 0) this.attachedHere = undefined;
       if (this.ended) return;
-      this.lastActivity = Date.now();
+      this.host.used();
       this.send({ type: 'stream.detached' });
       this.o.metrics?.streamDetached(this.o.id, stream);
     });
@@ -595,7 +568,7 @@ export class RuntimeSession {
       if (this.runningHere?.size === 0) this.runningHere = undefined;
       // Undefined when another instance already answered for it (it thought this one was gone).
       await this.storeFinal(stream, key === this.initializeKey ? this.advertiseIn(m) : m);
-      this.lastActivity = Date.now();
+      this.host.used();
       this.send({ type: 'request.settled', requestKey: key });
       return;
     }
@@ -660,7 +633,7 @@ export class RuntimeSession {
     } catch (error) {
       this.o.onError(error);
     }
-    this.awakeActor?.stop();
+    this.host.stop();
     this.o.onEnded(this.o.id);
   }
 
@@ -671,7 +644,7 @@ export class RuntimeSession {
     for (const a of this.attachments.values()) a.sink.end();
     this.attachedHere = undefined;
     void this.mcp?.close().catch(this.o.onError);
-    this.awakeActor?.stop();
+    this.host.stop();
     this.o.onEnded(this.o.id);
   }
 }

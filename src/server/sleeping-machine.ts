@@ -1,0 +1,83 @@
+import type { Actor } from 'xstate';
+import type { serverSessionMachine } from '../../machines/server/session.machine.js';
+
+type SessionActor = Actor<typeof serverSessionMachine>;
+
+/**
+ * A session machine that sleeps while its session is idle. Asleep, it is only its persisted snapshot,
+ * as JSON (a few hundred bytes instead of a running actor's ~5 KiB, which is most of an idle session's
+ * cost). Anything that reaches for `actor` wakes it: a new actor is created from the snapshot and told
+ * how long it slept (`session.woken`), so its idle clock goes on where it stopped. Nothing is decided
+ * here: the machine decides what the time asleep means (expired, or not yet).
+ */
+export class SleepingMachine {
+  private awake: SessionActor | undefined;
+  /** The persisted snapshot while asleep. */
+  private dormant: string | undefined;
+  /** When the session was last used here: its idle clock while it sleeps. */
+  private lastUsed = Date.now();
+
+  constructor(
+    /** Creates and starts an actor (from a snapshot, or new), with the owner's subscriptions. */
+    private readonly spawn: (snapshot: unknown) => SessionActor,
+    snapshot: unknown,
+  ) {
+    this.awake = spawn(snapshot);
+  }
+
+  /** The running actor, woken first if asleep. */
+  get actor(): SessionActor {
+    if (this.awake) return this.awake;
+    const snapshot = JSON.parse(this.dormant as string) as unknown;
+    this.dormant = undefined;
+    const actor = this.spawn(snapshot);
+    this.awake = actor;
+    actor.send({ type: 'session.woken', idleMs: Date.now() - this.lastUsed });
+    return actor;
+  }
+
+  get sleeping(): boolean {
+    return this.dormant !== undefined;
+  }
+
+  /** The session was used just now. */
+  used(): void {
+    this.lastUsed = Date.now();
+  }
+
+  /** The persisted snapshot, without waking the machine. */
+  persisted(): unknown {
+    return this.dormant !== undefined ? JSON.parse(this.dormant) : this.actor.getPersistedSnapshot();
+  }
+
+  /**
+   * Called now and then (one sweep for all sessions). Sleeps when unused for `idleForMs`, nothing is
+   * attached or running here (`busy`), and the machine itself is idle. Asleep past `idleTtlMs`, wakes,
+   * so the machine decides the expiry.
+   */
+  sweep(now: number, idleForMs: number, idleTtlMs: number, busy: boolean): void {
+    if (this.dormant !== undefined) {
+      if (now - this.lastUsed >= idleTtlMs) void this.actor;
+      return;
+    }
+    const actor = this.awake;
+    if (!actor || busy || now - this.lastUsed < idleForMs) return;
+    if (!actor.getSnapshot().matches({ live: 'idle' })) return;
+    this.dormant = JSON.stringify(actor.getPersistedSnapshot());
+    this.awake = undefined;
+    actor.stop();
+  }
+
+  /** Replaces the machine with one made from `snapshot` (adopted from a shared store). */
+  replace(snapshot: unknown): SessionActor {
+    this.awake?.stop();
+    this.dormant = undefined;
+    this.awake = this.spawn(snapshot);
+    return this.awake;
+  }
+
+  /** Stops the actor, if awake; a sleeping one has nothing to stop. */
+  stop(): void {
+    this.awake?.stop();
+  }
+}

@@ -245,8 +245,11 @@ export class RuntimeSession {
     try {
       const idleMs = await this.shared?.idleFor(this.o.id);
       if (this.ended) return;
-      if (idleMs === undefined) this.gone('expired');
-      else this.send({ type: 'expiry.checked', idleMs });
+      if (idleMs === undefined) return this.gone('expired');
+      // Used elsewhere since: its idle clock here restarts from then, so a sleeping copy does not wake to
+      // ask again at every sweep.
+      this.host.usedAt(Date.now() - idleMs);
+      this.send({ type: 'expiry.checked', idleMs });
     } catch (error) {
       this.o.onError(error);
       // Unable to ask: assume it is in use somewhere and look again after a full TTL.

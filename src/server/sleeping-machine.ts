@@ -45,6 +45,11 @@ export class SleepingMachine {
     this.lastUsed = Date.now();
   }
 
+  /** The session was used at `time` (on another instance, say), if that is later than known here. */
+  usedAt(time: number): void {
+    this.lastUsed = Math.max(this.lastUsed, time);
+  }
+
   /** The persisted snapshot, without waking the machine. */
   persisted(): unknown {
     return this.dormant !== undefined ? JSON.parse(this.dormant) : this.actor.getPersistedSnapshot();

@@ -206,3 +206,15 @@ describe('interruptedRequests', () => {
     ]);
   });
 });
+
+describe('lostWhileAttached', () => {
+  it('is true only when events the response has not written were evicted', async () => {
+    const { lostWhileAttached } = await import('../machines/server/retention.js');
+    const w = (oldest: number, head: number) => ({ oldest, head, appendedAt: [], finished: false });
+    expect(lostWhileAttached(w(1, 10), 4)).toBe(false); // everything after 4 is there
+    expect(lostWhileAttached(w(5, 10), 4)).toBe(false); // 5 is the next to write, and it is there
+    expect(lostWhileAttached(w(6, 10), 4)).toBe(true); // 5 was evicted
+    expect(lostWhileAttached(w(11, 10), 10)).toBe(false); // all written, then all aged out: nothing lost
+    expect(lostWhileAttached(w(12, 11), 10)).toBe(true); // 11 appended and aged out unwritten
+  });
+});

@@ -170,6 +170,26 @@ describe('server session machine', () => {
   });
 
   describe('with a store shared by several instances', () => {
+    it('sharedFacts changes with what every instance must agree on, not with local counts', async () => {
+      const { sharedFacts } = await import('../machines/server/session.machine.js');
+      const s = session(undefined, true);
+      const facts = () => sharedFacts(s.actor.getSnapshot());
+      const start = facts();
+      s.actor.send({ type: 'stream.attached' });
+      s.actor.send({ type: 'session.activity' });
+      expect(facts()).toBe(start);
+      s.actor.send({ type: 'request.received', requestKey: 'n:1', owner: 'a' });
+      const admitted = facts();
+      expect(admitted).not.toBe(start);
+      s.actor.send({ type: 'request.settled', requestKey: 'n:1' });
+      expect(facts()).toBe(admitted);
+      s.actor.send({ type: 'standalone.requested' });
+      expect(facts()).not.toBe(admitted);
+      const opened = facts();
+      s.actor.send({ type: 'session.delete' });
+      expect(facts()).not.toBe(opened);
+    });
+
     it('does not expire on its own idle clock: it asks how long the session was idle everywhere', () => {
       const s = session(undefined, true);
       s.clock.increment(1_000);

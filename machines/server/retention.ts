@@ -169,6 +169,16 @@ export function answerCursor(lastEventId: string, ctx: CursorContext): ResumeAns
 }
 
 /**
+ * A response attached to a stream has written up to `lastSent`; the log now holds `w`. True when events
+ * it has not written yet were evicted meanwhile (a reader slower than the retention bound): writing on
+ * would skip them. The response must end instead, so the client resumes with its cursor and is told
+ * exactly what it lost (410).
+ */
+export function lostWhileAttached(w: StreamWindow, lastSent: number): boolean {
+  return w.oldest > lastSent + 1 && w.head > lastSent;
+}
+
+/**
  * The request streams whose answer will never be written: the instance running the request is gone (the
  * process died and restarted, or, with several instances, its lease ran out) and the stream is not
  * finished. Each gets an outcome-unknown answer; the rest are complete or still running somewhere alive.

@@ -113,6 +113,18 @@ export interface ServerSessionContext {
   standaloneOpened: boolean;
 }
 
+/**
+ * The part of a session's state every instance sharing it must agree on (streams numbered, the
+ * standalone stream opened, the epoch, ended or not), as a comparable string. When a decision changes
+ * it, the decision is committed to the shared store; counts of what is attached or running on one
+ * instance are that instance's own and never committed for their own sake.
+ */
+export function sharedFacts(snapshot: { context: ServerSessionContext; value: unknown }): string {
+  const c = snapshot.context;
+  const ended = typeof snapshot.value === 'object' && snapshot.value !== null && 'ended' in snapshot.value;
+  return `${c.nextStream}|${c.standaloneOpened}|${STANDALONE_STREAM in c.streams}|${c.epoch}|${ended}`;
+}
+
 const ownerMismatch = (ctx: ServerSessionContext, event: { principal?: string }): boolean =>
   ctx.principal !== undefined && event.principal !== ctx.principal;
 

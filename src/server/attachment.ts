@@ -1,4 +1,5 @@
 import { formatEventId } from '../../machines/event-id.js';
+import { lostWhileAttached } from '../../machines/server/retention.js';
 import type { EventLog, StoredEvent } from './event-log.js';
 import { eventFrame, HEARTBEAT_FRAME, type SseSink } from './sse.js';
 
@@ -83,9 +84,7 @@ export class Attachment {
         this.readAgain = false;
         const read = await this.log.read(this.sessionId, this.stream, this.lastSent);
         if (!read) break;
-        // Evicted while this response was attached (a reader slower than the retention bound). Ending
-        // the response makes the client resume with its cursor and be told exactly what it lost (410).
-        if (read.window.oldest > this.lastSent + 1 && read.window.head > this.lastSent) {
+        if (lostWhileAttached(read.window, this.lastSent)) {
           this.sink.end();
           return;
         }

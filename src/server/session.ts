@@ -19,6 +19,7 @@ import {
   type ServerSessionEmitted,
   type ServerSessionEvent,
   serverSessionMachine,
+  sharedFacts,
 } from '../../machines/server/session.machine.js';
 import type { ServerAdvertisement } from '../../machines/validity.js';
 import type { ServerMetrics } from '../metrics/server.js';
@@ -211,9 +212,9 @@ export class RuntimeSession {
       for (let attempt = 0; attempt < 32; attempt++) {
         await this.sync();
         const before = this.version;
-        const fingerprint = sharedFingerprint(this.machine);
+        const facts = sharedFacts(this.machine.getSnapshot());
         const answer = act();
-        if (this.ended || sharedFingerprint(this.machine) === fingerprint) {
+        if (this.ended || sharedFacts(this.machine.getSnapshot()) === facts) {
           if (!this.ended) await shared.touch([this.o.id]);
           return answer;
         }
@@ -653,13 +654,6 @@ export class RuntimeSession {
 }
 
 const NOTHING: ReadonlyMap<never, never> = new Map<never, never>();
-
-/** The parts of the machine's context every instance must agree on; a change is committed to the store. */
-function sharedFingerprint(actor: Actor<typeof serverSessionMachine>): string {
-  const { context: c, value } = actor.getSnapshot();
-  const ended = typeof value === 'object' && 'ended' in value;
-  return `${c.nextStream}|${c.standaloneOpened}|${STANDALONE_STREAM in c.streams}|${c.epoch}|${ended}`;
-}
 
 /**
  * A request reached a session that ended while it was on its way: 404 if the session is gone, 503 if this

@@ -1,17 +1,11 @@
 import { mkdtemp, rm } from 'node:fs/promises';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  ContinuityMetrics,
-  type ContinuityServer,
-  createContinuityServer,
-  MemoryEventLog,
-} from '../../src/index.js';
+import { ContinuityMetrics, MemoryEventLog } from '../../src/index.js';
 import { SqliteEventLog } from '../../src/sqlite.js';
-import { type DemoWorld, demoMcpServer, RawClient, startServer } from '../server/harness.js';
+import { RawClient, startServer } from '../server/harness.js';
+import { restartableServer } from '../support/restartable-server.js';
 import { eventually, otelSdk } from './otel.js';
 
 /**
@@ -146,33 +140,20 @@ describe('server metrics', () => {
     const dir = await mkdtemp(join(tmpdir(), 'mcpc-metrics-'));
     const sdk = otelSdk();
     const metrics = new ContinuityMetrics({ meter: sdk.meter });
-    const world: DemoWorld = { effects: new Map(), servers: [] };
-    const make = () =>
-      createContinuityServer({
-        createMcpServer: () => demoMcpServer(world),
-        eventLog: new SqliteEventLog({ path: join(dir, 'log.db') }),
-        heartbeatMs: 0,
-        onError: () => undefined,
-        metrics,
-      });
-    let current: ContinuityServer = make();
-    const server = http.createServer((req, res) => current.nodeHandler(req, res));
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const p = await restartableServer(
+      { metrics, retryMs: 1_000 },
+      () => new SqliteEventLog({ path: join(dir, 'log.db') }),
+    );
     cleanups.push(async () => {
-      await current.close();
-      server.closeAllConnections();
-      await new Promise<void>((r) => server.close(() => r()));
+      await p.dispose();
       await rm(dir, { recursive: true, force: true });
       await sdk.shutdown();
     });
-    const client = new RawClient(`http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`);
+    const client = new RawClient(p.url.href);
     await client.initialize();
     const call = await client.call('slow', { ms: 3_000 });
     await call.until(() => call.events.length > 0, 5_000, 'the priming event');
-    const old = current;
-    current = make(); // a new process on the same file
-    await old.close();
-    server.closeAllConnections();
+    await p.deploy(); // a new process on the same file
     expect(metrics.figures()[`${M}.outcome_unknown`]).toBe(0);
 
     // The restart closed every connection; a pooled keep-alive socket may not know yet, so retry a few times.

@@ -1,22 +1,14 @@
 import { mkdtemp, rm } from 'node:fs/promises';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import {
-  ContinuityClientTransport,
-  type ContinuityServer,
-  createContinuityServer,
-  isOutcomeUnknown,
-} from '../../src/index.js';
+import { ContinuityClientTransport, isOutcomeUnknown } from '../../src/index.js';
 import { RedisEventLog } from '../../src/redis.js';
-import type { EventLog } from '../../src/server/event-log.js';
 import { SqliteEventLog } from '../../src/sqlite.js';
 import { type RedisServer, startRedisServer } from '../support/redis-server.js';
-import { type DemoWorld, demoMcpServer } from './harness.js';
+import { restartableServer } from '../support/restartable-server.js';
 
 /**
  * Sessions outlive the process with a durable log: the server restarts on the same SQLite file, the
@@ -42,43 +34,16 @@ async function durableServer(backend: Backend) {
   const dir = await mkdtemp(join(tmpdir(), 'mcpc-durable-'));
   const path = join(dir, 'log.db');
   const keyPrefix = `durable-${Math.random().toString(36).slice(2)}:`;
-  // Each process opens its own connection to the same store, as a restarted process would.
-  const openLog = (): EventLog =>
+  const p = await restartableServer({ retryMs: 20 }, () =>
     backend === 'sqlite'
       ? new SqliteEventLog({ path })
-      : new RedisEventLog({ url: redis?.url as string, keyPrefix });
-  const world: DemoWorld = { effects: new Map(), servers: [] };
-  const make = () =>
-    createContinuityServer({
-      createMcpServer: () => demoMcpServer(world),
-      eventLog: openLog(),
-      heartbeatMs: 0,
-      retryMs: 20,
-      onError: () => undefined,
-    });
-  let current: ContinuityServer = make();
-  const server = http.createServer((req, res) => current.nodeHandler(req, res));
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+      : new RedisEventLog({ url: redis?.url as string, keyPrefix }),
+  );
   cleanups.push(async () => {
-    await current.close();
-    server.closeAllConnections();
-    await new Promise<void>((r) => server.close(() => r()));
+    await p.dispose();
     await rm(dir, { recursive: true, force: true });
   });
-  return {
-    world,
-    url: new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`),
-    get continuity() {
-      return current;
-    },
-    /** The process stops (a deploy): its streams end without `event: close`; a new one starts on the same file. */
-    async restart() {
-      const old = current;
-      current = make();
-      await old.close();
-      server.closeAllConnections();
-    },
-  };
+  return Object.assign(p, { restart: () => p.deploy() });
 }
 
 describe.each(['sqlite', 'redis'] as const)('a durable log (%s) across a server restart', (backend) => {

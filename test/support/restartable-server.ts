@@ -5,14 +5,19 @@ import {
   type ContinuityServerOptions,
   createContinuityServer,
 } from '../../src/index.js';
+import type { EventLog } from '../../src/server/event-log.js';
 import { type DemoWorld, demoMcpServer } from '../server/harness.js';
 
 /**
- * A server "process" on 127.0.0.1 that can crash and restart on the same port: with a memory log its
- * sessions die with it. The demo tools; `dispose` (register it with the test's cleanups) closes every
- * generation and the HTTP server.
+ * A server "process" on 127.0.0.1 that can crash (`restart`) or stop for a deploy (`deploy`) and start
+ * again on the same port. With a memory log its sessions die with it; with `openLog`, each process opens
+ * its own connection to the same durable store, as a restarted process would. The demo tools; `dispose`
+ * (register it with the test's cleanups) closes every generation and the HTTP server.
  */
-export async function restartableServer(options: Partial<ContinuityServerOptions> = {}) {
+export async function restartableServer(
+  options: Partial<ContinuityServerOptions> = {},
+  openLog?: () => EventLog,
+) {
   const world: DemoWorld = { effects: new Map(), servers: [] };
   const make = () =>
     createContinuityServer({
@@ -21,6 +26,7 @@ export async function restartableServer(options: Partial<ContinuityServerOptions
       retryMs: 50,
       onError: () => undefined,
       ...options,
+      ...(openLog ? { eventLog: openLog() } : {}),
     });
   let current: ContinuityServer = make();
   const retired: ContinuityServer[] = [];
@@ -43,6 +49,13 @@ export async function restartableServer(options: Partial<ContinuityServerOptions
     restart() {
       retired.push(current);
       current = make();
+      server.closeAllConnections();
+    },
+    /** The process stops (a deploy): its streams end without `event: close`; a new one starts. */
+    async deploy() {
+      const old = current;
+      current = make();
+      await old.close();
       server.closeAllConnections();
     },
     async dispose() {

@@ -34,6 +34,7 @@ export const worldConfigArb: fc.Arbitrary<WorldConfig> = fc.record({
   maxEventsPerStream: fc.integer({ min: 2, max: 12 }),
   retentionMs: fc.constantFrom(5_000, 60_000),
   idleTtlMs: fc.constantFrom(30_000, 120_000),
+  coalesce: fc.boolean(),
 });
 
 export const scenarioArb = fc.record({ config: worldConfigArb, commands: scheduleArb });

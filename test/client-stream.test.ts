@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { alreadyDelivered } from '../machines/client/stream.machine.js';
+import { alreadyDelivered } from '../machines/client/absorb.js';
 import { JsonRpcCode } from '../machines/codes.js';
 import { activeClient, toolCall } from './helpers/scripted-client.js';
 

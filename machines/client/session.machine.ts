@@ -314,22 +314,48 @@ export const clientSessionMachine = setup({
      * The ledger is settled in place (see `ClientContext`); only learned annotations are assigned.
      */
     receive: enqueueActions(({ context, enqueue, event }) => {
-      if (event.type !== 'stream.message' && event.type !== 'stream.answered') return;
-      const message = event.message;
-      if (!isResponse(message)) {
+      const messages =
+        event.type === 'stream.messages'
+          ? event.messages
+          : event.type === 'stream.message' || event.type === 'stream.answered'
+            ? [event]
+            : [];
+      for (const { message } of messages) {
+        if (!isResponse(message)) {
+          named(enqueue)({ type: 'deliver', params: { message } });
+          continue;
+        }
+        const entry = message.id === null ? undefined : ledgerGet(context.ledger, message.id);
+        if (entry?.status !== 'pending') {
+          named(enqueue)({ type: 'deliverOrphan', params: { message } });
+          continue;
+        }
+        const answered = 'result' in message;
+        ledgerSettle(context.ledger, entry.request.id, answered ? 'answered' : 'failed');
+        if (answered && entry.request.method === 'tools/list')
+          enqueue.assign({ annotations: learnAnnotations(context.annotations, message.result) });
         named(enqueue)({ type: 'deliver', params: { message } });
-        return;
       }
-      const entry = message.id === null ? undefined : ledgerGet(context.ledger, message.id);
-      if (entry?.status !== 'pending') {
-        named(enqueue)({ type: 'deliverOrphan', params: { message } });
-        return;
-      }
-      const answered = 'result' in message;
-      ledgerSettle(context.ledger, entry.request.id, answered ? 'answered' : 'failed');
-      if (answered && entry.request.method === 'tools/list')
-        enqueue.assign({ annotations: learnAnnotations(context.annotations, message.result) });
-      named(enqueue)({ type: 'deliver', params: { message } });
+    }),
+
+    /**
+     * Several messages of one stream in one event (`stream.messages`), where the session's state may move
+     * between them (initializing, re-initializing): raised again one by one, in order, each handled as
+     * its own `stream.message`; the last carries the cursor.
+     */
+    receiveOneByOne: enqueueActions(({ enqueue, event }) => {
+      if (event.type !== 'stream.messages') return;
+      const last = event.messages.length - 1;
+      event.messages.forEach((m, i) => {
+        enqueue.raise({
+          type: 'stream.message',
+          key: event.key,
+          streamId: event.streamId,
+          eventId: m.eventId,
+          message: m.message,
+          ...(i === last ? { cursor: event.cursor } : {}),
+        });
+      });
     }),
 
     /**
@@ -358,7 +384,7 @@ export const clientSessionMachine = setup({
      * has been replaced moves nothing.
      */
     recordMessageCursor: enqueueActions(({ context, enqueue, event }) => {
-      if (event.type !== 'stream.message' || !event.cursor) return;
+      if ((event.type !== 'stream.message' && event.type !== 'stream.messages') || !event.cursor) return;
       if (context.streams[event.key]?.streamId !== event.streamId) return;
       const existing = context.cursors[event.key];
       if (existing) context.cursors[event.key] = { ...existing, lastEventId: event.cursor.lastEventId };
@@ -631,6 +657,7 @@ export const clientSessionMachine = setup({
   initial: 'uninitialized',
   on: {
     'stream.message': { guard: 'isStaleReport' },
+    'stream.messages': { guard: 'isStaleReport' },
     'stream.answered': [{ guard: 'isStaleReport' }, { actions: ['receive', 'endAnswered'] }],
     'stream.cursor': [{ guard: 'isStaleReport' }, { actions: 'recordCursor' }],
     'stream.gap': [{ guard: 'isStaleReport' }, { actions: 'forwardGap' }],
@@ -669,6 +696,7 @@ export const clientSessionMachine = setup({
           { guard: 'isInitAnswer', target: 'uninitialized', actions: ['receive', 'recordMessageCursor'] },
           { actions: ['receive', 'recordMessageCursor'] },
         ],
+        'stream.messages': { actions: 'receiveOneByOne' },
         'stream.ended': [
           { guard: 'isStaleReport' },
           { guard: 'initStreamFailed', target: 'uninitialized', actions: 'settleEndedStream' },
@@ -680,6 +708,7 @@ export const clientSessionMachine = setup({
       on: {
         'app.send': { actions: { type: 'dispatch', params: ({ event }) => ({ message: event.message }) } },
         'stream.message': { actions: ['receive', 'recordMessageCursor'] },
+        'stream.messages': { actions: ['receive', 'recordMessageCursor'] },
         // A stale stream's answer is still delivered, as a stale `stream.message` is here.
         'stream.answered': [
           { guard: 'isStaleReport', actions: 'receive' },
@@ -706,6 +735,7 @@ export const clientSessionMachine = setup({
           { guard: 'isReinitRejected', target: 'terminated' },
           { actions: ['receive', 'recordMessageCursor'] },
         ],
+        'stream.messages': { actions: 'receiveOneByOne' },
         'stream.ended': [{ guard: 'isStaleReport' }, { guard: 'reinitStreamFailed', target: 'terminated' }],
         'app.send': { actions: 'queueMessage' },
       },

@@ -1,11 +1,11 @@
-import { and, assign, fromCallback, sendParent, setup } from 'xstate';
+import { and, assign, enqueueActions, fromCallback, sendParent, setup } from 'xstate';
 import { type ReconnectPolicy, reconnectDelay } from '../backoff.js';
 import { ReconnectReason } from '../codes.js';
 import { type CloseDecision, classifyClose, decidePostFailure, type GapDetails } from '../decide.js';
-import { parseEventId } from '../event-id.js';
-import { isResponse, type JsonRpcMessage, type JsonRpcRequest } from '../jsonrpc.js';
+import type { JsonRpcMessage } from '../jsonrpc.js';
 import type { ServerAdvertisement } from '../validity.js';
-import type { Exchange, IoEvent } from './io.js';
+import { type Absorbed, absorbEvents, type DeliveredMessage } from './absorb.js';
+import type { Exchange, IoEvent, SseEvent } from './io.js';
 
 /**
  * One SSE stream of a client: connecting → streaming → backoff → … until it ends. It owns its cursor
@@ -70,6 +70,17 @@ export type StreamReport =
       cursor?: { lastEventId: string | undefined };
     }
   /**
+   * Several messages from one run of SSE events (a parsed chunk), in order, and the cursor after them:
+   * the parent takes them as it would take one `stream.message` each, the cursor moving once.
+   */
+  | {
+      type: 'stream.messages';
+      key: string;
+      streamId: string;
+      messages: readonly DeliveredMessage[];
+      cursor: { lastEventId: string | undefined };
+    }
+  /**
    * A request stream's own answer, on a stream that has a session: the message and the stream's end in one
    * event. The parent handles it as the `stream.message` and then the `stream.ended` (`done`) it replaces;
    * the cursor it would have recorded in between is dropped with the stream, so it is not carried.
@@ -102,6 +113,8 @@ export interface StreamContext extends StreamInput {
   gapSinceOpen: boolean;
   /** Some attempt of this stream may have reached the server (anything but a refusal or a 404). */
   mayHaveRun: boolean;
+  /** What the last run of SSE events did (`absorbEvents`); read by the actions and guards after it. */
+  absorbed: Absorbed | undefined;
 }
 
 const RECENT_IDS = 512;
@@ -113,20 +126,6 @@ export function exchangeFor(ctx: StreamContext): Exchange {
   if (ctx.kind === 'standalone') return { method: 'GET', ...common };
   return { method: 'POST', ...common, body: ctx.body };
 }
-
-/** True when `id` was delivered before: same-stream ids of ours compare by sequence, others by memory. */
-export function alreadyDelivered(ctx: Pick<StreamContext, 'lastEventId' | 'recentIds'>, id: string): boolean {
-  const seen = ctx.lastEventId === undefined ? undefined : parseEventId(ctx.lastEventId);
-  const next = parseEventId(id);
-  if (seen && next && seen.epoch === next.epoch && seen.stream === next.stream) return next.seq <= seen.seq;
-  return ctx.recentIds.includes(id);
-}
-
-const answersOwnRequest = (ctx: StreamContext, message: JsonRpcMessage | undefined): boolean =>
-  message !== undefined &&
-  ctx.kind === 'request' &&
-  isResponse(message) &&
-  message.id === (ctx.body as JsonRpcRequest | undefined)?.id;
 
 /**
  * A stream's context at its start. Every field is spelled out, not `...input`: the spread built a slow
@@ -154,8 +153,12 @@ function initialContext(input: StreamInput): StreamContext {
     nextDelayMs: 0,
     gapSinceOpen: false,
     mayHaveRun: false,
+    absorbed: undefined,
   };
 }
+
+const sseEventsOf = (event: IoEvent | StreamCommand): readonly SseEvent[] =>
+  event.type === 'sse.events' ? event.events : event.type === 'sse.event' ? [event] : [];
 
 const report = (ctx: StreamContext) => ({ key: ctx.key, streamId: ctx.streamId });
 
@@ -189,18 +192,14 @@ export const streamMachine = setup({
       typeof event.body === 'object' &&
       event.body !== null &&
       'jsonrpc' in event.body,
-    isCloseEvent: ({ event }) => event.type === 'sse.event' && event.event === 'close',
-    isReplayOverlap: ({ context, event }) =>
-      event.type === 'sse.event' && event.id !== undefined && alreadyDelivered(context, event.id),
-    isPrimingEvent: ({ event }) => event.type === 'sse.event' && event.message === undefined,
+    /** The last run of events ended with `event: close`. */
+    closeReceived: ({ context }) => context.absorbed?.end?.kind === 'close',
     /**
-     * The request's own answer, on a stream spawned with a session id. Such a stream exists only while its
-     * session is active, so its parent needs no `stream.opened` and can take message and end as one event.
+     * The last run ended with the request's own answer, on a stream spawned with a session id. Such a stream
+     * exists only while its session is active, so its parent needs no `stream.opened` and takes the answer
+     * and the end as one event.
      */
-    isAnswerInSession: ({ context, event }) =>
-      context.sessionId !== undefined &&
-      event.type === 'sse.event' &&
-      answersOwnRequest(context, event.message),
+    answeredInSession: ({ context }) => context.absorbed?.end?.kind === 'answered',
     /** `stream.opened` tells the parent a session id and advertisement; a stream that has one needs no report. */
     hasSession: ({ context }) => context.sessionId !== undefined,
     firstGapSinceOpen: ({ context }) => !context.gapSinceOpen,
@@ -265,43 +264,51 @@ export const streamMachine = setup({
       attempt: context.attempt + 1,
     })),
     rememberRetry: assign({
-      serverRetryMs: ({ context, event }) => (event.type === 'sse.retry' ? event.ms : context.serverRetryMs),
+      serverRetryMs: ({ context, event }) =>
+        event.type === 'sse.retry'
+          ? event.ms
+          : event.type === 'sse.events'
+            ? (event.retryMs ?? context.serverRetryMs)
+            : context.serverRetryMs,
+    }),
+    /** Decides what a run of SSE events (one or a parsed chunk) does: see `absorbEvents`. */
+    absorb: assign(({ context, event }) => {
+      const absorbed = absorbEvents(context, sseEventsOf(event));
+      return { absorbed, responseSeen: context.responseSeen || absorbed.responseSeen };
     }),
     /**
-     * Records the event's id as the cursor; the parent persists it. Duplicates never get here. `recentIds`
-     * is updated in place (copying 512 ids on every event was most of this action's cost); nothing outside
-     * this actor holds it.
+     * Records the run's cursor; the parent persists it. Overlaps never move it. `recentIds` is updated in
+     * place (copying 512 ids on every event was most of this action's cost); nothing outside this actor
+     * holds it.
      */
-    recordCursor: assign(({ context, event }) => {
-      if (event.type !== 'sse.event' || event.id === undefined) return {};
+    recordCursor: assign(({ context }) => {
+      const absorbed = context.absorbed;
+      if (!absorbed || absorbed.newIds.length === 0) return {};
       const recentIds = context.recentIds;
-      recentIds.push(event.id);
-      if (recentIds.length > RECENT_IDS) recentIds.shift();
-      return { lastEventId: event.id, recentIds };
+      recentIds.push(...absorbed.newIds.slice(-RECENT_IDS));
+      if (recentIds.length > RECENT_IDS) recentIds.splice(0, recentIds.length - RECENT_IDS);
+      return { lastEventId: absorbed.lastEventId, recentIds };
     }),
-    markResponse: assign({
-      responseSeen: ({ context, event }) =>
-        context.responseSeen || (event.type === 'sse.event' && answersOwnRequest(context, event.message)),
-    }),
-    /** Runs after `recordCursor`, so the cursor it carries already counts this event. */
-    forwardEvent: sendParent(({ context, event }) => {
-      const e = event as Extract<IoEvent, { type: 'sse.event' }>;
-      return {
-        type: 'stream.message' as const,
-        ...report(context),
-        eventId: e.id,
-        message: e.message,
-        cursor: { lastEventId: context.lastEventId },
-      };
-    }),
-    forwardAnswer: sendParent(({ context, event }) => {
-      const e = event as Extract<IoEvent, { type: 'sse.event' }>;
-      return {
-        type: 'stream.answered' as const,
-        ...report(context),
-        eventId: e.id,
-        message: e.message as JsonRpcMessage,
-      };
+    /**
+     * Hands the run's messages to the parent with the cursor after them (`recordCursor` has run): one
+     * `stream.message`, or one `stream.messages` for several; a cursor that moved alone goes as
+     * `stream.cursor`. An answer that ended the stream follows as `stream.answered`; the cursor it would
+     * have carried is dropped with the stream.
+     */
+    forwardAbsorbed: enqueueActions(({ context, enqueue }) => {
+      const absorbed = context.absorbed;
+      if (!absorbed) return;
+      const { messages, end } = absorbed;
+      const cursor = { lastEventId: context.lastEventId };
+      const first = messages[0];
+      if (messages.length === 1 && first)
+        enqueue.sendParent({ type: 'stream.message', ...report(context), ...first, cursor });
+      else if (messages.length > 1)
+        enqueue.sendParent({ type: 'stream.messages', ...report(context), messages, cursor });
+      else if (absorbed.newIds.length > 0 && end?.kind !== 'answered')
+        enqueue.sendParent({ type: 'stream.cursor', ...report(context), lastEventId: context.lastEventId });
+      if (end?.kind === 'answered')
+        enqueue.sendParent({ type: 'stream.answered', ...report(context), ...end.answer });
     }),
     forwardCursor: sendParent(({ context }) => ({
       type: 'stream.cursor',
@@ -378,32 +385,29 @@ export const streamMachine = setup({
           },
         },
         streaming: {
-          // A request stream is done once its answer is in, whether or not the server ends it.
-          always: { guard: 'responseSeen', target: '#stream.done' },
+          always: [
+            // A request stream is done once its answer is in, whether or not the server ends it.
+            { guard: 'responseSeen', target: '#stream.done' },
+            { guard: 'closeReceived', target: '#stream.closedByServer' },
+            { guard: 'answeredInSession', target: '#stream.answered' },
+          ],
           after: {
             stallTimeout: { guard: 'stallDetectionOn', target: '#stream.deciding', actions: 'classifyStall' },
           },
           on: {
             'sse.activity': { target: 'streaming', reenter: true },
             'sse.retry': { actions: 'rememberRetry' },
-            'sse.event': [
-              { guard: 'isCloseEvent', target: '#stream.closedByServer' },
-              // A replay overlap: delivered before, so dropped. Still proof of life.
-              { guard: 'isReplayOverlap', target: 'streaming', reenter: true },
-              {
-                guard: 'isPrimingEvent',
-                target: 'streaming',
-                reenter: true,
-                actions: ['recordCursor', 'forwardCursor'],
-              },
-              // The stream ends here: neither its cursor nor `responseSeen` is read again.
-              { guard: 'isAnswerInSession', target: '#stream.answered', actions: 'forwardAnswer' },
-              {
-                target: 'streaming',
-                reenter: true,
-                actions: ['markResponse', 'recordCursor', 'forwardEvent'],
-              },
-            ],
+            // Every event, even a replay overlap, is proof of life: the stall timer starts over.
+            'sse.event': {
+              target: 'streaming',
+              reenter: true,
+              actions: ['absorb', 'recordCursor', 'forwardAbsorbed'],
+            },
+            'sse.events': {
+              target: 'streaming',
+              reenter: true,
+              actions: ['rememberRetry', 'absorb', 'recordCursor', 'forwardAbsorbed'],
+            },
             'net.ended': [
               { guard: 'responseSeen', target: '#stream.done' },
               { guard: 'serverSaidComplete', target: '#stream.responseEvicted' },

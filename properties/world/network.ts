@@ -1,4 +1,4 @@
-import type { Exchange, IoEvent } from '../../machines/client/io.js';
+import type { Exchange, IoEvent, SseEvent } from '../../machines/client/io.js';
 import type { VirtualClock } from './clock.js';
 
 /**
@@ -21,10 +21,33 @@ export class SimConnection {
     this.lastTraffic = net.clock.now();
   }
 
+  /**
+   * SSE events sent at the same instant and not yet delivered, when the network coalesces: like bytes
+   * that arrive in one chunk, they reach the client as one `sse.events`.
+   */
+  private chunk: SseEvent[] | undefined;
+
   /** Server → client. Dropped when the connection is gone or black-holed (the server cannot tell). */
   send(event: IoEvent): void {
     if (!this.open || this.blackholed) return;
-    this.lastTraffic = this.net.clock.now();
+    const now = this.net.clock.now();
+    if (event.type === 'sse.event' && this.net.coalesce) {
+      if (this.chunk && this.lastTraffic === now) {
+        this.chunk.push(event);
+        return;
+      }
+      const chunk: SseEvent[] = [event];
+      this.chunk = chunk;
+      this.lastTraffic = now;
+      this.net.clock.setTimeout(() => {
+        if (this.chunk === chunk) this.chunk = undefined;
+        const [only] = chunk;
+        this.deliver(chunk.length === 1 && only ? only : { type: 'sse.events', events: chunk });
+      }, this.net.latencyMs);
+      return;
+    }
+    this.chunk = undefined;
+    this.lastTraffic = now;
     const terminal =
       event.type === 'http.response' || event.type === 'net.ended' || event.type === 'net.failed';
     if (terminal) this.close();
@@ -62,6 +85,8 @@ export class SimNetwork {
   constructor(
     readonly clock: VirtualClock,
     readonly latencyMs = 1,
+    /** SSE events sent at one instant on one connection arrive together, as one `sse.events`. */
+    readonly coalesce = false,
   ) {}
 
   /** Opens a connection; `serve` runs on the server side after one latency unless refused. */

@@ -40,6 +40,8 @@ export interface WorldConfig {
   readonly maxEventsPerStream: number;
   readonly retentionMs: number;
   readonly idleTtlMs: number;
+  /** SSE events sent together arrive together (one `sse.events`), as bytes in one chunk do. */
+  readonly coalesce?: boolean;
 }
 
 export const DEFAULT_WORLD: WorldConfig = {
@@ -79,7 +81,7 @@ export interface WorldOutcome {
 
 export class World {
   readonly clock = new VirtualClock();
-  readonly net = new SimNetwork(this.clock);
+  readonly net: SimNetwork;
   readonly recorder = new Recorder();
   readonly server: SimServer;
   private readonly store = new CursorStore();
@@ -93,6 +95,7 @@ export class World {
     readonly config: WorldConfig = DEFAULT_WORLD,
     private readonly variant: WorldVariant = CORRECT,
   ) {
+    this.net = new SimNetwork(this.clock, 1, config.coalesce === true);
     const serverConfig: SimServerConfig = {
       retention: { maxEventsPerStream: config.maxEventsPerStream, retentionMs: config.retentionMs },
       idleTtlMs: config.idleTtlMs,

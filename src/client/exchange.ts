@@ -2,7 +2,7 @@ import { createParser } from 'eventsource-parser';
 import { fromCallback } from 'xstate';
 import { ADVERTISEMENT_HEADER, parseAdvertisement } from '../../machines/advertisement.js';
 import { faultOf } from '../../machines/client/faults.js';
-import type { Exchange, IoEvent } from '../../machines/client/io.js';
+import type { Exchange, IoEvent, SseEvent } from '../../machines/client/io.js';
 import type { JsonRpcMessage } from '../../machines/jsonrpc.js';
 
 export type FetchLike = (url: string | URL, init?: RequestInit) => Promise<Response>;
@@ -91,6 +91,10 @@ async function run(
     return;
   }
   send({ type: 'http.stream', sessionId, advertisement });
+  // What one chunk held, handed over as one event after the chunk is parsed (see `sse.events`).
+  let events: SseEvent[] = [];
+  let retryMs: number | undefined;
+  let activity = false;
   const parser = createParser({
     onEvent: (e) => {
       let message: JsonRpcMessage | undefined;
@@ -102,11 +106,23 @@ async function run(
           );
         } else message = parsed as JsonRpcMessage;
       }
-      send({ type: 'sse.event', id: e.id, event: e.event, message, data: e.data });
+      events.push({ type: 'sse.event', id: e.id, event: e.event, message, data: e.data });
     },
-    onRetry: (ms) => send({ type: 'sse.retry', ms }),
-    onComment: () => send({ type: 'sse.activity' }),
+    onRetry: (ms) => {
+      retryMs = ms;
+    },
+    onComment: () => {
+      activity = true;
+    },
   });
+  const flush = () => {
+    if (events.length > 0) send({ type: 'sse.events', events, retryMs });
+    else if (retryMs !== undefined) send({ type: 'sse.retry', ms: retryMs });
+    else if (activity) send({ type: 'sse.activity' });
+    events = [];
+    retryMs = undefined;
+    activity = false;
+  };
   const reader = response.body?.getReader();
   const decoder = new TextDecoder();
   try {
@@ -115,6 +131,7 @@ async function run(
       if (!chunk || chunk.done) break;
       if (signal.aborted) return;
       parser.feed(decoder.decode(chunk.value, { stream: true }));
+      flush();
     }
   } catch (error) {
     if (!signal.aborted) send({ type: 'net.failed', fault: faultOf(error) });

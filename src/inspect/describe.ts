@@ -10,9 +10,11 @@ const short = (id: unknown): string =>
 /** Routine traffic: one per SSE event or heartbeat. Shown only when the timeline is asked for everything. */
 const CHATTER = new Set([
   'sse.event',
+  'sse.events',
   'sse.activity',
   'sse.retry',
   'stream.message',
+  'stream.messages',
   'stream.cursor',
   'session.activity',
   'xstate.init',
@@ -47,6 +49,8 @@ function details(type: string, e: Obj): string {
       return String(e.fault);
     case 'sse.event':
       return e.id === undefined ? '' : `id ${e.id}`;
+    case 'sse.events':
+      return Array.isArray(e.events) ? `${e.events.length} events` : '';
     case 'stream.ended':
       return `${e.key}: ${obj(e.outcome).kind}`;
     case 'stream.gap': {
@@ -57,6 +61,8 @@ function details(type: string, e: Obj): string {
     case 'stream.cursor':
     case 'stream.message':
       return typeof e.key === 'string' ? e.key : '';
+    case 'stream.messages':
+      return `${typeof e.key === 'string' ? e.key : ''}: ${Array.isArray(e.messages) ? e.messages.length : 0} messages`;
     case 'app.send': {
       const m = obj(e.message);
       const name = obj(m.params).name;

@@ -1,0 +1,107 @@
+import { parseEventId } from '../event-id.js';
+import { isResponse, type JsonRpcMessage, type JsonRpcRequest } from '../jsonrpc.js';
+import type { SseEvent } from './io.js';
+
+/** What the decisions about SSE events read of their stream. */
+export interface StreamView {
+  readonly kind: 'request' | 'standalone' | 'message';
+  readonly sessionId?: string;
+  readonly body?: JsonRpcMessage;
+  readonly lastEventId: string | undefined;
+  /** Ids already delivered, for servers whose ids are opaque (bounded, oldest first). */
+  readonly recentIds: readonly string[];
+}
+
+export interface DeliveredMessage {
+  readonly eventId?: string;
+  readonly message: JsonRpcMessage;
+}
+
+/**
+ * What a run of SSE events does to an open stream, decided event by event as if they had come one at a
+ * time: the stream machine takes a whole parsed chunk in one step with this.
+ */
+export interface Absorbed {
+  /** Messages for the parent, in order. Replay overlaps and priming events are not among them. */
+  readonly messages: DeliveredMessage[];
+  /** The cursor after the run: the id of the last event that was neither an overlap nor the end. */
+  readonly lastEventId: string | undefined;
+  /** The ids that moved the cursor, in order (the stream remembers them for opaque-id servers). */
+  readonly newIds: string[];
+  /** The request's own answer is among `messages`: the stream is done. */
+  readonly responseSeen: boolean;
+  /**
+   * What ended the stream inside the run; events after it are not read. `close`: the server sent
+   * `event: close`. `answered`: the request's own answer on a stream that has a session, which the
+   * parent takes together with the stream's end (it is not in `messages`).
+   */
+  readonly end:
+    | { readonly kind: 'close' }
+    | { readonly kind: 'answered'; readonly answer: DeliveredMessage }
+    | undefined;
+}
+
+/** True when `id` was delivered before: same-stream ids of ours compare by sequence, others by memory. */
+export function alreadyDelivered(ctx: Pick<StreamView, 'lastEventId' | 'recentIds'>, id: string): boolean {
+  return deliveredBefore(ctx.lastEventId, ctx.recentIds, undefined, id);
+}
+
+function deliveredBefore(
+  lastEventId: string | undefined,
+  recentIds: readonly string[],
+  earlierInRun: ReadonlySet<string> | undefined,
+  id: string,
+): boolean {
+  const seen = lastEventId === undefined ? undefined : parseEventId(lastEventId);
+  const next = parseEventId(id);
+  if (seen && next && seen.epoch === next.epoch && seen.stream === next.stream) return next.seq <= seen.seq;
+  return recentIds.includes(id) || earlierInRun?.has(id) === true;
+}
+
+/** The request stream's own answer (a response to the request it POSTed). */
+export const answersOwnRequest = (view: StreamView, message: JsonRpcMessage | undefined): boolean =>
+  message !== undefined &&
+  view.kind === 'request' &&
+  isResponse(message) &&
+  message.id === (view.body as JsonRpcRequest | undefined)?.id;
+
+/**
+ * Reads a run of events on an open stream, in order:
+ * - `event: close` ends the stream; nothing after it is read;
+ * - an event whose id was delivered before is a replay overlap: dropped (still proof of life);
+ * - an event without data is a priming event: it only moves the cursor;
+ * - the request's own answer on a stream with a session ends the stream with it (`end.answered`): such a
+ *   stream exists only while its session is active, so the parent takes answer and end as one;
+ * - any other message is handed on and moves the cursor; once the request's own answer is among them the
+ *   stream is done, and nothing after it is read.
+ */
+export function absorbEvents(view: StreamView, events: readonly SseEvent[]): Absorbed {
+  const messages: DeliveredMessage[] = [];
+  const newIds: string[] = [];
+  let lastEventId = view.lastEventId;
+  // Ids delivered earlier in this run: `recentIds` holds only those of earlier runs.
+  const earlierInRun = events.length > 1 ? new Set<string>() : undefined;
+  for (const event of events) {
+    if (event.event === 'close')
+      return { messages, lastEventId, newIds, responseSeen: false, end: { kind: 'close' } };
+    const id = event.id;
+    if (id !== undefined) {
+      if (deliveredBefore(lastEventId, view.recentIds, earlierInRun, id)) continue;
+    }
+    const message = event.message;
+    if (message !== undefined && view.sessionId !== undefined && answersOwnRequest(view, message)) {
+      const answer = { eventId: id, message };
+      return { messages, lastEventId, newIds, responseSeen: false, end: { kind: 'answered', answer } };
+    }
+    if (id !== undefined) {
+      lastEventId = id;
+      newIds.push(id);
+      earlierInRun?.add(id);
+    }
+    if (message === undefined) continue;
+    messages.push({ eventId: id, message });
+    if (answersOwnRequest(view, message))
+      return { messages, lastEventId, newIds, responseSeen: true, end: undefined };
+  }
+  return { messages, lastEventId, newIds, responseSeen: false, end: undefined };
+}

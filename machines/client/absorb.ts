@@ -2,11 +2,15 @@ import { parseEventId } from '../event-id.js';
 import { isResponse, type JsonRpcMessage, type JsonRpcRequest } from '../jsonrpc.js';
 import type { SseEvent } from './io.js';
 
-/** What the decisions about SSE events read of their stream. */
+/** What the decisions about SSE events read of their stream: what it is… */
 export interface StreamView {
   readonly kind: 'request' | 'standalone' | 'message';
   readonly sessionId?: string;
   readonly body?: JsonRpcMessage;
+}
+
+/** …and how far it got. */
+export interface StreamCursorView {
   readonly lastEventId: string | undefined;
   /** Ids already delivered, for servers whose ids are opaque (bounded, oldest first). */
   readonly recentIds: readonly string[];
@@ -42,7 +46,7 @@ export interface Absorbed {
 }
 
 /** True when `id` was delivered before: same-stream ids of ours compare by sequence, others by memory. */
-export function alreadyDelivered(ctx: Pick<StreamView, 'lastEventId' | 'recentIds'>, id: string): boolean {
+export function alreadyDelivered(ctx: StreamCursorView, id: string): boolean {
   return deliveredBefore(ctx.lastEventId, ctx.recentIds, undefined, id);
 }
 
@@ -75,10 +79,14 @@ export const answersOwnRequest = (view: StreamView, message: JsonRpcMessage | un
  * - any other message is handed on and moves the cursor; once the request's own answer is among them the
  *   stream is done, and nothing after it is read.
  */
-export function absorbEvents(view: StreamView, events: readonly SseEvent[]): Absorbed {
+export function absorbEvents(
+  view: StreamView,
+  cursor: StreamCursorView,
+  events: readonly SseEvent[],
+): Absorbed {
   const messages: DeliveredMessage[] = [];
   const newIds: string[] = [];
-  let lastEventId = view.lastEventId;
+  let lastEventId = cursor.lastEventId;
   // Ids delivered earlier in this run: `recentIds` holds only those of earlier runs.
   const earlierInRun = events.length > 1 ? new Set<string>() : undefined;
   for (const event of events) {
@@ -86,7 +94,7 @@ export function absorbEvents(view: StreamView, events: readonly SseEvent[]): Abs
       return { messages, lastEventId, newIds, responseSeen: false, end: { kind: 'close' } };
     const id = event.id;
     if (id !== undefined) {
-      if (deliveredBefore(lastEventId, view.recentIds, earlierInRun, id)) continue;
+      if (deliveredBefore(lastEventId, cursor.recentIds, earlierInRun, id)) continue;
     }
     const message = event.message;
     if (message !== undefined && view.sessionId !== undefined && answersOwnRequest(view, message)) {

@@ -98,7 +98,15 @@ export type StreamReport =
  */
 export type StreamCommand = { type: 'stream.reuse'; input: StreamInput };
 
-export interface StreamContext extends StreamInput {
+/**
+ * Sixteen keys or fewer: XState copies the context with `Object.assign({}, …)` on every `assign`, and V8
+ * turns an object built that way with twenty or more properties into a hash table (dictionary mode), which
+ * made every copy and every read of a stream's context slow (~45 µs per call in docs/benchmarks.md row 2).
+ * Hence the stream's fixed description is one nested object.
+ */
+export interface StreamContext {
+  /** What the parent asked for; never changes while the stream lives. Its `lastEventId` is the starting cursor only. */
+  readonly stream: StreamInput;
   attempt: number;
   lastEventId: string | undefined;
   /** Ids already delivered, for servers whose ids are opaque (bounded). */
@@ -121,10 +129,10 @@ const RECENT_IDS = 512;
 
 /** What to ask for next: a resume whenever a cursor exists, else the original POST or a fresh GET. */
 export function exchangeFor(ctx: StreamContext): Exchange {
-  const common = { sessionId: ctx.sessionId, protocolVersion: ctx.protocolVersion };
+  const common = { sessionId: ctx.stream.sessionId, protocolVersion: ctx.stream.protocolVersion };
   if (ctx.lastEventId !== undefined) return { method: 'GET', ...common, lastEventId: ctx.lastEventId };
-  if (ctx.kind === 'standalone') return { method: 'GET', ...common };
-  return { method: 'POST', ...common, body: ctx.body };
+  if (ctx.stream.kind === 'standalone') return { method: 'GET', ...common };
+  return { method: 'POST', ...common, body: ctx.stream.body };
 }
 
 /**
@@ -133,16 +141,7 @@ export function exchangeFor(ctx: StreamContext): Exchange {
  */
 function initialContext(input: StreamInput): StreamContext {
   return {
-    key: input.key,
-    streamId: input.streamId,
-    kind: input.kind,
-    sessionId: input.sessionId,
-    protocolVersion: input.protocolVersion,
-    body: input.body,
-    policy: input.policy,
-    stallTimeoutMs: input.stallTimeoutMs,
-    jitterSeed: input.jitterSeed,
-    resendSafe: input.resendSafe,
+    stream: input,
     attempt: 0,
     lastEventId: input.lastEventId,
     recentIds: [],
@@ -160,7 +159,7 @@ function initialContext(input: StreamInput): StreamContext {
 const sseEventsOf = (event: IoEvent | StreamCommand): readonly SseEvent[] =>
   event.type === 'sse.events' ? event.events : event.type === 'sse.event' ? [event] : [];
 
-const report = (ctx: StreamContext) => ({ key: ctx.key, streamId: ctx.streamId });
+const report = (ctx: StreamContext) => ({ key: ctx.stream.key, streamId: ctx.stream.streamId });
 
 /**
  * An ended stream (every end state): it has reported its end and does nothing until its parent stops it
@@ -181,7 +180,7 @@ export const streamMachine = setup({
   },
   delays: {
     reconnectDelay: ({ context }) => context.nextDelayMs,
-    stallTimeout: ({ context }) => context.stallTimeoutMs,
+    stallTimeout: ({ context }) => context.stream.stallTimeoutMs,
   },
   guards: {
     isAccepted: ({ event }) => event.type === 'http.response' && event.status === 202,
@@ -201,11 +200,11 @@ export const streamMachine = setup({
      */
     answeredInSession: ({ context }) => context.absorbed?.end?.kind === 'answered',
     /** `stream.opened` tells the parent a session id and advertisement; a stream that has one needs no report. */
-    hasSession: ({ context }) => context.sessionId !== undefined,
+    hasSession: ({ context }) => context.stream.sessionId !== undefined,
     firstGapSinceOpen: ({ context }) => !context.gapSinceOpen,
     isStandaloneGap: ({ context }) =>
-      context.kind === 'standalone' && context.decision?.action === 'events-lost',
-    stallDetectionOn: ({ context }) => context.stallTimeoutMs > 0,
+      context.stream.kind === 'standalone' && context.decision?.action === 'events-lost',
+    stallDetectionOn: ({ context }) => context.stream.stallTimeoutMs > 0,
     responseSeen: ({ context }) => context.responseSeen,
     serverSaidComplete: ({ context }) => context.serverStreamComplete,
     // The deciding state's guards read the decision the `classify*` actions stored.
@@ -214,17 +213,17 @@ export const streamMachine = setup({
       if (d?.action !== 'reconnect') return false;
       // The standalone stream has no caller to unblock: giving up would only lose events. It keeps
       // polling at the longest delay while the session lives (as EventSource does).
-      if (context.kind === 'standalone') return true;
-      if (context.attempt >= context.policy.maxRetries) return false;
-      if (context.kind === 'message') return d.reason === ReconnectReason.refused;
+      if (context.stream.kind === 'standalone') return true;
+      if (context.attempt >= context.stream.policy.maxRetries) return false;
+      if (context.stream.kind === 'message') return d.reason === ReconnectReason.refused;
       if (context.lastEventId !== undefined) return true;
       const fault = d.reason === ReconnectReason.refused ? 'refused' : 'reset';
-      return decidePostFailure(fault, context.resendSafe) === 'resend';
+      return decidePostFailure(fault, context.stream.resendSafe) === 'resend';
     },
     reconnectsExhausted: ({ context }) =>
       context.decision?.action === 'reconnect' &&
-      context.kind !== 'standalone' &&
-      context.attempt >= context.policy.maxRetries,
+      context.stream.kind !== 'standalone' &&
+      context.attempt >= context.stream.policy.maxRetries,
     isTransportFault: ({ context }) => context.decision?.action === 'reconnect',
     isSessionGone: ({ context }) => context.decision?.action === 'session-terminated',
     isEventsLost: ({ context }) => context.decision?.action === 'events-lost',
@@ -260,7 +259,12 @@ export const streamMachine = setup({
     markOpened: assign({ attempt: 0, gapSinceOpen: false, mayHaveRun: true }),
     markGap: assign({ gapSinceOpen: true }),
     scheduleReconnect: assign(({ context }) => ({
-      nextDelayMs: reconnectDelay(context.attempt, context.policy, context.serverRetryMs, context.jitterSeed),
+      nextDelayMs: reconnectDelay(
+        context.attempt,
+        context.stream.policy,
+        context.serverRetryMs,
+        context.stream.jitterSeed,
+      ),
       attempt: context.attempt + 1,
     })),
     rememberRetry: assign({
@@ -273,7 +277,7 @@ export const streamMachine = setup({
     }),
     /** Decides what a run of SSE events (one or a parsed chunk) does: see `absorbEvents`. */
     absorb: assign(({ context, event }) => {
-      const absorbed = absorbEvents(context, sseEventsOf(event));
+      const absorbed = absorbEvents(context.stream, context, sseEventsOf(event));
       return { absorbed, responseSeen: context.responseSeen || absorbed.responseSeen };
     }),
     /**
@@ -468,7 +472,8 @@ export const streamMachine = setup({
         params: ({ context }) => ({
           kind: 'session-terminated',
           // The 404 proves only that this attempt did not run; an earlier one may have reached the server.
-          neverRan: context.kind === 'request' && context.lastEventId === undefined && !context.mayHaveRun,
+          neverRan:
+            context.stream.kind === 'request' && context.lastEventId === undefined && !context.mayHaveRun,
         }),
       },
     },

@@ -26,7 +26,8 @@ export function isChatter(eventType: string): boolean {
 
 export function actorLabel(machine: string, context: unknown, fallback: string): string {
   const ctx = obj(context);
-  if (machine === 'stream' && typeof ctx.key === 'string') return `stream ${ctx.key}`;
+  const stream = obj(ctx.stream);
+  if (machine === 'stream' && typeof stream.key === 'string') return `stream ${stream.key}`;
   if (machine === 'serverSession') return `server ${short(ctx.sessionId)}`;
   if (machine === 'client') return ctx.sessionId ? `client ${short(ctx.sessionId)}` : 'client';
   return machine || fallback;

@@ -15,7 +15,7 @@ const clientDefinition = JSON.stringify({
 const actor = (
   sessionId: string,
   definition = streamDefinition,
-  context: object = { key: 'standalone' },
+  context: object = { stream: { key: 'standalone' } },
 ) => ({
   type: '@xstate.actor',
   sessionId,
@@ -24,7 +24,7 @@ const actor = (
   definition,
   snapshot: { value: { connecting: 'awaitingResponse' }, status: 'active', context },
 });
-const snapshot = (sessionId: string, value: unknown, context: object = { key: 'standalone' }) => ({
+const snapshot = (sessionId: string, value: unknown, context: object = { stream: { key: 'standalone' } }) => ({
   type: '@xstate.snapshot',
   sessionId,
   snapshot: { value, status: 'active', context },

@@ -152,7 +152,7 @@ function dropEmptyGroups() {
 
 function labelOf(view) {
   var ctx = view.snapshot.context || {};
-  if (view.machine === 'stream') return 'stream ' + ctx.key;
+  if (view.machine === 'stream') return 'stream ' + (ctx.stream && ctx.stream.key);
   if (view.machine === 'client') return 'client session machine';
   if (view.machine === 'serverSession') return 'server session machine';
   return view.machine;

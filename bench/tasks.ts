@@ -14,7 +14,7 @@ const num = (args: Args, key: string, fallback: number): number =>
 export const TASKS: Record<string, (args: Args) => Promise<unknown>> = {
   notify: (a) =>
     notifyStack(
-      a.server as ServerKind,
+      a.server as ServerKind | 'raw',
       a.client as ClientKind,
       num(a, 'count', 100_000),
       num(a, 'timeoutMs', 120_000),

@@ -214,46 +214,107 @@ export class RawSession {
 }
 
 /**
- * The ceiling: a bare Node http server that answers POST /sse?count=N with the same SSE frames our server
- * writes (`id: <epoch>-<stream>-<seq>` + `data: <progress notification JSON>`), each built with
- * JSON.stringify and written with its own `res.write` (waiting for 'drain' when the socket buffer is full),
- * then the final result frame. No MCP, no session, no log.
+ * The ceiling: a bare Node http server writing the same SSE frames our server writes
+ * (`id: <epoch>-<stream>-<seq>` + `data: <progress notification JSON>`), each built with JSON.stringify and
+ * written with its own `res.write` (waiting for 'drain' when the socket buffer is full), then the result
+ * frame. No session state, no log, no McpServer, no validation.
+ *
+ * - `POST /sse?count=N` (any body): the frames alone, for a reader that is not an MCP client.
+ * - `/mcp`: just enough MCP for an SDK `Client` to be the reader: `initialize` is answered in JSON with a
+ *   session id, notifications and responses get 202, a GET gets an event stream that stays silent, DELETE
+ *   200, and `tools/call` of `stream {count}` gets the frames on its own SSE response.
  */
 export async function startRawSse(): Promise<{ url: string; close(): Promise<void>; http: http.Server }> {
+  let streams = 0;
   const { server, port } = await listen((req, res) => {
-    const count = Number(new URL(req.url ?? '/', 'http://x').searchParams.get('count') ?? 0);
-    req.resume();
-    res.writeHead(200, {
-      'Content-Type': 'text/event-stream',
-      'Cache-Control': 'no-cache, no-transform',
-      Connection: 'keep-alive',
-    });
-    res.write('id: e-1-0\nretry: 1000\ndata: \n\n');
-    let n = 1;
-    const pump = () => {
-      while (n <= count) {
-        const ok = res.write(`id: e-1-${n}\ndata: ${JSON.stringify(progressMessage(1, n))}\n\n`);
-        n++;
-        if (!ok) {
-          res.once('drain', pump);
-          return;
-        }
-      }
-      const result = {
-        jsonrpc: '2.0',
-        id: 1,
-        result: { content: [{ type: 'text', text: `sent ${count}` }] },
+    const url = new URL(req.url ?? '/', 'http://x');
+    if (url.pathname === '/sse') {
+      req.resume();
+      writeFrames(res, ++streams, Number(url.searchParams.get('count') ?? 0), 1, 1);
+      return;
+    }
+    if (req.method === 'GET') {
+      res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache' });
+      res.flushHeaders();
+      return;
+    }
+    if (req.method !== 'POST') {
+      req.resume();
+      res.writeHead(200).end();
+      return;
+    }
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const message = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
+        id?: string | number;
+        method?: string;
+        params?: {
+          protocolVersion?: string;
+          arguments?: { count?: number };
+          _meta?: { progressToken?: string | number };
+        };
       };
-      res.end(`id: e-1-${count + 1}\ndata: ${JSON.stringify(result)}\n\n`);
-    };
-    pump();
+      if (message.id === undefined || message.method === undefined) {
+        res.writeHead(202).end();
+        return;
+      }
+      if (message.method === 'initialize') {
+        const result = {
+          protocolVersion: message.params?.protocolVersion ?? PROTOCOL_VERSION,
+          capabilities: { tools: {} },
+          serverInfo: { name: 'raw', version: '1' },
+        };
+        res.writeHead(200, { 'Content-Type': 'application/json', 'Mcp-Session-Id': 'raw-session' });
+        res.end(JSON.stringify({ jsonrpc: '2.0', id: message.id, result }));
+        return;
+      }
+      const count = message.params?.arguments?.count ?? 0;
+      writeFrames(res, ++streams, count, message.params?._meta?.progressToken ?? 0, message.id);
+    });
   });
   return {
-    url: `http://127.0.0.1:${port}/sse`,
+    url: `http://127.0.0.1:${port}/mcp`,
     http: server,
     async close() {
       server.closeAllConnections();
       await new Promise<void>((r) => server.close(() => r()));
     },
   };
+}
+
+/** Priming event, `count` progress frames, the result frame: one `res.write` each, honouring backpressure. */
+function writeFrames(
+  res: http.ServerResponse,
+  stream: number,
+  count: number,
+  progressToken: string | number,
+  requestId: string | number,
+): void {
+  res.writeHead(200, {
+    'Content-Type': 'text/event-stream',
+    'Cache-Control': 'no-cache, no-transform',
+    Connection: 'keep-alive',
+  });
+  res.write(`id: e-${stream}-0\nretry: 1000\ndata: \n\n`);
+  let n = 1;
+  const pump = () => {
+    while (n <= count) {
+      const ok = res.write(
+        `id: e-${stream}-${n}\ndata: ${JSON.stringify(progressMessage(progressToken, n))}\n\n`,
+      );
+      n++;
+      if (!ok) {
+        res.once('drain', pump);
+        return;
+      }
+    }
+    const result = {
+      jsonrpc: '2.0',
+      id: requestId,
+      result: { content: [{ type: 'text', text: `sent ${count}` }] },
+    };
+    res.end(`id: e-${stream}-${count + 1}\ndata: ${JSON.stringify(result)}\n\n`);
+  };
+  pump();
 }

@@ -15,6 +15,8 @@ export interface CallsResult {
   readonly window: number;
   readonly firstWindowPerSecond: number;
   readonly lastWindowPerSecond: number;
+  /** Calls per second over each consecutive `window` completions, in order: how a stack warms up. */
+  readonly windowsPerSecond: number[];
   readonly errors: string[];
 }
 
@@ -58,9 +60,15 @@ export async function callsStack(
     const firstWindowPerSecond = window / (((completions[window - 1] as number) - start) / 1000);
     const lastWindowPerSecond =
       window / (((completions[last] as number) - (completions[last - window] ?? start)) / 1000);
+    const windowsPerSecond: number[] = [];
+    for (let end = window - 1; end < completions.length; end += window) {
+      const from = end - window < 0 ? start : (completions[end - window] as number);
+      windowsPerSecond.push(window / (((completions[end] as number) - from) / 1000));
+    }
     return {
       total,
       concurrency,
+      windowsPerSecond,
       ms,
       perSecond: total / (ms / 1000),
       latencyMs: { median: s.median, p99: s.p99 },

@@ -19,7 +19,7 @@ const WARMUP = 2_000;
 
 /** One stack: a warm-up call, then the measured call. Every notification must arrive, once. */
 export async function notifyStack(
-  serverKind: ServerKind,
+  serverKind: ServerKind | 'raw',
   clientKind: ClientKind,
   count: number,
   timeoutMs: number,
@@ -67,14 +67,14 @@ export async function notifyStack(
   }
 }
 
-/** The ceiling: raw Node http (bench/lib/raw.ts) writing the same frames, read by fetch + eventsource-parser + JSON.parse. */
+/** Reference (g): raw Node http (bench/lib/raw.ts) writing the same frames, read by fetch + eventsource-parser + JSON.parse: no MCP client. */
 export async function notifyRaw(count: number, timeoutMs: number): Promise<ThroughputResult> {
   const server = await startRemote('raw');
   try {
     const run = async (n: number) => {
       const start = performance.now();
       const r = await exchange(
-        `${server.url}?count=${n}`,
+        `${server.url.replace(/\/mcp$/, '/sse')}?count=${n}`,
         { method: 'POST', headers: { Accept: 'text/event-stream' }, body: '{}' },
         { timeoutMs },
       );

@@ -757,7 +757,13 @@ const doc = [
   '',
   summary,
   '',
-  ...(notes.length > 0 ? ['## Why targets are missed', '', ...notes.flatMap((n) => [n, ''])] : []),
+  ...(notes.length > 0
+    ? [
+        summary.includes(MISS) ? '## Why targets are missed, and other notes' : '## Notes',
+        '',
+        ...notes.flatMap((n) => [n, '']),
+      ]
+    : []),
   '## Details',
   '',
   ...sections.flatMap((s) => [s.body, '']),

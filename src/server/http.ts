@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import type { Reply } from './reply.js';
-import type { SseSink } from './sse.js';
+import { SSE_PACE_BYTES, type SseSink } from './sse.js';
 
 /**
  * Writing a Reply as a Web `Response` (for `fetch` handlers) and as a Node response. The Node path goes
@@ -24,8 +24,9 @@ export const SSE_HEADERS = {
  * this is still written whole, so every response makes progress.
  *
  * 16 MiB: well above a full replay of the default log (1,000 events per stream) and above the backlog of
- * a tool that outruns a healthy reader (benchmark row 1: 100,000 notifications, ~13 MB in all). Producers
- * are not paced: a tool that writes much faster than its reader for longer gets its reader cut.
+ * a tool that outruns a healthy reader (benchmark row 1: 100,000 notifications, ~13 MB in all). A producer
+ * that awaits its sends never gets here: it waits while its reader is `SSE_PACE_BYTES` behind (see
+ * `SseSink.whenWritable`). One that does not await can outrun its reader until the reader is cut.
  */
 export const SSE_MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
 
@@ -35,6 +36,8 @@ export const SSE_WRITE_STALL_MS = 60_000;
 export interface SseLimits {
   /** Default {@link SSE_MAX_BUFFERED_BYTES}. */
   readonly maxBufferedBytes?: number;
+  /** Default {@link SSE_PACE_BYTES}. */
+  readonly paceBytes?: number;
 }
 
 export function toResponse(reply: Reply, limits: SseLimits = {}): Response {
@@ -50,8 +53,12 @@ export function toResponse(reply: Reply, limits: SseLimits = {}): Response {
   const body = new ReadableStream<Uint8Array>(
     {
       start(controller) {
-        sink = new WebSink(controller);
+        sink = new WebSink(controller, maxBufferedBytes, limits.paceBytes ?? SSE_PACE_BYTES);
         void Promise.resolve(reply.start(sink)).catch(() => sink?.end());
+      },
+      // The reader took a chunk: producers waiting for it may go on.
+      pull() {
+        sink?.taken();
       },
       cancel() {
         sink?.gone();
@@ -60,13 +67,46 @@ export function toResponse(reply: Reply, limits: SseLimits = {}): Response {
     // Counted in bytes: `desiredSize` is then what may still be queued before the reader is too slow.
     { highWaterMark: maxBufferedBytes, size: (chunk) => chunk.byteLength },
   );
-  return new Response(body, { status: 200, headers: { ...reply.headers, ...SSE_HEADERS } });
+  const response = new Response(body, { status: 200, headers: { ...reply.headers, ...SSE_HEADERS } });
+  if (sink) sinks.set(response, sink);
+  return response;
 }
+
+/** The sink behind each SSE Response: the Node writer tells it how far behind its socket is. */
+const sinks = new WeakMap<Response, WebSink>();
 
 class WebSink implements SseSink {
   closed = false;
   private readonly listeners: Array<() => void> = [];
-  constructor(private readonly controller: ReadableStreamDefaultController<Uint8Array>) {}
+  /** Producers waiting for the reader to catch up (`whenWritable`). */
+  private waiting: Array<() => void> = [];
+  /** Bytes written to a Node socket and not yet sent (the Node writer keeps it up to date). */
+  private socketBacklog = 0;
+  constructor(
+    private readonly controller: ReadableStreamDefaultController<Uint8Array>,
+    private readonly maxBufferedBytes: number,
+    private readonly paceBytes: number,
+  ) {}
+  /** What the reader has not taken yet: queued in the Web stream, or waiting in the socket. */
+  private get backlog(): number {
+    return this.maxBufferedBytes - (this.controller.desiredSize ?? 0) + this.socketBacklog;
+  }
+  /** The reader is more than `paceBytes` behind. */
+  get behind(): boolean {
+    return !this.closed && this.backlog > this.paceBytes;
+  }
+  whenWritable(): Promise<void> | undefined {
+    if (!this.behind) return undefined;
+    return new Promise((resolve) => this.waiting.push(resolve));
+  }
+  /** The reader took something (a Web read, or the socket drained): release waiting producers if caught up. */
+  taken(socketBacklog = this.socketBacklog): void {
+    this.socketBacklog = socketBacklog;
+    if (this.waiting.length > 0 && (this.closed || this.backlog <= this.paceBytes)) this.release();
+  }
+  private release(): void {
+    for (const resolve of this.waiting.splice(0)) resolve();
+  }
   write(chunk: string): void {
     if (this.closed) return;
     // The reader has not taken what is queued and the queue is full: end the response after it. The frame
@@ -84,6 +124,7 @@ class WebSink implements SseSink {
   }
   /** The reader went away (client disconnected) or we ended. */
   gone(): void {
+    this.release();
     if (this.closed && this.listeners.length === 0) return;
     this.closed = true;
     for (const l of this.listeners.splice(0)) l();
@@ -142,12 +183,29 @@ export async function writeNodeResponse(
     void reader.cancel().catch(() => undefined);
   });
   if (headers['content-type'] === 'text/event-stream') res.flushHeaders();
+  // Pacing: the sink learns how far behind the socket is; producers wait while it is too far behind. A
+  // socket that stays that far behind, taking nothing for `stallMs`, is destroyed (the client resumes).
+  const sink = sinks.get(response);
+  let stall: ReturnType<typeof setTimeout> | undefined;
+  const onDrain = () => {
+    clearTimeout(stall);
+    stall = undefined;
+    sink?.taken(res.writableLength);
+  };
+  if (sink) res.on('drain', onDrain);
   let tooSlow = false;
   try {
     for (;;) {
       const { done, value } = await reader.read();
       if (done || gone) break;
       res.write(value);
+      if (sink) {
+        sink.taken(res.writableLength);
+        if (stall === undefined && sink.behind) {
+          stall = setTimeout(() => res.destroy(), stallMs);
+          stall.unref?.();
+        }
+      }
       if (res.writableLength > maxBufferedBytes) {
         tooSlow = true;
         void reader.cancel().catch(() => undefined);
@@ -157,6 +215,8 @@ export async function writeNodeResponse(
   } catch {
     // The client went away mid-stream; nothing to tell it.
   }
+  clearTimeout(stall);
+  res.off('drain', onDrain);
   if (res.destroyed) return;
   res.end();
   if (tooSlow && res.writableLength > 0 && !(await drained(res, stallMs))) res.destroy();

@@ -588,9 +588,15 @@ export class RuntimeSession {
     await this.store(stream, m);
   }
 
+  /**
+   * Stores, offers to the attached stream, then waits while its reader is far behind (`whenWritable`): a
+   * tool awaiting its sends goes at its reader's pace instead of outrunning it until the reader is cut.
+   */
   private async store(stream: number, message: JsonRpcMessage): Promise<void> {
     const seq = await this.o.log.append(this.o.id, stream, message);
-    this.attachments.get(stream)?.offer({ seq, message });
+    const attachment = this.attachments.get(stream);
+    attachment?.offer({ seq, message });
+    await attachment?.sink.whenWritable?.();
   }
 
   /** A call's answer: written once, then the stream is finished. False when one was written already. */

@@ -26,4 +26,13 @@ export interface SseSink {
   readonly closed: boolean;
   /** Called once when the client goes away or `end()` is called. */
   onClose(listener: () => void): void;
+  /**
+   * Pacing: undefined while the reader keeps up; while it is more than {@link SSE_PACE_BYTES} behind, a
+   * promise that settles when it has caught up or the sink closes. A producer that awaits it is slowed
+   * to its reader's pace instead of having the reader cut (src/server/http.ts, `SSE_MAX_BUFFERED_BYTES`).
+   */
+  whenWritable?(): Promise<void> | undefined;
 }
+
+/** How far behind (bytes written, not yet taken by the reader) a response may fall before producers wait. */
+export const SSE_PACE_BYTES = 1024 * 1024;

@@ -24,7 +24,11 @@ const actor = (
   definition,
   snapshot: { value: { connecting: 'awaitingResponse' }, status: 'active', context },
 });
-const snapshot = (sessionId: string, value: unknown, context: object = { stream: { key: 'standalone' } }) => ({
+const snapshot = (
+  sessionId: string,
+  value: unknown,
+  context: object = { stream: { key: 'standalone' } },
+) => ({
   type: '@xstate.snapshot',
   sessionId,
   snapshot: { value, status: 'active', context },

@@ -1,5 +1,5 @@
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
@@ -7,8 +7,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { parseEventId } from '../../machines/event-id.js';
 import { createContinuityServer, MemoryEventLog } from '../../src/index.js';
-import { SSE_MAX_BUFFERED_BYTES, toResponse } from '../../src/server/http.js';
-import type { SseSink } from '../../src/server/sse.js';
+import { SSE_MAX_BUFFERED_BYTES, toResponse, writeNodeResponse } from '../../src/server/http.js';
+import { SSE_PACE_BYTES, type SseSink } from '../../src/server/sse.js';
 import { RawClient, type SseEvent } from './harness.js';
 
 /**
@@ -51,6 +51,44 @@ describe('SSE backpressure, Web response', () => {
     expect(text.length).toBe(accepted * frame.length);
   });
 
+  it('pacing: past the pace limit a producer is told to wait, and released as the reader takes the backlog', async () => {
+    const frame = `data: ${'z'.repeat(100 * 1024)}\n\n`;
+    let sink: SseSink | undefined;
+    const response = toResponse(
+      { kind: 'sse', start: (s) => void (sink = s) },
+      { maxBufferedBytes: 8 * MiB, paceBytes: MiB },
+    );
+    const s = sink as SseSink;
+    let written = 0;
+    while (s.whenWritable?.() === undefined && written < 100) {
+      s.write(frame);
+      written++;
+    }
+    // It had to wait just past the pace limit, long before the cut-off.
+    expect(written * frame.length).toBeGreaterThan(MiB);
+    expect(written * frame.length).toBeLessThanOrEqual(MiB + frame.length);
+    expect(s.closed).toBe(false);
+    let released = false;
+    const wait = s.whenWritable?.()?.then(() => {
+      released = true;
+    });
+    await new Promise((r) => setTimeout(r, 20));
+    expect(released).toBe(false);
+    const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+    let taken = 0;
+    while (!released && taken < written) {
+      await reader.read();
+      taken++;
+      await new Promise((r) => setImmediate(r));
+    }
+    await wait;
+    expect(released).toBe(true);
+    // Released once the reader took the backlog below the limit, not only at the very end.
+    expect(taken).toBeLessThan(written);
+    s.end();
+    await reader.cancel();
+  });
+
   it('a frame larger than the limit is still written whole: every response makes progress', async () => {
     const big = `data: ${'y'.repeat(2 * MiB)}\n\n`;
     const response = toResponse(
@@ -68,21 +106,39 @@ describe('SSE backpressure, Web response', () => {
   });
 });
 
-/** A tool that appends `count` progress notifications of `bytes` each as fast as it can. */
-function floodServer(state: { done: boolean }): McpServer {
+interface FloodState {
+  /** Every notification has been handed to the transport. */
+  done: boolean;
+  /** Sends that have returned. */
+  sent: number;
+}
+
+/**
+ * A tool that sends `count` progress notifications of `bytes` each as fast as it can: awaiting each send
+ * (`await`, so the transport can pace it) or not (`fire`, all at once, as a tool that ignores its sends).
+ */
+function floodServer(state: FloodState, mode: 'await' | 'fire'): McpServer {
   const server = new McpServer({ name: 'flood', version: '1.0.0' });
   server.registerTool(
     'flood',
     { inputSchema: { count: z.number(), bytes: z.number() } },
     async ({ count, bytes }, extra) => {
       const padding = 'p'.repeat(bytes);
+      const sends: Array<Promise<void>> = [];
       for (let n = 1; n <= count; n++) {
-        await extra.sendNotification({
-          method: 'notifications/progress',
-          params: { progressToken: extra._meta?.progressToken ?? 0, progress: n, message: padding },
-        });
+        const send = extra
+          .sendNotification({
+            method: 'notifications/progress',
+            params: { progressToken: extra._meta?.progressToken ?? 0, progress: n, message: padding },
+          })
+          .then(() => {
+            state.sent++;
+          });
+        if (mode === 'await') await send;
+        else sends.push(send);
       }
       state.done = true;
+      await Promise.all(sends);
       return { content: [{ type: 'text', text: `flooded ${count}` }] };
     },
   );
@@ -104,12 +160,56 @@ afterEach(async () => {
 });
 
 describe('SSE backpressure over HTTP', () => {
-  it('a reader that stops reading is cut after a bounded backlog, then resumes with Last-Event-ID and loses nothing', async () => {
+  it('a paced producer is released when its reader stalls: a socket that takes nothing for the stall time is destroyed', async () => {
+    const frame = `data: ${'s'.repeat(64 * 1024)}\n\n`;
+    const outcome = { waits: 0, lastWaitMs: 0, closed: false, done: false };
+    const server = http.createServer((_req, res) => {
+      const response = toResponse(
+        {
+          kind: 'sse',
+          start: async (sink) => {
+            // At most 128 MiB: far more than the kernel buffers of a socket nobody reads.
+            for (let i = 0; i < 2_000 && !sink.closed; i++) {
+              sink.write(frame);
+              const wait = sink.whenWritable?.();
+              if (wait) {
+                outcome.waits++;
+                const from = Date.now();
+                await wait;
+                outcome.lastWaitMs = Date.now() - from;
+              }
+            }
+            outcome.closed = sink.closed;
+            outcome.done = true;
+          },
+        },
+        { paceBytes: 256 * 1024 },
+      );
+      void writeNodeResponse(response, res, 300);
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    stop = async () => {
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+    };
+    // A client that sends its request and then never reads a byte.
+    const socket = net.connect((server.address() as AddressInfo).port, '127.0.0.1');
+    socket.pause();
+    socket.write('GET / HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n');
+    await until(() => outcome.done, 10_000, 'the producer to stop');
+    socket.destroy();
+    // It waited, and its last wait ended with the response, after the stall time.
+    expect(outcome.waits).toBeGreaterThan(0);
+    expect(outcome.closed).toBe(true);
+    expect(outcome.lastWaitMs).toBeGreaterThanOrEqual(250);
+  });
+
+  it('a producer that does not wait for its sends outruns a reader that stops reading: the reader is cut after a bounded backlog, then resumes with Last-Event-ID and loses nothing', async () => {
     const count = 1_200;
     const bytes = 64 * 1024; // 75 MiB in all: far more than the limit plus what the kernel buffers
-    const state = { done: false };
+    const state: FloodState = { done: false, sent: 0 };
     const continuity = createContinuityServer({
-      createMcpServer: () => floodServer(state),
+      createMcpServer: () => floodServer(state, 'fire'),
       eventLog: new MemoryEventLog({ maxEventsPerStream: count + 10 }),
       heartbeatMs: 0,
       onError: () => undefined,
@@ -171,6 +271,64 @@ describe('SSE backpressure over HTTP', () => {
     const progress = received.filter((m) => m.params).map((m) => m.params?.progress);
     expect(progress).toEqual(Array.from({ length: count }, (_, i) => i + 1));
     expect(received.filter((m) => m.result)).toHaveLength(1);
+  }, 60_000);
+
+  it('a producer that awaits its sends is paced by its reader: held while the reader lags, then one response carries everything, uncut', async () => {
+    const count = 1_200;
+    const bytes = 64 * 1024; // 75 MiB in all, as above
+    const state: FloodState = { done: false, sent: 0 };
+    const continuity = createContinuityServer({
+      createMcpServer: () => floodServer(state, 'await'),
+      eventLog: new MemoryEventLog({ maxEventsPerStream: count + 10 }),
+      heartbeatMs: 0,
+      onError: () => undefined,
+    });
+    const server = http.createServer(continuity.nodeHandler);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    stop = async () => {
+      await continuity.close();
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+    };
+    const client = new RawClient(`http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`);
+    await client.initialize();
+
+    gc();
+    const before = process.memoryUsage().arrayBuffers;
+    const call = await fetch(client.url, {
+      method: 'POST',
+      headers: client.headers(),
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 7,
+        method: 'tools/call',
+        params: { name: 'flood', arguments: { count, bytes }, _meta: { progressToken: 7 } },
+      }),
+    });
+    expect(call.status).toBe(200);
+    // Nobody reads: the tool goes as far as the pace limit and what the kernel takes, then waits.
+    await until(() => state.sent > 0, 10_000, 'the first sends');
+    let held = -1;
+    for (let i = 0; i < 50 && held !== state.sent; i++) {
+      held = state.sent;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(state.sent).toBe(held);
+    expect(state.done).toBe(false);
+    expect(held * bytes).toBeLessThan(SSE_PACE_BYTES + 16 * MiB);
+    gc();
+    // Unpaced, the server held everything it could not write (cut off at 16 MiB, see above).
+    expect(process.memoryUsage().arrayBuffers - before).toBeLessThan(SSE_PACE_BYTES + 4 * MiB);
+
+    // Now read: the tool goes on at the reader's pace, and the one response ends with the answer.
+    const events = await readAll(call);
+    const messages = events
+      .filter((e) => e.data !== '')
+      .map((e) => JSON.parse(e.data) as { params?: { progress: number }; result?: unknown });
+    const progress = messages.filter((m) => m.params).map((m) => m.params?.progress);
+    expect(progress).toEqual(Array.from({ length: count }, (_, i) => i + 1));
+    expect(messages.at(-1)?.result).toBeDefined();
+    expect(state.done).toBe(true);
   }, 60_000);
 });
 

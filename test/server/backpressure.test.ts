@@ -159,6 +159,42 @@ afterEach(async () => {
   stop = undefined;
 });
 
+/**
+ * A server whose `flood` tool sends `count` notifications of `bytes` each, an initialized session, and the
+ * call's POST, whose response is not read. `before`: the process's array buffers before the call.
+ */
+async function floodCall(mode: 'await' | 'fire', count: number, bytes: number) {
+  const state: FloodState = { done: false, sent: 0 };
+  const continuity = createContinuityServer({
+    createMcpServer: () => floodServer(state, mode),
+    eventLog: new MemoryEventLog({ maxEventsPerStream: count + 10 }),
+    heartbeatMs: 0,
+    onError: () => undefined,
+  });
+  const server = http.createServer(continuity.nodeHandler);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  stop = async () => {
+    await continuity.close();
+    server.closeAllConnections();
+    await new Promise<void>((r) => server.close(() => r()));
+  };
+  const client = new RawClient(`http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`);
+  await client.initialize();
+  gc();
+  const before = process.memoryUsage().arrayBuffers;
+  const call = await fetch(client.url, {
+    method: 'POST',
+    headers: client.headers(),
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 7,
+      method: 'tools/call',
+      params: { name: 'flood', arguments: { count, bytes }, _meta: { progressToken: 7 } },
+    }),
+  });
+  return { state, client, call, before };
+}
+
 describe('SSE backpressure over HTTP', () => {
   it('a paced producer is released when its reader stalls: a socket that takes nothing for the stall time is destroyed', async () => {
     const frame = `data: ${'s'.repeat(64 * 1024)}\n\n`;
@@ -207,36 +243,7 @@ describe('SSE backpressure over HTTP', () => {
   it('a producer that does not wait for its sends outruns a reader that stops reading: the reader is cut after a bounded backlog, then resumes with Last-Event-ID and loses nothing', async () => {
     const count = 1_200;
     const bytes = 64 * 1024; // 75 MiB in all: far more than the limit plus what the kernel buffers
-    const state: FloodState = { done: false, sent: 0 };
-    const continuity = createContinuityServer({
-      createMcpServer: () => floodServer(state, 'fire'),
-      eventLog: new MemoryEventLog({ maxEventsPerStream: count + 10 }),
-      heartbeatMs: 0,
-      onError: () => undefined,
-    });
-    const server = http.createServer(continuity.nodeHandler);
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    stop = async () => {
-      await continuity.close();
-      server.closeAllConnections();
-      await new Promise<void>((r) => server.close(() => r()));
-    };
-    const client = new RawClient(`http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`);
-    await client.initialize();
-
-    gc();
-    const before = process.memoryUsage().arrayBuffers;
-    // The call's stream is not read at all while the tool runs.
-    const call = await fetch(client.url, {
-      method: 'POST',
-      headers: client.headers(),
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 7,
-        method: 'tools/call',
-        params: { name: 'flood', arguments: { count, bytes }, _meta: { progressToken: 7 } },
-      }),
-    });
+    const { state, client, call, before } = await floodCall('fire', count, bytes);
     expect(call.status).toBe(200);
     await until(() => state.done, 30_000, 'the tool to append every notification');
     await new Promise((r) => setTimeout(r, 200));
@@ -276,35 +283,7 @@ describe('SSE backpressure over HTTP', () => {
   it('a producer that awaits its sends is paced by its reader: held while the reader lags, then one response carries everything, uncut', async () => {
     const count = 1_200;
     const bytes = 64 * 1024; // 75 MiB in all, as above
-    const state: FloodState = { done: false, sent: 0 };
-    const continuity = createContinuityServer({
-      createMcpServer: () => floodServer(state, 'await'),
-      eventLog: new MemoryEventLog({ maxEventsPerStream: count + 10 }),
-      heartbeatMs: 0,
-      onError: () => undefined,
-    });
-    const server = http.createServer(continuity.nodeHandler);
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    stop = async () => {
-      await continuity.close();
-      server.closeAllConnections();
-      await new Promise<void>((r) => server.close(() => r()));
-    };
-    const client = new RawClient(`http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`);
-    await client.initialize();
-
-    gc();
-    const before = process.memoryUsage().arrayBuffers;
-    const call = await fetch(client.url, {
-      method: 'POST',
-      headers: client.headers(),
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 7,
-        method: 'tools/call',
-        params: { name: 'flood', arguments: { count, bytes }, _meta: { progressToken: 7 } },
-      }),
-    });
+    const { state, call, before } = await floodCall('await', count, bytes);
     expect(call.status).toBe(200);
     // Nobody reads: the tool goes as far as the pace limit and what the kernel takes, then waits.
     await until(() => state.sent > 0, 10_000, 'the first sends');

@@ -18,20 +18,49 @@ export interface ExchangeIo {
 
 /**
  * The `exchange` actor the stream machine invokes: one HTTP request, its response read to the end and
- * turned into IoEvents. Stopping the actor aborts the request. It decides nothing.
+ * turned into IoEvents. Stopping the actor ends its events at once, and aborts the request (see
+ * `DRAIN_MS` for a body being read). It decides nothing.
  */
 export function createExchangeActor(io: ExchangeIo) {
   const advertisements = new AdvertisementCache();
   return fromCallback<IoEvent, Exchange>(({ input, sendBack }) => {
     const abort = new AbortController();
-    const exchange = { finished: false, advertisements };
+    const exchange: ExchangeState = { finished: false, stopped: false, reading: false, advertisements };
     void run(io, input, sendBack, abort.signal, exchange);
-    // Most exchanges are stopped right after their last event: a finished one has nothing to abort, and an
-    // abort without a reason builds a DOMException with a stack each time (~3 % of a busy client's CPU).
     return () => {
-      if (!exchange.finished) abort.abort(STOPPED);
+      exchange.stopped = true;
+      // Most exchanges are stopped right after their last event: a finished one has nothing to abort, and an
+      // abort without a reason builds a DOMException with a stack each time (~3 % of a busy client's CPU).
+      if (exchange.finished) return;
+      if (!exchange.reading) {
+        abort.abort(STOPPED);
+        return;
+      }
+      const timer = setTimeout(() => abort.abort(STOPPED), DRAIN_MS);
+      timer.unref?.();
+      exchange.onFinished = () => clearTimeout(timer);
     };
   });
+}
+
+/**
+ * A body being read when its stream stops is read on (its events dropped) for this long before it is
+ * aborted. A request stream stops as soon as its answer is in, often a moment before the end of the body
+ * that follows it (a proxy, a real network); aborting then destroys a connection that could have gone
+ * back to the pool. Short, because a server may also keep a finished stream open (the SDK server does,
+ * after a replay), and that connection should not be held long.
+ */
+const DRAIN_MS = 200;
+
+interface ExchangeState {
+  /** The response was read to its end, or failed. */
+  finished: boolean;
+  /** The stream machine stopped this exchange: nothing more is sent to it. */
+  stopped: boolean;
+  /** An SSE body is being read. */
+  reading: boolean;
+  onFinished?: () => void;
+  readonly advertisements: AdvertisementCache;
 }
 
 /** The abort reason when a stream machine stops its exchange; never reported (the signal says aborted). */
@@ -52,13 +81,15 @@ async function run(
   ex: Exchange,
   sendEvent: (e: IoEvent) => void,
   signal: AbortSignal,
-  exchange: { finished: boolean; readonly advertisements: AdvertisementCache },
+  exchange: ExchangeState,
 ): Promise<void> {
   const send = (e: IoEvent) => {
     // The last event of an exchange: the response has been read to its end (or failed) before it is sent.
-    if (e.type === 'http.response' || e.type === 'net.ended' || e.type === 'net.failed')
+    if (e.type === 'http.response' || e.type === 'net.ended' || e.type === 'net.failed') {
       exchange.finished = true;
-    sendEvent(e);
+      exchange.onFinished?.();
+    }
+    if (!exchange.stopped) sendEvent(e);
   };
   let response: Response;
   try {
@@ -125,11 +156,14 @@ async function run(
   };
   const reader = response.body?.getReader();
   const decoder = new TextDecoder();
+  exchange.reading = true;
   try {
     for (;;) {
       const chunk = await reader?.read();
       if (!chunk || chunk.done) break;
       if (signal.aborted) return;
+      // Stopped: the body is only drained (see DRAIN_MS); nobody hears its events.
+      if (exchange.stopped) continue;
       parser.feed(decoder.decode(chunk.value, { stream: true }));
       flush();
     }

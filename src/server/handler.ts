@@ -10,7 +10,8 @@ import { type AdmissionPolicy, admitBody, admitCaller, admitHttp } from '../../m
 import type { ServerAdvertisement } from '../../machines/validity.js';
 import type { ContinuityMetrics } from '../metrics/continuity-metrics.js';
 import type { EventLog, SharedSessionStore } from './event-log.js';
-import { readLimited, toResponse, toWebRequest, writeNodeResponse } from './http.js';
+import { toResponse, writeNodeResponse } from './http.js';
+import { fromNodeRequest, fromWebRequest, type IncomingCall } from './incoming.js';
 import { MemoryEventLog } from './memory-event-log.js';
 import { errorReply, type Reply } from './reply.js';
 import { type McpServerLike, RuntimeSession, type SessionInfo, SessionUnavailableError } from './session.js';
@@ -237,25 +238,24 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
     return pending;
   }
 
-  async function handle(request: Request, localBind: boolean): Promise<Reply> {
-    const h = request.headers;
-    const sessionId = h.get('mcp-session-id');
+  async function handle(call: IncomingCall, localBind: boolean): Promise<Reply> {
+    const sessionId = call.header('mcp-session-id');
     const admission = admitHttp(
       {
-        method: request.method,
-        accept: h.get('accept'),
-        contentType: h.get('content-type'),
-        origin: h.get('origin'),
-        host: h.get('host') ?? new URL(request.url).host,
-        protocolVersion: h.get('mcp-protocol-version'),
+        method: call.method,
+        accept: call.header('accept'),
+        contentType: call.header('content-type'),
+        origin: call.header('origin'),
+        host: call.host,
+        protocolVersion: call.header('mcp-protocol-version'),
         sessionId,
-        bodyBytes: Number(h.get('content-length') ?? 0),
+        bodyBytes: Number(call.header('content-length') ?? 0),
         localBind,
       },
       policy,
     );
     if (!admission.ok) return errorReply(admission.status, admission.code, admission.message);
-    const principal = options.authenticate && !closing ? await options.authenticate(request) : null;
+    const principal = options.authenticate && !closing ? await options.authenticate(call.request()) : null;
     const caller = admitCaller({
       stopping: closing,
       authRequired: options.authenticate !== undefined,
@@ -264,12 +264,12 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
     if (!caller.ok) return errorReply(caller.status, caller.code, caller.message);
     const extra: MessageExtraInfo = {
       authInfo: principal?.authInfo,
-      requestInfo: { headers: Object.fromEntries(h.entries()) },
+      requestInfo: { headers: call.headers() },
     };
     const who = principal?.principal;
 
-    if (request.method === 'POST') {
-      const text = await readLimited(request, policy.maxBodyBytes);
+    if (call.method === 'POST') {
+      const text = await call.text(policy.maxBodyBytes);
       if (text === undefined) {
         return errorReply(
           413,
@@ -296,17 +296,17 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
       return session.accept(posted.message, who, extra);
     }
     const session = await findSession(sessionId);
-    if (!session && h.has('last-event-id')) metrics?.resumeOfUnknownSession();
+    const lastEventId = call.header('last-event-id');
+    if (!session && lastEventId !== null) metrics?.resumeOfUnknownSession();
     if (!session) return errorReply(404, JsonRpcCode.SESSION_NOT_FOUND, 'Session not found');
-    if (request.method === 'DELETE') return session.delete(who);
-    const lastEventId = h.get('last-event-id');
+    if (call.method === 'DELETE') return session.delete(who);
     return lastEventId === null ? session.standalone(who) : session.resume(lastEventId, who);
   }
 
-  async function fetchHandler(request: Request, localBind = false): Promise<Response> {
-    if (new URL(request.url).pathname !== path) return new Response('Not Found', { status: 404 });
+  async function fetchHandler(call: IncomingCall, localBind = false): Promise<Response> {
+    if (call.pathname !== path) return new Response('Not Found', { status: 404 });
     try {
-      return toResponse(await handle(request, localBind));
+      return toResponse(await handle(call, localBind));
     } catch (error) {
       if (error instanceof SessionUnavailableError) {
         // The session ended while the request was on its way: gone (404), or released by this stopping
@@ -327,11 +327,10 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
     advertisement,
     sessionCount: () => sessions.size,
     sleepingSessionCount: () => [...sessions.values()].filter((s) => s.sleeping).length,
-    fetch: (request) => fetchHandler(request),
+    fetch: (request) => fetchHandler(fromWebRequest(request)),
     nodeHandler: (req, res) => {
       const localBind = LOOPBACK.test(req.socket.localAddress ?? '');
-      const request = toWebRequest(req, `http://${req.headers.host ?? 'localhost'}`);
-      void fetchHandler(request, localBind)
+      void fetchHandler(fromNodeRequest(req), localBind)
         .then((response) => writeNodeResponse(response, res))
         .catch((error) => {
           onError(error);

@@ -1,5 +1,5 @@
 import { fc, test } from '@fast-check/vitest';
-import { describe, expect } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { IoEvent, SseEvent } from '../machines/client/io.js';
 import type { JsonRpcMessage } from '../machines/jsonrpc.js';
 import { activeClient, initialize, initResult, scriptedClient, toolCall } from './helpers/scripted-client.js';
@@ -81,28 +81,58 @@ function observed(c: ReturnType<typeof scriptedClient>) {
     orphans: c.orphans,
     gaps: c.gaps,
     errors: c.errors,
-    requests: c.exchanges.map((e) => ({ ...e.request, aborted: e.aborted })),
+    exchanges: c.exchanges.map((e) => ({ ...e.request, aborted: e.aborted })),
     cursor: c.persisted[c.persisted.length - 1],
   };
 }
 
 describe('a parsed chunk is taken as its events one by one', () => {
-  test.prop([fc.array(eventArb, { minLength: 1, maxLength: 14 }), fc.array(fc.nat(), { maxLength: 6 })], {
-    numRuns: 400,
-  })('on a call stream of an active session', (events, cuts) => {
+  test.prop(
+    [
+      fc.array(eventArb, { minLength: 1, maxLength: 24 }),
+      fc.array(fc.nat(), { maxLength: 8 }),
+      fc.option(fc.constantFrom(50, 300, 800), { nil: undefined }),
+    ],
+    { numRuns: 400 },
+  )('on a call stream of an active session', (events, cuts, retryMs) => {
     const run = (chunked: boolean) => {
       const c = activeClient();
       c.send(toolCall(1, 'chatty'));
       const post = c.last();
       post.reply({ type: 'http.stream' });
-      if (chunked) post.reply(...chunksOf(events, cuts).map(asChunk));
-      else post.reply(...events);
-      // Then the connection drops: what the resume asks for shows the cursor the stream kept.
+      if (chunked) {
+        // The server's `retry:` came in the first chunk.
+        const [first = [], ...rest] = chunksOf(events, cuts);
+        post.reply({ type: 'sse.events', events: first, retryMs }, ...rest.map(asChunk));
+      } else {
+        if (retryMs !== undefined) post.reply({ type: 'sse.retry', ms: retryMs });
+        post.reply(...events);
+      }
+      // Then the connection drops: when the resume goes out and what it asks for show the retry floor and
+      // the cursor the stream kept.
       post.reply({ type: 'net.failed', fault: 'reset' });
-      c.clock.increment(100);
-      return observed(c);
+      const requests: unknown[] = [];
+      for (const ms of [100, 250, 500]) {
+        c.clock.increment(ms);
+        requests.push(c.exchanges.length);
+      }
+      return { ...observed(c), requests };
     };
     expect(run(true)).toEqual(run(false));
+  });
+
+  it('with opaque ids, remembers the last 512 as one by one would: an id 600 events back is delivered again', () => {
+    const opaque = (i: number): SseEvent => ({ type: 'sse.event', id: `op${i}`, message: progress(i) });
+    const events = [...Array.from({ length: 600 }, (_, i) => opaque(i)), opaque(0), opaque(599)];
+    const run = (chunked: boolean) => {
+      const c = activeClient();
+      c.send(toolCall(1, 'chatty'));
+      c.last().reply({ type: 'http.stream' }, ...(chunked ? [asChunk(events)] : events));
+      return c.delivered.filter((m) => 'method' in m && m.method === 'notifications/progress').length;
+    };
+    // op0 was forgotten (600 > 512) and comes again; op599 was just delivered and is dropped.
+    expect(run(false)).toBe(601);
+    expect(run(true)).toBe(601);
   });
 
   test.prop(

@@ -47,19 +47,22 @@ export interface Absorbed {
 
 /** True when `id` was delivered before: same-stream ids of ours compare by sequence, others by memory. */
 export function alreadyDelivered(ctx: StreamCursorView, id: string): boolean {
-  return deliveredBefore(ctx.lastEventId, ctx.recentIds, undefined, id);
+  return deliveredBefore(ctx.lastEventId, () => ctx.recentIds, id);
 }
 
+/** How many delivered ids a stream remembers, for servers whose ids are opaque. */
+export const RECENT_IDS = 512;
+
+/** Same-stream ids of ours compare by sequence; any other id is looked up in the remembered ones. */
 function deliveredBefore(
   lastEventId: string | undefined,
-  recentIds: readonly string[],
-  earlierInRun: ReadonlySet<string> | undefined,
+  recentIds: () => readonly string[],
   id: string,
 ): boolean {
   const seen = lastEventId === undefined ? undefined : parseEventId(lastEventId);
   const next = parseEventId(id);
   if (seen && next && seen.epoch === next.epoch && seen.stream === next.stream) return next.seq <= seen.seq;
-  return recentIds.includes(id) || earlierInRun?.has(id) === true;
+  return recentIds().includes(id);
 }
 
 /** The request stream's own answer (a response to the request it POSTed). */
@@ -87,14 +90,20 @@ export function absorbEvents(
   const messages: DeliveredMessage[] = [];
   const newIds: string[] = [];
   let lastEventId = cursor.lastEventId;
-  // Ids delivered earlier in this run: `recentIds` holds only those of earlier runs.
-  const earlierInRun = events.length > 1 ? new Set<string>() : undefined;
+  // The remembered ids as they stand at each event, as if the events had come one by one (bounded the
+  // same way). Copied on the first lookup after this run delivered an id; kept up to date from then on.
+  let recent: string[] | undefined;
+  const remembered = (): readonly string[] => {
+    if (newIds.length === 0) return cursor.recentIds;
+    recent ??= [...cursor.recentIds, ...newIds].slice(-RECENT_IDS);
+    return recent;
+  };
   for (const event of events) {
     if (event.event === 'close')
       return { messages, lastEventId, newIds, responseSeen: false, end: { kind: 'close' } };
     const id = event.id;
     if (id !== undefined) {
-      if (deliveredBefore(lastEventId, cursor.recentIds, earlierInRun, id)) continue;
+      if (deliveredBefore(lastEventId, remembered, id)) continue;
     }
     const message = event.message;
     if (message !== undefined && view.sessionId !== undefined && answersOwnRequest(view, message)) {
@@ -104,7 +113,10 @@ export function absorbEvents(
     if (id !== undefined) {
       lastEventId = id;
       newIds.push(id);
-      earlierInRun?.add(id);
+      if (recent) {
+        recent.push(id);
+        if (recent.length > RECENT_IDS) recent.shift();
+      }
     }
     if (message === undefined) continue;
     messages.push({ eventId: id, message });

@@ -320,6 +320,8 @@ export const clientSessionMachine = setup({
           : event.type === 'stream.message' || event.type === 'stream.answered'
             ? [event]
             : [];
+      // Learned across the whole batch, then assigned once: each assign would start from the old context.
+      let annotations = context.annotations;
       for (const { message } of messages) {
         if (!isResponse(message)) {
           named(enqueue)({ type: 'deliver', params: { message } });
@@ -333,9 +335,10 @@ export const clientSessionMachine = setup({
         const answered = 'result' in message;
         ledgerSettle(context.ledger, entry.request.id, answered ? 'answered' : 'failed');
         if (answered && entry.request.method === 'tools/list')
-          enqueue.assign({ annotations: learnAnnotations(context.annotations, message.result) });
+          annotations = learnAnnotations(annotations, message.result);
         named(enqueue)({ type: 'deliver', params: { message } });
       }
+      if (annotations !== context.annotations) enqueue.assign({ annotations });
     }),
 
     /**

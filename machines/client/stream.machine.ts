@@ -4,7 +4,7 @@ import { ReconnectReason } from '../codes.js';
 import { type CloseDecision, classifyClose, decidePostFailure, type GapDetails } from '../decide.js';
 import type { JsonRpcMessage } from '../jsonrpc.js';
 import type { ServerAdvertisement } from '../validity.js';
-import { type Absorbed, absorbEvents, type DeliveredMessage } from './absorb.js';
+import { type Absorbed, absorbEvents, type DeliveredMessage, RECENT_IDS } from './absorb.js';
 import type { Exchange, IoEvent, SseEvent } from './io.js';
 
 /**
@@ -124,8 +124,6 @@ export interface StreamContext {
   /** What the last run of SSE events did (`absorbEvents`); read by the actions and guards after it. */
   absorbed: Absorbed | undefined;
 }
-
-const RECENT_IDS = 512;
 
 /** What to ask for next: a resume whenever a cursor exists, else the original POST or a fresh GET. */
 export function exchangeFor(ctx: StreamContext): Exchange {

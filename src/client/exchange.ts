@@ -32,7 +32,8 @@ export function createExchangeActor(io: ExchangeIo) {
       // Most exchanges are stopped right after their last event: a finished one has nothing to abort, and an
       // abort without a reason builds a DOMException with a stack each time (~3 % of a busy client's CPU).
       if (exchange.finished) return;
-      if (!exchange.reading) {
+      // Only a POST's body is drained: a GET stream (the standalone stream, a resume) may never end.
+      if (!exchange.reading || input.method !== 'POST') {
         abort.abort(STOPPED);
         return;
       }
@@ -44,8 +45,8 @@ export function createExchangeActor(io: ExchangeIo) {
 }
 
 /**
- * A body being read when its stream stops is read on (its events dropped) for this long before it is
- * aborted. A request stream stops as soon as its answer is in, often a moment before the end of the body
+ * A POST's body being read when its stream stops is read on (its events dropped) for this long before it
+ * is aborted. A request stream stops as soon as its answer is in, often a moment before the end of the body
  * that follows it (a proxy, a real network); aborting then destroys a connection that could have gone
  * back to the pool. Short, because a server may also keep a finished stream open (the SDK server does,
  * after a replay), and that connection should not be held long.
@@ -148,8 +149,11 @@ async function run(
   });
   const flush = () => {
     if (events.length > 0) send({ type: 'sse.events', events, retryMs });
-    else if (retryMs !== undefined) send({ type: 'sse.retry', ms: retryMs });
-    else if (activity) send({ type: 'sse.activity' });
+    else {
+      if (retryMs !== undefined) send({ type: 'sse.retry', ms: retryMs });
+      // Bytes arrived: proof of life (`sse.retry` alone does not restart the stall timer).
+      if (activity || retryMs !== undefined) send({ type: 'sse.activity' });
+    }
     events = [];
     retryMs = undefined;
     activity = false;

@@ -71,10 +71,6 @@ export class Attachment {
     return this.streamFinished;
   }
 
-  get cursor(): number {
-    return this.lastSent;
-  }
-
   private async pull(): Promise<void> {
     if (this.reading) {
       this.readAgain = true;
@@ -104,7 +100,8 @@ export class Attachment {
   }
 
   /**
-   * Events read back from the log (a replay, say), written in strings of up to `REPLAY_CHUNK` characters:
+   * Events read back from the log (a replay, say), written in strings of about `REPLAY_CHUNK` characters
+   * (a string is written once it reaches that length):
    * one write per event cost a `TextEncoder` call, a web-stream enqueue and a socket write each (row 3 of
    * docs/benchmarks.md).
    */

@@ -1,13 +1,13 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import type { Reply } from './reply.js';
-import { SSE_PACE_BYTES, type SseSink } from './sse.js';
+import { SSE_PACE_BYTES } from './sse.js';
+import { WebSink } from './web-sink.js';
 
 /**
  * Writing a Reply as a Web `Response` (for `fetch` handlers) and as a Node response. The Node path goes
  * through the Web one so both stacks behave the same; the cost is one stream adapter.
  */
-const encoder = new TextEncoder();
 
 export const SSE_HEADERS = {
   'Content-Type': 'text/event-stream',
@@ -30,7 +30,10 @@ export const SSE_HEADERS = {
  */
 export const SSE_MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
 
-/** A Node response whose socket takes nothing for this long while output waits is destroyed. */
+/**
+ * A response whose reader takes nothing for this long while output waits is ended: a Node socket is
+ * destroyed, a Web stream closed. Either way a producer waiting for it (pacing) is released.
+ */
 export const SSE_WRITE_STALL_MS = 60_000;
 
 export interface SseLimits {
@@ -38,6 +41,8 @@ export interface SseLimits {
   readonly maxBufferedBytes?: number;
   /** Default {@link SSE_PACE_BYTES}. */
   readonly paceBytes?: number;
+  /** Default {@link SSE_WRITE_STALL_MS}. */
+  readonly stallMs?: number;
 }
 
 export function toResponse(reply: Reply, limits: SseLimits = {}): Response {
@@ -53,7 +58,11 @@ export function toResponse(reply: Reply, limits: SseLimits = {}): Response {
   const body = new ReadableStream<Uint8Array>(
     {
       start(controller) {
-        sink = new WebSink(controller, maxBufferedBytes, limits.paceBytes ?? SSE_PACE_BYTES);
+        sink = new WebSink(controller, {
+          maxBufferedBytes,
+          paceBytes: limits.paceBytes ?? SSE_PACE_BYTES,
+          stallMs: limits.stallMs ?? SSE_WRITE_STALL_MS,
+        });
         void Promise.resolve(reply.start(sink)).catch(() => sink?.end());
       },
       // The reader took a chunk: producers waiting for it may go on.
@@ -72,68 +81,8 @@ export function toResponse(reply: Reply, limits: SseLimits = {}): Response {
   return response;
 }
 
-/** The sink behind each SSE Response: the Node writer tells it how far behind its socket is. */
+/** The sink behind each SSE Response: the Node writer tells it about its socket. */
 const sinks = new WeakMap<Response, WebSink>();
-
-class WebSink implements SseSink {
-  closed = false;
-  private readonly listeners: Array<() => void> = [];
-  /** Producers waiting for the reader to catch up (`whenWritable`). */
-  private waiting: Array<() => void> = [];
-  /** Bytes written to a Node socket and not yet sent (the Node writer keeps it up to date). */
-  private socketBacklog = 0;
-  constructor(
-    private readonly controller: ReadableStreamDefaultController<Uint8Array>,
-    private readonly maxBufferedBytes: number,
-    private readonly paceBytes: number,
-  ) {}
-  /** What the reader has not taken yet: queued in the Web stream, or waiting in the socket. */
-  private get backlog(): number {
-    return this.maxBufferedBytes - (this.controller.desiredSize ?? 0) + this.socketBacklog;
-  }
-  /** The reader is more than `paceBytes` behind. */
-  get behind(): boolean {
-    return !this.closed && this.backlog > this.paceBytes;
-  }
-  whenWritable(): Promise<void> | undefined {
-    if (!this.behind) return undefined;
-    return new Promise((resolve) => this.waiting.push(resolve));
-  }
-  /** The reader took something (a Web read, or the socket drained): release waiting producers if caught up. */
-  taken(socketBacklog = this.socketBacklog): void {
-    this.socketBacklog = socketBacklog;
-    if (this.waiting.length > 0 && (this.closed || this.backlog <= this.paceBytes)) this.release();
-  }
-  private release(): void {
-    for (const resolve of this.waiting.splice(0)) resolve();
-  }
-  write(chunk: string): void {
-    if (this.closed) return;
-    // The reader has not taken what is queued and the queue is full: end the response after it. The frame
-    // is dropped here, not lost: it is in the event log, and the client resumes from its cursor.
-    if ((this.controller.desiredSize ?? 0) <= 0) {
-      this.end();
-      return;
-    }
-    this.controller.enqueue(encoder.encode(chunk));
-  }
-  end(): void {
-    if (this.closed) return;
-    this.controller.close();
-    this.gone();
-  }
-  /** The reader went away (client disconnected) or we ended. */
-  gone(): void {
-    this.release();
-    if (this.closed && this.listeners.length === 0) return;
-    this.closed = true;
-    for (const l of this.listeners.splice(0)) l();
-  }
-  onClose(listener: () => void): void {
-    if (this.closed) listener();
-    else this.listeners.push(listener);
-  }
-}
 
 /** A Node request as a Web Request (the body streams; nothing is buffered here). */
 export function toWebRequest(req: IncomingMessage, base: string): Request {
@@ -183,29 +132,23 @@ export async function writeNodeResponse(
     void reader.cancel().catch(() => undefined);
   });
   if (headers['content-type'] === 'text/event-stream') res.flushHeaders();
-  // Pacing: the sink learns how far behind the socket is; producers wait while it is too far behind. A
-  // socket that stays that far behind, taking nothing for `stallMs`, is destroyed (the client resumes).
+  // Pacing: the sink reads how far behind the socket is, and ends a stalled one by destroying it.
   const sink = sinks.get(response);
-  let stall: ReturnType<typeof setTimeout> | undefined;
-  const onDrain = () => {
-    clearTimeout(stall);
-    stall = undefined;
-    sink?.taken(res.writableLength);
-  };
-  if (sink) res.on('drain', onDrain);
+  const onDrain = () => sink?.taken();
+  if (sink) {
+    sink.attachSocket(
+      () => res.writableLength,
+      () => res.destroy(),
+      stallMs,
+    );
+    res.on('drain', onDrain);
+  }
   let tooSlow = false;
   try {
     for (;;) {
       const { done, value } = await reader.read();
       if (done || gone) break;
       res.write(value);
-      if (sink) {
-        sink.taken(res.writableLength);
-        if (stall === undefined && sink.behind) {
-          stall = setTimeout(() => res.destroy(), stallMs);
-          stall.unref?.();
-        }
-      }
       if (res.writableLength > maxBufferedBytes) {
         tooSlow = true;
         void reader.cancel().catch(() => undefined);
@@ -215,7 +158,6 @@ export async function writeNodeResponse(
   } catch {
     // The client went away mid-stream; nothing to tell it.
   }
-  clearTimeout(stall);
   res.off('drain', onDrain);
   if (res.destroyed) return;
   res.end();

@@ -45,7 +45,8 @@ export function fromWebRequest(request: Request): IncomingCall {
 
 export function fromNodeRequest(req: IncomingMessage): IncomingCall {
   let request: Request | undefined;
-  const host = req.headers.host ?? 'localhost';
+  // As a Web Request would have it: the Host header, else the host of an absolute-form target.
+  const host = req.headers.host ?? new URL(req.url ?? '/', 'http://localhost').host;
   return {
     method: req.method ?? 'GET',
     // Parsed as a URL would be (dot segments, `//`), not compared as the raw request target.
@@ -65,7 +66,9 @@ export function fromNodeRequest(req: IncomingMessage): IncomingCall {
       }
       return out;
     },
-    text: (limit) => readNodeBody(req, limit),
+    // Once `authenticate` had its Request, the body belongs to that Request's stream, which already
+    // started reading it: reading `req` as well would miss what it took and never see the end.
+    text: (limit) => (request ? readLimited(request, limit) : readNodeBody(req, limit)),
     request: () => {
       request ??= toWebRequest(req, `http://${host}`);
       return request;

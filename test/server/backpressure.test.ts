@@ -55,7 +55,12 @@ describe('SSE backpressure, Web response', () => {
     const frame = `data: ${'z'.repeat(100 * 1024)}\n\n`;
     let sink: SseSink | undefined;
     const response = toResponse(
-      { kind: 'sse', start: (s) => void (sink = s) },
+      {
+        kind: 'sse',
+        start: (s) => {
+          sink = s;
+        },
+      },
       { maxBufferedBytes: 8 * MiB, paceBytes: MiB },
     );
     const s = sink as SseSink;
@@ -87,6 +92,56 @@ describe('SSE backpressure, Web response', () => {
     expect(taken).toBeLessThan(written);
     s.end();
     await reader.cancel();
+  });
+
+  it('pacing on a Web response: a reader that takes nothing releases its producer by ending; one that is slow but reads does not', async () => {
+    const frame = `data: ${'w'.repeat(64 * 1024)}\n\n`;
+    /** A producer that writes `frames` frames, waiting whenever told to; resolves with how it ended. */
+    const produce = (frames: number) => {
+      let sink: SseSink | undefined;
+      let written = 0;
+      const done = new Promise<{ written: number; closed: boolean }>((resolve) => {
+        const response = toResponse(
+          {
+            kind: 'sse',
+            start: async (s) => {
+              sink = s;
+              for (; written < frames && !s.closed; written++) {
+                s.write(frame);
+                await s.whenWritable?.();
+              }
+              resolve({ written, closed: s.closed });
+            },
+          },
+          { maxBufferedBytes: 8 * MiB, paceBytes: 256 * 1024, stallMs: 150 },
+        );
+        produced.push(response);
+      });
+      return { done, sink: () => sink };
+    };
+    const produced: Response[] = [];
+
+    // Nobody reads: the producer is held, then released when the response is ended after the stall time.
+    const stalled = produce(200);
+    const started = Date.now();
+    expect(await stalled.done).toEqual({ written: expect.any(Number), closed: true });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(140);
+
+    // A reader that takes a frame every 20 ms (slower than the producer, never idle for 150 ms): paced, not ended.
+    const slow = produce(40);
+    const reader = (produced[1] as Response).body?.getReader() as ReadableStreamDefaultReader<Uint8Array>;
+    let reading = true;
+    const readLoop = (async () => {
+      while (reading) {
+        const { done } = await reader.read();
+        if (done) break;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    })();
+    expect(await slow.done).toEqual({ written: 40, closed: false });
+    reading = false;
+    slow.sink()?.end();
+    await readLoop;
   });
 
   it('a frame larger than the limit is still written whole: every response makes progress', async () => {

@@ -413,6 +413,20 @@ describe('authentication', () => {
     await mine.untilEnd();
     expect(mine.messages.at(-1)).toMatchObject({ result: { content: [{ text: 'mine' }] } });
   });
+
+  it('an authenticate that takes its time gets the Request, and the body (100 KB here) still arrives whole', async () => {
+    const slow = async (request: Request) => {
+      await new Promise((r) => setTimeout(r, 20));
+      return authenticate(request);
+    };
+    const { server } = await started({ authenticate: slow });
+    const alice = new RawClient(server.url, { Authorization: 'Bearer alice' });
+    await alice.initialize();
+    const text = 'b'.repeat(100_000);
+    const call = await alice.call('echo', { text });
+    await call.untilEnd();
+    expect(call.messages.at(-1)).toMatchObject({ result: { content: [{ text }] } });
+  });
 });
 
 describe('protocol versions and handlers', () => {

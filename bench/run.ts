@@ -7,6 +7,7 @@
  *   BENCH_SCALE=0.1          multiplies every size (notifications, calls, sessions, runs); default 1
  *   BENCH_ROWS=1,3           runs only these rows (then docs/benchmarks.md is not written)
  *   BENCH_CROSS_CALLS=5000   calls for the cross stacks of row 2 (default 1000 × scale)
+ *   BENCH_CALL_ROUNDS=5      runs of each main stack of row 2, alternating; the median counts (default 5)
  *   BENCH_EXPLORE_DEPTH=2    depth of the exhaustive explorer in row 5 (default 3)
  *   BENCH_PROF_DIR=/tmp/prof adds --cpu-prof to every bench process (summarize with bench/profile-summary.ts)
  *   BENCH_OUT=path           where to write the Markdown (default docs/benchmarks.md)
@@ -50,8 +51,11 @@ const SIZES = {
   notifications: scaled(100_000, 1_000),
   calls: scaled(5_000, 100),
   crossCalls: Math.round(envNumber('BENCH_CROSS_CALLS', scaled(1_000, 100))),
-  /** Row 2's two main stacks run this many times each, alternating; the median run is the result. */
-  callRounds: Math.max(1, Math.round(envNumber('BENCH_CALL_ROUNDS', 3))),
+  /**
+   * Row 2's two main stacks run this many times each, alternating; the median run is the result. Five:
+   * single runs of the same stack varied by a fifth on this 2-core machine.
+   */
+  callRounds: Math.max(1, Math.round(envNumber('BENCH_CALL_ROUNDS', 5))),
   concurrency: 50,
   resumeSizes: [1_000, 10_000],
   resumeRepetitions: Math.max(5, Math.round(30 * Math.min(1, SCALE))),

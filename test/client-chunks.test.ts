@@ -161,4 +161,34 @@ describe('a parsed chunk is taken as its events one by one', () => {
     };
     expect(run(true)).toEqual(run(false));
   });
+
+  test.prop(
+    [
+      fc.array(eventArb, { maxLength: 8 }),
+      fc.array(eventArb, { maxLength: 8 }),
+      fc.array(fc.nat(), { maxLength: 6 }),
+    ],
+    { numRuns: 200 },
+  )('around the answer of a re-initialize', (before, after, cuts) => {
+    const run = (chunked: boolean) => {
+      const c = activeClient();
+      c.send(toolCall(1, 'echo'));
+      // The call's own POST is answered 404: the session is gone, the client initializes again.
+      c.last().reply({ type: 'http.response', status: 404 });
+      const reinit = c.last();
+      const id = (reinit.request.body as { id: string }).id;
+      const events: SseEvent[] = [
+        ...before,
+        { type: 'sse.event', id: 'f-1-20', message: initResult(id) },
+        ...after,
+      ];
+      reinit.reply({ type: 'http.stream', sessionId: 'S2' });
+      if (chunked) reinit.reply(...chunksOf(events, cuts).map(asChunk));
+      else reinit.reply(...events);
+      return observed(c);
+    };
+    const chunked = run(true);
+    expect(chunked.state).not.toBe('reinitializing');
+    expect(chunked).toEqual(run(false));
+  });
 });

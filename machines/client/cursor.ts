@@ -3,7 +3,7 @@ import type { ServerAdvertisement } from '../validity.js';
 import type { StreamKind } from './stream.machine.js';
 
 /**
- * What the client writes to its cursor store after every delivered event: enough for a new process to
+ * What the client writes to its cursor store once the events of a network chunk are delivered: enough for a new process to
  * resume the same session and streams (the design note's condition 1).
  */
 export interface CursorRecord {

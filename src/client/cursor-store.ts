@@ -3,8 +3,9 @@ import { open, readFile, rename, unlink } from 'node:fs/promises';
 import type { CursorRecord } from '../../machines/client/cursor.js';
 
 /**
- * Where the client keeps its cursor (session id and last event id per stream), written after every
- * delivered event. Only a durable store satisfies the design note's condition 1 across a restart.
+ * Where the client keeps its cursor (session id and last event id per stream), written once the events
+ * of each network chunk are delivered. Only a durable store satisfies the design note's condition 1
+ * across a restart.
  */
 export interface CursorStore {
   /** True when the record survives the process. */

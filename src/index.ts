@@ -41,5 +41,7 @@ export {
   createContinuityServer,
   type Principal,
 } from './server/handler.js';
+export { SSE_MAX_BUFFERED_BYTES, SSE_WRITE_STALL_MS, type SseLimits } from './server/http.js';
 export { MemoryEventLog } from './server/memory-event-log.js';
 export type { McpServerLike, SessionInfo } from './server/session.js';
+export { SSE_PACE_BYTES } from './server/sse.js';

@@ -10,7 +10,7 @@ import { type AdmissionPolicy, admitBody, admitCaller, admitHttp } from '../../m
 import type { ServerAdvertisement } from '../../machines/validity.js';
 import type { ContinuityMetrics } from '../metrics/continuity-metrics.js';
 import type { EventLog, SharedSessionStore } from './event-log.js';
-import { toResponse, writeNodeResponse } from './http.js';
+import { type SseLimits, toResponse, writeNodeResponse } from './http.js';
 import { fromNodeRequest, fromWebRequest, type IncomingCall } from './incoming.js';
 import { MemoryEventLog } from './memory-event-log.js';
 import { errorReply, type Reply } from './reply.js';
@@ -65,6 +65,13 @@ export interface ContinuityServerOptions {
   readonly inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
   /** Records resumes, 410s, evictions, ended sessions and the retention margin (README, "Metrics"). */
   readonly metrics?: ContinuityMetrics;
+  /**
+   * Slow readers (README, "Slow readers"). `paceBytes`: a tool awaiting its sends waits while its reader
+   * is this far behind (default 1 MiB, `SSE_PACE_BYTES`). `maxBufferedBytes`: a reader this far behind
+   * is cut and resumes from the log (default 16 MiB). `stallMs`: a paced reader whose backlog does not
+   * shrink for this long has its response ended, releasing the tool (default 60 s).
+   */
+  readonly sse?: SseLimits;
 }
 
 export interface ContinuityServer {
@@ -306,7 +313,7 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
   async function fetchHandler(call: IncomingCall, localBind = false): Promise<Response> {
     if (call.pathname !== path) return new Response('Not Found', { status: 404 });
     try {
-      return toResponse(await handle(call, localBind));
+      return toResponse(await handle(call, localBind), options.sse);
     } catch (error) {
       if (error instanceof SessionUnavailableError) {
         // The session ended while the request was on its way: gone (404), or released by this stopping
@@ -331,7 +338,9 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
     nodeHandler: (req, res) => {
       const localBind = LOOPBACK.test(req.socket.localAddress ?? '');
       void fetchHandler(fromNodeRequest(req), localBind)
-        .then((response) => writeNodeResponse(response, res))
+        .then((response) =>
+          writeNodeResponse(response, res, options.sse?.stallMs, options.sse?.maxBufferedBytes),
+        )
         .catch((error) => {
           onError(error);
           if (!res.headersSent) res.writeHead(500);

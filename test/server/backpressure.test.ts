@@ -250,6 +250,66 @@ async function floodCall(mode: 'await' | 'fire', count: number, bytes: number) {
   return { state, client, call, before };
 }
 
+describe('the sse option of createContinuityServer', () => {
+  it('paceBytes sets how far an unread response may fall behind before the tool waits (fetch handler)', async () => {
+    const heldAt = async (sse: { paceBytes: number } | undefined) => {
+      const state: FloodState = { done: false, sent: 0 };
+      const continuity = createContinuityServer({
+        createMcpServer: () => floodServer(state, 'await'),
+        heartbeatMs: 0,
+        onError: () => undefined,
+        ...(sse ? { sse } : {}),
+      });
+      const url = 'http://localhost/mcp';
+      const headers = {
+        Accept: 'application/json, text/event-stream',
+        'Content-Type': 'application/json',
+        'MCP-Protocol-Version': '2025-11-25',
+      };
+      const post = (body: unknown, more: Record<string, string> = {}) =>
+        continuity.fetch(
+          new Request(url, { method: 'POST', headers: { ...headers, ...more }, body: JSON.stringify(body) }),
+        );
+      const init = await post({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+      });
+      const session = { 'Mcp-Session-Id': init.headers.get('mcp-session-id') as string };
+      await init.text();
+      await (await post({ jsonrpc: '2.0', method: 'notifications/initialized' }, session)).text();
+      // 64 KiB notifications; the call's response is never read.
+      const call = await post(
+        {
+          jsonrpc: '2.0',
+          id: 2,
+          method: 'tools/call',
+          params: { name: 'flood', arguments: { count: 100, bytes: 64 * 1024 }, _meta: { progressToken: 2 } },
+        },
+        session,
+      );
+      await until(() => state.sent > 0, 5_000, 'the first sends');
+      let held = -1;
+      for (let i = 0; i < 20 && held !== state.sent; i++) {
+        held = state.sent;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      await call.body?.cancel();
+      await continuity.close();
+      return held;
+    };
+    // With nothing read and no socket, the send that takes the backlog past the limit waits: the tool has
+    // completed just under limit / frame size sends (a frame is 64 KiB plus its JSON and SSE framing).
+    const byDefault = await heldAt(undefined);
+    const tight = await heldAt({ paceBytes: 256 * 1024 });
+    expect(byDefault).toBeGreaterThanOrEqual(SSE_PACE_BYTES / (64 * 1024) - 2);
+    expect(byDefault).toBeLessThanOrEqual(SSE_PACE_BYTES / (64 * 1024));
+    expect(tight).toBeGreaterThanOrEqual(2);
+    expect(tight).toBeLessThanOrEqual(4);
+  });
+});
+
 describe('SSE backpressure over HTTP', () => {
   it('a paced producer is released when its reader stalls: a socket that takes nothing for the stall time is destroyed', async () => {
     const frame = `data: ${'s'.repeat(64 * 1024)}\n\n`;

@@ -64,20 +64,24 @@ export class Recorder {
   }
 
   private counterOf(spec: MetricSpec): Counter {
-    let c = this.counters.get(spec.name);
-    if (!c) {
-      c = this.meter.createCounter(spec.name, { unit: spec.unit, description: spec.description });
-      this.counters.set(spec.name, c);
-    }
-    return c;
+    return instrument(this.counters, spec, () =>
+      this.meter.createCounter(spec.name, { unit: spec.unit, description: spec.description }),
+    );
   }
 
   private histogramOf(spec: MetricSpec): Histogram {
-    let h = this.histograms.get(spec.name);
-    if (!h) {
-      h = this.meter.createHistogram(spec.name, { unit: spec.unit, description: spec.description });
-      this.histograms.set(spec.name, h);
-    }
-    return h;
+    return instrument(this.histograms, spec, () =>
+      this.meter.createHistogram(spec.name, { unit: spec.unit, description: spec.description }),
+    );
   }
+}
+
+/** One instrument per metric name, created on first use. */
+function instrument<T>(made: Map<string, T>, spec: MetricSpec, create: () => T): T {
+  let i = made.get(spec.name);
+  if (!i) {
+    i = create();
+    made.set(spec.name, i);
+  }
+  return i;
 }

@@ -1,8 +1,8 @@
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ContinuityClientTransport } from '../../src/index.js';
+import { listenOnLoopback } from '../support/listen.js';
 
 /**
  * A request stream is done as soon as its answer is in, and the server's end of the body may come a
@@ -59,9 +59,9 @@ async function lateEndingServer() {
     sockets.opened++;
     socket.on('close', () => sockets.closed++);
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = await listenOnLoopback(server);
   return {
-    url: new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`),
+    url: new URL(`http://127.0.0.1:${port}/mcp`),
     sockets,
     async close() {
       server.closeAllConnections();

@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import {
   type EventId,
@@ -12,6 +11,7 @@ import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { createParser } from 'eventsource-parser';
 import { z } from 'zod';
 import type { FetchLike } from '../../src/index.js';
+import { listenOnLoopback } from '../support/listen.js';
 import { sdkSessionRouter } from '../support/sdk-session-router.js';
 
 /**
@@ -180,8 +180,7 @@ export async function startSdkServer(options: SdkServerOptions = {}): Promise<Sd
       },
     }),
   );
-  await new Promise<void>((resolve) => httpServer.listen(0, '127.0.0.1', resolve));
-  const { port } = httpServer.address() as AddressInfo;
+  const port = await listenOnLoopback(httpServer);
 
   return {
     url: `http://127.0.0.1:${port}/mcp`,

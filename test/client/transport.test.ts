@@ -3,10 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
-import { afterEach, describe, expect, it } from 'vitest';
-import type { ContinuityServerOptions } from '../../src/index.js';
+import { describe, expect, it } from 'vitest';
 import {
-  type ContinuityClientOptions,
   ContinuityClientTransport,
   FileCursorStore,
   type GapReport,
@@ -15,35 +13,14 @@ import {
   MemoryEventLog,
   OUTCOME_UNKNOWN,
 } from '../../src/index.js';
-import { restartableServer } from '../support/restartable-server.js';
+import { clientFixture } from '../support/client-fixture.js';
 import { isInitialize, isResume, isToolCall, networkFetch } from './network.js';
 
 /**
  * The client transport with the SDK Client, against this project's server over real HTTP on 127.0.0.1.
  * Faults come from the network (connections cut, responses lost, black holes), never from mocks.
  */
-const FAST: ContinuityClientOptions['reconnect'] = { initialDelayMs: 20, maxDelayMs: 200, jitter: 'none' };
-const cleanups: Array<() => Promise<void>> = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-
-/** A server process that can crash and restart on the same port (test/support/restartable-server.ts). */
-async function serverProcess(options: Partial<ContinuityServerOptions> = {}) {
-  const p = await restartableServer(options);
-  cleanups.push(() => p.dispose());
-  return p;
-}
-
-async function connect(url: URL, options: ContinuityClientOptions = {}) {
-  const transport = new ContinuityClientTransport(url, { reconnect: FAST, ...options });
-  const errors: Error[] = [];
-  const client = new Client({ name: 'test', version: '1.0.0' });
-  await client.connect(transport);
-  transport.onerror = (e) => errors.push(e);
-  cleanups.push(() => client.close());
-  return { transport, client, errors };
-}
+const { serverProcess, connect, onCleanup } = clientFixture();
 
 const text = (r: unknown) => (r as { content: Array<{ text: string }> }).content[0]?.text;
 
@@ -250,7 +227,7 @@ describe('ContinuityClientTransport with the SDK Client', () => {
 describe('continuity across a client restart (FileCursorStore)', () => {
   it('a new process with the same store resumes the same session; the answer it never asked for goes to onOrphanResult', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'mcpc-'));
-    cleanups.push(() => rm(dir, { recursive: true, force: true }));
+    onCleanup(() => rm(dir, { recursive: true, force: true }));
     const file = join(dir, 'cursor.json');
     const p = await serverProcess();
     const first = await connect(p.url, { cursorStore: new FileCursorStore(file) });
@@ -280,7 +257,7 @@ describe('continuity across a client restart (FileCursorStore)', () => {
 
   it('FileCursorStore writes atomically and coalesces bursts; a missing file loads as null', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'mcpc-'));
-    cleanups.push(() => rm(dir, { recursive: true, force: true }));
+    onCleanup(() => rm(dir, { recursive: true, force: true }));
     const store = new FileCursorStore(join(dir, 'c.json'));
     expect(await store.load()).toBeNull();
     const writes = Array.from({ length: 50 }, (_, i) =>
@@ -300,7 +277,7 @@ describe('continuity across a client restart (FileCursorStore)', () => {
 describe('conditions of validity', () => {
   it('guaranteed needs a durable cursor, gap signalling and retention beyond the worst-case reconnect', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'mcpc-'));
-    cleanups.push(() => rm(dir, { recursive: true, force: true }));
+    onCleanup(() => rm(dir, { recursive: true, force: true }));
     const p = await serverProcess();
     const { transport } = await connect(p.url, { cursorStore: new FileCursorStore(join(dir, 'c.json')) });
     expect(transport.continuity).toBe('guaranteed');
@@ -313,7 +290,7 @@ describe('conditions of validity', () => {
     const errors: Error[] = [];
     transport.onerror = (e) => errors.push(e);
     const client = new Client({ name: 't', version: '1' });
-    cleanups.push(() => client.close());
+    onCleanup(() => client.close());
     await client.connect(transport);
     expect(transport.continuity).toBe('best-effort');
     const warning = errors.find((e) => isContinuityError(e) && e.code === 'MCPC_CONDITION');

@@ -1,17 +1,8 @@
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { afterEach, describe, expect, it } from 'vitest';
-import {
-  type ContinuityClientOptions,
-  ContinuityClientTransport,
-  ContinuityMetrics,
-  type ContinuityServerOptions,
-  type GapReport,
-  isOutcomeUnknown,
-  MemoryEventLog,
-} from '../../src/index.js';
+import { describe, expect, it } from 'vitest';
+import { ContinuityMetrics, type GapReport, isOutcomeUnknown, MemoryEventLog } from '../../src/index.js';
 import { FaultProxy } from '../../src/testing/index.js';
 import { isToolCall, networkFetch } from '../client/network.js';
-import { restartableServer } from '../support/restartable-server.js';
+import { clientFixture } from '../support/client-fixture.js';
 import { otelSdk } from './otel.js';
 
 /**
@@ -21,32 +12,12 @@ import { otelSdk } from './otel.js';
  */
 const C = 'mcp_continuity.client';
 const S = 'mcp_continuity.server';
-const FAST: ContinuityClientOptions['reconnect'] = { initialDelayMs: 20, maxDelayMs: 200, jitter: 'none' };
-const cleanups: Array<() => Promise<void>> = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-
-/** A server process that can crash and restart on the same port (test/support/restartable-server.ts). */
-async function serverProcess(options: Partial<ContinuityServerOptions> = {}) {
-  const p = await restartableServer(options);
-  cleanups.push(() => p.dispose());
-  return p;
-}
-
-async function connect(url: URL, options: ContinuityClientOptions) {
-  const transport = new ContinuityClientTransport(url, { reconnect: FAST, ...options });
-  transport.onerror = () => undefined;
-  const client = new Client({ name: 'metrics-test', version: '1.0.0' });
-  await client.connect(transport);
-  cleanups.push(() => client.close());
-  return { client, transport };
-}
+const { serverProcess, connect, onCleanup } = clientFixture('metrics-test');
 
 function observed() {
   const sdk = otelSdk();
   const metrics = new ContinuityMetrics({ meter: sdk.meter });
-  cleanups.push(() => sdk.shutdown());
+  onCleanup(() => sdk.shutdown());
   return { sdk, metrics };
 }
 
@@ -117,7 +88,7 @@ describe('client metrics', () => {
     const server = observed();
     const p = await serverProcess({ metrics: server.metrics });
     const proxy = await FaultProxy.start({ target: { host: '127.0.0.1', port: p.port } });
-    cleanups.push(() => proxy.close());
+    onCleanup(() => proxy.close());
     const { sdk, metrics } = observed();
     const { client } = await connect(proxy.url(), { metrics });
     await new Promise((r) => setTimeout(r, 100)); // the standalone GET stream opens

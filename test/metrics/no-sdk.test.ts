@@ -1,6 +1,5 @@
 import { readFile } from 'node:fs/promises';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { metrics } from '@opentelemetry/api';
 import { describe, expect, it } from 'vitest';
@@ -12,6 +11,7 @@ import {
 } from '../../src/index.js';
 import { METER_VERSION } from '../../src/metrics/index.js';
 import { demoMcpServer } from '../server/harness.js';
+import { listenOnLoopback } from '../support/listen.js';
 
 /**
  * No OTel SDK installed (no MeterProvider registered, no meter passed): the API's no-op meter records
@@ -32,8 +32,7 @@ describe('metrics without an OTel SDK', () => {
       metrics: serverMetrics,
     });
     const server = http.createServer(continuity.nodeHandler);
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    const url = new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`);
+    const url = new URL(`http://127.0.0.1:${await listenOnLoopback(server)}/mcp`);
     const transport = new ContinuityClientTransport(url, {
       reconnect: { initialDelayMs: 20, maxDelayMs: 100, jitter: 'none' },
       metrics: clientMetrics,

@@ -1,5 +1,5 @@
 import http from 'node:http';
-import net, { type AddressInfo } from 'node:net';
+import net from 'node:net';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
@@ -9,6 +9,7 @@ import { parseEventId } from '../../machines/event-id.js';
 import { createContinuityServer, MemoryEventLog } from '../../src/index.js';
 import { SSE_MAX_BUFFERED_BYTES, toResponse, writeNodeResponse } from '../../src/server/http.js';
 import { SSE_PACE_BYTES, type SseSink } from '../../src/server/sse.js';
+import { listenOnLoopback } from '../support/listen.js';
 import { RawClient, type SseEvent } from './harness.js';
 
 /**
@@ -227,13 +228,13 @@ async function floodCall(mode: 'await' | 'fire', count: number, bytes: number) {
     onError: () => undefined,
   });
   const server = http.createServer(continuity.nodeHandler);
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = await listenOnLoopback(server);
   stop = async () => {
     await continuity.close();
     server.closeAllConnections();
     await new Promise<void>((r) => server.close(() => r()));
   };
-  const client = new RawClient(`http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`);
+  const client = new RawClient(`http://127.0.0.1:${port}/mcp`);
   await client.initialize();
   gc();
   const before = process.memoryUsage().arrayBuffers;
@@ -338,13 +339,13 @@ describe('SSE backpressure over HTTP', () => {
       );
       void writeNodeResponse(response, res, 300);
     });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const port = await listenOnLoopback(server);
     stop = async () => {
       server.closeAllConnections();
       await new Promise<void>((r) => server.close(() => r()));
     };
     // A client that sends its request and then never reads a byte.
-    const socket = net.connect((server.address() as AddressInfo).port, '127.0.0.1');
+    const socket = net.connect(port, '127.0.0.1');
     socket.pause();
     socket.write('GET / HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n');
     await until(() => outcome.done, 10_000, 'the producer to stop');

@@ -1,10 +1,10 @@
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { EmptyResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { z } from 'zod';
 import { type ContinuityServerOptions, createContinuityServer } from '../../src/index.js';
+import { listenOnLoopback } from '../support/listen.js';
 
 /**
  * A real HTTP server on 127.0.0.1 (ephemeral port) running createContinuityServer with a demo SDK
@@ -79,8 +79,7 @@ export async function startServer(options: Partial<ContinuityServerOptions> = {}
     ...options,
   });
   const server = http.createServer(continuity.nodeHandler);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
+  const port = await listenOnLoopback(server);
   return {
     ...world,
     continuity,

@@ -17,8 +17,6 @@ import {
  * MCPC_SHARED_STACK_RUNS (default 8); MCPC_STACK_SEED and MCPC_STACK_PATH replay a reported failure.
  */
 const RUNS = Number(process.env.MCPC_SHARED_STACK_RUNS ?? 8);
-const SEED = process.env.MCPC_STACK_SEED === undefined ? undefined : Number(process.env.MCPC_STACK_SEED);
-const PATH = process.env.MCPC_STACK_PATH;
 
 let redis: RedisServer;
 beforeAll(async () => {
@@ -31,8 +29,7 @@ afterAll(async () => {
 describe('the model properties hold with two instances sharing Redis behind a round-robin balancer', () => {
   it(
     Object.keys(STACK_CHECKS).join(', '),
-    () =>
-      assertStackProperties({ runs: RUNS, seed: SEED, path: PATH, config: { sharedRedisUrl: redis.url } }),
+    () => assertStackProperties({ runs: RUNS, config: { sharedRedisUrl: redis.url } }),
     Math.max(120_000, RUNS * 15_000),
   );
 });

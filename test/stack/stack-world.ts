@@ -759,6 +759,7 @@ export async function runStack(
 /**
  * fast-check over random configs and schedules, each run on a fresh stack and judged by every check; a
  * failure throws the violations and the run's timeline. `config` is laid over each generated config.
+ * A reported failure is replayed with MCPC_STACK_SEED and MCPC_STACK_PATH, whichever suite printed it.
  */
 export async function assertStackProperties(o: {
   readonly runs: number;
@@ -767,6 +768,9 @@ export async function assertStackProperties(o: {
   readonly shrink?: boolean;
   readonly config?: Partial<StackConfig>;
 }): Promise<void> {
+  const env = process.env;
+  const seed = o.seed ?? (env.MCPC_STACK_SEED === undefined ? undefined : Number(env.MCPC_STACK_SEED));
+  const path = o.path ?? env.MCPC_STACK_PATH;
   await fc.assert(
     fc.asyncProperty(configArb, scheduleArb, async (config, schedule) => {
       const outcome = await runStack(schedule, { ...config, ...o.config });
@@ -776,8 +780,8 @@ export async function assertStackProperties(o: {
     {
       numRuns: o.runs,
       endOnFailure: !o.shrink,
-      ...(o.seed === undefined ? {} : { seed: o.seed }),
-      ...(o.path ? { path: o.path } : {}),
+      ...(seed === undefined ? {} : { seed }),
+      ...(path ? { path } : {}),
     },
   );
 }

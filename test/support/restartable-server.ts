@@ -1,5 +1,4 @@
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import {
   type ContinuityServer,
   type ContinuityServerOptions,
@@ -7,6 +6,7 @@ import {
 } from '../../src/index.js';
 import type { EventLog } from '../../src/server/event-log.js';
 import { type DemoWorld, demoMcpServer } from '../server/harness.js';
+import { listenOnLoopback } from './listen.js';
 
 /**
  * A server "process" on 127.0.0.1 that can crash (`restart`) or stop for a deploy (`deploy`) and start
@@ -31,8 +31,7 @@ export async function restartableServer(
   let current: ContinuityServer = make();
   const retired: ContinuityServer[] = [];
   const server = http.createServer((req, res) => current.nodeHandler(req, res));
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const port = (server.address() as AddressInfo).port;
+  const port = await listenOnLoopback(server);
   return {
     world,
     server,

@@ -1,5 +1,5 @@
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listenOnLoopback } from './listen.js';
 
 /**
  * A load balancer without sticky sessions, for tests: every HTTP request (not connection) goes to the
@@ -65,8 +65,7 @@ export async function startRoundRobinProxy(upstreamPorts: readonly number[]): Pr
     };
     forward(0);
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
+  const port = await listenOnLoopback(server);
   return {
     url: `http://127.0.0.1:${port}/mcp`,
     routed,

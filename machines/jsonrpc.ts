@@ -36,6 +36,10 @@ export const isResponse = (m: JsonRpcMessage): m is JsonRpcResponse =>
 /** A map key that keeps `1` and `"1"` apart, as JSON-RPC does. */
 export const requestKey = (id: RequestId): string => `${typeof id === 'number' ? 'n' : 's'}:${id}`;
 
+/** True for a key made by `requestKey`. */
+export const isRequestKey = (key: unknown): key is string =>
+  typeof key === 'string' && (key.startsWith('n:') || key.startsWith('s:'));
+
 /** The id a `requestKey` was made from. */
 export const idFromKey = (key: string): RequestId =>
   key.startsWith('n:') ? Number(key.slice(2)) : key.slice(2);

@@ -53,6 +53,13 @@ export function alreadyDelivered(ctx: StreamCursorView, id: string): boolean {
 /** How many delivered ids a stream remembers, for servers whose ids are opaque. */
 export const RECENT_IDS = 512;
 
+/** Adds delivered ids to a stream's memory of them, in place, keeping the newest `RECENT_IDS`. */
+export function rememberIds(recent: string[], ids: readonly string[]): string[] {
+  recent.push(...ids.slice(-RECENT_IDS));
+  if (recent.length > RECENT_IDS) recent.splice(0, recent.length - RECENT_IDS);
+  return recent;
+}
+
 /** Same-stream ids of ours compare by sequence; any other id is looked up in the remembered ones. */
 function deliveredBefore(
   lastEventId: string | undefined,
@@ -113,10 +120,7 @@ export function absorbEvents(
     if (id !== undefined) {
       lastEventId = id;
       newIds.push(id);
-      if (recent) {
-        recent.push(id);
-        if (recent.length > RECENT_IDS) recent.shift();
-      }
+      if (recent) rememberIds(recent, [id]);
     }
     if (message === undefined) continue;
     messages.push({ eventId: id, message });

@@ -4,7 +4,7 @@ import { ReconnectReason } from '../codes.js';
 import { type CloseDecision, classifyClose, decidePostFailure, type GapDetails } from '../decide.js';
 import type { JsonRpcMessage } from '../jsonrpc.js';
 import type { ServerAdvertisement } from '../validity.js';
-import { type Absorbed, absorbEvents, type DeliveredMessage, RECENT_IDS } from './absorb.js';
+import { type Absorbed, absorbEvents, type DeliveredMessage, rememberIds } from './absorb.js';
 import type { Exchange, IoEvent, SseEvent } from './io.js';
 
 /**
@@ -286,10 +286,10 @@ export const streamMachine = setup({
     recordCursor: assign(({ context }) => {
       const absorbed = context.absorbed;
       if (!absorbed || absorbed.newIds.length === 0) return {};
-      const recentIds = context.recentIds;
-      recentIds.push(...absorbed.newIds.slice(-RECENT_IDS));
-      if (recentIds.length > RECENT_IDS) recentIds.splice(0, recentIds.length - RECENT_IDS);
-      return { lastEventId: absorbed.lastEventId, recentIds };
+      return {
+        lastEventId: absorbed.lastEventId,
+        recentIds: rememberIds(context.recentIds, absorbed.newIds),
+      };
     }),
     /**
      * Hands the run's messages to the parent with the cursor after them (`recordCursor` has run): one
@@ -398,7 +398,8 @@ export const streamMachine = setup({
           },
           on: {
             'sse.activity': { target: 'streaming', reenter: true },
-            'sse.retry': { actions: 'rememberRetry' },
+            // Bytes arrived: proof of life, like any event.
+            'sse.retry': { target: 'streaming', reenter: true, actions: 'rememberRetry' },
             // Every event, even a replay overlap, is proof of life: the stall timer starts over.
             'sse.event': {
               target: 'streaming',

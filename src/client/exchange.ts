@@ -149,11 +149,8 @@ async function run(
   });
   const flush = () => {
     if (events.length > 0) send({ type: 'sse.events', events, retryMs });
-    else {
-      if (retryMs !== undefined) send({ type: 'sse.retry', ms: retryMs });
-      // Bytes arrived: proof of life (`sse.retry` alone does not restart the stall timer).
-      if (activity || retryMs !== undefined) send({ type: 'sse.activity' });
-    }
+    else if (retryMs !== undefined) send({ type: 'sse.retry', ms: retryMs });
+    else if (activity) send({ type: 'sse.activity' });
     events = [];
     retryMs = undefined;
     activity = false;

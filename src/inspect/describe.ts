@@ -61,6 +61,7 @@ function details(type: string, e: Obj): string {
     case 'stream.opened':
     case 'stream.cursor':
     case 'stream.message':
+    case 'stream.answered':
       return typeof e.key === 'string' ? e.key : '';
     case 'stream.messages':
       return `${typeof e.key === 'string' ? e.key : ''}: ${Array.isArray(e.messages) ? e.messages.length : 0} messages`;

@@ -1,5 +1,5 @@
-import { JsonRpcCode } from '../../machines/codes.js';
-import { type RequestId, requestKey } from '../../machines/jsonrpc.js';
+import { isRequestKey, type RequestId, requestKey } from '../../machines/jsonrpc.js';
+import { isOutcomeUnknown } from '../client/outcome.js';
 import type { Marker } from './wire.js';
 
 /**
@@ -10,9 +10,6 @@ import type { Marker } from './wire.js';
  */
 type Obj = Record<string, unknown>;
 const obj = (v: unknown): Obj => (typeof v === 'object' && v !== null ? (v as Obj) : {});
-
-const isOutcomeUnknown = (message: unknown): boolean =>
-  obj(obj(message).error).code === JsonRpcCode.OUTCOME_UNKNOWN;
 
 /** The only actions a feed sends: the rest are internal steps the snapshots already show. */
 export function isMarkerAction(action: { type: string; params?: unknown }): boolean {
@@ -49,8 +46,6 @@ const UNKNOWN_ENDINGS = new Set([
   'epoch-changed',
   'closed-by-server',
 ]);
-const isRequestKey = (key: unknown): key is string =>
-  typeof key === 'string' && (key.startsWith('n:') || key.startsWith('s:'));
 
 /** Markers from events sent to the client machine; outcome-unknown ones are flagged `inferred`. */
 export function markerFromEvent(actorId: string, event: unknown, at: number): Marker | undefined {

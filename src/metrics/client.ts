@@ -1,5 +1,5 @@
 import type { Actor, AnyActorLogic, InspectionEvent, Subscription } from 'xstate';
-import { JsonRpcCode } from '../../machines/codes.js';
+import { isOutcomeUnknown } from '../client/outcome.js';
 import { ClientMetric } from './names.js';
 import type { Recorder } from './recorder.js';
 import { closeReasonOf, phaseOf, type StreamPhase } from './stream-phases.js';
@@ -50,10 +50,10 @@ export class ClientMetrics {
       if (gap.lostCount !== null) this.recorder.add(ClientMetric.lostEvents, gap.lostCount);
     } else if (type === 'deliver') {
       const message = (params as { message?: unknown }).message;
-      const error = (message as { error?: { code?: number; data?: { reason?: unknown } } })?.error;
-      if (error?.code === JsonRpcCode.OUTCOME_UNKNOWN) {
+      if (isOutcomeUnknown(message)) {
+        const error = (message as { error?: { data?: { reason?: unknown } } }).error;
         this.recorder.add(ClientMetric.outcomeUnknown, 1, {
-          reason: String(error.data?.reason ?? 'unknown'),
+          reason: String(error?.data?.reason ?? 'unknown'),
         });
       }
     }

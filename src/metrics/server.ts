@@ -1,4 +1,4 @@
-import type { ResumeAnswer, StreamWindow } from '../../machines/server/retention.js';
+import { RESUME_STATUS, type ResumeAnswer, type StreamWindow } from '../../machines/server/retention.js';
 import type { EventLog } from '../server/event-log.js';
 import { DetachClock } from './detach-clock.js';
 import { ServerMetric } from './names.js';
@@ -52,7 +52,7 @@ export class ServerMetrics {
    * computed from: an accepted resume replays what it holds after the cursor.
    */
   resumeAnswered(sessionId: string, answer: ResumeAnswer, window: StreamWindow | undefined): void {
-    if (answer.kind !== 'unknown-session' && answer.kind !== 'invalid') {
+    if ('stream' in answer) {
       const latency = this.detaches.resumed(sessionId, answer.stream);
       if (latency !== undefined) this.reconnected(latency);
     }
@@ -62,21 +62,21 @@ export class ServerMetrics {
         this.recorder.add(ServerMetric.replayedEvents, Math.max(0, (window?.head ?? 0) - answer.afterSeq));
         return;
       case 'gone':
-        this.rejected(answer.reason, 410);
+        this.rejected(answer.reason, RESUME_STATUS.gone);
         if (answer.lostCount !== null) this.recorder.add(ServerMetric.lostEvents, answer.lostCount);
         return;
       case 'invalid':
-        this.rejected(answer.reason, 400);
+        this.rejected(answer.reason, RESUME_STATUS.invalid);
         return;
       case 'unknown-session':
-        this.rejected('unknown_session', 404);
+        this.rejected('unknown_session', RESUME_STATUS['unknown-session']);
         return;
     }
   }
 
   /** A GET with `Last-Event-ID` named a session this server does not hold: 404. */
   resumeOfUnknownSession(): void {
-    this.rejected('unknown_session', 404);
+    this.rejected('unknown_session', RESUME_STATUS['unknown-session']);
   }
 
   /** A stream's response closed while its session lives: a reconnect may follow. */

@@ -125,8 +125,7 @@ export class RuntimeSession {
   /** Called by the server's sweep: an idle session sleeps; one asleep past its TTL wakes to expire. */
   sweep(now: number, idleForMs: number): void {
     if (this.ended) return;
-    const busy = this.attachments.size > 0 || this.running.size > 0;
-    this.host.sweep(now, idleForMs, this.o.idleTtlMs, busy);
+    this.host.sweep(now, idleForMs, this.o.idleTtlMs, this.busyHere);
   }
 
   get sleeping(): boolean {

@@ -23,7 +23,7 @@ describe('the demo', () => {
     expect(lines.some((l) => l.includes('gap flagged'))).toBe(true);
   });
 
-  it('the CLI runs the demo and verify, exiting 0', async () => {
+  it('the CLI runs the demo, and `npm run verify` (from the repository) the model, exiting 0', async () => {
     const run = promisify(execFile);
     const demo = await run('npx', ['tsx', 'src/cli/main.ts', 'demo'], { timeout: 60_000 });
     expect(demo.stdout).toContain('All guarantees held.');
@@ -31,14 +31,14 @@ describe('the demo', () => {
     expect(demo.stdout).toMatch(/^inspector: http:\/\/127\.0\.0\.1:\d+\//m);
     const verify = await run(
       'npx',
-      ['tsx', 'src/cli/main.ts', 'verify', '--runs', '30', '--property', 'no hang'],
+      ['tsx', 'properties/verify-cli.ts', '--runs', '30', '--property', 'no hang'],
       {
         timeout: 60_000,
       },
     );
     expect(verify.stdout).toMatch(/✓ no hang: 30 runs/);
     await expect(
-      run('npx', ['tsx', 'src/cli/main.ts', 'verify', '--runs', 'many'], { timeout: 60_000 }),
+      run('npx', ['tsx', 'properties/verify-cli.ts', '--runs', 'many'], { timeout: 60_000 }),
     ).rejects.toMatchObject({
       stderr: expect.stringContaining('--runs must be a whole number'),
     });

@@ -1,12 +1,15 @@
-import { readdir, readFile } from 'node:fs/promises';
-import { builtinModules } from 'node:module';
-import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { execFile } from 'node:child_process';
+import { cp, mkdir, mkdtemp, readdir, readFile, realpath, rm, symlink } from 'node:fs/promises';
+import { builtinModules, createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 /**
  * What the published package imports at run time must be installed with it: every bare import in the
- * shipped sources (machines/, src/, properties/ minus tests) is a dependency or a peer dependency.
- * A devDependency used by shipped code works here and breaks in a user's project.
+ * shipped sources (machines/, src/) is a dependency or a peer dependency. A devDependency used by
+ * shipped code works here and breaks in a user's project.
  */
 async function sources(dir: string): Promise<string[]> {
   const out: string[] = [];
@@ -33,10 +36,10 @@ describe('the published package', () => {
     ]);
     const builtins = new Set(builtinModules);
     const missing = new Set<string>();
-    for (const root of ['machines', 'src', 'properties']) {
+    for (const root of ['machines', 'src']) {
       for (const file of await sources(root)) {
         const text = await readFile(file, 'utf8');
-        for (const m of text.matchAll(/from '([^'.][^']*)'/g)) {
+        for (const m of text.matchAll(/(?:from |import\()'([^'.][^']*)'/g)) {
           const name = packageOf(m[1] as string);
           if (!name.startsWith('node:') && !builtins.has(name) && !declared.has(name))
             missing.add(`${name} (${file})`);
@@ -59,5 +62,162 @@ describe('the published package', () => {
       }
     }
     expect(offenders).toEqual([]);
+  });
+});
+
+const run = promisify(execFile);
+
+/** What the transport needs at run time, and nothing else. */
+const TRANSPORT_DEPENDENCIES = ['@opentelemetry/api', 'eventsource-parser', 'xstate'];
+/** Needed only by the command line, the demo, the inspector, or the repository's own tools and tests. */
+const NOT_FOR_THE_TRANSPORT = ['commander', 'fast-check', 'ws', 'zod'];
+
+/**
+ * The package as a user installs it: the real build (tsconfig.build.json) in a directory of its own, whose
+ * node_modules holds only the packages named, so a shipped import of anything else fails in Node's own
+ * resolver, as it would in a user's project.
+ */
+describe('installing the package', () => {
+  let build: string;
+  const scratch: string[] = [];
+  const repoModules = resolve('node_modules');
+
+  beforeAll(async () => {
+    build = await mkdtemp(join(tmpdir(), 'mcpc-build-'));
+    scratch.push(build);
+    const tsc = createRequire(import.meta.url).resolve('typescript/lib/tsc.js');
+    // --preserveSymlinks: a node_modules that is itself a symlink (a worktree sharing another checkout's
+    // install) would otherwise make declaration emit name paths outside the project.
+    await run(process.execPath, [
+      tsc,
+      '-p',
+      'tsconfig.build.json',
+      '--outDir',
+      join(build, 'dist'),
+      '--preserveSymlinks',
+    ]);
+  }, 180_000);
+
+  afterAll(async () => {
+    for (const dir of scratch) await rm(dir, { recursive: true, force: true });
+  });
+
+  /** A package directory: package.json, README, docs and the build, with only `installed` in node_modules. */
+  async function installed(names: readonly string[]): Promise<string> {
+    const root = await mkdtemp(join(tmpdir(), 'mcpc-install-'));
+    scratch.push(root);
+    for (const file of ['package.json', 'README.md']) await cp(file, join(root, file));
+    await cp('docs', join(root, 'docs'), { recursive: true });
+    await cp(join(build, 'dist'), join(root, 'dist'), { recursive: true });
+    for (const name of names) {
+      await mkdir(dirname(join(root, 'node_modules', name)), { recursive: true });
+      await symlink(await realpath(join(repoModules, name)), join(root, 'node_modules', name), 'dir');
+    }
+    return root;
+  }
+
+  /** `node <args>` in `cwd`: its exit code and output, failing or not. */
+  async function node(
+    cwd: string,
+    args: string[],
+  ): Promise<{ code: number; stdout: string; stderr: string }> {
+    try {
+      const { stdout, stderr } = await run(process.execPath, args, { cwd, timeout: 30_000 });
+      return { code: 0, stdout, stderr };
+    } catch (error) {
+      const e = error as { code?: unknown; stdout?: string; stderr?: string };
+      return {
+        code: typeof e.code === 'number' ? e.code : -1,
+        stdout: e.stdout ?? '',
+        stderr: e.stderr ?? '',
+      };
+    }
+  }
+
+  it('depends on exactly what the transport needs; the rest are optional peers or development tools', async () => {
+    const pkg = JSON.parse(await readFile('package.json', 'utf8'));
+    expect(Object.keys(pkg.dependencies).sort()).toEqual(TRANSPORT_DEPENDENCIES);
+    for (const name of ['commander', 'ws', 'zod']) {
+      expect(pkg.peerDependencies[name], name).toBeDefined();
+      expect(pkg.peerDependenciesMeta[name], name).toEqual({ optional: true });
+    }
+    expect(pkg.peerDependencies['fast-check']).toBeUndefined();
+    for (const name of NOT_FOR_THE_TRANSPORT)
+      expect(pkg.devDependencies[name], name).toMatch(/^\d+\.\d+\.\d+$/);
+    // `npm run verify` runs the simulated world from the repository, not through the published command line.
+    expect(pkg.scripts.verify).toMatch(/properties\//);
+  });
+
+  it('packs no properties/ code, and nothing packed imports fast-check', async () => {
+    const root = await installed([]);
+    const { stdout } = await run('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: root });
+    const files =
+      (JSON.parse(stdout) as Array<{ files: Array<{ path: string }> }>)[0]?.files.map((f) => f.path) ?? [];
+    expect(files).toContain('dist/src/index.js');
+    expect(files).toContain('dist/src/cli/main.js');
+    expect(files.filter((f) => f.includes('properties/'))).toEqual([]);
+    const fastCheck: string[] = [];
+    for (const file of files.filter((f) => f.endsWith('.js'))) {
+      if (/['"]fast-check['"]/.test(await readFile(join(root, file), 'utf8'))) fastCheck.push(file);
+    }
+    expect(fastCheck).toEqual([]);
+  });
+
+  it('every entry point imports with only the dependencies and the peers it needs installed', async () => {
+    const pkg = JSON.parse(await readFile('package.json', 'utf8'));
+    const entries = Object.entries(pkg.exports as Record<string, { import: string }>);
+    expect(entries.length).toBeGreaterThanOrEqual(5);
+    // The SDK is a required peer; redis and better-sqlite3 are the optional peers of their own entry points.
+    const root = await installed([
+      ...TRANSPORT_DEPENDENCIES,
+      '@modelcontextprotocol/sdk',
+      'redis',
+      'better-sqlite3',
+    ]);
+    const imports = entries.map(([, target]) => `await import(${JSON.stringify(target.import)});`).join('\n');
+    const ok = await node(root, ['--input-type=module', '-e', `${imports}\nconsole.log('imported');`]);
+    expect(ok.stderr).toBe('');
+    expect(ok.stdout.trim()).toBe('imported');
+    // The same install really lacks the packages the transport must not need.
+    for (const name of NOT_FOR_THE_TRANSPORT) {
+      const missing = await node(root, ['--input-type=module', '-e', `await import('${name}');`]);
+      expect(missing.stderr, name).toContain(`Cannot find package '${name}'`);
+    }
+  });
+
+  it('the command line, the demo and the inspector name the optional peer they miss', async () => {
+    const bin = join('dist', 'src', 'cli', 'main.js');
+    const transportOnly = await installed([...TRANSPORT_DEPENDENCIES, '@modelcontextprotocol/sdk']);
+    const noCommander = await node(transportOnly, [bin, '--help']);
+    expect(noCommander.code).toBe(1);
+    expect(noCommander.stderr).toContain('needs the package "commander"');
+    expect(noCommander.stderr).toContain('npm install commander');
+
+    const withCommander = await installed([
+      ...TRANSPORT_DEPENDENCIES,
+      '@modelcontextprotocol/sdk',
+      'commander',
+    ]);
+    const help = await node(withCommander, [bin, '--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/demo[\s\S]*inspect/);
+    expect(help.stdout).not.toContain('verify');
+    const noWs = await node(withCommander, [bin, 'inspect', '--port', '0']);
+    expect(noWs.code).toBe(1);
+    expect(noWs.stderr).toContain('needs the package "ws"');
+    const noZod = await node(withCommander, [bin, 'demo', '--no-inspect']);
+    expect(noZod.code).toBe(1);
+    expect(noZod.stderr).toContain('needs the package "zod"');
+
+    // A feed must not throw into the machines it watches: without ws it warns once, naming the package.
+    const feed = await node(withCommander, [
+      '--input-type=module',
+      '-e',
+      "const { createInspectorFeed } = await import('./dist/src/index.js');\n" +
+        "const feed = createInspectorFeed({ url: 'ws://127.0.0.1:9/feed' });\n" +
+        "await new Promise((r) => process.once('warning', (w) => { console.log(w.message); r(); }));\n" +
+        'await feed.close();',
+    ]);
+    expect(feed.stdout).toContain('needs the package "ws"');
   });
 });

@@ -1,117 +1,98 @@
 #!/usr/bin/env node
-import { Command, InvalidArgumentError } from 'commander';
-import { propertyNames, runVerify } from '../../properties/verify-run.js';
-import { runDemo } from '../demo/run-demo.js';
 import { createInspectorFeed } from '../inspect/feed.js';
 import { type InspectorServer, startInspectorServer } from '../inspect/server.js';
 import { ContinuityMetrics } from '../metrics/continuity-metrics.js';
+import { loadOptional, MissingPeerError } from '../optional-peer.js';
 
 /**
  * `mcp-continuity demo`: the design note's scenario, live (what `npm start` runs), fed to an inspector page.
  * `mcp-continuity inspect`: the inspector page alone, for your own clients and servers.
- * `mcp-continuity verify`: the long property exploration (what `npm run verify` runs).
+ * (`npm run verify`, the long property exploration, runs from a clone: properties/verify-cli.ts.)
+ *
+ * Its packages (commander; ws for the inspector; zod for the demo) are optional peer dependencies, loaded
+ * here, so that installing the transport alone does not pull them in. A missing one ends the command with
+ * a line saying which to install.
  */
-const int = (name: string) => (value: string) => {
-  const n = Number(value);
-  if (!Number.isSafeInteger(n) || n < 0) throw new InvalidArgumentError(`${name} must be a whole number`);
-  return n;
-};
+async function main(argv: string[]): Promise<void> {
+  const { Command, InvalidArgumentError } = await loadOptional(() => import('commander'));
+  const int = (name: string) => (value: string) => {
+    const n = Number(value);
+    if (!Number.isSafeInteger(n) || n < 0) throw new InvalidArgumentError(`${name} must be a whole number`);
+    return n;
+  };
 
-const program = new Command()
-  .name('mcp-continuity')
-  .description('MCP Streamable HTTP that never confuses a dropped connection with a lost session');
+  const program = new Command()
+    .name('mcp-continuity')
+    .description('MCP Streamable HTTP that never confuses a dropped connection with a lost session');
 
-program
-  .command('demo')
-  .description(
-    'run the design note scenario: a long charge through a balancer that cuts idle connections, then a chatty tool through a too-small buffer',
-  )
-  .option('--idle-timeout <ms>', "the balancer's idle timeout", int('--idle-timeout'), 250)
-  .option('--charge-ms <ms>', 'how long the charge takes', int('--charge-ms'), 900)
-  .option('--count <n>', 'notifications the chatty tool sends', int('--count'), 300)
-  .option('--buffer <n>', 'events the server keeps per stream', int('--buffer'), 100)
-  .option('--no-inspect', 'do not serve the inspector page')
-  .option('--inspect-port <n>', 'port of the inspector page; 0: any free port', int('--inspect-port'), 0)
-  .option('--wait-for-page', 'start the scenario once an inspector page is open (waits at most 60 s)')
-  .option('--slow', 'wait for the inspector page, and pause 2 s before each part, to watch it live')
-  .option('--hold', 'keep the inspector page serving after the demo ends, until Ctrl-C')
-  .action(async (o: DemoFlags) => {
-    const metrics = new ContinuityMetrics();
-    const inspector = o.inspect ? await startInspectorServer({ port: o.inspectPort }) : undefined;
-    const feed = inspector && createInspectorFeed({ url: inspector.feedUrl, name: 'npm start', metrics });
-    if (inspector) {
-      console.log(`inspector: ${inspector.url}  (the machines of this demo, live)\n`);
-      if (o.waitForPage || o.slow) await waitForPage(inspector);
-    }
-    let held = false;
-    try {
-      const s = await runDemo({
-        idleTimeoutMs: o.idleTimeout,
-        chargeMs: o.chargeMs,
-        chattyCount: o.count,
-        bufferSize: o.buffer,
-        inspect: feed?.inspect,
-        metrics,
-        pauseMs: o.slow ? 2_000 : 0,
-      });
-      held = s.charges === 1 && s.sessionKept && s.lostSilently === 0 && s.duplicates === 0;
-      console.log(held ? '\nAll guarantees held.' : '\nA guarantee was broken: see above.');
-    } finally {
-      await feed?.close();
-    }
-    process.exitCode = held ? 0 : 1;
-    if (inspector && o.hold) {
-      console.log(`\ninspector still serving at ${inspector.url}; Ctrl-C to stop`);
-      await untilSignal();
-    }
-    await inspector?.close();
-  });
-
-program
-  .command('inspect')
-  .description(
-    'serve the live inspector page: the statecharts, cursors, gaps, outcome-unknown calls and metrics of running clients and servers',
-  )
-  .option('--port <n>', 'port to listen on', int('--port'), 4477)
-  .option('--host <host>', 'address to bind (loopback keeps it to this machine)', '127.0.0.1')
-  .action(async (o: { port: number; host: string }) => {
-    const inspector = await startInspectorServer({ port: o.port, host: o.host });
-    console.log(`inspector page: ${inspector.url}`);
-    console.log('feed it from your process, as the `inspect` option of ContinuityClientTransport and/or');
-    console.log(`createContinuityServer: createInspectorFeed({ url: '${inspector.feedUrl}' }).inspect`);
-    console.log(`(or @statelyai/inspect: createWebSocketInspector({ url: '${inspector.feedUrl}' }).inspect)`);
-    await untilSignal();
-    await inspector.close();
-  });
-
-program
-  .command('verify')
-  .description('explore the model: random fault schedules per property, and an exhaustive search')
-  .option('--runs <n>', 'random runs per property', int('--runs'), Number(process.env.MCPC_RUNS ?? 20_000))
-  .option(
-    '--seed <n>',
-    'seed (replays a CI failure together with --path)',
-    (v) => Number(v),
-    process.env.MCPC_SEED ? Number(process.env.MCPC_SEED) : undefined,
-  )
-  .option('--path <path>', 'counterexample path printed by a failure')
-  .option('--property <name...>', `only these properties: ${propertyNames().join(', ')}`)
-  .option(
-    '--depth <n>',
-    'exhaustive search depth (0: skip)',
-    int('--depth'),
-    Number(process.env.MCPC_DEPTH ?? 0),
-  )
-  .action((o: { runs: number; seed?: number; path?: string; property?: string[]; depth: number }) => {
-    const ok = runVerify({
-      runs: o.runs,
-      seed: o.seed,
-      path: o.path,
-      properties: o.property,
-      depth: o.depth,
+  program
+    .command('demo')
+    .description(
+      'run the design note scenario: a long charge through a balancer that cuts idle connections, then a chatty tool through a too-small buffer',
+    )
+    .option('--idle-timeout <ms>', "the balancer's idle timeout", int('--idle-timeout'), 250)
+    .option('--charge-ms <ms>', 'how long the charge takes', int('--charge-ms'), 900)
+    .option('--count <n>', 'notifications the chatty tool sends', int('--count'), 300)
+    .option('--buffer <n>', 'events the server keeps per stream', int('--buffer'), 100)
+    .option('--no-inspect', 'do not serve the inspector page')
+    .option('--inspect-port <n>', 'port of the inspector page; 0: any free port', int('--inspect-port'), 0)
+    .option('--wait-for-page', 'start the scenario once an inspector page is open (waits at most 60 s)')
+    .option('--slow', 'wait for the inspector page, and pause 2 s before each part, to watch it live')
+    .option('--hold', 'keep the inspector page serving after the demo ends, until Ctrl-C')
+    .action(async (o: DemoFlags) => {
+      const { runDemo } = await loadOptional(() => import('../demo/run-demo.js'));
+      const metrics = new ContinuityMetrics();
+      const inspector = o.inspect ? await startInspectorServer({ port: o.inspectPort }) : undefined;
+      const feed = inspector && createInspectorFeed({ url: inspector.feedUrl, name: 'npm start', metrics });
+      if (inspector) {
+        console.log(`inspector: ${inspector.url}  (the machines of this demo, live)\n`);
+        if (o.waitForPage || o.slow) await waitForPage(inspector);
+      }
+      let held = false;
+      try {
+        const s = await runDemo({
+          idleTimeoutMs: o.idleTimeout,
+          chargeMs: o.chargeMs,
+          chattyCount: o.count,
+          bufferSize: o.buffer,
+          inspect: feed?.inspect,
+          metrics,
+          pauseMs: o.slow ? 2_000 : 0,
+        });
+        held = s.charges === 1 && s.sessionKept && s.lostSilently === 0 && s.duplicates === 0;
+        console.log(held ? '\nAll guarantees held.' : '\nA guarantee was broken: see above.');
+      } finally {
+        await feed?.close();
+      }
+      process.exitCode = held ? 0 : 1;
+      if (inspector && o.hold) {
+        console.log(`\ninspector still serving at ${inspector.url}; Ctrl-C to stop`);
+        await untilSignal();
+      }
+      await inspector?.close();
     });
-    process.exitCode = ok ? 0 : 1;
-  });
+
+  program
+    .command('inspect')
+    .description(
+      'serve the live inspector page: the statecharts, cursors, gaps, outcome-unknown calls and metrics of running clients and servers',
+    )
+    .option('--port <n>', 'port to listen on', int('--port'), 4477)
+    .option('--host <host>', 'address to bind (loopback keeps it to this machine)', '127.0.0.1')
+    .action(async (o: { port: number; host: string }) => {
+      const inspector = await startInspectorServer({ port: o.port, host: o.host });
+      console.log(`inspector page: ${inspector.url}`);
+      console.log('feed it from your process, as the `inspect` option of ContinuityClientTransport and/or');
+      console.log(`createContinuityServer: createInspectorFeed({ url: '${inspector.feedUrl}' }).inspect`);
+      console.log(
+        `(or @statelyai/inspect: createWebSocketInspector({ url: '${inspector.feedUrl}' }).inspect)`,
+      );
+      await untilSignal();
+      await inspector.close();
+    });
+
+  await program.parseAsync(argv);
+}
 
 interface DemoFlags {
   idleTimeout: number;
@@ -143,4 +124,10 @@ function untilSignal(): Promise<void> {
   });
 }
 
-await program.parseAsync(process.argv);
+try {
+  await main(process.argv);
+} catch (error) {
+  if (!(error instanceof MissingPeerError)) throw error;
+  console.error(`mcp-continuity: ${error.message}`);
+  process.exitCode = 1;
+}

@@ -1,5 +1,6 @@
-import { WebSocket } from 'ws';
+import type { WebSocket } from 'ws';
 import type { InspectionEvent, Observer } from 'xstate';
+import { loadOptional } from '../optional-peer.js';
 import { compact, DEFINITION_LIMITS } from './compact.js';
 import { isMarkerAction } from './markers.js';
 import type { FeedActor, FeedMessage } from './wire.js';
@@ -44,7 +45,8 @@ const RECONNECT_MS = [250, 1_000, 2_000, 5_000];
  * Inspection runs inside the machines' own step, so this never throws into it and never waits: events are
  * compacted at once (context is updated in place by some machines) and sent in batches. While the
  * inspector is unreachable it reconnects with backoff and keeps a bounded queue; on (re)connect it first
- * re-registers every live actor with its latest snapshot.
+ * re-registers every live actor with its latest snapshot. Needs the `ws` package (an optional peer
+ * dependency): without it, the feed emits one process warning naming it and sends nothing.
  */
 export function createInspectorFeed(options: InspectorFeedOptions): InspectorFeed {
   const url = String(options.url);
@@ -78,9 +80,27 @@ export function createInspectorFeed(options: InspectorFeedOptions): InspectorFee
     socket.send(JSON.stringify(queue.splice(0)));
   }
 
+  // `ws` is an optional peer dependency: loaded on the first connect. Without it the feed warns once and
+  // behaves as if the inspector were unreachable (bounded queue), since it must never throw into a machine.
+  let wsModule: Promise<typeof import('ws') | undefined> | undefined;
+  const loadWs = () => {
+    wsModule ??= loadOptional(() => import('ws')).catch((error: unknown) => {
+      process.emitWarning(error instanceof Error ? error.message : String(error));
+      return undefined;
+    });
+    return wsModule;
+  };
+
   function connect(): void {
     if (closed) return;
-    const ws = new WebSocket(url, { handshakeTimeout: 5_000 });
+    void loadWs().then((ws) => {
+      if (ws) dial(ws.WebSocket);
+    });
+  }
+
+  function dial(WebSocketClass: typeof WebSocket): void {
+    if (closed) return;
+    const ws = new WebSocketClass(url, { handshakeTimeout: 5_000 });
     socket = ws;
     ws.on('open', () => {
       open = true;
@@ -242,7 +262,7 @@ export function createInspectorFeed(options: InspectorFeedOptions): InspectorFee
           resolve();
         });
         // A connection still opening is closed when it opens (ws throws on close() before that).
-        if (ws.readyState === WebSocket.CONNECTING) ws.on('open', () => ws.close(1000));
+        if (ws.readyState === 0 /* CONNECTING */) ws.on('open', () => ws.close(1000));
         else ws.close(1000);
       });
     },

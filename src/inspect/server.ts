@@ -1,7 +1,8 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { type RawData, type WebSocket, WebSocketServer } from 'ws';
+import type { RawData, WebSocket } from 'ws';
+import { loadOptional } from '../optional-peer.js';
 import { type HubLimits, InspectionHub } from './hub.js';
 import { PAGE_HTML, PAGE_SCRIPT, PAGE_STYLE } from './page/index.js';
 import type { PageMessage } from './wire.js';
@@ -39,9 +40,13 @@ const LOOPBACK_BIND = /^(127\.|::1$|localhost$)/;
  * `mcp-continuity inspect`: serves the inspector page (bundled, no CDN) and a WebSocket hub. Feeds send
  * inspection events to `/feed`; pages listen on `/live`, get a replay of what is known, then every change.
  * A page also relays what @statelyai/inspect's browser inspector posts to its window.
+ *
+ * Needs the `ws` package (an optional peer dependency); rejects with a `MissingPeerError` naming it otherwise.
  */
 export async function startInspectorServer(options: InspectorServerOptions = {}): Promise<InspectorServer> {
   const host = options.host ?? '127.0.0.1';
+  // `ws` is an optional peer dependency of the package; a missing one is a MissingPeerError naming it.
+  const { WebSocketServer } = await loadOptional(() => import('ws'));
   const hub = new InspectionHub(options.limits);
   const wss = new WebSocketServer({ noServer: true, maxPayload: options.maxMessageBytes ?? 4 * 1024 * 1024 });
   const viewers = new Set<WebSocket>();

@@ -28,7 +28,9 @@ export function actorLabel(machine: string, context: unknown, fallback: string):
   const ctx = obj(context);
   const stream = obj(ctx.stream);
   if (machine === 'stream' && typeof stream.key === 'string') return `stream ${stream.key}`;
-  if (machine === 'serverSession') return `server ${short(ctx.sessionId)}`;
+  // Before its first snapshot an actor has no context yet: a bare name, never "server undefined".
+  if (machine === 'serverSession')
+    return typeof ctx.sessionId === 'string' ? `server ${short(ctx.sessionId)}` : 'server';
   if (machine === 'client') return ctx.sessionId ? `client ${short(ctx.sessionId)}` : 'client';
   return machine || fallback;
 }

@@ -17,6 +17,72 @@ interface Seen {
   machine: string;
   state: string;
   t: number;
+  /** Stream cards: what the card says of the stream when it shows this state. */
+  stream?: { key: string; kind: string; attempt: string | undefined };
+}
+
+/** Text or an attribute the page showed with "undefined" (or "NaN", "null") in it, and where. */
+interface Leak {
+  where: string;
+  text: string;
+}
+
+/**
+ * Records every moment the page shows a value it could not read: "undefined", "NaN" or "null" in the text
+ * of anything added to the body, or in any attribute set on it. Checked for the whole run, not only at its end.
+ */
+function recordLeaks(): void {
+  const w = window as unknown as { __leaks: Leak[] };
+  w.__leaks = [];
+  const BAD = /\b(undefined|NaN|null)\b/;
+  const where = (el: Element | null) =>
+    el
+      ? `${el.tagName.toLowerCase()}${el.className ? `.${String(el.className).split(' ').join('.')}` : ''}`
+      : '?';
+  const leak = (el: Element | null, text: string) => {
+    if (w.__leaks.length < 20) w.__leaks.push({ where: where(el), text: text.slice(0, 200) });
+  };
+  const checkElement = (el: Element) => {
+    if (el.closest('script, style')) return;
+    for (const attr of el.attributes) if (BAD.test(attr.value)) leak(el, `${attr.name}="${attr.value}"`);
+    for (const child of el.querySelectorAll('*')) {
+      for (const attr of child.attributes)
+        if (BAD.test(attr.value)) leak(child, `${attr.name}="${attr.value}"`);
+    }
+    if (BAD.test(el.textContent ?? '')) leak(el, el.textContent ?? '');
+  };
+  new MutationObserver((mutations) => {
+    for (const m of mutations) {
+      if (!document.body?.contains(m.target)) continue;
+      if (m.type === 'attributes' && m.attributeName) {
+        const value = (m.target as Element).getAttribute(m.attributeName) ?? '';
+        if (BAD.test(value)) leak(m.target as Element, `${m.attributeName}="${value}"`);
+      }
+      if (m.type === 'characterData' && BAD.test(m.target.textContent ?? ''))
+        leak(m.target.parentElement, m.target.textContent ?? '');
+      for (const node of m.addedNodes) {
+        if (node instanceof Element) checkElement(node);
+        else if (node.nodeType === Node.TEXT_NODE && BAD.test(node.textContent ?? ''))
+          leak(node.parentElement, node.textContent ?? '');
+      }
+    }
+  }).observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
+}
+
+/** What the page shows now, read as a person would (every text and attribute of the body), with no leaks. */
+function leaksNow(): Leak[] {
+  const BAD = /\b(undefined|NaN|null)\b/;
+  const out: Leak[] = [];
+  for (const el of document.body.querySelectorAll('*')) {
+    if (el.closest('script, style')) continue;
+    for (const attr of el.attributes)
+      if (BAD.test(attr.value)) out.push({ where: el.tagName, text: attr.value });
+    for (const node of el.childNodes) {
+      if (node.nodeType === Node.TEXT_NODE && BAD.test(node.textContent ?? ''))
+        out.push({ where: el.tagName, text: node.textContent ?? '' });
+    }
+  }
+  return out;
 }
 
 const ARTIFACT = resolve('artifacts/inspector.png');
@@ -31,7 +97,19 @@ function recordStates(): void {
     const state = el.getAttribute('data-state');
     if (!id || state === null || w.__last[id] === state) return;
     w.__last[id] = state;
-    w.__seen.push({ id, machine: el.getAttribute('data-machine') ?? '', state, t: performance.now() });
+    const machine = el.getAttribute('data-machine') ?? '';
+    const seen: Seen = { id, machine, state, t: performance.now() };
+    // Observer callbacks run after the page's render, so the card's facts are those of this state.
+    if (machine === 'stream') {
+      const facts = [...el.querySelectorAll('dl.facts dt')];
+      const attempt = facts.find((dt) => dt.textContent === 'attempt')?.nextElementSibling?.textContent;
+      seen.stream = {
+        key: el.getAttribute('data-stream-key') ?? '',
+        kind: el.getAttribute('data-stream-kind') ?? '',
+        attempt: attempt ?? undefined,
+      };
+    }
+    w.__seen.push(seen);
   };
   new MutationObserver((mutations) => {
     for (const m of mutations) {
@@ -112,6 +190,7 @@ describe('the inspector page in chromium during `npm start`', () => {
     const pageErrors: string[] = [];
     page.on('pageerror', (e) => pageErrors.push(e.message));
     await page.addInitScript(recordStates);
+    await page.addInitScript(recordLeaks);
     await page.addInitScript({ content: `window.__backoffAndBack = ${backoffAndBack.toString()};` });
     await page.goto(url);
 
@@ -148,6 +227,24 @@ describe('the inspector page in chromium during `npm start`', () => {
     const closedAt = client.find((s) => s.state === 'closed')?.t as number;
     expect(backAt).toBeLessThan(closedAt);
 
+    // Every stream card said what kind of stream it is and how many attempts it has made, of how many.
+    const streams = seen.filter((s) => s.machine === 'stream');
+    expect(streams.length).toBeGreaterThan(0);
+    for (const s of streams) {
+      const card = s.stream;
+      expect(card, s.id).toBeDefined();
+      expect(card?.key, s.id).toMatch(/\S/);
+      expect(['request', 'standalone', 'message'], `${s.id}: ${card?.kind}`).toContain(card?.kind);
+      expect(card?.attempt, `${s.id} (${card?.kind})`).toMatch(
+        card?.kind === 'standalone' ? /^\d+$/ : /^\d+ of \d+$/,
+      );
+    }
+    const kinds = new Set(streams.map((s) => s.stream?.kind));
+    expect(kinds.has('request') && kinds.has('standalone')).toBe(true);
+    // Nothing the page showed during the run, nor shows now, read "undefined", "NaN" or "null".
+    expect(await page.evaluate(() => (window as unknown as { __leaks: Leak[] }).__leaks)).toEqual([]);
+    expect(await page.evaluate(leaksNow)).toEqual([]);
+
     const gap = await page.locator('#marker-list .marker.gap').first().textContent();
     expect(gap).toMatch(/gap on .+: \d+ events lost \(resume_window_exceeded\)/);
     // The client and the server machine of the same Mcp-Session-Id are drawn side by side.
@@ -163,5 +260,24 @@ describe('the inspector page in chromium during `npm start`', () => {
 
     await page.screenshot({ path: ARTIFACT, fullPage: true });
     console.log(`inspector screenshots: ${LIVE_ARTIFACT} (during the demo), ${ARTIFACT} (at its end)`);
+
+    // A page opened after the gap happened gets it from the replay: the marker, and the session's badge.
+    const late = await browser.context.newPage();
+    const lateErrors: string[] = [];
+    late.on('pageerror', (e) => lateErrors.push(e.message));
+    await late.goto(url);
+    await late.waitForSelector('.actor[data-machine="client"][data-state="closed"]', { timeout: 10_000 });
+    await late.waitForSelector('#marker-list .marker.gap', { timeout: 10_000 });
+    const badge = late.locator('.session-group .badge.gap');
+    await badge.first().waitFor({ timeout: 10_000 });
+    expect(await badge.first().textContent()).toMatch(/^\d+ gaps?$/);
+    const badgeGroup = await badge
+      .first()
+      .evaluate(
+        (el) => el.closest('.session-group')?.querySelector('.actor[data-machine="client"]') !== null,
+      );
+    expect(badgeGroup).toBe(true);
+    expect(await late.evaluate(leaksNow)).toEqual([]);
+    expect(lateErrors).toEqual([]);
   }, 120_000);
 });

@@ -16,7 +16,10 @@ var t0 = null;
 var timer = null;
 var socket = null;
 var relayQueue = [];
+var markers = [];
+var badgesDirty = false;
 var ENDED_STREAM_MS = 5000;
+var MAX_MARKERS = 2000;
 
 function $(id) { return document.getElementById(id); }
 function when(ms) {
@@ -37,6 +40,7 @@ function resetAll() {
   figureTables.clear();
   dirty.clear();
   pendingRows = [];
+  markers = [];
   t0 = null;
   var sessions = $('sessions');
   while (sessions.lastChild && sessions.lastChild.id !== 'empty') sessions.removeChild(sessions.lastChild);
@@ -120,7 +124,7 @@ function ensureGroup(key) {
   var g = groups.get(key);
   if (g) return g;
   var title = key.indexOf('mcp:') === 0 ? 'MCP session ' + key.slice(4) : 'no session yet';
-  g = { key: key, counts: { gap: 0, 'outcome-unknown': 0 } };
+  g = { key: key };
   g.badges = h('span');
   g.clients = h('div', { class: 'clients' }, [h('h3', { text: 'client' })]);
   g.servers = h('div', { class: 'servers' }, [h('h3', { text: 'server' })]);
@@ -150,9 +154,12 @@ function dropEmptyGroups() {
   });
 }
 
+/* A stream machine's fixed description (key, kind, policy) is nested in its context as context.stream. */
+function streamInputOf(ctx) { return (ctx && ctx.stream) || {}; }
+
 function labelOf(view) {
   var ctx = view.snapshot.context || {};
-  if (view.machine === 'stream') return 'stream ' + (ctx.stream && ctx.stream.key);
+  if (view.machine === 'stream') return 'stream ' + (streamInputOf(ctx).key || '?');
   if (view.machine === 'client') return 'client session machine';
   if (view.machine === 'serverSession') return 'server session machine';
   return view.machine;
@@ -165,7 +172,11 @@ function renderActor(view) {
   view.el.setAttribute('data-state', state);
   view.el.setAttribute('data-status', snap.status);
   view.el.classList.toggle('ended', snap.status !== 'active');
-  if (view.machine === 'stream') view.el.setAttribute('data-stream-key', String((snap.context || {}).key));
+  if (view.machine === 'stream') {
+    var input = streamInputOf(snap.context);
+    view.el.setAttribute('data-stream-key', input.key || '');
+    view.el.setAttribute('data-stream-kind', input.kind || '');
+  }
   view.nameEl.textContent = labelOf(view);
   view.stateEl.textContent = state;
   view.statusEl.textContent = snap.status === 'active' ? '' : snap.status;
@@ -205,18 +216,28 @@ function clientFacts(c) {
     var e = ledger[k] || {};
     var r = e.request || {};
     var name = r.params && r.params.name;
-    return k + ' ' + r.method + (name ? ' ' + name : '') + (e.resends ? ' (re-sent ' + e.resends + '×)' : '');
+    return k + ' ' + (r.method || '?') + (name ? ' ' + name : '') + (e.resends ? ' (re-sent ' + e.resends + '×)' : '');
   });
-  var adv = c.advertisement;
   return facts([
     ['Mcp-Session-Id', c.sessionId || '(none yet)'],
     ['protocol', c.protocolVersion],
-    ['server promises', adv ? 'retention ' + adv.retentionMs + ' ms / ' + adv.maxEventsPerStream + ' events, idle TTL ' +
-      adv.idleTtlMs + ' ms' + (adv.gapSignalling ? ', flags gaps' : '') + (adv.duplicateRequestProtection ? ', dedupes' : '') : undefined],
+    ['server promises', promisesText(c.advertisement)],
     ['calls in flight (ledger)', pending.length ? pending.join('; ') : 'none'],
     ['queued while re-initializing', c.queue && c.queue.length ? c.queue.length : undefined],
     ['to re-send on the new session', c.resendQueue && c.resendQueue.length ? c.resendQueue.length : undefined],
   ]);
+}
+
+/* Only what the server advertised: each promise is optional. */
+function promisesText(adv) {
+  if (!adv) return undefined;
+  var parts = [];
+  if (typeof adv.retentionMs === 'number') parts.push('retention ' + adv.retentionMs + ' ms');
+  if (typeof adv.maxEventsPerStream === 'number') parts.push(adv.maxEventsPerStream + ' events per stream');
+  if (typeof adv.idleTtlMs === 'number') parts.push('idle TTL ' + adv.idleTtlMs + ' ms');
+  if (adv.gapSignalling) parts.push('flags gaps');
+  if (adv.duplicateRequestProtection) parts.push('dedupes');
+  return parts.length ? parts.join(', ') : 'nothing';
 }
 
 function cursorTable(c) {
@@ -229,7 +250,7 @@ function cursorTable(c) {
   keys.forEach(function (k) {
     var cur = cursors[k] || {};
     table.appendChild(h('tr', { 'data-cursor': k }, [
-      h('td', { text: k }), h('td', { text: cur.kind }), h('td', { text: cur.lastEventId || '—' }),
+      h('td', { text: k }), h('td', { text: cur.kind || '' }), h('td', { text: cur.lastEventId || '—' }),
     ]));
   });
   if (keys.length === 0) table.appendChild(h('tr', {}, [h('td', { text: 'none', colspan: 3 })]));
@@ -238,17 +259,24 @@ function cursorTable(c) {
 
 function decisionText(d) {
   if (!d || !d.action) return undefined;
-  if (d.action === 'events-lost') return 'events lost (' + (d.gap && d.gap.reason) + ', ' + (d.gap && d.gap.lostCount) + ')';
+  if (d.action === 'events-lost') {
+    var gap = d.gap || {};
+    return 'events lost (' + (gap.reason || 'unknown reason') + ', ' +
+      (typeof gap.lostCount === 'number' ? gap.lostCount : 'count unknown') + ')';
+  }
   var extra = d.reason || d.status;
   return d.action + (extra ? ' (' + extra + ')' : '');
 }
 
 function streamFacts(c, state) {
-  var policy = c.policy || {};
+  var input = streamInputOf(c);
+  var maxRetries = (input.policy || {}).maxRetries;
+  // The standalone stream reconnects without a limit; the others give up after maxRetries.
+  var limit = input.kind !== 'standalone' && typeof maxRetries === 'number' ? ' of ' + maxRetries : '';
   return facts([
-    ['kind', c.kind],
+    ['kind', input.kind],
     ['cursor', c.lastEventId || '—'],
-    ['attempt', c.attempt + (c.kind === 'standalone' ? '' : ' of ' + policy.maxRetries)],
+    ['attempt', typeof c.attempt === 'number' ? c.attempt + limit : undefined],
     ['reconnect in', state === 'backoff' ? c.nextDelayMs + ' ms' : undefined],
     ['last close', decisionText(c.decision)],
     ["server's retry", c.serverRetryMs !== undefined ? c.serverRetryMs + ' ms' : undefined],
@@ -279,7 +307,7 @@ function serverFacts(c, windows) {
     var s = streams[n] || {};
     var w = windows.get(Number(n));
     table.appendChild(h('tr', { 'data-stream': n }, [
-      h('td', { text: n }), h('td', { text: s.kind }), h('td', { text: s.requestKey || '' }),
+      h('td', { text: n }), h('td', { text: s.kind || '' }), h('td', { text: s.requestKey || '' }),
       h('td', { text: w ? w.oldest + '..' + w.head + ' (' + Math.max(0, w.head - w.oldest + 1) + ')' + (w.finished ? ', finished' : '') : '—' }),
       h('td', { text: w && w.requestedSeq !== undefined ? String(w.requestedSeq) + (w.requestedSeq + 1 < w.oldest ? ' (evicted)' : '') : '' }),
     ]));
@@ -295,15 +323,33 @@ function addMarker(marker, text) {
     h('span', { class: 'when', text: when(marker.at) }), text,
   ]);
   $('marker-list').appendChild(li);
-  var view = actors.get(marker.actorId);
-  var g = view ? groups.get(groupKeyOf(view)) : undefined;
-  if (g) {
-    g.counts[marker.kind]++;
-    g.badges.textContent = '';
-    if (g.counts.gap) g.badges.appendChild(h('span', { class: 'badge gap', text: g.counts.gap + ' gap' + (g.counts.gap > 1 ? 's' : '') }));
-    if (g.counts['outcome-unknown']) g.badges.appendChild(h('span', { class: 'badge outcome-unknown', text: g.counts['outcome-unknown'] + ' outcome unknown' }));
-  }
+  markers.push(marker);
+  if (markers.length > MAX_MARKERS) markers.shift();
+  badgesDirty = true;
   renderCounts();
+}
+
+/*
+ * Each session group's badges, counted from the markers of its actors. Counted at render time, not when a
+ * marker arrives: a page that opens late gets the markers in the same batch as the actors, before any
+ * group exists, and an actor changes group when it learns its Mcp-Session-Id.
+ */
+function renderBadges() {
+  var counts = new Map();
+  markers.forEach(function (m) {
+    var view = actors.get(m.actorId);
+    if (!view) return;
+    var key = groupKeyOf(view);
+    var c = counts.get(key) || { gap: 0, 'outcome-unknown': 0 };
+    if (c[m.kind] !== undefined) c[m.kind]++;
+    counts.set(key, c);
+  });
+  groups.forEach(function (g, key) {
+    var c = counts.get(key) || { gap: 0, 'outcome-unknown': 0 };
+    g.badges.textContent = '';
+    if (c.gap) g.badges.appendChild(h('span', { class: 'badge gap', text: c.gap + ' gap' + (c.gap > 1 ? 's' : '') }));
+    if (c['outcome-unknown']) g.badges.appendChild(h('span', { class: 'badge outcome-unknown', text: c['outcome-unknown'] + ' outcome unknown' }));
+  });
 }
 
 function renderCounts() {
@@ -359,9 +405,11 @@ function flushTimeline() {
 }
 
 function render() {
+  if (dirty.size > 0) badgesDirty = true;
   dirty.forEach(function (id) { var view = actors.get(id); if (view) renderActor(view); });
   dirty.clear();
   dropEmptyGroups();
+  if (badgesDirty) { renderBadges(); badgesDirty = false; }
   flushTimeline();
   $('empty').style.display = actors.size === 0 ? '' : 'none';
 }

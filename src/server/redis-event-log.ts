@@ -1,4 +1,3 @@
-import { createClient } from 'redis';
 import type { JsonRpcMessage } from '../../machines/jsonrpc.js';
 import {
   DEFAULT_RETENTION_POLICY,
@@ -13,6 +12,7 @@ import type {
   SharedSessionStore,
   StoredEvent,
 } from './event-log.js';
+import { createRedisClient, type RedisClientWith } from './redis-client.js';
 import { script } from './redis-script.js';
 import { RedisSharedStore, SHARED_SCRIPTS } from './redis-shared-store.js';
 
@@ -170,9 +170,7 @@ const SCRIPTS = {
   mcpcDrop: script(2, DROP),
 };
 
-const connect = (url: string) => createClient({ url, scripts: SCRIPTS });
-export type RedisLogClient = ReturnType<typeof connect>;
-type Client = RedisLogClient;
+type Client = RedisClientWith<typeof SCRIPTS>;
 
 type ReadReply = [number, number, number, string[], (number | string)[], number];
 
@@ -214,7 +212,7 @@ export class RedisEventLog implements EventLog {
     };
     this.now = options.now ?? Date.now;
     this.prefix = options.keyPrefix ?? 'mcpc:';
-    this.client = connect(options.url);
+    this.client = createRedisClient(options.url, SCRIPTS);
     // Without a listener an 'error' event (a dropped connection the client is retrying) would crash.
     const onError = options.onError;
     this.client.on('error', (error: unknown) => onError?.(error));

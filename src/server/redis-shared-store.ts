@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { JsonRpcMessage } from '../../machines/jsonrpc.js';
 import type { SessionRecord, SharedSessionStore, StoreChange } from './event-log.js';
-import type { RedisLogClient } from './redis-event-log.js';
+import type { RedisClientWith } from './redis-client.js';
 import { script } from './redis-script.js';
 
 /**
@@ -26,6 +26,7 @@ export const SHARED_SCRIPTS = {
   mcpcCommit: script(1, COMMIT),
   mcpcTouch: script(1, TOUCH),
 };
+type Client = RedisClientWith<typeof SHARED_SCRIPTS>;
 
 /** Change reports kept for instances that fall behind; beyond that, readers' polling catches up. */
 const FEED_LENGTH = 10_000;
@@ -44,7 +45,7 @@ export class RedisSharedStore implements SharedSessionStore {
   private readonly watchers = new Set<() => void>();
 
   constructor(
-    private readonly client: () => Promise<RedisLogClient>,
+    private readonly client: () => Promise<Client>,
     private readonly prefix: string,
     private readonly recordKey: (sessionId: string) => string,
     private readonly now: () => number,
@@ -131,7 +132,7 @@ export class RedisSharedStore implements SharedSessionStore {
 
   watch(listener: (change: StoreChange) => void): () => void {
     let stopped = false;
-    let reader: RedisLogClient | undefined;
+    let reader: Client | undefined;
     const stop = () => {
       stopped = true;
       this.watchers.delete(stop);

@@ -19,6 +19,8 @@ export const JsonRpcCode = {
   INVALID_REQUEST: -32600,
   /** Body is not JSON. JSON-RPC's own code. */
   PARSE_ERROR: -32700,
+  /** The server failed while handling a request. JSON-RPC's own code. */
+  INTERNAL_ERROR: -32603,
 } as const;
 
 /** Why a call ended as outcome unknown. Carried in `error.data.reason`. */
@@ -67,3 +69,23 @@ export const StopReason = {
   notOffered: 'not_offered',
 } as const;
 export type StopReason = (typeof StopReason)[keyof typeof StopReason];
+
+/**
+ * Errors this package reports through `Transport.onerror` (as a `ContinuityError`, src/errors.ts), each with
+ * a stable code to match on (the message is for people).
+ */
+export const ErrorCode = {
+  /** Events were lost (a 410, or a stream that could not be resumed); `detail` is the gap report. */
+  eventsLost: 'MCPC_EVENTS_LOST',
+  /** A replayed response to a request this process never sent, and no `onOrphanResult` was given. */
+  orphanResult: 'MCPC_ORPHAN_RESULT',
+  /** A stream failed in a way that belongs to no request. */
+  transport: 'MCPC_TRANSPORT',
+  /** An SSE event carried data that is not JSON-RPC. */
+  malformedEvent: 'MCPC_MALFORMED_EVENT',
+  /** The cursor store could not be written: continuity across a restart is at risk. */
+  cursorStore: 'MCPC_CURSOR_STORE',
+  /** The configuration breaks a condition of validity (see `transport.assessment()`). */
+  condition: 'MCPC_CONDITION',
+} as const;
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];

@@ -1,22 +1,11 @@
+import { ErrorCode } from '../machines/codes.js';
+
 /**
  * Errors this package reports through `Transport.onerror`, each with a stable code to match on (the
  * message is for people). Branded with `Symbol.for` so `isContinuityError` works across package copies.
+ * The codes are tabled with every other code in machines/codes.ts.
  */
-export const ErrorCode = {
-  /** Events were lost (a 410, or a stream that could not be resumed); `detail` is the gap report. */
-  eventsLost: 'MCPC_EVENTS_LOST',
-  /** A replayed response to a request this process never sent, and no `onOrphanResult` was given. */
-  orphanResult: 'MCPC_ORPHAN_RESULT',
-  /** A stream failed in a way that belongs to no request. */
-  transport: 'MCPC_TRANSPORT',
-  /** An SSE event carried data that is not JSON-RPC. */
-  malformedEvent: 'MCPC_MALFORMED_EVENT',
-  /** The cursor store could not be written: continuity across a restart is at risk. */
-  cursorStore: 'MCPC_CURSOR_STORE',
-  /** The configuration breaks a condition of validity (see `transport.assessment()`). */
-  condition: 'MCPC_CONDITION',
-} as const;
-export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+export { ErrorCode };
 
 const BRAND = Symbol.for('mcp-continuity.error');
 

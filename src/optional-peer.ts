@@ -25,10 +25,8 @@ export class MissingPeerError extends Error {
 function missingPeerOf(error: unknown): OptionalPeer | undefined {
   const e = error as { code?: unknown; message?: unknown };
   if (e?.code !== 'ERR_MODULE_NOT_FOUND' || typeof e.message !== 'string') return undefined;
-  const name = /Cannot find (?:package|module) '([^']+)'/.exec(e.message)?.[1];
-  return Object.keys(OPTIONAL_PEERS).find(
-    (peer) => name === peer || name?.endsWith(`/node_modules/${peer}`),
-  ) as OptionalPeer | undefined;
+  const name = /Cannot find package '([^']+)'/.exec(e.message)?.[1];
+  return name !== undefined && Object.hasOwn(OPTIONAL_PEERS, name) ? (name as OptionalPeer) : undefined;
 }
 
 /**

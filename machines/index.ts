@@ -11,6 +11,8 @@ export * from './decide.js';
 export * from './event-id.js';
 export * from './jsonrpc.js';
 export * from './server/admission.js';
+export * from './server/limits.js';
+export * from './server/message-shape.js';
 export * from './server/retention.js';
 export * from './server/routing.js';
 export * from './server/session.machine.js';

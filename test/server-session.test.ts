@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createActor, SimulatedClock } from 'xstate';
+import { JsonRpcCode } from '../machines/codes.js';
 import { appendToWindow, EMPTY_WINDOW } from '../machines/server/retention.js';
 import { type ServerSessionEmitted, serverSessionMachine } from '../machines/server/session.machine.js';
 
@@ -169,6 +170,102 @@ describe('server session machine', () => {
     expect(overslept.getSnapshot().value).toEqual({ ended: 'expired' });
   });
 
+  describe('a request the SDK server does not answer never holds the session', () => {
+    const running = (s: ReturnType<typeof session>) => s.actor.getSnapshot().context.running;
+
+    it('cancelled: settled with no answer, its stream ends, and the idle TTL fires', () => {
+      const s = session();
+      s.actor.send({ type: 'request.received', requestKey: 'n:1' });
+      s.actor.send({ type: 'request.unanswered', requestKey: 'n:1', cause: 'cancelled' });
+      expect(s.emitted.at(-1)).toEqual({
+        type: 'decision.unanswered',
+        requestKey: 'n:1',
+        stream: 1,
+        answer: undefined,
+      });
+      expect(running(s)).toEqual({});
+      expect(s.actor.getSnapshot().value).toEqual({ live: 'idle' });
+      s.clock.increment(1_000);
+      expect(s.actor.getSnapshot().value).toEqual({ ended: 'expired' });
+    });
+
+    it('rejected by the SDK schema: settled with an Invalid Request answer', () => {
+      const s = session();
+      s.actor.send({ type: 'request.received', requestKey: 's:x' });
+      s.actor.send({ type: 'request.unanswered', requestKey: 's:x', cause: 'rejected' });
+      expect(s.last()).toMatchObject({
+        type: 'decision.unanswered',
+        stream: 1,
+        answer: { code: JsonRpcCode.INVALID_REQUEST },
+      });
+      expect(s.actor.getSnapshot().context.inFlight).toBe(0);
+      s.clock.increment(1_000);
+      expect(s.actor.getSnapshot().value).toEqual({ ended: 'expired' });
+    });
+
+    it('failed (the SDK unreachable, or its answer could not be stored): settled with an Internal error answer', () => {
+      const s = session();
+      s.actor.send({ type: 'request.received', requestKey: 'n:7' });
+      s.actor.send({ type: 'request.unanswered', requestKey: 'n:7', cause: 'failed' });
+      expect(s.last()).toMatchObject({
+        type: 'decision.unanswered',
+        answer: { code: JsonRpcCode.INTERNAL_ERROR },
+      });
+      s.clock.increment(1_000);
+      expect(s.actor.getSnapshot().value).toEqual({ ended: 'expired' });
+    });
+
+    it('a request settles once: a late cancel, a second answer, or an unknown id change nothing', () => {
+      const s = session();
+      s.actor.send({ type: 'request.received', requestKey: 'n:1' });
+      s.actor.send({ type: 'request.received', requestKey: 'n:2' });
+      s.actor.send({ type: 'request.settled', requestKey: 'n:1' });
+      const count = s.emitted.length;
+      s.actor.send({ type: 'request.unanswered', requestKey: 'n:1', cause: 'cancelled' });
+      s.actor.send({ type: 'request.settled', requestKey: 'n:1' });
+      s.actor.send({ type: 'request.unanswered', requestKey: 'n:99', cause: 'cancelled' });
+      expect(s.emitted.length).toBe(count);
+      // n:2 still runs: the stray reports did not count it down.
+      expect(running(s)).toEqual({ 'n:2': 2 });
+      expect(s.actor.getSnapshot().value).toEqual({ live: 'busy' });
+      s.actor.send({ type: 'request.settled', requestKey: 'n:2' });
+      expect(s.actor.getSnapshot().value).toEqual({ live: 'idle' });
+    });
+
+    it('a cancelled request id stays remembered: re-sent, it is a duplicate, never run again', () => {
+      const s = session();
+      s.actor.send({ type: 'request.received', requestKey: 'n:1' });
+      s.actor.send({ type: 'request.unanswered', requestKey: 'n:1', cause: 'cancelled' });
+      s.actor.send({ type: 'request.received', requestKey: 'n:1' });
+      expect(s.last()).toEqual({ type: 'decision.request', decision: { kind: 'duplicate', stream: 1 } });
+    });
+  });
+
+  it('maxInFlight: a request beyond it is refused and not remembered; after one settles it runs', () => {
+    const clock = new SimulatedClock();
+    const actor = createActor(serverSessionMachine, {
+      clock,
+      input: { sessionId: 'S', epoch: 'ep', idleTtlMs: 1_000, maxInFlight: 2 },
+    }).start();
+    const answers: unknown[] = [];
+    actor.on('decision.request', (e) => answers.push(e.decision));
+    actor.send({ type: 'request.received', requestKey: 'n:1' });
+    actor.send({ type: 'request.received', requestKey: 'n:2' });
+    actor.send({ type: 'request.received', requestKey: 'n:3' });
+    // A re-sent id is still answered with its stream, even at the bound.
+    actor.send({ type: 'request.received', requestKey: 'n:1' });
+    expect(answers).toEqual([
+      { kind: 'execute', stream: 1 },
+      { kind: 'execute', stream: 2 },
+      { kind: 'limited' },
+      { kind: 'duplicate', stream: 1 },
+    ]);
+    expect(actor.getSnapshot().context.requests['n:3']).toBeUndefined();
+    actor.send({ type: 'request.settled', requestKey: 'n:1' });
+    actor.send({ type: 'request.received', requestKey: 'n:3' });
+    expect(answers.at(-1)).toEqual({ kind: 'execute', stream: 3 });
+  });
+
   describe('with a store shared by several instances', () => {
     it('sharedFacts changes with what every instance must agree on, not with local counts', async () => {
       const { sharedFacts } = await import('../machines/server/session.machine.js');
@@ -243,10 +340,14 @@ describe('server session machine', () => {
         snapshot: s.actor.getPersistedSnapshot(),
         input: { sessionId: 'S', epoch: 'ep', idleTtlMs: 1_000, sharedStore: true },
       }).start();
-      adopted.send({ type: 'session.synced', attached: 0, inFlight: 0 });
+      adopted.send({ type: 'session.synced', attached: 0, running: {} });
       expect(adopted.getSnapshot().value).toEqual({ live: 'idle' });
-      adopted.send({ type: 'session.synced', attached: 1, inFlight: 0 });
+      adopted.send({ type: 'session.synced', attached: 1, running: {} });
       expect(adopted.getSnapshot().value).toEqual({ live: 'busy' });
+      adopted.send({ type: 'session.synced', attached: 0, running: { 's:here': 4 } });
+      expect(adopted.getSnapshot().value).toEqual({ live: 'busy' });
+      adopted.send({ type: 'request.settled', requestKey: 's:here' });
+      expect(adopted.getSnapshot().value).toEqual({ live: 'idle' });
       // The request ids the other instance admitted are still duplicates here.
       const answers: unknown[] = [];
       adopted.on('decision.request', (e) => answers.push(e.decision));

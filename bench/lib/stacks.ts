@@ -55,7 +55,11 @@ export async function closeHttp(server: http.Server): Promise<void> {
   await within(new Promise<void>((r) => server.close(() => r())), 2_000);
 }
 
-/** createContinuityServer with library defaults (heartbeat 15 s, MemoryEventLog 1000 events/stream). */
+/**
+ * createContinuityServer with library defaults (heartbeat 15 s, MemoryEventLog 1000 events/stream), except
+ * the session limits: the memory row opens 10,000 sessions from one address, beyond the default share of
+ * one principal (1,000).
+ */
 export async function startOurs(
   options: Partial<ContinuityServerOptions> = {},
 ): Promise<RunningServer & { continuity: ContinuityServer }> {
@@ -63,6 +67,7 @@ export async function startOurs(
   const continuity = createContinuityServer({
     createMcpServer: () => benchMcpServer(),
     onError: (e) => errors.push(String(e)),
+    limits: { maxSessions: 1_000_000, maxSessionsPerPrincipal: 1_000_000 },
     ...options,
   });
   const { server, port } = await listen(continuity.nodeHandler);

@@ -1,5 +1,6 @@
 import { JsonRpcCode } from '../codes.js';
-import { isNotification, isRequest, isResponse, type JsonRpcMessage } from '../jsonrpc.js';
+import { isRequest, type JsonRpcMessage } from '../jsonrpc.js';
+import { checkMessageShape, exceedsJsonDepth } from './message-shape.js';
 
 /**
  * Which HTTP requests reach a session, and the status a bad one gets. Pure: the runtime extracts the
@@ -32,27 +33,47 @@ export interface AdmissionPolicy {
   readonly maxBodyBytes: number;
 }
 
-export type Rejection = { readonly status: number; readonly code: number; readonly message: string };
+export type Rejection = {
+  readonly status: number;
+  readonly code: number;
+  readonly message: string;
+  /** Why, in a word: the `reason` of the `server.rejected_requests` metric. */
+  readonly reason?: string;
+};
 export type Admission = { readonly ok: true } | ({ readonly ok: false } & Rejection);
 
 const LOOPBACK_NAMES = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
-const reject = (status: number, code: number, message: string): Admission => ({
+const reject = (status: number, code: number, message: string, reason?: string): Admission => ({
   ok: false,
   status,
   code,
   message,
+  reason,
 });
 
-const hostName = (host: string): string =>
-  host.startsWith('[') ? host.slice(0, host.indexOf(']') + 1) : (host.split(':')[0] ?? host);
+/**
+ * `uri-host [":" port]` (RFC 9110 §7.2), narrowed to what names a server: a bracketed IPv6 literal, or a
+ * name of letters, digits, `.`, `-` and `_`; a port of at most five digits. Anything else (`[::1]evil`,
+ * `127.0.0.1:abc`, a space) is not a Host.
+ */
+const HOST = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)(?::([0-9]{1,5}))?$/;
+
+/** The host name of a well-formed Host value (brackets kept for IPv6), or undefined when it is malformed. */
+export function hostName(host: string): string | undefined {
+  const match = HOST.exec(host);
+  if (!match) return undefined;
+  if (match[2] !== undefined && Number(match[2]) > 65_535) return undefined;
+  return match[1];
+}
 
 export function hostAllowed(host: string | null, policy: AdmissionPolicy, localBind: boolean): boolean {
+  const name = host === null ? undefined : hostName(host);
   if (policy.allowedHosts) {
-    if (host === null) return false;
-    return policy.allowedHosts.includes(host) || policy.allowedHosts.includes(hostName(host));
+    if (host === null || name === undefined) return false;
+    return policy.allowedHosts.includes(host) || policy.allowedHosts.includes(name);
   }
-  if (!localBind) return true;
-  return host !== null && LOOPBACK_NAMES.has(hostName(host));
+  if (!localBind) return host === null || name !== undefined;
+  return name !== undefined && LOOPBACK_NAMES.has(name.toLowerCase());
 }
 
 export function originAllowed(
@@ -79,20 +100,38 @@ const accepts = (accept: string | null, type: string): boolean =>
     return t === type || t === '*/*' || t === `${type.split('/')[0]}/*`;
   });
 
+/** The media type of a Content-Type value, without parameters (`; charset=utf-8`), lower case. */
+export const mediaType = (contentType: string | null): string | undefined =>
+  contentType?.split(';')[0]?.trim().toLowerCase();
+
 /** Checks the request line and headers, before the body is parsed. */
 export function admitHttp(facts: RequestFacts, policy: AdmissionPolicy): Admission {
+  if (facts.host !== null && hostName(facts.host) === undefined) {
+    return reject(400, JsonRpcCode.INVALID_REQUEST, 'Bad Request: malformed Host header', 'malformed_host');
+  }
   if (!hostAllowed(facts.host, policy, facts.localBind)) {
     return reject(
       403,
       JsonRpcCode.INVALID_REQUEST,
       `Forbidden: host ${facts.host ?? '(none)'} is not allowed`,
+      'host_not_allowed',
     );
   }
   if (!originAllowed(facts.origin, facts.host, policy, facts.localBind)) {
-    return reject(403, JsonRpcCode.INVALID_REQUEST, `Forbidden: origin ${facts.origin} is not allowed`);
+    return reject(
+      403,
+      JsonRpcCode.INVALID_REQUEST,
+      `Forbidden: origin ${facts.origin} is not allowed`,
+      'origin_not_allowed',
+    );
   }
   if (!['GET', 'POST', 'DELETE'].includes(facts.method)) {
-    return reject(405, JsonRpcCode.INVALID_REQUEST, `Method ${facts.method} is not allowed`);
+    return reject(
+      405,
+      JsonRpcCode.INVALID_REQUEST,
+      `Method ${facts.method} is not allowed`,
+      'method_not_allowed',
+    );
   }
   if (
     facts.protocolVersion !== null &&
@@ -102,6 +141,7 @@ export function admitHttp(facts: RequestFacts, policy: AdmissionPolicy): Admissi
       400,
       JsonRpcCode.INVALID_REQUEST,
       `Unsupported MCP-Protocol-Version ${facts.protocolVersion}; supported: ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')}`,
+      'unsupported_protocol_version',
     );
   }
   if (facts.method === 'POST') {
@@ -110,13 +150,15 @@ export function admitHttp(facts: RequestFacts, policy: AdmissionPolicy): Admissi
         406,
         JsonRpcCode.INVALID_REQUEST,
         'Not Acceptable: Accept must list application/json and text/event-stream',
+        'not_acceptable',
       );
     }
-    if (!facts.contentType?.toLowerCase().startsWith('application/json')) {
+    if (mediaType(facts.contentType) !== 'application/json') {
       return reject(
         415,
         JsonRpcCode.INVALID_REQUEST,
         'Unsupported Media Type: Content-Type must be application/json',
+        'unsupported_media_type',
       );
     }
     if ((facts.bodyBytes ?? 0) > policy.maxBodyBytes) {
@@ -124,15 +166,26 @@ export function admitHttp(facts: RequestFacts, policy: AdmissionPolicy): Admissi
         413,
         JsonRpcCode.INVALID_REQUEST,
         `Payload Too Large: the limit is ${policy.maxBodyBytes} bytes`,
+        'too_large',
       );
     }
     return { ok: true };
   }
   if (facts.method === 'GET' && !accepts(facts.accept, 'text/event-stream')) {
-    return reject(406, JsonRpcCode.INVALID_REQUEST, 'Not Acceptable: Accept must list text/event-stream');
+    return reject(
+      406,
+      JsonRpcCode.INVALID_REQUEST,
+      'Not Acceptable: Accept must list text/event-stream',
+      'not_acceptable',
+    );
   }
   if (facts.sessionId === null)
-    return reject(400, JsonRpcCode.INVALID_REQUEST, 'Bad Request: Mcp-Session-Id header is required');
+    return reject(
+      400,
+      JsonRpcCode.INVALID_REQUEST,
+      'Bad Request: Mcp-Session-Id header is required',
+      'session_id_required',
+    );
   return { ok: true };
 }
 
@@ -147,7 +200,7 @@ export function admitCaller(facts: {
 }): Admission {
   if (facts.stopping) return reject(503, JsonRpcCode.INVALID_REQUEST, 'The server is shutting down');
   if (facts.authRequired && !facts.authenticated)
-    return reject(401, JsonRpcCode.INVALID_REQUEST, 'Unauthorized');
+    return reject(401, JsonRpcCode.INVALID_REQUEST, 'Unauthorized', 'unauthorized');
   return { ok: true };
 }
 
@@ -155,71 +208,111 @@ export type PostedMessage =
   | { readonly kind: 'initialize'; readonly message: JsonRpcMessage }
   | { readonly kind: 'request' | 'notification' | 'response'; readonly message: JsonRpcMessage };
 
-/** Classifies a POST body (already JSON-parsed; `undefined` when it was not JSON). */
+/** Why a POST body was refused: the `reason` of the `server.rejected_requests` metric. */
+export const BodyRejection = {
+  parseError: 'parse_error',
+  tooDeep: 'too_deep',
+  batch: 'batch',
+  invalidMessage: 'invalid_message',
+  idTooLong: 'id_too_long',
+  sessionIdRequired: 'session_id_required',
+  initializeWithSession: 'initialize_with_session',
+} as const;
+export type BodyRejection = (typeof BodyRejection)[keyof typeof BodyRejection];
+
+export type BodyRefusal = { readonly ok: false; readonly reason: BodyRejection } & Rejection;
+
+const refuseBody = (reason: BodyRejection, code: number, message: string): BodyRefusal => ({
+  ok: false,
+  reason,
+  status: 400,
+  code,
+  message,
+});
+
+/** What a POST body may be: nesting depth and id length (`ServerLimits`). */
+export interface BodyLimits {
+  readonly maxJsonDepth: number;
+  readonly maxRequestIdLength: number;
+}
+
+/**
+ * Parses a POST body: too deeply nested (checked on the text, before anything recurses into it) or not
+ * JSON is refused.
+ */
+export function parseBody(
+  text: string,
+  limits: Pick<BodyLimits, 'maxJsonDepth'>,
+): { readonly ok: true; readonly body: unknown } | BodyRefusal {
+  if (exceedsJsonDepth(text, limits.maxJsonDepth)) {
+    return refuseBody(
+      BodyRejection.tooDeep,
+      JsonRpcCode.INVALID_REQUEST,
+      `Invalid Request: JSON nested deeper than ${limits.maxJsonDepth}`,
+    );
+  }
+  try {
+    return { ok: true, body: JSON.parse(text) as unknown };
+  } catch {
+    return refuseBody(BodyRejection.parseError, JsonRpcCode.PARSE_ERROR, 'Parse error: the body is not JSON');
+  }
+}
+
+/**
+ * Classifies a POST body (already JSON-parsed; `parsed` false when it was not JSON). Every message that
+ * passes has the shape the SDK accepts (machines/server/message-shape.ts), so none is dropped unanswered.
+ */
 export function admitBody(
   body: unknown,
   parsed: boolean,
   sessionId: string | null,
-): PostedMessage | ({ readonly ok: false } & Rejection) {
-  if (!parsed)
-    return {
-      ok: false,
-      status: 400,
-      code: JsonRpcCode.PARSE_ERROR,
-      message: 'Parse error: the body is not JSON',
-    };
-  if (Array.isArray(body)) {
-    return {
-      ok: false,
-      status: 400,
-      code: JsonRpcCode.INVALID_REQUEST,
-      message: 'Batches are not supported since 2025-06-18',
-    };
+  limits: Pick<BodyLimits, 'maxRequestIdLength'> = { maxRequestIdLength: Number.POSITIVE_INFINITY },
+): PostedMessage | BodyRefusal {
+  if (!parsed) {
+    return refuseBody(BodyRejection.parseError, JsonRpcCode.PARSE_ERROR, 'Parse error: the body is not JSON');
   }
-  if (typeof body !== 'object' || body === null || (body as { jsonrpc?: unknown }).jsonrpc !== '2.0') {
-    return {
-      ok: false,
-      status: 400,
-      code: JsonRpcCode.INVALID_REQUEST,
-      message: 'Invalid Request: not a JSON-RPC 2.0 message',
-    };
+  if (Array.isArray(body)) {
+    return refuseBody(
+      BodyRejection.batch,
+      JsonRpcCode.INVALID_REQUEST,
+      'Batches are not supported since 2025-06-18',
+    );
+  }
+  const shape = checkMessageShape(body);
+  if (!shape.ok) {
+    return refuseBody(
+      BodyRejection.invalidMessage,
+      JsonRpcCode.INVALID_REQUEST,
+      `Invalid Request: ${shape.problem}`,
+    );
   }
   const message = body as JsonRpcMessage;
   const id = (body as { id?: unknown }).id;
-  if ('id' in body && typeof id !== 'string' && typeof id !== 'number' && !isResponse(message)) {
-    return {
-      ok: false,
-      status: 400,
-      code: JsonRpcCode.INVALID_REQUEST,
-      message: 'Invalid Request: id must be a string or a number',
-    };
+  if (typeof id === 'string' && id.length > limits.maxRequestIdLength) {
+    return refuseBody(
+      BodyRejection.idTooLong,
+      JsonRpcCode.INVALID_REQUEST,
+      `Invalid Request: id longer than ${limits.maxRequestIdLength} characters`,
+    );
   }
   if (isRequest(message) && message.method === 'initialize') {
     if (sessionId !== null) {
-      return {
-        ok: false,
-        status: 400,
-        code: JsonRpcCode.INVALID_REQUEST,
-        message: 'Bad Request: initialize must not carry Mcp-Session-Id',
-      };
+      return refuseBody(
+        BodyRejection.initializeWithSession,
+        JsonRpcCode.INVALID_REQUEST,
+        'Bad Request: initialize must not carry Mcp-Session-Id',
+      );
     }
     return { kind: 'initialize', message };
   }
   if (sessionId === null) {
-    return {
-      ok: false,
-      status: 400,
-      code: JsonRpcCode.INVALID_REQUEST,
-      message: 'Bad Request: Mcp-Session-Id header is required',
-    };
+    return refuseBody(
+      BodyRejection.sessionIdRequired,
+      JsonRpcCode.INVALID_REQUEST,
+      'Bad Request: Mcp-Session-Id header is required',
+    );
   }
-  if (isRequest(message)) return { kind: 'request', message };
-  if (isNotification(message)) return { kind: 'notification', message };
-  if (isResponse(message)) return { kind: 'response', message };
-  return {
-    ok: false,
-    status: 400,
-    code: JsonRpcCode.INVALID_REQUEST,
-    message: 'Invalid Request: not a request, notification or response',
-  };
+  if (shape.kind === 'request') return { kind: 'request', message };
+  if (shape.kind === 'notification') return { kind: 'notification', message };
+  return { kind: 'response', message };
 }

@@ -55,12 +55,17 @@ export function routeInbound(
       ? { kind: 'here', message: restored }
       : { kind: 'forward', instance: tagged.instance, message: restored };
   }
-  if (isNotification(message) && message.method === 'notifications/cancelled') {
-    const requestId = message.params?.requestId;
-    if (typeof requestId === 'string' || typeof requestId === 'number') {
-      const owner = ownerOf(requestKey(requestId));
-      if (owner !== undefined && owner !== self) return { kind: 'forward', instance: owner, message };
-    }
+  const cancelled = cancelledRequest(message);
+  if (cancelled !== undefined) {
+    const owner = ownerOf(requestKey(cancelled));
+    if (owner !== undefined && owner !== self) return { kind: 'forward', instance: owner, message };
   }
   return { kind: 'here', message };
+}
+
+/** The id of the request a `notifications/cancelled` names; undefined for any other message. */
+export function cancelledRequest(message: JsonRpcMessage): RequestId | undefined {
+  if (!isNotification(message) || message.method !== 'notifications/cancelled') return undefined;
+  const requestId = message.params?.requestId;
+  return typeof requestId === 'string' || typeof requestId === 'number' ? requestId : undefined;
 }

@@ -1,4 +1,5 @@
 import { assign, emit, enqueueActions, setup } from 'xstate';
+import { JsonRpcCode } from '../codes.js';
 import { STANDALONE_STREAM } from '../event-id.js';
 import { answerCursor, type ResumeAnswer, type StreamWindow } from './retention.js';
 
@@ -22,6 +23,8 @@ export interface ServerSessionInput {
    * idle everywhere (`expiry.due` → `expiry.checked`) before it expires.
    */
   readonly sharedStore?: boolean;
+  /** Requests that may run at once here; another one is refused (`limited`). Default: no bound. */
+  readonly maxInFlight?: number;
 }
 
 export type RequestDecision =
@@ -29,6 +32,8 @@ export type RequestDecision =
   | { kind: 'execute'; stream: number }
   /** Seen before: never run again. Replay `stream` from its start (or point the client at it). */
   | { kind: 'duplicate'; stream: number }
+  /** `maxInFlight` requests run already: refused, nothing recorded (the client may send it again later). */
+  | { kind: 'limited' }
   | { kind: 'unknown-session' };
 
 /**
@@ -43,7 +48,14 @@ export type AttachDecision =
 export type ServerSessionEvent =
   /** `owner`: the instance that will run the request (several instances share the session). */
   | { type: 'request.received'; requestKey: string; principal?: string; owner?: string }
+  /** The SDK server answered the request: its answer is stored. */
   | { type: 'request.settled'; requestKey: string }
+  /**
+   * The SDK server will never answer a running request: the client cancelled it (the SDK drops the
+   * answer of a cancelled call), the SDK rejected the message, or its answer could not be stored or the
+   * SDK could not be reached. Without this the request would keep the session busy forever.
+   */
+  | { type: 'request.unanswered'; requestKey: string; cause: UnansweredCause }
   /** A POSTed notification or response: no stream, just admission. */
   | { type: 'message.received'; principal?: string }
   | { type: 'standalone.requested'; principal?: string }
@@ -57,7 +69,7 @@ export type ServerSessionEvent =
    * A newer snapshot was adopted from the shared store. What is attached and running *here* is a local
    * fact the snapshot cannot carry (another instance wrote it), so the runtime states it.
    */
-  | { type: 'session.synced'; attached: number; inFlight: number }
+  | { type: 'session.synced'; attached: number; running: Record<string, number> }
   /** The answer to `expiry.due`: how long the session has been idle on every instance. */
   | { type: 'expiry.checked'; idleMs: number }
   /**
@@ -80,12 +92,35 @@ export type ServerSessionEmitted =
   | { type: 'decision.resume'; answer: ResumeAnswer }
   | { type: 'decision.delete'; accepted: boolean }
   | { type: 'decision.message'; accepted: boolean }
+  /**
+   * A running request was settled without the SDK's answer: the runtime stops routing to it and ends its
+   * stream, after storing `answer` as its final message when there is one.
+   */
+  | {
+      type: 'decision.unanswered';
+      requestKey: string;
+      stream: number;
+      answer: { code: number; message: string } | undefined;
+    }
   /** Entered an end state: attached streams get `event: close` with this reason, then end. */
   | { type: 'session.ended'; reason: 'expired' | 'terminated' | 'shutdown' }
   /** The process stops but the session lives on in a durable log: end streams without `event: close`, so clients resume. */
   | { type: 'session.released' }
   /** Shared store only: the idle TTL ran out here; how long has the session been idle everywhere? */
   | { type: 'expiry.due' };
+
+export type UnansweredCause = 'cancelled' | 'rejected' | 'failed';
+
+/**
+ * What the client gets for a request the SDK will not answer. A cancelled request gets nothing: the
+ * client asked for no answer (MCP: a cancelled request SHOULD NOT be answered) and its stream just ends.
+ * The others get an error, so the call ends at once instead of at the client's timeout.
+ */
+export function unansweredAnswer(cause: UnansweredCause): { code: number; message: string } | undefined {
+  if (cause === 'cancelled') return undefined;
+  if (cause === 'rejected') return { code: JsonRpcCode.INVALID_REQUEST, message: 'Invalid Request' };
+  return { code: JsonRpcCode.INTERNAL_ERROR, message: 'Internal error: the request was not answered' };
+}
 
 interface StreamRecord {
   readonly kind: 'request' | 'standalone';
@@ -107,7 +142,14 @@ export interface ServerSessionContext {
   streams: Record<number, StreamRecord>;
   /** Every request id admitted in this session → its stream. Kept for the session's life. */
   requests: Record<string, number>;
+  /**
+   * Requests running on this instance → their stream: admitted, not yet answered or given up. A local
+   * fact like `attached` (restated by `session.synced`); `inFlight` is its size.
+   */
+  running: Record<string, number>;
   inFlight: number;
+  /** `ServerSessionInput.maxInFlight`; undefined: no bound. */
+  maxInFlight: number | undefined;
   attached: number;
   /** A GET without a cursor has opened the standalone stream before. */
   standaloneOpened: boolean;
@@ -125,8 +167,15 @@ export function sharedFacts(snapshot: { context: ServerSessionContext; value: un
   return `${c.nextStream}|${c.standaloneOpened}|${STANDALONE_STREAM in c.streams}|${c.epoch}|${ended}`;
 }
 
+/**
+ * May `caller` use a session created by `owner`? A session made without `authenticate` has no owner
+ * and is anyone's who knows its id.
+ */
+export const ownsSession = (owner: string | undefined, caller: string | undefined): boolean =>
+  owner === undefined || caller === owner;
+
 const ownerMismatch = (ctx: ServerSessionContext, event: { principal?: string }): boolean =>
-  ctx.principal !== undefined && event.principal !== ctx.principal;
+  !ownsSession(ctx.principal, event.principal);
 
 export const serverSessionMachine = setup({
   types: {
@@ -151,6 +200,11 @@ export const serverSessionMachine = setup({
     isForeignPrincipal: ({ context, event }) => 'principal' in event && ownerMismatch(context, event),
     isDuplicateRequest: ({ context, event }) =>
       event.type === 'request.received' && context.requests[event.requestKey] !== undefined,
+    atRequestLimit: ({ context }) =>
+      context.maxInFlight !== undefined && context.inFlight >= context.maxInFlight,
+    isRunning: ({ context, event }) =>
+      (event.type === 'request.settled' || event.type === 'request.unanswered') &&
+      context.running?.[event.requestKey] !== undefined,
   },
   actions: {
     admitRequest: enqueueActions(({ context, enqueue, event }) => {
@@ -160,11 +214,13 @@ export const serverSessionMachine = setup({
       // quadratic. They are updated in place: nothing outside this machine keeps a reference to them.
       context.streams[stream] = { kind: 'request', requestKey: event.requestKey, owner: event.owner };
       context.requests[event.requestKey] = stream;
+      const running = { ...context.running, [event.requestKey]: stream };
       enqueue.assign({
         nextStream: stream + 1,
         streams: context.streams,
         requests: context.requests,
-        inFlight: context.inFlight + 1,
+        running,
+        inFlight: Object.keys(running).length,
       });
       enqueue.emit({ type: 'decision.request', decision: { kind: 'execute', stream } });
     }),
@@ -175,7 +231,21 @@ export const serverSessionMachine = setup({
         stream: context.requests[(event as { requestKey: string }).requestKey] as number,
       },
     })),
-    settleRequest: assign({ inFlight: ({ context }) => Math.max(0, context.inFlight - 1) }),
+    settleRequest: assign(({ context, event }) => {
+      if (event.type !== 'request.settled' && event.type !== 'request.unanswered') return {};
+      const running = { ...context.running };
+      delete running[event.requestKey];
+      return { running, inFlight: Object.keys(running).length };
+    }),
+    answerUnanswered: emit(({ context, event }) => {
+      const e = event as Extract<ServerSessionEvent, { type: 'request.unanswered' }>;
+      return {
+        type: 'decision.unanswered' as const,
+        requestKey: e.requestKey,
+        stream: context.running?.[e.requestKey] as number,
+        answer: unansweredAnswer(e.cause),
+      };
+    }),
     registerStandalone: assign(({ context }) =>
       context.streams[STANDALONE_STREAM]
         ? {}
@@ -246,7 +316,9 @@ export const serverSessionMachine = setup({
     nextStream: 1,
     streams: {},
     requests: {},
+    running: {},
     inFlight: 0,
+    maxInFlight: input.maxInFlight,
     attached: 0,
     standaloneOpened: false,
   }),
@@ -259,9 +331,20 @@ export const serverSessionMachine = setup({
         'request.received': [
           { guard: 'isForeignPrincipal', actions: 'answerUnknownSession' },
           { guard: 'isDuplicateRequest', actions: 'answerDuplicate' },
+          {
+            guard: 'atRequestLimit',
+            actions: emit({ type: 'decision.request', decision: { kind: 'limited' } }),
+          },
           { target: '.busy', actions: 'admitRequest' },
         ],
-        'request.settled': { target: '.settling', actions: 'settleRequest' },
+        // A request settles once: a late or repeated report about it changes nothing.
+        'request.settled': { guard: 'isRunning', target: '.settling', actions: 'settleRequest' },
+        // Emitted before settling: the runtime reads the stream from the answer, not from the context.
+        'request.unanswered': {
+          guard: 'isRunning',
+          target: '.settling',
+          actions: ['answerUnanswered', 'settleRequest'],
+        },
         'message.received': [
           { guard: 'isForeignPrincipal', actions: 'answerUnknownSession' },
           { actions: emit({ type: 'decision.message', accepted: true }) },
@@ -276,10 +359,17 @@ export const serverSessionMachine = setup({
         ],
         'stream.attached': { target: '.busy', actions: 'attached' },
         // Re-entering idle also re-arms the TTL timer, which a restored snapshot does not do by itself.
-        'session.restored': { target: '.settling', actions: assign({ attached: 0, inFlight: 0 }) },
+        'session.restored': {
+          target: '.settling',
+          actions: assign({ attached: 0, running: {}, inFlight: 0 }),
+        },
         'session.synced': {
           target: '.settling',
-          actions: assign(({ event }) => ({ attached: event.attached, inFlight: event.inFlight })),
+          actions: assign(({ event }) => ({
+            attached: event.attached,
+            running: { ...event.running },
+            inFlight: Object.keys(event.running).length,
+          })),
         },
         'session.gone': [{ guard: 'goneByExpiry', target: 'ended.expired' }, { target: 'ended.terminated' }],
         'stream.detached': { target: '.settling', actions: 'detached' },

@@ -172,6 +172,11 @@ export class SimServer {
       conn.send({ type: 'http.response', status: 404 });
       return;
     }
+    if (decision.kind === 'limited') {
+      // Not reached: the simulated sessions have no bound on running requests (no `maxInFlight`).
+      conn.send({ type: 'http.response', status: 429 });
+      return;
+    }
     if (decision.kind === 'duplicate') {
       // Never run twice: answer with the original stream, replayed from its start.
       this.resume(session, conn, formatEventId({ epoch: session.epoch, stream: decision.stream, seq: 0 }));

@@ -75,6 +75,8 @@ function details(type: string, e: Obj): string {
     case 'request.received':
     case 'request.settled':
       return String(e.requestKey);
+    case 'request.unanswered':
+      return `${String(e.requestKey)} (${String(e.cause)})`;
     case 'resume.requested':
       return `Last-Event-ID ${e.lastEventId}`;
     case 'server.stopping':

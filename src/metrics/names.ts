@@ -75,6 +75,18 @@ export const ServerMetric = {
     'ms',
     'Advertised retention window minus the worst reconnect latency observed so far',
   ),
+  rejectedRequests: spec(
+    'server.rejected_requests',
+    'counter',
+    '{request}',
+    'Requests refused as malformed or not allowed (bad JSON, too deep, aborted body, bad Host, …); attributes reason and http.response.status_code',
+  ),
+  limitedRequests: spec(
+    'server.limited_requests',
+    'counter',
+    '{request}',
+    'Requests refused at a server limit (429 or 503 with Retry-After); attributes reason and http.response.status_code',
+  ),
 } as const;
 
 export const ClientMetric = {

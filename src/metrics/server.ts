@@ -94,6 +94,19 @@ export class ServerMetrics {
     this.recorder.add(ServerMetric.outcomeUnknown, 1, { reason });
   }
 
+  /**
+   * A request was refused as malformed or not allowed (4xx): expected when anyone can reach the server,
+   * so counted here rather than reported as an error.
+   */
+  requestRejected(reason: string, status: number): void {
+    this.recorder.add(ServerMetric.rejectedRequests, 1, { reason, 'http.response.status_code': status });
+  }
+
+  /** A request was refused at a limit (`ContinuityServerOptions.limits`): 429 or 503. */
+  requestLimited(reason: string, status: number): void {
+    this.recorder.add(ServerMetric.limitedRequests, 1, { reason, 'http.response.status_code': status });
+  }
+
   private reconnected(latencyMs: number): void {
     this.worstLatencyMs = Math.max(this.worstLatencyMs, latencyMs);
     this.recorder.record(ServerMetric.reconnectLatency, latencyMs);

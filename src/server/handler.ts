@@ -6,14 +6,28 @@ import type { InspectionEvent, Observer } from 'xstate';
 import { ADVERTISEMENT_HEADER, formatAdvertisement } from '../../machines/advertisement.js';
 import { JsonRpcCode } from '../../machines/codes.js';
 import type { JsonRpcRequest } from '../../machines/jsonrpc.js';
-import { type AdmissionPolicy, admitBody, admitCaller, admitHttp } from '../../machines/server/admission.js';
+import {
+  type AdmissionPolicy,
+  admitBody,
+  admitCaller,
+  admitHttp,
+  parseBody,
+  type Rejection,
+} from '../../machines/server/admission.js';
+import {
+  admitNewSession,
+  type LimitRefusal,
+  resolveLimits,
+  type ServerLimits,
+} from '../../machines/server/limits.js';
+import { ownsSession } from '../../machines/server/session.machine.js';
 import type { ServerAdvertisement } from '../../machines/validity.js';
 import type { ContinuityMetrics } from '../metrics/continuity-metrics.js';
 import type { EventLog, SharedSessionStore } from './event-log.js';
 import { type SseLimits, toResponse, writeNodeResponse } from './http.js';
 import { fromNodeRequest, fromWebRequest, type IncomingCall } from './incoming.js';
 import { MemoryEventLog } from './memory-event-log.js';
-import { errorReply, type Reply } from './reply.js';
+import { errorReply, type Reply, sessionNotFound } from './reply.js';
 import { type McpServerLike, RuntimeSession, type SessionInfo, SessionUnavailableError } from './session.js';
 
 /** Who is calling, as `authenticate` decides. Sessions are bound to the principal that created them. */
@@ -72,13 +86,23 @@ export interface ContinuityServerOptions {
    * shrink for this long has its response ended, releasing the tool (default 60 s).
    */
   readonly sse?: SseLimits;
+  /**
+   * Bounds on what clients may make this server hold (README, "Limits and hardening"). Each field is
+   * optional; the defaults are `DEFAULT_SERVER_LIMITS`: 10,000 sessions, 1,000 per principal (per remote
+   * address without `authenticate`), 100 running requests per session, request ids of 256 characters,
+   * JSON nested 128 deep, `Retry-After: 5`.
+   */
+  readonly limits?: Partial<ServerLimits>;
 }
 
 export interface ContinuityServer {
   /** For `http.createServer(continuity.nodeHandler)`. */
   readonly nodeHandler: (req: IncomingMessage, res: ServerResponse) => void;
-  /** Web-standard handler: Request in, Response out. */
-  readonly fetch: (request: Request) => Promise<Response>;
+  /**
+   * Web-standard handler: Request in, Response out. `info.remoteAddress`, when the platform tells it,
+   * is what `limits.maxSessionsPerPrincipal` counts by when there is no `authenticate`.
+   */
+  readonly fetch: (request: Request, info?: { readonly remoteAddress?: string }) => Promise<Response>;
   /** Ends every stream: with a memory log sessions end (`event: close`); with a durable one clients resume later. */
   readonly close: () => Promise<void>;
   /** What this server promises clients (also sent in the `MCP-Continuity` header). */
@@ -99,6 +123,10 @@ const DEFAULTS = {
 };
 
 const LOOPBACK = /^(127\.|::1$|::ffff:127\.)/;
+
+/** Whom a session counts against for `maxSessionsPerPrincipal`: its principal, else the caller's address. */
+const holderOf = (principal: string | undefined, remoteAddress: string | undefined): string =>
+  principal !== undefined ? `principal:${principal}` : `address:${remoteAddress ?? 'unknown'}`;
 
 /** Creates an MCP Streamable HTTP endpoint whose sessions survive dropped connections. */
 export function createContinuityServer(options: ContinuityServerOptions): ContinuityServer {
@@ -122,7 +150,23 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
     duplicateRequestProtection: true,
   };
   const advertised = formatAdvertisement(advertisement);
+  const limits = resolveLimits(options.limits);
   const sessions = new Map<string, RuntimeSession>();
+  /** Who holds each session (principal, or remote address) and how many each holder has: the per-principal bound. */
+  const holders = new Map<string, string>();
+  const held = new Map<string, number>();
+  const hold = (id: string, holder: string) => {
+    holders.set(id, holder);
+    held.set(holder, (held.get(holder) ?? 0) + 1);
+  };
+  const release = (id: string) => {
+    const holder = holders.get(id);
+    if (holder === undefined) return;
+    holders.delete(id);
+    const n = (held.get(holder) ?? 1) - 1;
+    if (n > 0) held.set(holder, n);
+    else held.delete(holder);
+  };
   let closing = false;
   const metrics = options.metrics?.server.observe(log);
 
@@ -189,14 +233,19 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
     retryMs,
     advertisement,
     headers: headersFor(id),
-    onEnded: (ended: string) => sessions.delete(ended),
+    onEnded: (ended: string) => {
+      sessions.delete(ended);
+      release(ended);
+    },
     inspect: options.inspect,
     onError,
     metrics,
+    limits,
   });
 
   async function createSession(
     principal: Principal | null,
+    holder: string,
     initialize: JsonRpcRequest,
   ): Promise<RuntimeSession> {
     const id = randomBytes(16).toString('base64url');
@@ -208,14 +257,30 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
       principal: principal?.principal,
     });
     sessions.set(id, session);
+    hold(id, holder);
     await session.connect(await options.createMcpServer({ id, principal: principal?.principal }));
     return session;
   }
 
   const restoring = new Map<string, Promise<RuntimeSession | undefined>>();
 
+  /**
+   * The session `id` names, if `principal` may use it. A session held for another principal is not
+   * found, exactly as an unknown id is, and nothing about it changes (not even its idle clock).
+   */
+  async function findSession(
+    id: string | null,
+    principal: string | undefined,
+  ): Promise<RuntimeSession | undefined> {
+    const session = await lookUp(id, principal);
+    return session?.ownedBy(principal) ? session : undefined;
+  }
+
   /** A session this process does not hold may live in a durable log (a restart, or another instance). */
-  async function findSession(id: string | null): Promise<RuntimeSession | undefined> {
+  async function lookUp(
+    id: string | null,
+    principal: string | undefined,
+  ): Promise<RuntimeSession | undefined> {
     if (id === null) return undefined;
     const live = sessions.get(id);
     if (live || !log.registry) return live;
@@ -225,7 +290,8 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
         const stored = shared
           ? await shared.load(id)
           : await log.registry?.load(id).then((record) => record && { record, version: 0 });
-        if (!stored) return undefined;
+        // Another principal's session stays where it is: restoring it would restart its idle clock.
+        if (!stored || !ownsSession(stored.record.principal, principal)) return undefined;
         const { record, version } = stored;
         const session = new RuntimeSession({
           ...sessionOptions(id),
@@ -237,6 +303,7 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
           version,
         });
         sessions.set(id, session);
+        hold(id, holderOf(record.principal, undefined));
         await session.restore(await options.createMcpServer({ id, principal: record.principal }));
         return session;
       })().finally(() => restoring.delete(id));
@@ -244,6 +311,17 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
     }
     return pending;
   }
+
+  /** A refusal the client caused: counted, never reported as an error. */
+  const refused = (r: Rejection): Reply => {
+    metrics?.requestRejected(r.reason ?? 'invalid_request', r.status);
+    return errorReply(r.status, r.code, r.message);
+  };
+
+  const limited = (r: LimitRefusal): Reply => {
+    metrics?.requestLimited(r.reason, r.status);
+    return errorReply(r.status, r.code, r.message, undefined, { 'Retry-After': String(r.retryAfterSeconds) });
+  };
 
   async function handle(call: IncomingCall, localBind: boolean): Promise<Reply> {
     const sessionId = call.header('mcp-session-id');
@@ -261,14 +339,15 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
       },
       policy,
     );
-    if (!admission.ok) return errorReply(admission.status, admission.code, admission.message);
+    if (!admission.ok) return refused(admission);
     const principal = options.authenticate && !closing ? await options.authenticate(call.request()) : null;
     const caller = admitCaller({
       stopping: closing,
       authRequired: options.authenticate !== undefined,
       authenticated: principal !== null,
     });
-    if (!caller.ok) return errorReply(caller.status, caller.code, caller.message);
+    if (!caller.ok)
+      return caller.status === 401 ? refused(caller) : errorReply(caller.status, caller.code, caller.message);
     const extra: MessageExtraInfo = {
       authInfo: principal?.authInfo,
       requestInfo: { headers: call.headers() },
@@ -276,41 +355,62 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
     const who = principal?.principal;
 
     if (call.method === 'POST') {
-      const text = await call.text(policy.maxBodyBytes);
-      if (text === undefined) {
-        return errorReply(
-          413,
-          JsonRpcCode.INVALID_REQUEST,
-          `Payload Too Large: the limit is ${policy.maxBodyBytes} bytes`,
-        );
+      const read = await call.text(policy.maxBodyBytes);
+      if (read.kind === 'aborted') {
+        // Nobody is left to read this answer; it is counted, not reported as an error.
+        return refused({
+          status: 400,
+          code: JsonRpcCode.INVALID_REQUEST,
+          message: 'Bad Request: the body did not arrive whole',
+          reason: 'aborted_body',
+        });
       }
-      let body: unknown;
-      let parsed = true;
-      try {
-        body = JSON.parse(text);
-      } catch {
-        parsed = false;
+      if (read.kind === 'too-large') {
+        return refused({
+          status: 413,
+          code: JsonRpcCode.INVALID_REQUEST,
+          message: `Payload Too Large: the limit is ${policy.maxBodyBytes} bytes`,
+          reason: 'too_large',
+        });
       }
-      const posted = admitBody(body, parsed, sessionId);
-      if ('ok' in posted) return errorReply(posted.status, posted.code, posted.message);
+      const parsed = parseBody(read.text, limits);
+      if (!parsed.ok) return refused(parsed);
+      const posted = admitBody(parsed.body, true, sessionId, limits);
+      if ('ok' in posted) return refused(posted);
       if (posted.kind === 'initialize') {
-        const session = await createSession(principal, posted.message as JsonRpcRequest);
+        const holder = holderOf(who, call.remoteAddress);
+        const room = admitNewSession(
+          { sessions: sessions.size, sessionsOfPrincipal: held.get(holder) ?? 0 },
+          limits,
+        );
+        if (!room.ok) return limited(room);
+        const session = await createSession(principal, holder, posted.message as JsonRpcRequest);
         return session.request(posted.message as JsonRpcRequest, who, extra);
       }
-      const session = await findSession(sessionId);
-      if (!session) return errorReply(404, JsonRpcCode.SESSION_NOT_FOUND, 'Session not found');
+      const session = await findSession(sessionId, who);
+      if (!session) return sessionNotFound();
       if (posted.kind === 'request') return session.request(posted.message as JsonRpcRequest, who, extra);
       return session.accept(posted.message, who, extra);
     }
-    const session = await findSession(sessionId);
+    const session = await findSession(sessionId, who);
     const lastEventId = call.header('last-event-id');
     if (!session && lastEventId !== null) metrics?.resumeOfUnknownSession();
-    if (!session) return errorReply(404, JsonRpcCode.SESSION_NOT_FOUND, 'Session not found');
+    if (!session) return sessionNotFound();
     if (call.method === 'DELETE') return session.delete(who);
     return lastEventId === null ? session.standalone(who) : session.resume(lastEventId, who);
   }
 
   async function fetchHandler(call: IncomingCall, localBind = false): Promise<Response> {
+    if (call.pathname === null) {
+      return toResponse(
+        refused({
+          status: 400,
+          code: JsonRpcCode.INVALID_REQUEST,
+          message: 'Bad Request: the request target is not a URL',
+          reason: 'malformed_target',
+        }),
+      );
+    }
     if (call.pathname !== path) return new Response('Not Found', { status: 404 });
     try {
       return toResponse(await handle(call, localBind), options.sse);
@@ -320,13 +420,32 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
         // process, which answers as it answers every request while it stops (admitCaller).
         const caller = admitCaller({ stopping: error.released, authRequired: false, authenticated: true });
         return toResponse(
-          caller.ok
-            ? errorReply(404, JsonRpcCode.SESSION_NOT_FOUND, 'Session not found')
-            : errorReply(caller.status, caller.code, caller.message),
+          caller.ok ? sessionNotFound() : errorReply(caller.status, caller.code, caller.message),
         );
       }
       onError(error);
-      return toResponse(errorReply(500, -32603, 'Internal error'));
+      return toResponse(errorReply(500, JsonRpcCode.INTERNAL_ERROR, 'Internal error'));
+    }
+  }
+
+  /** Node: nothing a client sends may throw out of here (an uncaught throw would stop the process). */
+  async function serveNode(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    // A socket error on either side would otherwise be an unhandled 'error' event; what it means for
+    // this request (an aborted body, say) is read where it matters.
+    req.on('error', () => undefined);
+    res.on('error', () => undefined);
+    try {
+      const localBind = LOOPBACK.test(req.socket.localAddress ?? '');
+      const response = await fetchHandler(fromNodeRequest(req), localBind);
+      await writeNodeResponse(response, res, options.sse?.stallMs, options.sse?.maxBufferedBytes);
+    } catch (error) {
+      onError(error);
+      try {
+        if (!res.headersSent) res.writeHead(500);
+        res.end();
+      } catch {
+        res.destroy();
+      }
     }
   }
 
@@ -334,19 +453,8 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
     advertisement,
     sessionCount: () => sessions.size,
     sleepingSessionCount: () => [...sessions.values()].filter((s) => s.sleeping).length,
-    fetch: (request) => fetchHandler(fromWebRequest(request)),
-    nodeHandler: (req, res) => {
-      const localBind = LOOPBACK.test(req.socket.localAddress ?? '');
-      void fetchHandler(fromNodeRequest(req), localBind)
-        .then((response) =>
-          writeNodeResponse(response, res, options.sse?.stallMs, options.sse?.maxBufferedBytes),
-        )
-        .catch((error) => {
-          onError(error);
-          if (!res.headersSent) res.writeHead(500);
-          res.end();
-        });
-    },
+    fetch: (request, info) => fetchHandler(fromWebRequest(request, info?.remoteAddress)),
+    nodeHandler: (req, res) => void serveNode(req, res),
     close: async () => {
       closing = true;
       clearInterval(sweeper);

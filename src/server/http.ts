@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
+import type { BodyRead } from './incoming.js';
 import type { Reply } from './reply.js';
 import { SSE_PACE_BYTES } from './sse.js';
 import { WebSink } from './web-sink.js';
@@ -9,10 +10,14 @@ import { WebSink } from './web-sink.js';
  * through the Web one so both stacks behave the same; the cost is one stream adapter.
  */
 
+/**
+ * No `Connection` header: the HTTP stack decides. Forcing `keep-alive` made Node keep a connection open
+ * after the stream even when the client sent `Connection: close` (or spoke HTTP/1.0), and HTTP/2
+ * forbids the header altogether.
+ */
 export const SSE_HEADERS = {
   'Content-Type': 'text/event-stream',
   'Cache-Control': 'no-cache, no-transform',
-  Connection: 'keep-alive',
 };
 
 /**
@@ -84,8 +89,8 @@ export function toResponse(reply: Reply, limits: SseLimits = {}): Response {
 /** The sink behind each SSE Response: the Node writer tells it about its socket. */
 const sinks = new WeakMap<Response, WebSink>();
 
-/** A Node request as a Web Request (the body streams; nothing is buffered here). */
-export function toWebRequest(req: IncomingMessage, base: string): Request {
+/** A Node request as a Web Request at `url` (the body streams; nothing is buffered here). */
+export function toWebRequest(req: IncomingMessage, url: URL): Request {
   const headers = new Headers();
   for (const [k, v] of Object.entries(req.headers)) {
     if (Array.isArray(v)) for (const item of v) headers.append(k, item);
@@ -93,7 +98,7 @@ export function toWebRequest(req: IncomingMessage, base: string): Request {
   }
   const method = req.method ?? 'GET';
   const hasBody = method !== 'GET' && method !== 'HEAD';
-  return new Request(new URL(req.url ?? '/', base), {
+  return new Request(url, {
     method,
     headers,
     body: hasBody ? (Readable.toWeb(req) as ReadableStream<Uint8Array>) : undefined,
@@ -182,21 +187,25 @@ function drained(res: ServerResponse, stallMs: number): Promise<boolean> {
   });
 }
 
-/** Reads a body up to `limit` bytes; `undefined` when it is larger (the rest is not read). */
-export async function readLimited(request: Request, limit: number): Promise<string | undefined> {
-  if (!request.body) return '';
+/** Reads a body up to `limit` bytes; past it the rest is not read. A body that breaks off is `aborted`. */
+export async function readLimited(request: Request, limit: number): Promise<BodyRead> {
+  if (!request.body) return { kind: 'text', text: '' };
   const reader = request.body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > limit) {
-      await reader.cancel().catch(() => undefined);
-      return undefined;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      size += value.byteLength;
+      if (size > limit) {
+        await reader.cancel().catch(() => undefined);
+        return { kind: 'too-large' };
+      }
+      chunks.push(value);
     }
-    chunks.push(value);
+  } catch {
+    return { kind: 'aborted' };
   }
-  return Buffer.concat(chunks).toString('utf8');
+  return { kind: 'text', text: Buffer.concat(chunks).toString('utf8') };
 }

@@ -6,36 +6,40 @@ import { readLimited, toWebRequest } from './http.js';
  * Node `IncomingMessage`. The Node path used to build a Web `Request` for every request (a `Headers`
  * object, an undici `Request`, a web stream over the body): ~120 µs per tool call of our server's CPU in
  * row 2 of docs/benchmarks.md. Now it builds one only for `authenticate`, which is given a `Request`.
+ *
+ * Nothing here throws on what a client sent: a target that is not a URL has no `pathname`, a body that
+ * never completes is `aborted`.
  */
 export interface IncomingCall {
   readonly method: string;
-  /** The path, without the query. */
-  readonly pathname: string;
-  /** The Host header, or the host of the request's URL. */
-  readonly host: string;
+  /** The path, without the query; null when the request target cannot be read as a URL. */
+  readonly pathname: string | null;
+  /** The Host header, else the host of an absolute-form target; null when there is neither. */
+  readonly host: string | null;
+  /** The peer's address, when the HTTP stack tells (sessions per remote address without `authenticate`). */
+  readonly remoteAddress: string | undefined;
   header(name: string): string | null;
   /** Every header, lower-case names (the SDK's `requestInfo.headers`). */
   headers(): Record<string, string>;
-  /** The body as text, or undefined when it is larger than `limit` bytes (the rest is not kept). */
-  text(limit: number): Promise<string | undefined>;
+  /** The body as text, unless it is larger than `limit` bytes (the rest is not kept) or did not arrive whole. */
+  text(limit: number): Promise<BodyRead>;
   /** The request as a Web `Request` (built on first use). */
   request(): Request;
 }
 
-export function fromWebRequest(request: Request): IncomingCall {
-  let url: URL | undefined;
-  const parsed = () => {
-    url ??= new URL(request.url);
-    return url;
-  };
+export type BodyRead =
+  | { readonly kind: 'text'; readonly text: string }
+  | { readonly kind: 'too-large' }
+  /** The client went away, or the body's framing broke, before the body was whole. */
+  | { readonly kind: 'aborted' };
+
+export function fromWebRequest(request: Request, remoteAddress?: string): IncomingCall {
+  const url = new URL(request.url);
   return {
     method: request.method,
-    get pathname() {
-      return parsed().pathname;
-    },
-    get host() {
-      return request.headers.get('host') ?? parsed().host;
-    },
+    pathname: url.pathname,
+    host: request.headers.get('host') ?? url.host,
+    remoteAddress,
     header: (name) => request.headers.get(name),
     headers: () => Object.fromEntries(request.headers.entries()),
     text: (limit) => readLimited(request, limit),
@@ -43,17 +47,27 @@ export function fromWebRequest(request: Request): IncomingCall {
   };
 }
 
+/** The request target as a URL against `base`, or undefined when it is not one. */
+function targetUrl(target: string, base: string): URL | undefined {
+  try {
+    return new URL(target, base);
+  } catch {
+    return undefined;
+  }
+}
+
 export function fromNodeRequest(req: IncomingMessage): IncomingCall {
   let request: Request | undefined;
+  const target = req.url ?? '/';
+  // Parsed as a URL would be (dot segments, `//`), not compared as the raw request target.
+  const url = targetUrl(target, 'http://localhost');
   // As a Web Request would have it: the Host header, else the host of an absolute-form target.
-  const host = req.headers.host ?? new URL(req.url ?? '/', 'http://localhost').host;
+  const host = req.headers.host ?? url?.host ?? null;
   return {
     method: req.method ?? 'GET',
-    // Parsed as a URL would be (dot segments, `//`), not compared as the raw request target.
-    get pathname() {
-      return new URL(req.url ?? '/', 'http://localhost').pathname;
-    },
+    pathname: url?.pathname ?? null,
     host,
+    remoteAddress: req.socket.remoteAddress,
     header: (name) => {
       const value = req.headers[name];
       if (value === undefined) return null;
@@ -70,18 +84,31 @@ export function fromNodeRequest(req: IncomingMessage): IncomingCall {
     // started reading it: reading `req` as well would miss what it took and never see the end.
     text: (limit) => (request ? readLimited(request, limit) : readNodeBody(req, limit)),
     request: () => {
-      request ??= toWebRequest(req, `http://${host}`);
+      // Admission refused malformed Host values before this; a target that still does not make a URL
+      // with it is read against localhost (only `authenticate` sees this URL).
+      request ??= toWebRequest(
+        req,
+        (host === null ? undefined : targetUrl(target, `http://${host}`)) ??
+          url ??
+          new URL('http://localhost/'),
+      );
       return request;
     },
   };
 }
 
-/** Reads a Node request body up to `limit` bytes; past it, the rest is discarded and undefined returned. */
-function readNodeBody(req: IncomingMessage, limit: number): Promise<string | undefined> {
-  return new Promise((resolve, reject) => {
+/** Reads a Node request body up to `limit` bytes; past it, the rest is discarded. */
+function readNodeBody(req: IncomingMessage, limit: number): Promise<BodyRead> {
+  return new Promise((resolve) => {
     const chunks: Buffer[] = [];
     let size = 0;
     let tooLarge = false;
+    let settled = false;
+    const settle = (read: BodyRead) => {
+      if (settled) return;
+      settled = true;
+      resolve(read);
+    };
     req.on('data', (chunk: Buffer) => {
       if (tooLarge) return;
       size += chunk.byteLength;
@@ -89,12 +116,18 @@ function readNodeBody(req: IncomingMessage, limit: number): Promise<string | und
         // Answered at once (413); what is still coming is read and dropped, so the connection stays usable.
         tooLarge = true;
         chunks.length = 0;
-        resolve(undefined);
+        settle({ kind: 'too-large' });
         return;
       }
       chunks.push(chunk);
     });
-    req.on('end', () => resolve(tooLarge ? undefined : Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
+    req.on('end', () =>
+      settle(
+        tooLarge ? { kind: 'too-large' } : { kind: 'text', text: Buffer.concat(chunks).toString('utf8') },
+      ),
+    );
+    req.on('error', () => settle({ kind: 'aborted' }));
+    // Closed without 'end': the peer went away mid-body.
+    req.on('close', () => settle({ kind: 'aborted' }));
   });
 }

@@ -1,3 +1,4 @@
+import { JsonRpcCode } from '../../machines/codes.js';
 import type { SseSink } from './sse.js';
 
 /** What a handler answers, independent of the HTTP stack that writes it (Node `http` or fetch). */
@@ -30,4 +31,12 @@ export function errorReply(
     headers,
     body: { jsonrpc: '2.0', id: null, error: { code, message, ...(data === undefined ? {} : { data }) } },
   };
+}
+
+/**
+ * The answer to a session id this server does not hold, or holds for another principal: one body for
+ * both, so a stranger learns nothing about which ids exist.
+ */
+export function sessionNotFound(): Reply {
+  return errorReply(404, JsonRpcCode.SESSION_NOT_FOUND, 'Session not found');
 }

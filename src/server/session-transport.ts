@@ -1,5 +1,10 @@
 import type { Transport, TransportSendOptions } from '@modelcontextprotocol/sdk/shared/transport.js';
-import type { JSONRPCMessage, MessageExtraInfo } from '@modelcontextprotocol/sdk/types.js';
+import {
+  isJSONRPCRequest,
+  type JSONRPCMessage,
+  type MessageExtraInfo,
+} from '@modelcontextprotocol/sdk/types.js';
+import type { UnansweredCause } from '../../machines/server/session.machine.js';
 
 /**
  * The SDK `Transport` one session's SDK server is connected through. It only relays: messages from
@@ -26,6 +31,22 @@ export class SessionTransport implements Transport {
   /** Hands a client message to the SDK server. */
   receive(message: JSONRPCMessage, extra?: MessageExtraInfo): void {
     this.onmessage?.(message, extra);
+  }
+
+  /**
+   * Hands a client request to the SDK server. Undefined when the SDK server will answer it; otherwise why
+   * it will not: its schema rejects the message (it would drop it silently; admission is meant to have
+   * refused it already), or no SDK server listens (closed), or it threw.
+   */
+  receiveRequest(message: JSONRPCMessage, extra?: MessageExtraInfo): UnansweredCause | undefined {
+    if (!isJSONRPCRequest(message)) return 'rejected';
+    if (this.closed || !this.onmessage) return 'failed';
+    try {
+      this.onmessage(message, extra);
+      return undefined;
+    } catch {
+      return 'failed';
+    }
   }
 
   async close(): Promise<void> {

@@ -13,19 +13,27 @@ import {
   type JsonRpcRequest,
   requestKey,
 } from '../../machines/jsonrpc.js';
-import { interruptedRequests, RESUME_STATUS, type StreamWindow } from '../../machines/server/retention.js';
-import { routeInbound, tagRequestId } from '../../machines/server/routing.js';
 import {
+  DEFAULT_SERVER_LIMITS,
+  type LimitRefusal,
+  type ServerLimits,
+  tooManyOpenRequests,
+} from '../../machines/server/limits.js';
+import { interruptedRequests, RESUME_STATUS, type StreamWindow } from '../../machines/server/retention.js';
+import { cancelledRequest, routeInbound, tagRequestId } from '../../machines/server/routing.js';
+import {
+  ownsSession,
   type ServerSessionEmitted,
   type ServerSessionEvent,
   serverSessionMachine,
   sharedFacts,
+  type UnansweredCause,
 } from '../../machines/server/session.machine.js';
 import type { ServerAdvertisement } from '../../machines/validity.js';
 import type { ServerMetrics } from '../metrics/server.js';
 import { Attachment } from './attachment.js';
 import type { EventLog, SharedSessionStore } from './event-log.js';
-import { errorReply, type Reply } from './reply.js';
+import { errorReply, type Reply, sessionNotFound } from './reply.js';
 import { SessionTransport } from './session-transport.js';
 import { SleepingMachine } from './sleeping-machine.js';
 import { closeFrame, primingFrame, type SseSink } from './sse.js';
@@ -70,6 +78,8 @@ export interface RuntimeSessionOptions {
   readonly pollMs?: number;
   /** Records resumes, detaches, ended sessions (src/metrics). */
   readonly metrics?: ServerMetrics;
+  /** `maxOpenRequestStreamsPerSession` and the `Retry-After` of its refusal. Default: no bound. */
+  readonly limits?: Pick<ServerLimits, 'maxOpenRequestStreamsPerSession' | 'retryAfterSeconds'>;
 }
 
 /**
@@ -149,6 +159,7 @@ export class RuntimeSession {
         idleTtlMs: o.idleTtlMs,
         principal: o.principal,
         sharedStore: o.log.shared !== undefined,
+        maxInFlight: o.limits?.maxOpenRequestStreamsPerSession,
       },
       ...(snapshot ? { snapshot: snapshot as never } : {}),
       inspect: o.inspect,
@@ -160,6 +171,7 @@ export class RuntimeSession {
     });
     actor.on('session.released', () => this.release());
     actor.on('expiry.due', () => void this.checkExpiry());
+    actor.on('decision.unanswered', (e) => void this.giveUp(e.requestKey, e.stream, e.answer));
     actor.start();
     return actor;
   }
@@ -174,7 +186,7 @@ export class RuntimeSession {
     this.send({
       type: 'session.synced',
       attached: this.attachments.size,
-      inFlight: this.running.size,
+      running: Object.fromEntries(this.running),
     });
   }
 
@@ -386,7 +398,16 @@ export class RuntimeSession {
   }
 
   private notFound(): Reply {
-    return errorReply(404, JsonRpcCode.SESSION_NOT_FOUND, 'Session not found', undefined, {});
+    return sessionNotFound();
+  }
+
+  /**
+   * Whether `principal` may use this session. The handler asks before anything else, so a stranger's
+   * request takes the same path as one naming an unknown session, and changes nothing here (the machine
+   * checks again with every decision).
+   */
+  ownedBy(principal: string | undefined): boolean {
+    return ownsSession(this.o.principal, principal);
   }
 
   /** A POSTed request: run it once, answer on its own stream; a repeated id gets the original stream. */
@@ -395,8 +416,6 @@ export class RuntimeSession {
     principal: string | undefined,
     extra: MessageExtraInfo,
   ): Promise<Reply> {
-    this.host.used();
-    this.send({ type: 'session.activity' });
     const key = requestKey(message.id);
     // At most once across a crash and across instances: the request id is durable (committed over the
     // version the decision was made on) before the SDK server sees the request.
@@ -405,22 +424,69 @@ export class RuntimeSession {
       'decision.request',
     );
     if (decision.kind === 'unknown-session') return this.notFound();
+    if (decision.kind === 'limited') {
+      return this.limited(tooManyOpenRequests(this.o.limits ?? DEFAULT_SERVER_LIMITS));
+    }
+    this.host.used();
+    this.send({ type: 'session.activity' });
     if (decision.kind === 'duplicate') return this.resume(this.idOf(decision.stream, 0), principal);
     const stream = decision.stream;
     this.runningHere ??= new Map();
     this.runningHere.set(key, stream);
     if (message.method === 'initialize') this.initializeKey = key;
-    await this.o.log.openStream(this.o.id, stream);
-    if (!this.shared || this.version === 0) await this.persist();
+    try {
+      await this.o.log.openStream(this.o.id, stream);
+      if (!this.shared || this.version === 0) await this.persist();
+    } catch (error) {
+      // Admitted but never handed to the SDK server: the machine settles it, or it would pin the session.
+      this.unanswered(key, 'failed');
+      throw error;
+    }
     return {
       kind: 'sse',
       headers: this.o.headers,
       start: (sink) => {
         sink.write(primingFrame(this.idOf(stream, 0), this.o.retryMs));
         this.attach(stream, sink, 0);
-        this.transport.receive(message as JSONRPCMessage, extra);
+        const cause = this.transport.receiveRequest(message as JSONRPCMessage, extra);
+        if (cause) this.unanswered(key, cause);
       },
     };
+  }
+
+  private limited(refusal: LimitRefusal): Reply {
+    this.o.metrics?.requestLimited(refusal.reason, refusal.status);
+    return errorReply(refusal.status, refusal.code, refusal.message, undefined, {
+      ...this.o.headers,
+      'Retry-After': String(refusal.retryAfterSeconds),
+    });
+  }
+
+  /** The SDK server will not answer this request: the machine decides what becomes of it. */
+  private unanswered(key: string, cause: UnansweredCause): void {
+    this.send({ type: 'request.unanswered', requestKey: key, cause });
+  }
+
+  /**
+   * The machine settled a request the SDK server will not answer: nothing is routed to it any more, its
+   * stream gets the machine's answer (if any) and ends.
+   */
+  private async giveUp(
+    key: string,
+    stream: number,
+    answer: { code: number; message: string } | undefined,
+  ): Promise<void> {
+    this.runningHere?.delete(key);
+    if (this.runningHere?.size === 0) this.runningHere = undefined;
+    try {
+      if (answer) {
+        await this.storeFinal(stream, { jsonrpc: '2.0', id: idFromKey(key), error: answer });
+        return;
+      }
+    } catch {
+      // The log failed as well: the client resumes, or its call times out; the session is free either way.
+    }
+    this.attachments.get(stream)?.finish();
   }
 
   /** A POSTed notification or response: hand it to the SDK server, answer 202. */
@@ -437,7 +503,7 @@ export class RuntimeSession {
     const route = shared
       ? routeInbound(message, shared.instanceId, (key) => this.ownerOfRequest(key))
       : ({ kind: 'here', message } as const);
-    if (route.kind === 'here') this.transport.receive(route.message as JSONRPCMessage, extra);
+    if (route.kind === 'here') this.deliver(route.message, extra);
     else await shared?.forward(route.instance, this.o.id, route.message);
     return { kind: 'empty', status: 202, headers: this.o.headers };
   }
@@ -445,7 +511,17 @@ export class RuntimeSession {
   /** A client message POSTed to another instance that belongs to this one's copy of the session. */
   receiveForwarded(message: JsonRpcMessage): void {
     if (this.ended) return;
-    this.transport.receive(message as JSONRPCMessage, {});
+    this.deliver(message, {});
+  }
+
+  /**
+   * Hands a notification or response to the SDK server. A cancellation of a request running here means
+   * the SDK server drops that request's answer: the machine hears of it, so the request settles.
+   */
+  private deliver(message: JsonRpcMessage, extra: MessageExtraInfo): void {
+    this.transport.receive(message as JSONRPCMessage, extra);
+    const cancelled = cancelledRequest(message);
+    if (cancelled !== undefined) this.unanswered(requestKey(cancelled), 'cancelled');
   }
 
   private ownerOfRequest(key: string): string | undefined {
@@ -456,8 +532,6 @@ export class RuntimeSession {
 
   /** GET + Last-Event-ID: the machine answers the cursor; a replay continues live. */
   async resume(lastEventId: string, principal: string | undefined): Promise<Reply> {
-    this.host.used();
-    this.send({ type: 'session.activity' });
     const cursor = parseEventId(lastEventId);
     if (!(await this.sync())) return this.notFound();
     if (cursor && cursor.epoch === this.o.epoch && this.shared) await this.reapIfOwnerGone(cursor.stream);
@@ -469,6 +543,8 @@ export class RuntimeSession {
     );
     this.o.metrics?.resumeAnswered(this.o.id, answer, window);
     if (answer.kind === 'unknown-session') return this.notFound();
+    this.host.used();
+    this.send({ type: 'session.activity' });
     if (answer.kind !== 'replay') {
       const message =
         answer.kind === 'gone'
@@ -494,10 +570,10 @@ export class RuntimeSession {
 
   /** GET without a cursor: the standalone stream, from its start the first time, else from its head. */
   async standalone(principal: string | undefined): Promise<Reply> {
-    this.host.used();
-    this.send({ type: 'session.activity' });
     const { decision } = await this.decide({ type: 'standalone.requested', principal }, 'decision.attach');
     if (decision.kind === 'unknown-session') return this.notFound();
+    this.host.used();
+    this.send({ type: 'session.activity' });
     await this.o.log.openStream(this.o.id, STANDALONE_STREAM);
     if (!this.shared) await this.persist();
     const from =
@@ -569,8 +645,13 @@ export class RuntimeSession {
       if (key === undefined || stream === undefined) return;
       this.runningHere?.delete(key);
       if (this.runningHere?.size === 0) this.runningHere = undefined;
-      // Undefined when another instance already answered for it (it thought this one was gone).
-      await this.storeFinal(stream, key === this.initializeKey ? this.advertiseIn(m) : m);
+      try {
+        // Undefined when another instance already answered for it (it thought this one was gone).
+        await this.storeFinal(stream, key === this.initializeKey ? this.advertiseIn(m) : m);
+      } catch (error) {
+        this.unanswered(key, 'failed');
+        throw error;
+      }
       this.host.used();
       this.send({ type: 'request.settled', requestKey: key });
       return;

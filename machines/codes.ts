@@ -23,8 +23,6 @@ export const JsonRpcCode = {
   INTERNAL_ERROR: -32603,
   /** Body is not JSON. JSON-RPC's own code. */
   PARSE_ERROR: -32700,
-  /** The server failed while handling a request. JSON-RPC's own code. */
-  INTERNAL_ERROR: -32603,
 } as const;
 
 /** Why a call ended as outcome unknown. Carried in `error.data.reason`. */

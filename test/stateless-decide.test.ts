@@ -311,7 +311,10 @@ const endArb: fc.Arbitrary<StatelessStreamEnd> = fc.oneof(
 const hintArb = fc.option(fc.boolean(), { nil: undefined });
 const ctxArb: fc.Arbitrary<StatelessCallContext> = fc.record({
   tool: fc.option(fc.record({ readOnlyHint: hintArb, idempotentHint: hintArb }), { nil: undefined }),
-  extension: fc.option(fc.record({ memoWindowMs: fc.integer({ min: 1, max: 200_000 }) }), { nil: undefined }),
+  extension: fc.option(
+    fc.record({ memoWindowMs: fc.oneof(fc.constant(86_400_000), fc.integer({ min: 1, max: 200_000 })) }),
+    { nil: undefined },
+  ),
   idempotencyKey: fc.option(fc.constant('k-1'), { nil: undefined }),
   lastEventId: fc.option(fc.constant('k1-1-3'), { nil: undefined }),
   attempts: fc.nat(5),

@@ -85,6 +85,8 @@ export function parseContinuitySettings(capabilities: unknown): ContinuitySettin
   const maxEventsPerRequest = positive('maxEventsPerRequest');
   const maxKeyLength = positive('maxKeyLength');
   if (!memoWindowMs || !eventRetentionMs || !maxEventsPerRequest || !maxKeyLength) return undefined;
+  // A client's keys (a UUID is 36 characters) must fit; a smaller limit is a misconfiguration.
+  if (maxKeyLength < MIN_MAX_KEY_LENGTH) return undefined;
   return { memoWindowMs, eventRetentionMs, maxEventsPerRequest, maxKeyLength };
 }
 
@@ -92,6 +94,12 @@ export function parseContinuitySettings(capabilities: unknown): ContinuitySettin
 export function continuityCapability(settings: ContinuitySettings): { extensions: Record<string, object> } {
   return { extensions: { [CONTINUITY_EXTENSION]: { ...settings } } };
 }
+
+/** The smallest `maxKeyLength` a server may advertise. */
+export const MIN_MAX_KEY_LENGTH = 64;
+
+/** Methods the extension applies to (version 1): on any other the key is ignored and the request is unkeyed. */
+export const KEYED_METHODS: ReadonlySet<string> = new Set(['tools/call']);
 
 export type KeyReading =
   | { readonly kind: 'unkeyed' }
@@ -102,8 +110,12 @@ export type KeyReading =
 /** Visible ASCII (0x21-0x7E): safe in logs and headers, and never two spellings of one key. */
 const KEY_CHARS = /^[\x21-\x7e]+$/;
 
-/** Reads the extension's `_meta` keys of a request. Pure; `maxKeyLength` is the advertised limit. */
-export function readContinuityMeta(params: unknown, maxKeyLength: number): KeyReading {
+/**
+ * Reads the extension's `_meta` keys of a request. Pure; `maxKeyLength` is the advertised limit. `method`,
+ * when given, limits keying to `KEYED_METHODS` (a `notifications/cancelled` is read without it).
+ */
+export function readContinuityMeta(params: unknown, maxKeyLength: number, method?: string): KeyReading {
+  if (method !== undefined && !KEYED_METHODS.has(method)) return { kind: 'unkeyed' };
   const meta = field(params, '_meta');
   const key = field(meta, ContinuityMeta.idempotencyKey);
   const hasLast = typeof meta === 'object' && meta !== null && ContinuityMeta.lastEventId in meta;

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { JsonRpcCode } from '../machines/codes.js';
 import {
@@ -12,6 +13,8 @@ import {
   readContinuityMeta,
   requestFingerprint,
 } from '../machines/continuity-extension.js';
+import { keyedRequestMachine } from '../machines/server/keyed-request.machine.js';
+import { toMermaid } from '../scripts/diagram.js';
 
 /** The `_meta` key format of MCP: an optional reverse-DNS prefix whose labels are letters, digits, hyphens. */
 const META_KEY =
@@ -52,6 +55,8 @@ describe('settings in server/discover', () => {
     const bad = { ...DEFAULT_CONTINUITY_SETTINGS, memoWindowMs: -1 };
     expect(parseContinuitySettings({ extensions: { [CONTINUITY_EXTENSION]: bad } })).toBeUndefined();
     expect(parseContinuitySettings(null)).toBeUndefined();
+    const tiny = { ...DEFAULT_CONTINUITY_SETTINGS, maxKeyLength: 63 };
+    expect(parseContinuitySettings({ extensions: { [CONTINUITY_EXTENSION]: tiny } })).toBeUndefined();
   });
 });
 
@@ -92,6 +97,12 @@ describe('reading a request _meta', () => {
     expect(readContinuityMeta(meta(m), 255).kind).toBe('invalid');
   });
 
+  it('only tools/call is keyed (version 1); other methods ignore the key', () => {
+    const m = meta({ [ContinuityMeta.idempotencyKey]: 'k-1' });
+    expect(readContinuityMeta(m, 255, 'tools/call').kind).toBe('keyed');
+    expect(readContinuityMeta(m, 255, 'resources/read')).toEqual({ kind: 'unkeyed' });
+  });
+
   it('the length limit is the advertised one', () => {
     expect(readContinuityMeta(meta({ [ContinuityMeta.idempotencyKey]: 'x'.repeat(255) }), 255).kind).toBe(
       'keyed',
@@ -129,5 +140,30 @@ describe('key scope and request identity', () => {
     expect(
       requestFingerprint('resources/read', { name: 'charge', arguments: { amount: 5, currency: 'EUR' } }),
     ).not.toBe(a);
+  });
+});
+
+describe('docs/continuity-extension.md', () => {
+  it('shows the current diagram of the keyed request machine', () => {
+    const doc = readFileSync(new URL('../docs/continuity-extension.md', import.meta.url), 'utf8');
+    const between =
+      /<!-- keyed-request diagram: begin -->\n```mermaid\n([\s\S]*?)```\n<!-- keyed-request diagram: end -->/.exec(
+        doc,
+      );
+    expect(between?.[1]?.trimEnd()).toBe(toMermaid(keyedRequestMachine).trimEnd());
+  });
+
+  it('names every wire constant the code uses', () => {
+    const doc = readFileSync(new URL('../docs/continuity-extension.md', import.meta.url), 'utf8');
+    for (const name of [
+      CONTINUITY_EXTENSION,
+      ...Object.values(ContinuityMeta),
+      ...Object.keys(DEFAULT_CONTINUITY_SETTINGS),
+    ]) {
+      expect(doc).toContain(`\`${name}\``);
+    }
+    for (const code of Object.values(ContinuityErrorCode)) {
+      expect(doc).toMatch(new RegExp(`\\| ${code} \\| \`\\w+\` \\| ${CONTINUITY_ERROR_STATUS[code]} \\|`));
+    }
   });
 });

@@ -70,8 +70,15 @@ export type KeyedAnswer =
       readonly code: typeof ContinuityErrorCode.EVENTS_EVICTED;
       readonly resume: Extract<ResumeAnswer, { kind: 'gone' }>;
     }
-  /** -32602: a last event id this key's log never issued. */
-  | { readonly kind: 'invalid-cursor'; readonly resume: Extract<ResumeAnswer, { kind: 'invalid' }> };
+  /** A last event id this key's log never issued: Invalid params, nothing attaches. */
+  | {
+      readonly kind: 'invalid-cursor';
+      readonly code: typeof INVALID_PARAMS;
+      readonly resume: Extract<ResumeAnswer, { kind: 'invalid' }>;
+    };
+
+/** JSON-RPC's own Invalid params. */
+const INVALID_PARAMS = -32602;
 
 export type KeyedRequestEmitted =
   /** Run the tool body. Emitted once, on start. */
@@ -141,7 +148,11 @@ export const keyedRequestMachine = setup({
         attacher,
         resume.kind === 'gone'
           ? { kind: 'evicted', code: ContinuityErrorCode.EVENTS_EVICTED, resume }
-          : { kind: 'invalid-cursor', resume: resume as Extract<ResumeAnswer, { kind: 'invalid' }> },
+          : {
+              kind: 'invalid-cursor',
+              code: INVALID_PARAMS,
+              resume: resume as Extract<ResumeAnswer, { kind: 'invalid' }>,
+            },
       );
     }),
     /** A re-issue while the work runs watches it; it never starts it. Named so a mutant can break it. */

@@ -252,6 +252,16 @@ describe('the details of a decision', () => {
     });
   });
 
+  it('a read-only tool is still re-issued past the memo window, as a fresh request without the key', () => {
+    const late = { ...keyed, tool: { readOnlyHint: true }, elapsedMs: 86_400_000 };
+    expect(decideStatelessEnd({ kind: 'cut-mid-stream' }, late)).toEqual({
+      action: 'reissue',
+      reason: 'cut_mid_stream',
+      newRequestId: true,
+      delayMs: 0,
+    });
+  });
+
   it('untrusted annotations make nothing safe; idempotentHint alone does', () => {
     const untrusting = { ...DEFAULT_STATELESS_POLICY, trustToolAnnotations: false };
     expect(decideStatelessEnd({ kind: 'cut-mid-stream' }, readOnly, untrusting).action).toBe(
@@ -345,9 +355,17 @@ function safetyHolds(
   const bound = Math.max(policy.backoff.maxDelayMs, end.kind === 'http-status' ? (end.retryAfterMs ?? 0) : 0);
   if (!(d.newRequestId && d.delayMs >= 0 && d.delayMs <= bound)) return false;
   if (!mayHaveRun(end)) return true;
-  const basis = safeReissueBasis(ctx, policy);
-  if (basis === undefined) return false;
-  return basis === 'annotations' || d.carry?.idempotencyKey === ctx.idempotencyKey;
+  // Written from the rule, not from the code under test: trusted annotations, or the same key while the
+  // server still remembers it.
+  const t = ctx.tool;
+  const annotationsSafe =
+    policy.trustToolAnnotations && (t?.readOnlyHint === true || t?.idempotentHint === true);
+  const extensionSafe =
+    ctx.extension !== undefined &&
+    ctx.idempotencyKey !== undefined &&
+    d.carry?.idempotencyKey === ctx.idempotencyKey &&
+    ctx.elapsedMs + policy.memoMarginMs < ctx.extension.memoWindowMs;
+  return annotationsSafe || extensionSafe;
 }
 
 describe('safety property', () => {
@@ -367,6 +385,11 @@ describe('safety property', () => {
     const unsafeBasis = samples.filter(
       ([end, ctx, policy]) => mayHaveRun(end) && safeReissueBasis(ctx, policy) === undefined,
     );
+    const keyedReissues = risky.filter(([end, ctx, policy]) => {
+      const d = decideStatelessEnd(end, ctx, policy);
+      return (d.action === 'reissue' || d.action === 'backoff-reissue') && d.carry !== undefined;
+    });
+    expect(keyedReissues.length).toBeGreaterThan(50);
     expect(risky.length).toBeGreaterThan(100);
     expect(unsafeBasis.length).toBeGreaterThan(100);
   });

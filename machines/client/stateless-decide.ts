@@ -364,12 +364,16 @@ export type StatelessDecision =
       readonly code?: number;
     };
 
-/** How a re-issue could be made safe, if at all. Exported for the property tests. */
+/**
+ * How a re-issue of a call that may have run could be made safe, if at all: through the extension (same
+ * key, while the server still remembers it), else by the tool's trusted annotations. Read-only tools stay
+ * safe past the memo window; a charge does not.
+ */
 export function safeReissueBasis(
   ctx: StatelessCallContext,
   policy: StatelessPolicy,
 ): 'extension' | 'annotations' | undefined {
-  if (ctx.extension && ctx.idempotencyKey !== undefined) return 'extension';
+  if (ctx.extension && ctx.idempotencyKey !== undefined && insideMemoWindow(ctx, policy)) return 'extension';
   const t = ctx.tool;
   if (policy.trustToolAnnotations && t && (t.readOnlyHint === true || t.idempotentHint === true)) {
     return 'annotations';
@@ -433,9 +437,11 @@ export function decideStatelessEnd(
       return evictedReissue(end, ctx, policy, reason, unknown);
     case 'reissue-if-safe': {
       const basis = safeReissueBasis(ctx, policy);
-      if (basis === undefined) return unknown();
+      if (basis === undefined) {
+        const keyed = ctx.extension !== undefined && ctx.idempotencyKey !== undefined;
+        return unknown(keyed ? R.memoWindowPassed : reason);
+      }
       if (ctx.attempts >= policy.maxReissues) return unknown(R.reissueGivenUp);
-      if (basis === 'extension' && !insideMemoWindow(ctx, policy)) return unknown(R.memoWindowPassed);
       // A balancer's cut is a path fact, not a server in trouble: the first re-issue goes at once.
       const transportCut = end.kind !== 'http-status' && ctx.attempts === 0;
       return {

@@ -68,10 +68,12 @@ const EXAMPLE: Record<StatelessCase, StatelessStreamEnd> = {
   '502-504': status(504),
   'other-4xx': status(422),
   'other-5xx': status(507),
+  'unexpected-status': status(303),
 };
 
 const base: StatelessCallContext = {
   attempts: 0,
+  mayHaveRunBefore: false,
   headerMismatchRetried: false,
   elapsedMs: 1_000,
   jitterSeed: 42,
@@ -125,6 +127,7 @@ const ROWS: Array<[StatelessCase, Expect, Expect, Expect]> = [
   ['502-504', 'outcome-unknown', 'backoff-reissue', 'backoff-reissue'],
   ['other-4xx', 'fail', 'fail', 'fail'],
   ['other-5xx', 'outcome-unknown', 'backoff-reissue', 'backoff-reissue'],
+  ['unexpected-status', 'outcome-unknown', 'outcome-unknown', 'outcome-unknown'],
 ];
 
 describe('stateless decision table (2026-07-28), one test per row', () => {
@@ -195,6 +198,17 @@ describe('the details of a decision', () => {
       reason: 'unavailable',
       status: 503,
     });
+  });
+
+  it('after an attempt that may have run, a later refusal is outcome unknown, not a definite failure', () => {
+    const after = { ...keyed, attempts: 2, mayHaveRunBefore: true };
+    expect(decideStatelessEnd(status(401), after)).toEqual({
+      action: 'outcome-unknown',
+      reason: 'unauthorized',
+      idempotencyKey: 'k-1',
+    });
+    const spent = { ...after, attempts: DEFAULT_STATELESS_POLICY.maxReissues };
+    expect(decideStatelessEnd({ kind: 'refused' }, spent).action).toBe('outcome-unknown');
   });
 
   it('past the memo window a keyed re-issue is no longer safe: outcome unknown', () => {
@@ -328,6 +342,7 @@ const ctxArb: fc.Arbitrary<StatelessCallContext> = fc.record({
   idempotencyKey: fc.option(fc.constant('k-1'), { nil: undefined }),
   lastEventId: fc.option(fc.constant('k1-1-3'), { nil: undefined }),
   attempts: fc.nat(5),
+  mayHaveRunBefore: fc.boolean(),
   headerMismatchRetried: fc.boolean(),
   elapsedMs: fc.nat(200_000),
   jitterSeed: fc.nat(),
@@ -351,6 +366,8 @@ function safetyHolds(
   policy: StatelessPolicy,
 ): boolean {
   const d = decideStatelessEnd(end, ctx, policy, table);
+  // Honest endings: a definite failure only for a call no attempt of which may have run.
+  if (d.action === 'fail' && (ctx.mayHaveRunBefore || mayHaveRun(end))) return false;
   if (d.action !== 'reissue' && d.action !== 'backoff-reissue') return true;
   const bound = Math.max(policy.backoff.maxDelayMs, end.kind === 'http-status' ? (end.retryAfterMs ?? 0) : 0);
   if (!(d.newRequestId && d.delayMs >= 0 && d.delayMs <= bound)) return false;

@@ -76,6 +76,7 @@ export const StatelessReason = {
   serverError: 'server_error',
   gatewayError: 'gateway_error',
   clientError: 'client_error',
+  unexpectedStatus: 'unexpected_status',
   eventsEvicted: 'events_evicted',
   keyReused: 'idempotency_key_reused',
   serverOutcomeUnknown: 'server_outcome_unknown',
@@ -152,7 +153,8 @@ export type StatelessCase =
   | '500'
   | '502-504'
   | 'other-4xx'
-  | 'other-5xx';
+  | 'other-5xx'
+  | 'unexpected-status';
 
 const R = StatelessReason;
 
@@ -221,6 +223,9 @@ export const STATELESS_DECISION_TABLE: Readonly<Record<StatelessCase, StatelessR
   'other-4xx': { action: 'fail', reason: R.clientError },
   // Any other 5xx: we cannot say how far the server got.
   'other-5xx': { action: 'reissue-if-safe', reason: R.serverError },
+  // A request answered with a redirect, 202 or 204 breaks the transport's rules; 303 even says "done, look
+  // elsewhere". It may have run, and sending it to the same endpoint again cannot tell: outcome unknown.
+  'unexpected-status': { action: 'unknown', reason: R.unexpectedStatus },
 };
 
 /** Maps an observed end to its row. Reads the JSON-RPC error code where the status alone is ambiguous. */
@@ -285,7 +290,8 @@ function statusCase(status: number, code: number | undefined): StatelessCase {
   if (exact) return exact;
   if (status === 502 || status === 504) return '502-504';
   if (status >= 500) return 'other-5xx';
-  return 'other-4xx';
+  if (status >= 400) return 'other-4xx';
+  return 'unexpected-status';
 }
 
 /** What the client knows about this call when its stream ends. */
@@ -300,6 +306,11 @@ export interface StatelessCallContext {
   readonly lastEventId?: string;
   /** Re-issues already made for this call. */
   readonly attempts: number;
+  /**
+   * An earlier attempt of this call ended in a way after which it may have run (`mayHaveRun`). Then no
+   * later refusal makes the call a definite failure: the earlier attempt may have done the side effect.
+   */
+  readonly mayHaveRunBefore: boolean;
   /** A header-mismatch re-issue was already made (the spec's retry happens once). */
   readonly headerMismatchRetried: boolean;
   /** Time since the call's first attempt was sent (the client's own monotonic clock). */
@@ -387,6 +398,23 @@ export function decideStatelessEnd(
   ctx: StatelessCallContext,
   policy: StatelessPolicy = DEFAULT_STATELESS_POLICY,
   table: Readonly<Record<StatelessCase, StatelessRow>> = STATELESS_DECISION_TABLE,
+): StatelessDecision {
+  const d = decideThisAttempt(end, ctx, policy, table);
+  // "This attempt did not run" says nothing of the earlier ones: a cut charge, then a refused re-issue, is
+  // a charge of unknown outcome, not a failure.
+  if (d.action !== 'fail' || !ctx.mayHaveRunBefore) return d;
+  return {
+    action: 'outcome-unknown',
+    reason: d.reason,
+    ...(ctx.idempotencyKey !== undefined && ctx.extension ? { idempotencyKey: ctx.idempotencyKey } : {}),
+  };
+}
+
+function decideThisAttempt(
+  end: StatelessStreamEnd,
+  ctx: StatelessCallContext,
+  policy: StatelessPolicy,
+  table: Readonly<Record<StatelessCase, StatelessRow>>,
 ): StatelessDecision {
   const row = table[caseOf(end)];
   const { reason } = row;

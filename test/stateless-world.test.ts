@@ -12,7 +12,7 @@ import {
   type StatelessStreamEnd,
 } from '../machines/client/stateless-decide.js';
 import { ContinuityErrorCode, DEFAULT_CONTINUITY_SETTINGS } from '../machines/continuity-extension.js';
-import { formatEventId } from '../machines/event-id.js';
+import { formatEventId, parseEventId } from '../machines/event-id.js';
 import {
   admitUnknownKey,
   type KeyedAnswer,
@@ -46,6 +46,8 @@ interface Scenario {
   readonly faults: readonly Fault[];
   /** Per attempt: the body finishes while the stream is broken (else it is still running). */
   readonly finishesDuringFault: readonly boolean[];
+  /** Per attempt: progress events the running body emits while nobody is attached. */
+  readonly eventsWhileCut: readonly number[];
   readonly extension: boolean;
   readonly readOnly: boolean;
 }
@@ -55,12 +57,24 @@ interface Outcome {
   readonly executions: number;
   readonly final: StatelessDecision | 'hang';
   readonly attempts: number;
+  /** 410 answers (each costs a re-issue). */
+  readonly evictions: number;
+  /** Events the body emitted, and what the client made of them (extension only: unkeyed events have no ids). */
+  readonly events: {
+    readonly emitted: number;
+    readonly seen: number;
+    readonly reportedLost: number;
+    readonly unflaggedLost: number;
+    readonly duplicates: number;
+  };
 }
 
 const FP = 'charge(5)';
 const KEY = 'k-1';
 const EPOCH = 'k1';
 const RESULT = { resultType: 'complete', content: [] };
+/** A tiny retention bound, so evictions happen. */
+const MAX_EVENTS = 2;
 
 function run(
   s: Scenario,
@@ -70,7 +84,6 @@ function run(
   let executions = 0;
   let work: Actor<AnyStateMachine> | undefined;
   let alive = true;
-  let head = 0;
   const answers: Array<{ attacher: string; answer: KeyedAnswer }> = [];
   const startWork = (attacher: string) => {
     const actor = createActor(server, { input: { memoKey: `3:bob|${KEY}`, fingerprint: FP, attacher } });
@@ -83,18 +96,37 @@ function run(
     actor.start();
     return actor;
   };
+  const running = () => work !== undefined && alive && work.getSnapshot().value === 'running';
   const finish = () => {
-    if (work && alive && work.getSnapshot().value === 'running') {
-      work.send({ type: 'tool.finished', outcome: { kind: 'result', result: RESULT } });
-    }
+    if (running()) work?.send({ type: 'tool.finished', outcome: { kind: 'result', result: RESULT } });
   };
   const answerFor = (attacher: string) => answers.filter((a) => a.attacher === attacher).at(-1)?.answer;
 
-  let attempts = 0;
+  // The key's event log (dense sequence numbers, the newest MAX_EVENTS retained) and the client's view of it.
+  let head = 0;
+  const oldest = () => Math.max(1, head - MAX_EVENTS + 1);
+  let maxSeen = 0;
+  const ev = { seen: 0, reportedLost: 0, unflaggedLost: 0, duplicates: 0 };
   let lastEventId: string | undefined;
+  const receive = (seq: number) => {
+    if (seq <= maxSeen) ev.duplicates++;
+    else {
+      ev.unflaggedLost += seq - maxSeen - 1;
+      maxSeen = seq;
+      ev.seen++;
+      lastEventId = formatEventId({ epoch: EPOCH, stream: 1, seq });
+    }
+  };
+  /** The server streams what it still retains after `afterSeq`. */
+  const replay = (afterSeq: number) => {
+    for (let seq = Math.max(afterSeq + 1, oldest()); seq <= head; seq++) receive(seq);
+  };
+
+  let attempts = 0;
+  let evictions = 0;
   let headerRetried = false;
   let ranBefore = false;
-  for (let i = 0; i < 12; i++) {
+  for (let i = 0; i < 16; i++) {
     const fault = s.faults[i] ?? 'none';
     const during = s.finishesDuringFault[i] ?? false;
     const attacher = `a${i}`;
@@ -108,41 +140,56 @@ function run(
       else if (fault === 'instance-death' || fault === 'cut-mid-stream') end = { kind: 'cut-mid-stream' };
       else end = { kind: endKind(fault) };
     } else {
-      const isReissue = i > 0 && work !== undefined;
+      let first: KeyedAnswer | undefined;
       if (!work) {
         // The memo is durable here, so it is complete for the whole window.
-        if (
-          admitUnknownKey(isReissue, Number.POSITIVE_INFINITY, DEFAULT_CONTINUITY_SETTINGS.memoWindowMs)
-            .kind !== 'execute'
-        ) {
-          throw new Error('a durable memo never loses a key');
-        }
+        const isReissue = i > 0;
+        const admitted = admitUnknownKey(
+          isReissue,
+          Number.POSITIVE_INFINITY,
+          DEFAULT_CONTINUITY_SETTINGS.memoWindowMs,
+        );
+        if (admitted.kind !== 'execute') throw new Error('a durable memo never loses a key');
         work = startWork(attacher);
+        first = { kind: 'attach', afterSeq: 0 };
       } else {
         const window = {
-          oldest: 1,
+          oldest: oldest(),
           head,
-          appendedAt: Array.from({ length: head }, () => 0),
+          appendedAt: Array.from({ length: head - oldest() + 1 }, () => 0),
           finished: false,
         };
         const resume = keyedResume(lastEventId, { epoch: EPOCH, stream: 1, window });
         work.send({ type: 'reissue.arrived', attacher, fingerprint: FP, resume });
+        first = answerFor(attacher);
       }
+      const bytesArrive = fault === 'none' || fault === 'cut-mid-stream' || fault === 'instance-death';
+      if (bytesArrive && (first?.kind === 'attach' || first?.kind === 'recorded')) replay(first.afterSeq);
       if (fault === 'instance-death') {
         work.send({ type: 'instance.died' });
         alive = false;
       }
-      if (fault === 'cut-mid-stream' && work.getSnapshot().value === 'running') {
+      if (fault === 'cut-mid-stream' && running()) {
         head++;
-        lastEventId = formatEventId({ epoch: EPOCH, stream: 1, seq: head });
+        // Only an attached stream carries the new event; a refused re-issue has no stream.
+        if (first?.kind === 'attach') receive(head);
       }
       if (fault === 'none') finish();
       else if (fault !== 'instance-death') {
         work.send({ type: 'stream.closed', attacher });
+        if (running()) head += s.eventsWhileCut[i] ?? 0;
         if (during) finish();
       }
       const a = answerFor(attacher);
-      if (fault === 'none' || fault === 'instance-death') {
+      if (bytesArrive && a?.kind === 'evicted') {
+        evictions++;
+        const body = {
+          jsonrpc: '2.0',
+          id: i,
+          error: { code: a.code, message: 'events evicted', data: a.resume },
+        };
+        end = { kind: 'http-status', status: 410, body };
+      } else if (fault === 'none' || fault === 'instance-death') {
         if (a?.kind === 'outcome' || a?.kind === 'recorded') end = { kind: 'result', resultType: 'complete' };
         else if (a?.kind === 'outcome-unknown')
           end = { kind: 'error-response', code: ContinuityErrorCode.OUTCOME_UNKNOWN };
@@ -168,13 +215,22 @@ function run(
       DEFAULT_STATELESS_POLICY,
       table,
     );
-    if (d.action !== 'reissue' && d.action !== 'backoff-reissue') return { executions, final: d, attempts };
+    const events = { emitted: head, ...ev };
+    if (d.action !== 'reissue' && d.action !== 'backoff-reissue')
+      return { executions, final: d, attempts, evictions, events };
     if (d.refreshToolList) headerRetried = true;
     ranBefore ||= mayHaveRun(end);
-    if (d.carry) lastEventId = d.carry.lastEventId ?? undefined;
+    if (d.gap) {
+      // The client reports the gap to the application and resumes after it.
+      const after = d.carry?.lastEventId ? parseEventId(d.carry.lastEventId)?.seq : undefined;
+      if (after === undefined || d.gap.lostCount === null) throw new Error('a 410 of this server is exact');
+      ev.reportedLost += d.gap.lostCount;
+      maxSeen = after;
+      lastEventId = d.carry?.lastEventId ?? undefined;
+    }
     attempts++;
   }
-  return { executions, final: 'hang', attempts };
+  return { executions, final: 'hang', attempts, evictions, events: { emitted: head, ...ev } };
 }
 
 function endKind(fault: 'cut-before-response' | 'cut-mid-stream' | 'stall') {
@@ -187,7 +243,13 @@ function brokenRule(s: Scenario, o: Outcome): string | undefined {
   if (!s.readOnly && o.executions > 1) return `a charge ran ${o.executions} times`;
   if (o.final.action === 'deliver' && o.executions === 0) return 'a result from nothing';
   if (o.final.action === 'fail' && o.executions > 0) return 'a definite failure for a call that ran';
-  const faulty = s.faults.filter((f) => f !== 'none').length;
+  const e = o.events;
+  if (e.unflaggedLost > 0) return `${e.unflaggedLost} events lost without a report`;
+  if (e.duplicates > 0) return `${e.duplicates} events delivered twice`;
+  if (s.extension && o.final.action === 'deliver' && e.seen + e.reportedLost !== e.emitted) {
+    return `a result with ${e.emitted - e.seen - e.reportedLost} events unaccounted for`;
+  }
+  const faulty = s.faults.filter((f) => f !== 'none').length + o.evictions;
   const safe = s.extension || s.readOnly;
   if (safe && !s.faults.includes('instance-death') && faulty <= DEFAULT_STATELESS_POLICY.maxReissues) {
     if (o.final.action !== 'deliver') return `no result through ${faulty} faults (${o.final.reason})`;
@@ -207,6 +269,7 @@ const faultArb = fc.constantFrom<Fault>(
 const scenarioArb: fc.Arbitrary<Scenario> = fc.record({
   faults: fc.array(faultArb, { maxLength: 6 }),
   finishesDuringFault: fc.array(fc.boolean(), { maxLength: 6 }),
+  eventsWhileCut: fc.array(fc.nat(3), { maxLength: 6 }),
   extension: fc.boolean(),
   readOnly: fc.boolean(),
 });
@@ -216,6 +279,7 @@ describe('one call through faults: the decision table and the keyed-request mach
     const o = run({
       faults: ['cut-mid-stream', 'cut-before-response'],
       finishesDuringFault: [false, true],
+      eventsWhileCut: [],
       extension: true,
       readOnly: false,
     });
@@ -228,6 +292,7 @@ describe('one call through faults: the decision table and the keyed-request mach
     const o = run({
       faults: ['cut-mid-stream'],
       finishesDuringFault: [true],
+      eventsWhileCut: [],
       extension: false,
       readOnly: false,
     });
@@ -239,6 +304,7 @@ describe('one call through faults: the decision table and the keyed-request mach
     const o = run({
       faults: ['cut-mid-stream', 'stall'],
       finishesDuringFault: [],
+      eventsWhileCut: [],
       extension: false,
       readOnly: true,
     });
@@ -249,6 +315,7 @@ describe('one call through faults: the decision table and the keyed-request mach
     const o = run({
       faults: ['cut-mid-stream', 'instance-death'],
       finishesDuringFault: [],
+      eventsWhileCut: [],
       extension: true,
       readOnly: false,
     });
@@ -258,6 +325,29 @@ describe('one call through faults: the decision table and the keyed-request mach
       reason: 'server_outcome_unknown',
       idempotencyKey: KEY,
     });
+  });
+
+  it('events evicted while the stream was cut: the re-issue learns the exact count and resumes after it', () => {
+    const o = run({
+      faults: ['cut-mid-stream', 'stall'],
+      finishesDuringFault: [false, true],
+      eventsWhileCut: [3, 0],
+      extension: true,
+      readOnly: false,
+    });
+    expect(o.executions).toBe(1);
+    expect(o.final).toEqual({ action: 'deliver', reason: 'answered' });
+    expect(o.evictions).toBe(1);
+    // Event 1 seen before the cut; 2 evicted and reported (the log keeps 2); 3 and 4 replayed.
+    expect(o.events).toEqual({ emitted: 4, seen: 3, reportedLost: 1, unflaggedLost: 0, duplicates: 0 });
+  });
+
+  it('the generators reach evictions and keyed results', () => {
+    const outs = fc.sample(scenarioArb, { numRuns: 2_000, seed: 13 }).map((sc) => run(sc));
+    const evictedThenDelivered = outs.filter(
+      (o) => o.evictions > 0 && o.final !== 'hang' && o.final.action === 'deliver',
+    );
+    expect(evictedThenDelivered.length).toBeGreaterThan(20);
   });
 
   test.prop([scenarioArb], { numRuns: 2_000 })(
@@ -293,6 +383,13 @@ describe('one call through faults: the decision table and the keyed-request mach
       }),
       STATELESS_DECISION_TABLE,
       /no result through/,
+    ],
+    // The design note's second incident, on 2026-07-28: an evicted cursor silently resumes at what is left.
+    [
+      'a server that attaches past an evicted cursor',
+      keyedRequestMachine.provide({ guards: { cannotResume: () => false } }),
+      STATELESS_DECISION_TABLE,
+      /lost without a report/,
     ],
   ];
 

@@ -101,7 +101,10 @@ export const ModernErrorCode = {
 /**
  * What a row says to do:
  * - `deliver`: the server answered; hand the answer to the caller.
- * - `reissue-now`: the server said it did not run the request and how to fix it: re-issue at once.
+ * - `refresh-then-reissue`: the headers did not match the body (-32020); nothing ran. Refresh `tools/list`,
+ *   then re-issue at once, once (streamable-http#client-behavior).
+ * - `resume-after-gap`: the extension's 410; nothing new ran. Report the exact gap, then re-issue at once
+ *   from the oldest retained event.
  * - `backoff-reissue`: the request did not run (never reached, or refused for load): wait, then re-issue.
  * - `reissue-if-safe`: it may have run. Re-issue only when that cannot duplicate a side effect.
  * - `unknown`: it may have run and re-issuing cannot tell: outcome unknown.
@@ -109,7 +112,8 @@ export const ModernErrorCode = {
  */
 export type RowAction =
   | 'deliver'
-  | 'reissue-now'
+  | 'refresh-then-reissue'
+  | 'resume-after-gap'
   | 'backoff-reissue'
   | 'reissue-if-safe'
   | 'unknown'
@@ -186,13 +190,13 @@ export const STATELESS_DECISION_TABLE: Readonly<Record<StatelessCase, StatelessR
   'ext-key-reused': { action: 'fail', reason: R.keyReused },
   // Extension: events after our last id were evicted. The server ran nothing new; re-issue at once from
   // `resumeAfter` and report the exact gap to the application.
-  'ext-events-evicted': { action: 'reissue-now', reason: R.eventsEvicted },
+  'ext-events-evicted': { action: 'resume-after-gap', reason: R.eventsEvicted },
   // Extension: the instance running the key died; the server itself cannot know. Re-issuing cannot either.
   'ext-outcome-unknown': { action: 'unknown', reason: R.serverOutcomeUnknown },
   // Extension: an explicit notifications/cancelled for this key was honoured. The key will never run again.
   'ext-cancelled': { action: 'unknown', reason: R.cancelledOnServer },
   // The server rejected the headers before running anything; the spec says refresh tools/list and retry.
-  '400-header-mismatch': { action: 'reissue-now', reason: R.headerMismatch },
+  '400-header-mismatch': { action: 'refresh-then-reissue', reason: R.headerMismatch },
   // Version negotiation (the era fallback) is the transport's job, not this call's: end definitely.
   '400-unsupported-version': { action: 'fail', reason: R.unsupportedVersion },
   '400-missing-capability': { action: 'fail', reason: R.missingCapability },
@@ -450,19 +454,18 @@ function decideThisAttempt(
         delayMs: delay(),
         ...carry(ctx.lastEventId),
       };
-    case 'reissue-now':
-      if (reason === R.headerMismatch) {
-        if (ctx.headerMismatchRetried) return failure();
-        return {
-          action: 'reissue',
-          reason,
-          newRequestId: true,
-          delayMs: 0,
-          refreshToolList: true,
-          ...carry(ctx.lastEventId),
-        };
-      }
-      return evictedReissue(end, ctx, policy, reason, unknown);
+    case 'refresh-then-reissue':
+      if (ctx.headerMismatchRetried) return failure();
+      return {
+        action: 'reissue',
+        reason,
+        newRequestId: true,
+        delayMs: 0,
+        refreshToolList: true,
+        ...carry(ctx.lastEventId),
+      };
+    case 'resume-after-gap':
+      return resumeAfterGap(end, ctx, policy, reason, unknown);
     case 'reissue-if-safe': {
       const basis = safeReissueBasis(ctx, policy);
       if (basis === undefined) {
@@ -484,7 +487,7 @@ function decideThisAttempt(
 }
 
 /** 410 through the extension: resume after the oldest retained event, reporting exactly what was lost. */
-function evictedReissue(
+function resumeAfterGap(
   end: StatelessStreamEnd,
   ctx: StatelessCallContext,
   policy: StatelessPolicy,

@@ -16,7 +16,8 @@ export const JsonRpcCode = {
   /** The request could not be delivered and was not re-sent (it was never on the wire, or was refused). */
   REQUEST_FAILED: -32054,
   /** The server is at one of its limits (sessions, sessions per principal, running requests): retry after `Retry-After`. */
-  LIMIT_EXCEEDED: -32060,
+  // In -32000..-32019, which MCP 2026-07-28 leaves to implementations (-32020..-32099 are the spec's).
+  LIMIT_EXCEEDED: -32005,
   /** Invalid request shape (missing session id, bad headers). JSON-RPC's own code. */
   INVALID_REQUEST: -32600,
   /** The server failed to answer a request. JSON-RPC's own code. */
@@ -91,3 +92,20 @@ export const ErrorCode = {
   condition: 'MCPC_CONDITION',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+/**
+ * JSON-RPC error codes of the extension. All in -32000..-32019, the range the 2026-07-28 error code
+ * policy leaves implementation-defined (-32020..-32099 is reserved for the specification). -32000 and
+ * -32001 are avoided: SDKs already use them (connection closed, request timeout / session not found).
+ */
+export const ContinuityErrorCode = {
+  /** The key was used before with a different request (method, name or arguments). HTTP 409. */
+  KEY_REUSED: -32010,
+  /** The events after the re-issue's last event id were evicted; `data.lostCount` says how many. HTTP 410. */
+  EVENTS_EVICTED: -32011,
+  /** The server cannot tell whether the keyed request ran (its instance died, or the memo was lost). */
+  OUTCOME_UNKNOWN: -32012,
+  /** The keyed request was cancelled by an explicit `notifications/cancelled`; it will not run again. */
+  CANCELLED: -32013,
+} as const;
+export type ContinuityErrorCode = (typeof ContinuityErrorCode)[keyof typeof ContinuityErrorCode];

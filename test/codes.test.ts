@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
+  ContinuityErrorCode,
   ErrorCode,
   JsonRpcCode,
   OutcomeUnknownReason,
@@ -21,6 +22,16 @@ describe('codes are tabled once and never collide', () => {
   ])('%s values are unique', (_, table) => {
     const values = Object.values(table);
     expect(new Set(values).size).toBe(values.length);
+  });
+
+  it('the continuity extension codes collide with no other JSON-RPC code, and sit where 2026-07-28 leaves room', () => {
+    const ours = new Set<number>(Object.values(JsonRpcCode));
+    for (const code of Object.values(ContinuityErrorCode)) {
+      expect(ours.has(code)).toBe(false);
+      expect(code).toBeLessThanOrEqual(-32000);
+      expect(code).toBeGreaterThanOrEqual(-32019);
+    }
+    expect(JsonRpcCode.LIMIT_EXCEEDED).toBeGreaterThanOrEqual(-32019);
   });
 
   it('JSON-RPC codes of our own sit in the implementation-defined server range', () => {

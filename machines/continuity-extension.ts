@@ -1,0 +1,158 @@
+import { ContinuityErrorCode } from './codes.js';
+/**
+ * The wire names and limits of the continuity extension for MCP 2026-07-28, tabled once for the client
+ * decision table, the server's keyed-request machine and the runtime. The document that another
+ * implementation follows is `docs/continuity-extension.md`; every name here appears there.
+ *
+ * @spec 2026-07-28 changelog, minor change 1 (`extensions` in capabilities) and 12 (error code policy)
+ */
+
+/**
+ * The extension identifier: the key in `capabilities.extensions` of `server/discover` and of a request's
+ * `io.modelcontextprotocol/clientCapabilities`. The prefix's second label is `github`, so it does not
+ * fall in the space MCP reserves (a second label `modelcontextprotocol` or `mcp`).
+ */
+export const CONTINUITY_EXTENSION = 'io.github.mcp-continuity/continuity';
+
+/** `_meta` keys a keyed request carries (same prefix as the extension, per the `_meta` key format). */
+export const ContinuityMeta = {
+  /** The idempotency key: one per logical call, the same on every re-issue of it. */
+  idempotencyKey: 'io.github.mcp-continuity/idempotencyKey',
+  /**
+   * Present on a re-issue only: the SSE id of the last event the client received for this key, or `null`
+   * when it received none. Its presence is what tells a re-issue from a first attempt.
+   */
+  lastEventId: 'io.github.mcp-continuity/lastEventId',
+} as const;
+
+// The extension's error codes are tabled with every other code of the project (codes.ts).
+export { ContinuityErrorCode } from './codes.js';
+
+/** The HTTP status each extension error is sent with, so intermediaries see the same story as the body. */
+export const CONTINUITY_ERROR_STATUS: Readonly<Record<ContinuityErrorCode, number>> = {
+  [ContinuityErrorCode.KEY_REUSED]: 409,
+  [ContinuityErrorCode.EVENTS_EVICTED]: 410,
+  [ContinuityErrorCode.OUTCOME_UNKNOWN]: 200,
+  [ContinuityErrorCode.CANCELLED]: 200,
+};
+
+/** The parameters a server advertises as the value of `capabilities.extensions[CONTINUITY_EXTENSION]`. */
+export interface ContinuitySettings {
+  /** How long a finished keyed request's outcome is remembered after it finished. Never shorter while running. */
+  readonly memoWindowMs: number;
+  /** How long each keyed request's events are retained for a re-issue to resume after. */
+  readonly eventRetentionMs: number;
+  /** At most this many events are retained per keyed request; the oldest go first. */
+  readonly maxEventsPerRequest: number;
+  /** Longest idempotency key accepted, in characters. */
+  readonly maxKeyLength: number;
+}
+
+export const DEFAULT_CONTINUITY_SETTINGS: ContinuitySettings = {
+  memoWindowMs: 86_400_000,
+  eventRetentionMs: 600_000,
+  maxEventsPerRequest: 1000,
+  maxKeyLength: 255,
+};
+
+/**
+ * Reads the settings from a `server/discover` result's `capabilities`. Absent or malformed → `undefined`:
+ * a client that cannot read the window must not rely on it, so it behaves as without the extension.
+ */
+export function parseContinuitySettings(capabilities: unknown): ContinuitySettings | undefined {
+  const extensions = field(capabilities, 'extensions');
+  const raw = field(extensions, CONTINUITY_EXTENSION);
+  if (typeof raw !== 'object' || raw === null) return undefined;
+  const positive = (k: keyof ContinuitySettings) => {
+    const v = (raw as Record<string, unknown>)[k];
+    return typeof v === 'number' && Number.isSafeInteger(v) && v > 0 ? v : undefined;
+  };
+  const memoWindowMs = positive('memoWindowMs');
+  const eventRetentionMs = positive('eventRetentionMs');
+  const maxEventsPerRequest = positive('maxEventsPerRequest');
+  const maxKeyLength = positive('maxKeyLength');
+  if (!memoWindowMs || !eventRetentionMs || !maxEventsPerRequest || !maxKeyLength) return undefined;
+  // A client's keys (a UUID is 36 characters) must fit; a smaller limit is a misconfiguration.
+  if (maxKeyLength < MIN_MAX_KEY_LENGTH) return undefined;
+  return { memoWindowMs, eventRetentionMs, maxEventsPerRequest, maxKeyLength };
+}
+
+/** The capabilities fragment a server puts in its `server/discover` result. */
+export function continuityCapability(settings: ContinuitySettings): { extensions: Record<string, object> } {
+  return { extensions: { [CONTINUITY_EXTENSION]: { ...settings } } };
+}
+
+/** The smallest `maxKeyLength` a server may advertise. */
+export const MIN_MAX_KEY_LENGTH = 64;
+
+/** Methods the extension applies to (version 1): on any other the key is ignored and the request is unkeyed. */
+export const KEYED_METHODS: ReadonlySet<string> = new Set(['tools/call']);
+
+export type KeyReading =
+  | { readonly kind: 'unkeyed' }
+  | { readonly kind: 'keyed'; readonly key: string; readonly reissue: boolean; readonly lastEventId?: string }
+  /** Answered with -32602 (Invalid params): the request is not run. */
+  | { readonly kind: 'invalid'; readonly why: string };
+
+/** Visible ASCII (0x21-0x7E): safe in logs and headers, and never two spellings of one key. */
+const KEY_CHARS = /^[\x21-\x7e]+$/;
+
+/**
+ * Reads the extension's `_meta` keys of a request. Pure; `maxKeyLength` is the advertised limit. `method`,
+ * when given, limits keying to `KEYED_METHODS` (a `notifications/cancelled` is read without it).
+ */
+export function readContinuityMeta(params: unknown, maxKeyLength: number, method?: string): KeyReading {
+  if (method !== undefined && !KEYED_METHODS.has(method)) return { kind: 'unkeyed' };
+  const meta = field(params, '_meta');
+  const key = field(meta, ContinuityMeta.idempotencyKey);
+  const hasLast = typeof meta === 'object' && meta !== null && ContinuityMeta.lastEventId in meta;
+  if (key === undefined) {
+    return hasLast ? { kind: 'invalid', why: 'lastEventId without an idempotency key' } : { kind: 'unkeyed' };
+  }
+  if (typeof key !== 'string' || key.length === 0) return { kind: 'invalid', why: 'key is not a string' };
+  if (key.length > maxKeyLength) return { kind: 'invalid', why: `key longer than ${maxKeyLength}` };
+  if (!KEY_CHARS.test(key)) return { kind: 'invalid', why: 'key has characters outside 0x21-0x7E' };
+  if (!hasLast) return { kind: 'keyed', key, reissue: false };
+  const last = field(meta, ContinuityMeta.lastEventId);
+  if (last === null) return { kind: 'keyed', key, reissue: true };
+  if (typeof last !== 'string' || last.length === 0)
+    return { kind: 'invalid', why: 'lastEventId is not a string' };
+  return { kind: 'keyed', key, reissue: true, lastEventId: last };
+}
+
+/**
+ * Where a key is remembered: scoped by the authenticated principal, so one principal can neither read nor
+ * block another's key. Length-prefixed, so no (principal, key) pair spells another.
+ */
+export function memoKey(principal: string, key: string): string {
+  return `${principal.length}:${principal}|${key}`;
+}
+
+/**
+ * What "the same request" means for a key: the method and the params without `_meta` (which carries the
+ * key itself, the last event id, trace context...), as canonical JSON with sorted keys (RFC 8785 for the
+ * values JSON-RPC carries). Two re-issues of one call give the same string; any change of tool name or
+ * argument gives another.
+ */
+export function requestFingerprint(method: string, params: unknown): string {
+  const rest =
+    typeof params === 'object' && params !== null && !Array.isArray(params)
+      ? Object.fromEntries(Object.entries(params).filter(([k]) => k !== '_meta'))
+      : params;
+  return canonicalJson([method, rest ?? null]);
+}
+
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (typeof value === 'object' && value !== null) {
+    const entries = Object.entries(value)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
+function field(o: unknown, k: string): unknown {
+  return typeof o === 'object' && o !== null ? (o as Record<string, unknown>)[k] : undefined;
+}

@@ -15,6 +15,8 @@ export const JsonRpcCode = {
   UNEXPECTED_STATUS: -32053,
   /** The request could not be delivered and was not re-sent (it was never on the wire, or was refused). */
   REQUEST_FAILED: -32054,
+  /** The server answered the call with something that is not a JSON-RPC response. */
+  MALFORMED_ANSWER: -32055,
   /** Invalid request shape (missing session id, bad headers). JSON-RPC's own code. */
   INVALID_REQUEST: -32600,
   /** Body is not JSON. JSON-RPC's own code. */

@@ -15,6 +15,11 @@ export const ErrorCode = {
   cursorStore: 'MCPC_CURSOR_STORE',
   /** The configuration breaks a condition of validity (see `transport.assessment()`). */
   condition: 'MCPC_CONDITION',
+  /**
+   * The session kept being lost (404) soon after each re-initialize, more often in a row than the
+   * reconnect policy retries: the transport gave up and closed. Every pending call has ended.
+   */
+  reinitializeGivenUp: 'MCPC_REINITIALIZE_GIVEN_UP',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 

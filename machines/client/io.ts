@@ -1,4 +1,4 @@
-import type { JsonRpcMessage } from '../jsonrpc.js';
+import type { JsonRpcMessage, RequestId } from '../jsonrpc.js';
 import type { ServerAdvertisement } from '../validity.js';
 
 /**
@@ -23,6 +23,8 @@ export interface SseEvent {
   readonly event?: string;
   readonly message?: JsonRpcMessage;
   readonly data?: string;
+  /** The data was not a JSON-RPC message (the runtime reported it); `id`: the request it claimed to answer. */
+  readonly invalid?: { readonly id?: RequestId };
 }
 
 export type IoEvent =

@@ -45,6 +45,14 @@ export const MAX_SESSION_ID_LENGTH = 1_024;
  */
 export const DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
 
+/**
+ * Bytes that restart the stall timer without completing anything: an event still arriving, a JSON body.
+ * Complete units (an event, a heartbeat comment, a `retry:`) restart it whatever their size. So a large
+ * message arriving steadily is not stalled, while a trickle of a few bytes per interval is; a message
+ * takes at most `maxMessageBytes / STALL_PROGRESS_BYTES` stall intervals to arrive.
+ */
+export const STALL_PROGRESS_BYTES = 64 * 1024;
+
 /** Clamps a delay to what a timer can take: a number in [0, MAX_TIMER_MS]; not a number is 0. */
 export function timerMs(ms: number): number {
   if (Number.isNaN(ms) || ms <= 0) return 0;

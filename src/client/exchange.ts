@@ -7,6 +7,7 @@ import {
   acceptableEventId,
   DEFAULT_MAX_MESSAGE_BYTES,
   MAX_EVENT_ID_LENGTH,
+  STALL_PROGRESS_BYTES,
 } from '../../machines/client/limits.js';
 import { asJsonRpcMessage, claimedId } from '../../machines/client/wire.js';
 import type { JsonRpcMessage } from '../../machines/jsonrpc.js';
@@ -122,6 +123,8 @@ async function run(
   const isStream =
     response.status === 200 && response.headers.get('content-type')?.startsWith('text/event-stream');
   if (!isStream) {
+    // The headers are proof of life: the stall timer starts over for the body.
+    send({ type: 'sse.activity' });
     let body: unknown;
     try {
       const text = await readBounded(response, limit, () => send({ type: 'sse.activity' }), signal);
@@ -186,6 +189,8 @@ async function run(
   };
   const reader = response.body?.getReader();
   const decoder = new TextDecoder();
+  // Bytes since the last complete unit: enough of them are proof of life too (see STALL_PROGRESS_BYTES).
+  let partial = 0;
   exchange.reading = true;
   try {
     for (;;) {
@@ -194,9 +199,15 @@ async function run(
       if (signal.aborted) return;
       // Stopped: the body is only drained (see DRAIN_MS); nobody hears its events.
       if (exchange.stopped) continue;
-      // Bytes are proof of life even when they complete no event (a large event arriving steadily).
-      activity = true;
+      const before = events.length;
       parser.feed(decoder.decode(chunk.value, { stream: true }));
+      // A large event arriving steadily is alive although no event completes; a trickle is not.
+      partial =
+        events.length > before || activity || retryMs !== undefined ? 0 : partial + chunk.value.byteLength;
+      if (partial >= STALL_PROGRESS_BYTES) {
+        activity = true;
+        partial = 0;
+      }
       if (overflow) {
         io.onMalformed(new Error(`an SSE event exceeded maxMessageBytes (${limit}); the stream was cut`));
         send({ type: 'net.failed', fault: 'reset' });
@@ -227,7 +238,8 @@ class AdvertisementCache {
 
 /**
  * Reads a body that is not an event stream, at most `limit` bytes; undefined past it (the body is
- * cancelled). Each chunk is reported (`onBytes`): a body arriving slowly but steadily is not stalled.
+ * cancelled). Every `STALL_PROGRESS_BYTES` are reported (`onBytes`): a large body arriving steadily is
+ * not stalled, a trickle is.
  */
 async function readBounded(
   response: Response,
@@ -240,6 +252,7 @@ async function readBounded(
   const decoder = new TextDecoder();
   let text = '';
   let size = 0;
+  let partial = 0;
   for (;;) {
     const chunk = await reader.read();
     if (chunk.done) break;
@@ -249,7 +262,11 @@ async function readBounded(
       return undefined;
     }
     text += decoder.decode(chunk.value, { stream: true });
-    if (!signal.aborted) onBytes();
+    partial += chunk.value.byteLength;
+    if (partial >= STALL_PROGRESS_BYTES && !signal.aborted) {
+      partial = 0;
+      onBytes();
+    }
   }
   return text + decoder.decode();
 }

@@ -198,12 +198,19 @@ export class ContinuityClientTransport implements Transport {
    */
   private fail(message: string, detail: unknown): void {
     this.report(ErrorCode.reinitializeGivenUp, message, detail);
-    // After the machine's transition: onclose may call close(), which sends the machine an event.
-    queueMicrotask(() => {
-      this.closed = true;
+    this.closed = true;
+    // After the calls' endings are handed over (the SDK rejects what is still pending on close), and after
+    // the machine's transition: onclose may call close().
+    void this.delivered().then(() => {
       this.running?.stop();
       this.notifyClosed();
     });
+  }
+
+  /** Resolves once every message handed to `enqueue` so far has reached the application (bounded). */
+  private async delivered(): Promise<void> {
+    for (let i = 0; i < 100 && (this.draining || this.inbox.length > 0); i++)
+      await new Promise((r) => setImmediate(r));
   }
 
   /**

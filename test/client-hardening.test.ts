@@ -302,6 +302,19 @@ describe('client against a hostile server: what it sends is bounded and checked'
     expect(c.delivered.at(-1)).toMatchObject({ id: 1, error: { code: JsonRpcCode.UNEXPECTED_STATUS } });
   });
 
+  it('a 202 to a call, or a 204 to its resume, still ends the call (nothing else would)', () => {
+    const c = activeClient();
+    c.send(toolCall(1, 'x'));
+    c.last().reply({ type: 'http.response', status: 202 });
+    expect(c.delivered.at(-1)).toMatchObject({ id: 1, error: { code: JsonRpcCode.OUTCOME_UNKNOWN } });
+    c.send(toolCall(2, 'y'));
+    c.last().reply({ type: 'http.stream' }, { type: 'sse.event', id: 'e-3-0' }, { type: 'net.ended' });
+    c.clock.increment(100);
+    c.last().reply({ type: 'http.response', status: 204 });
+    expect(c.delivered.at(-1)).toMatchObject({ id: 2, error: { code: JsonRpcCode.OUTCOME_UNKNOWN } });
+    expect(c.actor.getSnapshot().context.ledger).toEqual({});
+  });
+
   it('a call the application cancelled (the SDK timed it out) releases its stream and ledger entry', () => {
     const c = activeClient();
     c.send(toolCall(1, 'slow'));

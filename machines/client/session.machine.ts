@@ -520,8 +520,10 @@ export const clientSessionMachine = setup({
       if (event.type !== 'stream.ended') return;
       const entry = forgetStream(context, event.key);
       const outcome = event.outcome;
-      if (outcome.kind === 'done' || outcome.kind === 'stopped') return;
       const pending = entry?.kind === 'request' ? pendingByKey(context.ledger, event.key) : undefined;
+      // A request stream that ended without its answer (a 202, a 204 or 405 to its resume) still ends its
+      // call: nothing else will, short of the SDK's own timeout.
+      if ((outcome.kind === 'done' || outcome.kind === 'stopped') && !pending) return;
       if (!pending) {
         named(enqueue)({
           type: 'reportError',
@@ -737,6 +739,18 @@ export const clientSessionMachine = setup({
       enqueue.assign(({ context: now }) => ({ queue: [...now.queue, event.message] }));
     }),
 
+    /** Requests held while the session was being re-established, which will now never be sent: they fail. */
+    rejectQueued: enqueueActions(({ context, enqueue }) => {
+      for (const message of context.queue) {
+        if (!isRequest(message)) continue;
+        named(enqueue)({
+          type: 'deliver',
+          params: { message: requestFailed(message.id, 'The session has ended; create a new transport') },
+        });
+      }
+      enqueue.assign({ queue: [] });
+    }),
+
     rejectAfterEnd: enqueueActions(({ enqueue, event }) => {
       if (event.type !== 'app.send' || !isRequest(event.message)) return;
       named(enqueue)({
@@ -826,6 +840,7 @@ export const clientSessionMachine = setup({
       actions: [
         'stopAllStreams',
         { type: 'settleAllUnknown', params: { reason: OutcomeUnknownReason.transportClosed } },
+        'rejectQueued',
         'deleteSession',
       ],
     },
@@ -857,7 +872,11 @@ export const clientSessionMachine = setup({
         'stream.messages': { actions: 'receiveOneByOne' },
         'stream.ended': [
           { guard: 'isStaleReport' },
-          { guard: 'initStreamFailed', target: 'uninitialized', actions: 'settleEndedStream' },
+          {
+            guard: 'initStreamFailed',
+            target: 'uninitialized',
+            actions: ['settleEndedStream', 'rejectQueued'],
+          },
         ],
         'app.send': { actions: 'queueMessage' },
       },
@@ -911,6 +930,7 @@ export const clientSessionMachine = setup({
       entry: [
         'stopAllStreams',
         { type: 'settleAllUnknown', params: { reason: OutcomeUnknownReason.serverClosedSession } },
+        'rejectQueued',
         'persist',
       ],
       on: { 'app.send': { actions: 'rejectAfterEnd' } },
@@ -923,6 +943,7 @@ export const clientSessionMachine = setup({
       entry: [
         'stopAllStreams',
         { type: 'settleAllUnknown', params: { reason: OutcomeUnknownReason.sessionLost } },
+        'rejectQueued',
         'forgetSession',
         'reportGivenUp',
       ],

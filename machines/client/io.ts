@@ -7,6 +7,8 @@ import type { ServerAdvertisement } from '../validity.js';
  */
 export interface Exchange {
   readonly method: 'POST' | 'GET';
+  /** Which stream asks (its `streamId`): for inspection and tests; never sent. */
+  readonly streamId?: string;
   readonly sessionId?: string;
   readonly protocolVersion?: string;
   /** Set on every resume: GET + Last-Event-ID is the only way back onto a stream. */

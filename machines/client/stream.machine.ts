@@ -139,7 +139,11 @@ export interface StreamContext {
 
 /** What to ask for next: a resume whenever a cursor exists, else the original POST or a fresh GET. */
 export function exchangeFor(ctx: StreamContext): Exchange {
-  const common = { sessionId: ctx.stream.sessionId, protocolVersion: ctx.stream.protocolVersion };
+  const common = {
+    streamId: ctx.stream.streamId,
+    sessionId: ctx.stream.sessionId,
+    protocolVersion: ctx.stream.protocolVersion,
+  };
   if (ctx.lastEventId !== undefined) return { method: 'GET', ...common, lastEventId: ctx.lastEventId };
   if (ctx.stream.kind === 'standalone') return { method: 'GET', ...common };
   return { method: 'POST', ...common, body: ctx.stream.body };

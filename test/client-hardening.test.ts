@@ -336,6 +336,19 @@ describe('client against a hostile server: what it sends is bounded and checked'
     expect(c.delivered.length).toBe(n);
   });
 
+  it('a cancelled initialize (the SDK timed out connect) keeps its stream: the session is not the call', () => {
+    const c = scriptedClient();
+    c.send({ jsonrpc: '2.0', id: 0, method: 'initialize', params: {} });
+    const post = c.last();
+    c.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 0 } });
+    expect(post.aborted).toBe(false);
+    post.reply(
+      { type: 'http.stream', sessionId: 'S1' },
+      { type: 'sse.event', id: 'e-1-1', message: initResult() },
+    );
+    expect(c.actor.getSnapshot().value).toBe('active');
+  });
+
   it('a call cancelled while the session is re-established is not re-sent', () => {
     const c = activeClient();
     c.send({ jsonrpc: '2.0', id: 1, method: 'tools/list' });

@@ -368,7 +368,8 @@ export const clientSessionMachine = setup({
      */
     cancelCall: enqueueActions(({ context, enqueue }, { message }: { message: JsonRpcMessage }) => {
       const key = cancelledKey(message);
-      if (key === undefined) return;
+      // The initialize is the session's, not a call: it runs to its end (the SDK gave up on connect anyway).
+      if (key === undefined || key === initKey(context, false)) return;
       const pending = pendingByKey(context.ledger, key);
       if (pending) ledgerSettle(context.ledger, pending.request.id, 'failed');
       const entry = dropStream(context, key);

@@ -68,7 +68,8 @@ describe('client against a hostile server (loopback)', () => {
         JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32001, message: 'Session not found' } }),
       );
     });
-    const c = await connect(s.url);
+    // A session proves itself by staying active for maxDelayMs: long here, so a slow machine cannot.
+    const c = await connect(s.url, { reconnect: { ...POLICY, maxDelayMs: 10_000 } });
     const outcome = await elapsed(call(c.client));
     expect(outcome.error).toBeDefined();
     await vi.waitFor(() => expect(c.closed()).toBe(1), { timeout: 5_000 });
@@ -143,7 +144,7 @@ describe('client against a hostile server (loopback)', () => {
 
   it('a large answer arriving steadily is not stalled, though no event completes for longer than the timeout', async () => {
     const chunk = 'a'.repeat(64 * 1024);
-    const chunks = 20;
+    const chunks = 15;
     const s = await server(({ req, res, body }) => {
       if (req.method === 'GET') return void res.writeHead(405).end();
       sse(res);
@@ -156,17 +157,17 @@ describe('client against a hostile server (loopback)', () => {
         if (++sent < chunks) return;
         clearInterval(timer);
         res.end('"}]}}\n\n');
-      }, 40);
+      }, 80);
       res.on('close', () => clearInterval(timer));
     });
-    const c = await connect(s.url, { stallTimeoutMs: 300 });
+    const c = await connect(s.url, { stallTimeoutMs: 800 });
     const outcome = await elapsed(call(c.client));
     expect(outcome.error).toBeUndefined();
     expect((outcome.value as { content: Array<{ text: string }> }).content[0]?.text.length).toBe(
       chunks * chunk.length,
     );
     // Longer than the stall timeout: only bytes kept it alive.
-    expect(outcome.ms).toBeGreaterThan(300);
+    expect(outcome.ms).toBeGreaterThan(800);
   });
 
   it('an event larger than maxMessageBytes is cut and reported; the call ends', async () => {

@@ -129,6 +129,7 @@ async function run(
     try {
       const text = await readBounded(response, limit, () => send({ type: 'sse.activity' }), signal);
       if (text === undefined) {
+        if (signal.aborted || exchange.stopped) return;
         io.onMalformed(
           new Error(`a response body exceeded maxMessageBytes (${limit}); the exchange was cut`),
         );

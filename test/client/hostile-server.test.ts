@@ -188,6 +188,18 @@ describe('client against a hostile server (loopback)', () => {
     expect(c.errors.some((e) => /maxMessageBytes/.test(e.message))).toBe(true);
   });
 
+  it('a JSON body larger than maxMessageBytes is cut and reported; the call ends', async () => {
+    const s = await server(({ req, res, body }) => {
+      if (req.method === 'GET') return void res.writeHead(405).end();
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ jsonrpc: '2.0', id: body?.id, result: { pad: 'a'.repeat(200_000) } }));
+    });
+    const c = await connect(s.url, { maxMessageBytes: 100_000 });
+    const outcome = await elapsed(call(c.client));
+    expect(outcome.error?.code).toBe(JsonRpcCode.OUTCOME_UNKNOWN);
+    expect(c.errors.some((e) => /response body exceeded maxMessageBytes/.test(e.message))).toBe(true);
+  });
+
   it('an over-long event id is never stored nor sent back as Last-Event-ID', async () => {
     const s = await server(({ req, res, body }) => {
       if (req.method === 'GET' && req.headers['last-event-id'] === undefined)

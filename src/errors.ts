@@ -16,8 +16,9 @@ export const ErrorCode = {
   /** The configuration breaks a condition of validity (see `transport.assessment()`). */
   condition: 'MCPC_CONDITION',
   /**
-   * The session kept being lost (404) soon after each re-initialize, more often in a row than the
-   * reconnect policy retries: the transport gave up and closed. Every pending call has ended.
+   * The session was lost (404) and could not be re-established: the new initialize failed, or sessions
+   * kept being lost soon after each re-initialize, more often in a row than the reconnect policy retries.
+   * The transport gave up and closed (`onclose` follows). Every pending call has ended.
    */
   reinitializeGivenUp: 'MCPC_REINITIALIZE_GIVEN_UP',
 } as const;

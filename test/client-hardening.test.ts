@@ -97,6 +97,18 @@ describe('client against a hostile server: bounded loops', () => {
     expect(c.delivered.at(-1)).toMatchObject({ id: 2, error: { code: JsonRpcCode.REQUEST_FAILED } });
   });
 
+  it('a new session whose initialize fails: the transport fails clearly, every call ends', () => {
+    const c = activeClient();
+    c.send({ jsonrpc: '2.0', id: 1, method: 'tools/list' });
+    notFound(c.last());
+    expect(isInitialize(c.last())).toBe(true);
+    c.last().reply({ type: 'http.response', status: 400 });
+    expect(c.actor.getSnapshot().value).toBe('failed');
+    expect(c.failures).toEqual(['the session was lost and re-initializing it failed']);
+    expect(c.delivered.at(-1)).toMatchObject({ id: 1, error: { code: JsonRpcCode.OUTCOME_UNKNOWN } });
+    expect(c.actor.getSnapshot().context.ledger).toEqual({});
+  });
+
   it('a session that stayed active for the longest backoff delay has proved itself: the count starts over', () => {
     const standaloneOk = (e: ScriptedExchange) =>
       e.reply({ type: 'http.stream', sessionId: e.request.sessionId });

@@ -651,14 +651,27 @@ export const clientSessionMachine = setup({
       named(enqueue)({ type: 'persistCursor', params: { record: null } });
     }),
 
-    /** Re-initializing gave up: the transport is failed for good; the application is told why. */
-    reportGivenUp: enqueueActions(({ context, enqueue }) => {
+    /**
+     * The session could not be re-established: the transport is failed for good; the application is told
+     * why. Either the new session's initialize failed (its stream ended without an answer, or the server
+     * answered it with an error), or sessions kept being lost as soon as they were made.
+     */
+    reportGivenUp: enqueueActions(({ context, enqueue, event }) => {
+      const reinit = 'key' in event && event.key === initKey(context, true);
+      const failure =
+        event.type === 'stream.ended'
+          ? event.outcome
+          : event.type === 'stream.message'
+            ? event.message
+            : undefined;
       named(enqueue)({
         type: 'reportFailure',
-        params: {
-          message: `the session was lost ${context.reinits + 1} times in a row, each time soon after it was established; the client gave up re-initializing`,
-          detail: { reinits: context.reinits + 1 },
-        },
+        params: reinit
+          ? { message: 'the session was lost and re-initializing it failed', detail: failure }
+          : {
+              message: `the session was lost ${context.reinits + 1} times in a row, each time soon after it was established; the client gave up re-initializing`,
+              detail: { reinits: context.reinits + 1 },
+            },
       });
     }),
 
@@ -919,11 +932,11 @@ export const clientSessionMachine = setup({
             target: 'active',
             actions: ['completeReinitialize', 'persist', 'raiseMessageCursor'],
           },
-          { guard: 'isReinitRejected', target: 'terminated' },
+          { guard: 'isReinitRejected', target: 'failed' },
           { actions: ['receive', 'recordMessageCursor'] },
         ],
         'stream.messages': { actions: 'receiveOneByOne' },
-        'stream.ended': [{ guard: 'isStaleReport' }, { guard: 'reinitStreamFailed', target: 'terminated' }],
+        'stream.ended': [{ guard: 'isStaleReport' }, { guard: 'reinitStreamFailed', target: 'failed' }],
         'app.send': { actions: 'queueMessage' },
       },
     },
@@ -937,8 +950,9 @@ export const clientSessionMachine = setup({
       on: { 'app.send': { actions: 'rejectAfterEnd' } },
     },
     /**
-     * The session kept being lost soon after it was made (a server that 404s everything after initialize):
-     * re-initializing gave up. Every call has ended; the transport reports the failure and closes.
+     * The session could not be re-established: its new initialize failed, or it kept being lost soon after
+     * it was made (a server that 404s everything after initialize). Every call has ended; the transport
+     * reports the failure (`MCPC_REINITIALIZE_GIVEN_UP`) and closes.
      */
     failed: {
       entry: [

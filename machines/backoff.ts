@@ -1,3 +1,5 @@
+import { serverRetryFloor, timerMs } from './client/limits.js';
+
 /**
  * Reconnect timing: exponential backoff with full jitter, honouring the server's `retry:` field.
  * Pure: the jitter comes from a seed, so the same inputs give the same delay (replayable tests).
@@ -30,7 +32,8 @@ export function backoffCeiling(attempt: number, policy: ReconnectPolicy): number
 
 /**
  * The wait before reconnect attempt `attempt` (0-based). The spec says the client MUST respect the
- * server's `retry`, so it is a floor, never shortened by jitter.
+ * server's `retry`, so it is a floor, never shortened by jitter; but a floor the server chose is capped at
+ * `MAX_SERVER_RETRY_MS`, and the result always fits a timer (`MAX_TIMER_MS`).
  * @spec transports#sending-messages-to-the-server (retry field)
  */
 export function reconnectDelay(
@@ -41,14 +44,14 @@ export function reconnectDelay(
 ): number {
   const ceiling = backoffCeiling(attempt, policy);
   const jittered = policy.jitter === 'full' ? Math.floor(unitRandom(jitterSeed, attempt) * ceiling) : ceiling;
-  return Math.max(serverRetryMs ?? 0, jittered);
+  return timerMs(Math.max(serverRetryFloor(serverRetryMs) ?? 0, jittered));
 }
 
 /** The longest a stream can spend reconnecting before it gives up: every ceiling, summed. */
 export function worstCaseReconnectMs(policy: ReconnectPolicy, serverRetryMs: number | undefined): number {
   let total = 0;
   for (let attempt = 0; attempt < policy.maxRetries; attempt++) {
-    total += Math.max(serverRetryMs ?? 0, backoffCeiling(attempt, policy));
+    total += timerMs(Math.max(serverRetryFloor(serverRetryMs) ?? 0, backoffCeiling(attempt, policy)));
   }
   return total;
 }

@@ -15,6 +15,8 @@ export const JsonRpcCode = {
   UNEXPECTED_STATUS: -32053,
   /** The request could not be delivered and was not re-sent (it was never on the wire, or was refused). */
   REQUEST_FAILED: -32054,
+  /** The server answered the call with something that is not a JSON-RPC response. */
+  MALFORMED_ANSWER: -32055,
   /** The server is at one of its limits (sessions, sessions per principal, running requests): retry after `Retry-After`. */
   // In -32000..-32019, which MCP 2026-07-28 leaves to implementations (-32020..-32099 are the spec's).
   LIMIT_EXCEEDED: -32005,
@@ -90,6 +92,12 @@ export const ErrorCode = {
   cursorStore: 'MCPC_CURSOR_STORE',
   /** The configuration breaks a condition of validity (see `transport.assessment()`). */
   condition: 'MCPC_CONDITION',
+  /**
+   * The session was lost (404) and could not be re-established: the new initialize failed, or sessions
+   * kept being lost soon after each re-initialize, more often in a row than the reconnect policy retries.
+   * The transport gave up and closed (`onclose` follows). Every pending call has ended.
+   */
+  reinitializeGivenUp: 'MCPC_REINITIALIZE_GIVEN_UP',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 

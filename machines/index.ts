@@ -4,6 +4,7 @@ export * from './backoff.js';
 export * from './client/cursor.js';
 export type { Exchange, IoEvent, NetworkFault } from './client/io.js';
 export * from './client/ledger.js';
+export * from './client/limits.js';
 export * from './client/session.machine.js';
 export * from './client/stateless-decide.js';
 export * from './client/stream.machine.js';

@@ -51,9 +51,12 @@ describe('incident 2: a bounded buffer and a long disconnect during a chatty too
     expect(CHECKS['no unflagged loss'](outcome)).toEqual([]);
   });
 
-  it('a server that resumes at head loses the same events silently', () => {
+  it('a server that resumes at head hides the loss: no gap is reported, and no result arrives', () => {
     const outcome = runSchedule(schedule, config, headResumingServer);
     expect(outcome.recorder.gaps).toEqual([]);
-    expect(CHECKS['no unflagged loss'](outcome)).not.toEqual([]);
+    // Each resume opens and ends at once with nothing in it. Opening is not progress (issue 13), so the
+    // client's retries run out and the call ends outcome unknown rather than re-opening forever. (That the
+    // checks catch this server is shown in mutants.test.ts.)
+    expect(outcome.recorder.calls.get('c1')?.outcome).toBe('unknown');
   });
 });

@@ -1,6 +1,8 @@
 import { parseEventId } from '../event-id.js';
 import { isResponse, type JsonRpcMessage, type JsonRpcRequest } from '../jsonrpc.js';
 import type { SseEvent } from './io.js';
+import { acceptableEventId } from './limits.js';
+import { malformedAnswer } from './wire.js';
 
 /** What the decisions about SSE events read of their stream: what it is… */
 export interface StreamView {
@@ -108,11 +110,12 @@ export function absorbEvents(
   for (const event of events) {
     if (event.event === 'close')
       return { messages, lastEventId, newIds, responseSeen: false, end: { kind: 'close' } };
-    const id = event.id;
+    // An over-long id is a protocol error: the event counts, its id is never kept nor sent back.
+    const id = acceptableEventId(event.id) ? event.id : undefined;
     if (id !== undefined) {
       if (deliveredBefore(lastEventId, remembered, id)) continue;
     }
-    const message = event.message;
+    const message = event.message ?? malformedOwnAnswer(view, event);
     if (message !== undefined && view.sessionId !== undefined && answersOwnRequest(view, message)) {
       const answer = { eventId: id, message };
       return { messages, lastEventId, newIds, responseSeen: false, end: { kind: 'answered', answer } };
@@ -128,4 +131,10 @@ export function absorbEvents(
       return { messages, lastEventId, newIds, responseSeen: true, end: undefined };
   }
   return { messages, lastEventId, newIds, responseSeen: false, end: undefined };
+}
+
+/** An event that is not JSON-RPC but names this stream's request: its answer, unreadable. The call ends. */
+function malformedOwnAnswer(view: StreamView, event: SseEvent): JsonRpcMessage | undefined {
+  const own = view.kind === 'request' ? (view.body as JsonRpcRequest | undefined)?.id : undefined;
+  return own !== undefined && event.invalid?.id === own ? malformedAnswer(own) : undefined;
 }

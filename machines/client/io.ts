@@ -1,4 +1,4 @@
-import type { JsonRpcMessage } from '../jsonrpc.js';
+import type { JsonRpcMessage, RequestId } from '../jsonrpc.js';
 import type { ServerAdvertisement } from '../validity.js';
 
 /**
@@ -7,6 +7,8 @@ import type { ServerAdvertisement } from '../validity.js';
  */
 export interface Exchange {
   readonly method: 'POST' | 'GET';
+  /** Which stream asks (its `streamId`): for inspection and tests; never sent. */
+  readonly streamId?: string;
   readonly sessionId?: string;
   readonly protocolVersion?: string;
   /** Set on every resume: GET + Last-Event-ID is the only way back onto a stream. */
@@ -23,6 +25,8 @@ export interface SseEvent {
   readonly event?: string;
   readonly message?: JsonRpcMessage;
   readonly data?: string;
+  /** The data was not a JSON-RPC message (the runtime reported it); `id`: the request it claimed to answer. */
+  readonly invalid?: { readonly id?: RequestId };
 }
 
 export type IoEvent =

@@ -1,5 +1,5 @@
 import { type ActorRefFrom, and, assign, enqueueActions, setup } from 'xstate';
-import { DEFAULT_RECONNECT_POLICY, type ReconnectPolicy } from '../backoff.js';
+import { DEFAULT_RECONNECT_POLICY, type ReconnectPolicy, reconnectDelay } from '../backoff.js';
 import { JsonRpcCode, OutcomeUnknownReason } from '../codes.js';
 import type { GapDetails } from '../decide.js';
 import {
@@ -12,7 +12,7 @@ import {
   requestKey,
 } from '../jsonrpc.js';
 import type { ServerAdvertisement } from '../validity.js';
-import type { CursorRecord, StreamCursor } from './cursor.js';
+import { type CursorRecord, recordBelongsTo, type StreamCursor } from './cursor.js';
 import {
   defaultRetryPolicy,
   type Ledger,
@@ -27,6 +27,13 @@ import {
   type RetryPolicy,
   type ToolAnnotations,
 } from './ledger.js';
+import {
+  acceptableSessionId,
+  DEFAULT_STALL_TIMEOUT_MS,
+  MAX_DERIVED_STALL_MS,
+  MIN_DERIVED_STALL_MS,
+  timerMs,
+} from './limits.js';
 import {
   type StreamInput,
   type StreamKind,
@@ -43,13 +50,19 @@ import {
 export interface ClientConfig {
   readonly policy: ReconnectPolicy;
   /**
-   * No byte for this long counts as a reset. Undefined: three heartbeats of a server that advertises its
-   * heartbeat, else off (a server that sends nothing during a long call would look stalled).
+   * No byte for this long counts as a reset, in every phase of an exchange (connect, headers, body). 0:
+   * off. Undefined: three heartbeats of a server that advertises its heartbeat (within
+   * [MIN_DERIVED_STALL_MS, MAX_DERIVED_STALL_MS]), else `DEFAULT_STALL_TIMEOUT_MS` (five minutes).
    */
   readonly stallTimeoutMs: number | undefined;
   readonly retryPolicy: RetryPolicy;
   /** Seeds reconnect jitter (the runtime passes a random one; tests a fixed one). */
   readonly seed: number;
+  /**
+   * The server this client talks to. A restored cursor record of another server (or of none) is not
+   * used: its session id and cursors are never sent here. Undefined: any record is used (simulations).
+   */
+  readonly serverUrl?: string;
 }
 
 export interface ClientInput extends Partial<ClientConfig> {
@@ -103,6 +116,15 @@ export interface ClientContext {
   /** Requests the retry policy allowed to be sent again on the new session. */
   resendQueue: JsonRpcRequest[];
   reinitId: string | undefined;
+  /**
+   * Re-initializations since a session last stayed active for the policy's longest delay. The first is
+   * immediate; each later one waits like a reconnect attempt; past the policy's retries the transport fails.
+   */
+  reinits: number;
+  /** The wait before the re-initialize being prepared. */
+  reinitDelayMs: number;
+  /** A restored record that named another server was ignored: reported once, at start. */
+  foreignRecord: boolean;
   /** Requests whose own POST was answered 404: they cannot have run, so they are sent again. */
   provenUnexecuted: string[];
   /** Counts spawned streams: unique stream ids and jitter seeds. */
@@ -129,6 +151,16 @@ const outcomeReason: Partial<Record<StreamOutcome['kind'], OutcomeUnknownReason>
 };
 
 function failedError(id: RequestId, status: number, body: unknown): JsonRpcError {
+  if (status >= 300 && status < 400)
+    return {
+      jsonrpc: '2.0',
+      id,
+      error: {
+        code: JsonRpcCode.UNEXPECTED_STATUS,
+        message: `The server redirected (HTTP ${status}); redirects are never followed, so the session id, headers and call stay with the configured URL`,
+        data: { status, body },
+      },
+    };
   return {
     jsonrpc: '2.0',
     id,
@@ -147,17 +179,25 @@ function requestFailed(id: RequestId, message: string): JsonRpcError {
 /** Heartbeats a stream may miss before it counts as stalled, when the client derives the timeout. */
 export const STALL_HEARTBEATS = 3;
 
+/**
+ * The stall timeout of every stream: the application's (fit to a timer), else three advertised heartbeats
+ * within bounds (a server cannot make it 1 ms, or days), else `DEFAULT_STALL_TIMEOUT_MS`: a black hole ends
+ * in bounded time even with a server that says nothing of its heartbeat.
+ */
 export function stallTimeoutFor(
   config: ClientConfig,
   advertisement: ServerAdvertisement | undefined,
 ): number {
-  if (config.stallTimeoutMs !== undefined) return config.stallTimeoutMs;
-  return advertisement?.heartbeatMs ? STALL_HEARTBEATS * advertisement.heartbeatMs : 0;
+  if (config.stallTimeoutMs !== undefined) return timerMs(config.stallTimeoutMs);
+  const heartbeat = advertisement?.heartbeatMs;
+  if (heartbeat === undefined || !(heartbeat > 0)) return DEFAULT_STALL_TIMEOUT_MS;
+  return Math.min(MAX_DERIVED_STALL_MS, Math.max(MIN_DERIVED_STALL_MS, STALL_HEARTBEATS * heartbeat));
 }
 
 export function cursorRecordOf(ctx: ClientContext): CursorRecord | null {
   if (ctx.sessionId === undefined) return null;
   return {
+    ...(ctx.config.serverUrl === undefined ? {} : { serverUrl: ctx.config.serverUrl }),
     sessionId: ctx.sessionId,
     protocolVersion: ctx.protocolVersion,
     initializeRequest: ctx.initializeRequest,
@@ -184,6 +224,22 @@ const initKey = (ctx: ClientContext, reinit: boolean): string | undefined => {
   return id === undefined ? undefined : requestKey(id);
 };
 
+/** Takes a running stream out (a cancelled call's): stopped, not pooled, since it has not ended. */
+function dropStream(context: ClientContext, key: string): StreamEntry | undefined {
+  const entry = context.streams[key];
+  delete context.streams[key];
+  delete context.cursors[key];
+  return entry;
+}
+
+/** The id a `notifications/cancelled` names, as the ledger keys it. */
+function cancelledKey(message: JsonRpcMessage): string | undefined {
+  if (!('method' in message) || message.method !== 'notifications/cancelled' || 'id' in message)
+    return undefined;
+  const id = message.params?.requestId;
+  return typeof id === 'string' || typeof id === 'number' ? requestKey(id) : undefined;
+}
+
 /**
  * Inside `setup`'s own action definitions the named actions are not typed yet, so enqueueing one by name
  * needs this one narrow cast; the names are still checked against the list below.
@@ -195,7 +251,9 @@ type NamedAction =
   | 'persistCursor'
   | 'sendDelete'
   | 'reportError'
-  | 'spawnStream';
+  | 'spawnStream'
+  | 'cancelCall'
+  | 'reportFailure';
 const named = (enqueue: unknown) => enqueue as (action: { type: NamedAction; params?: unknown }) => void;
 
 /**
@@ -219,6 +277,11 @@ export const clientSessionMachine = setup({
     events: {} as ClientEvent,
   },
   actors: { stream: streamMachine },
+  delays: {
+    reinitDelay: ({ context }) => context.reinitDelayMs,
+    /** A session that stays active this long has proved itself: re-initializes count from zero again. */
+    sessionProven: ({ context }) => timerMs(context.config.policy.maxDelayMs),
+  },
   actions: {
     /** Placeholders the runtime provides: hand a message to the application (SDK `onmessage`)… */
     deliver: (_, _params: { message: JsonRpcMessage }) => undefined,
@@ -229,8 +292,10 @@ export const clientSessionMachine = setup({
     persistCursor: (_, _params: { record: CursorRecord | null }) => undefined,
     /** …terminate the session on the server (HTTP DELETE)… */
     sendDelete: (_, _params: { sessionId: string }) => undefined,
-    /** …and report a transport error that belongs to no request (SDK `onerror`). */
+    /** …report a transport error that belongs to no request (SDK `onerror`)… */
     reportError: (_, _params: { message: string; detail?: unknown }) => undefined,
+    /** …and report that the transport has failed for good (SDK `onerror`, then `onclose`). */
+    reportFailure: (_, _params: { message: string; detail?: unknown }) => undefined,
 
     /** Starts a stream: on an ended actor from the pool, else on a new one. */
     spawnStream: enqueueActions(({ context, enqueue }, args: SpawnArgs) => {
@@ -274,6 +339,7 @@ export const clientSessionMachine = setup({
 
     /** Sends an application message on the current session: a request gets its own stream. */
     dispatch: enqueueActions(({ context, enqueue }, { message }: { message: JsonRpcMessage }) => {
+      named(enqueue)({ type: 'cancelCall', params: { message } });
       if (isRequest(message)) {
         ledgerAdd(context.ledger, message);
         named(enqueue)({
@@ -295,6 +361,29 @@ export const clientSessionMachine = setup({
       }
     }),
 
+    /**
+     * The application gave up on a call (`notifications/cancelled`, which the SDK also sends when its own
+     * request timeout fires): the call's stream stops and its ledger entry goes; nothing is delivered for
+     * it (the SDK has already ended it). The notification itself is still sent to the server.
+     */
+    cancelCall: enqueueActions(({ context, enqueue }, { message }: { message: JsonRpcMessage }) => {
+      const key = cancelledKey(message);
+      // The initialize is the session's, not a call: it runs to its end (the SDK gave up on connect anyway).
+      if (key === undefined || key === initKey(context, false)) return;
+      const pending = pendingByKey(context.ledger, key);
+      if (pending) ledgerSettle(context.ledger, pending.request.id, 'failed');
+      const entry = dropStream(context, key);
+      if (entry) enqueue.stopChild(entry.ref);
+      const queued = (m: JsonRpcMessage) => !(isRequest(m) && requestKey(m.id) === key);
+      if (context.resendQueue.some((m) => !queued(m)) || context.queue.some((m) => !queued(m)))
+        enqueue.assign({
+          resendQueue: context.resendQueue.filter(queued),
+          queue: context.queue.filter(queued),
+        });
+      if (pending || entry)
+        named(enqueue)({ type: 'persistCursor', params: { record: cursorRecordOf(context) } });
+    }),
+
     startInitialize: enqueueActions(({ context, enqueue, event }) => {
       if (event.type !== 'app.send' || !isRequest(event.message)) return;
       enqueue.assign({ initializeRequest: event.message, ledger: ledgerAdd(context.ledger, event.message) });
@@ -304,9 +393,19 @@ export const clientSessionMachine = setup({
       });
     }),
 
-    adoptSession: assign(({ context, event }) => {
-      if (event.type !== 'stream.opened' || event.sessionId === undefined) return {};
-      return { sessionId: event.sessionId, advertisement: event.advertisement ?? context.advertisement };
+    adoptSession: enqueueActions(({ context, enqueue, event }) => {
+      if (event.type !== 'stream.opened' || event.sessionId === undefined) return;
+      if (!acceptableSessionId(event.sessionId)) {
+        named(enqueue)({
+          type: 'reportError',
+          params: { message: 'the server sent a session id that is too long or not visible ASCII; not used' },
+        });
+        return;
+      }
+      enqueue.assign({
+        sessionId: event.sessionId,
+        advertisement: event.advertisement ?? context.advertisement,
+      });
     }),
 
     /**
@@ -422,8 +521,10 @@ export const clientSessionMachine = setup({
       if (event.type !== 'stream.ended') return;
       const entry = forgetStream(context, event.key);
       const outcome = event.outcome;
-      if (outcome.kind === 'done' || outcome.kind === 'stopped') return;
       const pending = entry?.kind === 'request' ? pendingByKey(context.ledger, event.key) : undefined;
+      // A request stream that ended without its answer (a 202, a 204 or 405 to its resume) still ends its
+      // call: nothing else will, short of the SDK's own timeout.
+      if ((outcome.kind === 'done' || outcome.kind === 'stopped') && !pending) return;
       if (!pending) {
         named(enqueue)({
           type: 'reportError',
@@ -504,23 +605,85 @@ export const clientSessionMachine = setup({
       });
       named(enqueue)({ type: 'persistCursor', params: { record: null } });
       const reinitId = `mcp-continuity-reinit-${context.spawned}`;
+      const backoff = context.config.policy;
       enqueue.assign({
         ledger: lost.ledger,
         resendQueue: [...context.resendQueue, ...lost.resend],
         sessionId: undefined,
         reinitId,
         provenUnexecuted: [],
+        reinits: context.reinits + 1,
+        // The first re-initialize is immediate (a restarted server); a session lost again before it proved
+        // itself waits as a reconnect attempt would, so a server that 404s everything cannot make us spin.
+        reinitDelayMs:
+          context.reinits === 0
+            ? 0
+            : reconnectDelay(
+                context.reinits - 1,
+                backoff,
+                undefined,
+                (context.config.seed ^ 0x5bd1e995) >>> 0,
+              ),
       });
-      if (context.initializeRequest) {
-        named(enqueue)({
-          type: 'spawnStream',
-          params: {
-            key: requestKey(reinitId),
-            kind: 'request',
-            body: { ...context.initializeRequest, id: reinitId },
-          },
-        });
-      }
+    }),
+
+    /** Sends the new session's initialize, with the application's original parameters. */
+    spawnReinitialize: enqueueActions(({ context, enqueue }, { now }: { now: boolean }) => {
+      const reinitId = context.reinitId;
+      if (!context.initializeRequest || reinitId === undefined) return;
+      // On entry only when there is no wait; when the wait ends only if there was one.
+      if (now !== (context.reinitDelayMs === 0)) return;
+      named(enqueue)({
+        type: 'spawnStream',
+        params: {
+          key: requestKey(reinitId),
+          kind: 'request',
+          body: { ...context.initializeRequest, id: reinitId },
+        },
+      });
+    }),
+
+    forgetReinits: assign({ reinits: 0 }),
+
+    /** The session is gone (404): nothing of it is kept, persisted or deleted on close. */
+    forgetSession: enqueueActions(({ enqueue }) => {
+      enqueue.assign({ sessionId: undefined });
+      named(enqueue)({ type: 'persistCursor', params: { record: null } });
+    }),
+
+    /**
+     * The session could not be re-established: the transport is failed for good; the application is told
+     * why. Either the new session's initialize failed (its stream ended without an answer, or the server
+     * answered it with an error), or sessions kept being lost as soon as they were made.
+     */
+    reportGivenUp: enqueueActions(({ context, enqueue, event }) => {
+      const reinit = 'key' in event && event.key === initKey(context, true);
+      const failure =
+        event.type === 'stream.ended'
+          ? event.outcome
+          : event.type === 'stream.message'
+            ? event.message
+            : undefined;
+      named(enqueue)({
+        type: 'reportFailure',
+        params: reinit
+          ? { message: 'the session was lost and re-initializing it failed', detail: failure }
+          : {
+              message: `the session was lost ${context.reinits + 1} times in a row, each time soon after it was established; the client gave up re-initializing`,
+              detail: { reinits: context.reinits + 1 },
+            },
+      });
+    }),
+
+    reportForeignRecord: enqueueActions(({ context, enqueue }) => {
+      if (!context.foreignRecord) return;
+      named(enqueue)({
+        type: 'reportError',
+        params: {
+          message: `the cursor record names another server than ${context.config.serverUrl ?? 'this one'}: not used`,
+        },
+      });
+      enqueue.assign({ foreignRecord: false });
     }),
 
     /** The new session answered: announce it, reopen the GET stream, re-send, then flush the queue. */
@@ -584,9 +747,22 @@ export const clientSessionMachine = setup({
           : context.provenUnexecuted,
     }),
 
-    queueMessage: assign({
-      queue: ({ context, event }) =>
-        event.type === 'app.send' ? [...context.queue, event.message] : context.queue,
+    queueMessage: enqueueActions(({ enqueue, event }) => {
+      if (event.type !== 'app.send') return;
+      named(enqueue)({ type: 'cancelCall', params: { message: event.message } });
+      enqueue.assign(({ context: now }) => ({ queue: [...now.queue, event.message] }));
+    }),
+
+    /** Requests held while the session was being re-established, which will now never be sent: they fail. */
+    rejectQueued: enqueueActions(({ context, enqueue }) => {
+      for (const message of context.queue) {
+        if (!isRequest(message)) continue;
+        named(enqueue)({
+          type: 'deliver',
+          params: { message: requestFailed(message.id, 'The session has ended; create a new transport') },
+        });
+      }
+      enqueue.assign({ queue: [] });
     }),
 
     rejectAfterEnd: enqueueActions(({ enqueue, event }) => {
@@ -624,6 +800,8 @@ export const clientSessionMachine = setup({
     isInitAccepted: ({ event }) => event.type === 'stream.message' && 'result' in event.message,
     initStreamFailed: ({ context, event }) =>
       event.type === 'stream.ended' && event.outcome.kind !== 'done' && event.key === initKey(context, false),
+    /** The session was lost more often in a row than the policy retries: stop re-initializing. */
+    reinitsExhausted: ({ context }) => context.reinits > context.config.policy.maxRetries,
     reinitStreamFailed: ({ context, event }) =>
       event.type === 'stream.ended' && event.outcome.kind !== 'done' && event.key === initKey(context, true),
     /** 404 on a session-scoped request: the only transport report that ends a session. */
@@ -639,8 +817,12 @@ export const clientSessionMachine = setup({
       stallTimeoutMs: input.stallTimeoutMs,
       retryPolicy: input.retryPolicy ?? defaultRetryPolicy,
       seed: input.seed ?? 1,
+      serverUrl: input.serverUrl,
     },
-    restored: input.restored,
+    restored: input.restored && recordBelongsTo(input.restored, input.serverUrl) ? input.restored : undefined,
+    foreignRecord: input.restored !== undefined && !recordBelongsTo(input.restored, input.serverUrl),
+    reinits: 0,
+    reinitDelayMs: 0,
     sessionId: undefined,
     protocolVersion: undefined,
     initializeRequest: undefined,
@@ -672,12 +854,14 @@ export const clientSessionMachine = setup({
       actions: [
         'stopAllStreams',
         { type: 'settleAllUnknown', params: { reason: OutcomeUnknownReason.transportClosed } },
+        'rejectQueued',
         'deleteSession',
       ],
     },
   },
   states: {
     uninitialized: {
+      entry: 'reportForeignRecord',
       always: { guard: 'hasRestoredSession', target: 'active', actions: ['resumeRestored', 'persist'] },
       on: {
         'app.send': [
@@ -702,12 +886,17 @@ export const clientSessionMachine = setup({
         'stream.messages': { actions: 'receiveOneByOne' },
         'stream.ended': [
           { guard: 'isStaleReport' },
-          { guard: 'initStreamFailed', target: 'uninitialized', actions: 'settleEndedStream' },
+          {
+            guard: 'initStreamFailed',
+            target: 'uninitialized',
+            actions: ['settleEndedStream', 'rejectQueued'],
+          },
         ],
         'app.send': { actions: 'queueMessage' },
       },
     },
     active: {
+      after: { sessionProven: { actions: 'forgetReinits' } },
       on: {
         'app.send': { actions: { type: 'dispatch', params: ({ event }) => ({ message: event.message }) } },
         'stream.message': { actions: ['receive', 'recordMessageCursor'] },
@@ -719,13 +908,21 @@ export const clientSessionMachine = setup({
         ],
         'stream.ended': [
           { guard: 'isStaleReport' },
+          {
+            guard: and(['sessionTerminated', 'reinitsExhausted']),
+            target: 'failed',
+            actions: 'noteUnexecuted',
+          },
           { guard: 'sessionTerminated', target: 'reinitializing', actions: 'noteUnexecuted' },
           { guard: 'closedByServer', target: 'terminated' },
         ],
       },
     },
     reinitializing: {
-      entry: ['stopAllStreams', 'loseSession'],
+      // An atomic state (its value stays `reinitializing`): the initialize goes out at once, or after the
+      // backoff `loseSession` chose.
+      entry: ['stopAllStreams', 'loseSession', { type: 'spawnReinitialize', params: { now: true } }],
+      after: { reinitDelay: { actions: { type: 'spawnReinitialize', params: { now: false } } } },
       on: {
         'stream.opened': { actions: 'adoptSession' },
         'stream.message': [
@@ -735,11 +932,11 @@ export const clientSessionMachine = setup({
             target: 'active',
             actions: ['completeReinitialize', 'persist', 'raiseMessageCursor'],
           },
-          { guard: 'isReinitRejected', target: 'terminated' },
+          { guard: 'isReinitRejected', target: 'failed' },
           { actions: ['receive', 'recordMessageCursor'] },
         ],
         'stream.messages': { actions: 'receiveOneByOne' },
-        'stream.ended': [{ guard: 'isStaleReport' }, { guard: 'reinitStreamFailed', target: 'terminated' }],
+        'stream.ended': [{ guard: 'isStaleReport' }, { guard: 'reinitStreamFailed', target: 'failed' }],
         'app.send': { actions: 'queueMessage' },
       },
     },
@@ -747,7 +944,23 @@ export const clientSessionMachine = setup({
       entry: [
         'stopAllStreams',
         { type: 'settleAllUnknown', params: { reason: OutcomeUnknownReason.serverClosedSession } },
+        'rejectQueued',
         'persist',
+      ],
+      on: { 'app.send': { actions: 'rejectAfterEnd' } },
+    },
+    /**
+     * The session could not be re-established: its new initialize failed, or it kept being lost soon after
+     * it was made (a server that 404s everything after initialize). Every call has ended; the transport
+     * reports the failure (`MCPC_REINITIALIZE_GIVEN_UP`) and closes.
+     */
+    failed: {
+      entry: [
+        'stopAllStreams',
+        { type: 'settleAllUnknown', params: { reason: OutcomeUnknownReason.sessionLost } },
+        'rejectQueued',
+        'forgetSession',
+        'reportGivenUp',
       ],
       on: { 'app.send': { actions: 'rejectAfterEnd' } },
     },

@@ -6,6 +6,8 @@ import type { JsonRpcMessage } from '../jsonrpc.js';
 import type { ServerAdvertisement } from '../validity.js';
 import { type Absorbed, absorbEvents, type DeliveredMessage, rememberIds } from './absorb.js';
 import type { Exchange, IoEvent, SseEvent } from './io.js';
+import { serverRetryFloor } from './limits.js';
+import { asJsonRpcMessage } from './wire.js';
 
 /**
  * One SSE stream of a client: connecting → streaming → backoff → … until it ends. It owns its cursor
@@ -29,7 +31,10 @@ export interface StreamInput {
   /** A cursor restored from the cursor store: resume instead of POSTing. */
   readonly lastEventId?: string;
   readonly policy: ReconnectPolicy;
-  /** No byte for this long counts as a reset. 0 turns stall detection off. */
+  /**
+   * No byte for this long counts as a reset, in every phase of an exchange: connecting, waiting for the
+   * headers, reading a JSON body or an event stream. 0 turns stall detection off.
+   */
   readonly stallTimeoutMs: number;
   readonly jitterSeed: number;
   /** Re-sending this POST cannot run it twice (server de-duplicates, or the call only reads). */
@@ -107,7 +112,14 @@ export type StreamCommand = { type: 'stream.reuse'; input: StreamInput };
 export interface StreamContext {
   /** What the parent asked for; never changes while the stream lives. Its `lastEventId` is the starting cursor only. */
   readonly stream: StreamInput;
+  /**
+   * Failed attempts since the stream last made progress (delivered a message or moved its cursor). Opening
+   * alone does not reset it: a server that opens streams and closes them at once is backed off like one
+   * that refuses them.
+   */
   attempt: number;
+  /** Every reconnect of this stream, never reset: mixed into the jitter so equal attempts differ. */
+  reconnects: number;
   lastEventId: string | undefined;
   /** Ids already delivered, for servers whose ids are opaque (bounded). */
   recentIds: string[];
@@ -127,7 +139,11 @@ export interface StreamContext {
 
 /** What to ask for next: a resume whenever a cursor exists, else the original POST or a fresh GET. */
 export function exchangeFor(ctx: StreamContext): Exchange {
-  const common = { sessionId: ctx.stream.sessionId, protocolVersion: ctx.stream.protocolVersion };
+  const common = {
+    streamId: ctx.stream.streamId,
+    sessionId: ctx.stream.sessionId,
+    protocolVersion: ctx.stream.protocolVersion,
+  };
   if (ctx.lastEventId !== undefined) return { method: 'GET', ...common, lastEventId: ctx.lastEventId };
   if (ctx.stream.kind === 'standalone') return { method: 'GET', ...common };
   return { method: 'POST', ...common, body: ctx.stream.body };
@@ -141,6 +157,7 @@ function initialContext(input: StreamInput): StreamContext {
   return {
     stream: input,
     attempt: 0,
+    reconnects: 0,
     lastEventId: input.lastEventId,
     recentIds: [],
     serverRetryMs: undefined,
@@ -182,13 +199,12 @@ export const streamMachine = setup({
   },
   guards: {
     isAccepted: ({ event }) => event.type === 'http.response' && event.status === 202,
+    // A 2xx body that is not a JSON-RPC message answers nothing: the status decides (a refusal).
     isJsonAnswer: ({ event }) =>
       event.type === 'http.response' &&
       event.status >= 200 &&
       event.status < 300 &&
-      typeof event.body === 'object' &&
-      event.body !== null &&
-      'jsonrpc' in event.body,
+      asJsonRpcMessage(event.body) !== undefined,
     /** The last run of events ended with `event: close`. */
     closeReceived: ({ context }) => context.absorbed?.end?.kind === 'close',
     /**
@@ -222,6 +238,15 @@ export const streamMachine = setup({
       context.decision?.action === 'reconnect' &&
       context.stream.kind !== 'standalone' &&
       context.attempt >= context.stream.policy.maxRetries,
+    /**
+     * A server that answers every resume with a 410 and a `resumeAfter` gets as many resumes as any other
+     * failure: the policy's retries, then the call ends. (The standalone stream keeps polling, backed off.)
+     */
+    gapResumesExhausted: ({ context }) =>
+      context.decision?.action === 'events-lost' &&
+      context.decision.gap.resumeAfter !== undefined &&
+      context.stream.kind !== 'standalone' &&
+      context.attempt >= context.stream.policy.maxRetries,
     isTransportFault: ({ context }) => context.decision?.action === 'reconnect',
     isSessionGone: ({ context }) => context.decision?.action === 'session-terminated',
     isEventsLost: ({ context }) => context.decision?.action === 'events-lost',
@@ -252,31 +277,46 @@ export const streamMachine = setup({
       mayHaveRun: true,
     }),
     classifyEnd: assign({ decision: () => classifyClose({ kind: 'end-of-stream' }) }),
-    classifyStall: assign({ decision: () => classifyClose({ kind: 'network', fault: 'stall' }) }),
-    /** A stream opened: attempts start over, and the request may have run. */
-    markOpened: assign({ attempt: 0, gapSinceOpen: false, mayHaveRun: true }),
+    // A stall can strike after the request left (waiting for headers): it may have run.
+    classifyStall: assign({
+      decision: () => classifyClose({ kind: 'network', fault: 'stall' }),
+      mayHaveRun: true,
+    }),
+    /** A stream opened: the request may have run. Attempts start over only on progress (see `absorb`). */
+    markOpened: assign({ gapSinceOpen: false, mayHaveRun: true }),
     markGap: assign({ gapSinceOpen: true }),
     scheduleReconnect: assign(({ context }) => ({
       nextDelayMs: reconnectDelay(
         context.attempt,
         context.stream.policy,
         context.serverRetryMs,
-        context.stream.jitterSeed,
+        (context.stream.jitterSeed + Math.imul(context.reconnects, 0x2545f491)) >>> 0,
       ),
       attempt: context.attempt + 1,
+      reconnects: context.reconnects + 1,
     })),
+    // The server's `retry:` is kept clamped (`serverRetryFloor`): it becomes a timer.
     rememberRetry: assign({
       serverRetryMs: ({ context, event }) =>
         event.type === 'sse.retry'
-          ? event.ms
+          ? (serverRetryFloor(event.ms) ?? context.serverRetryMs)
           : event.type === 'sse.events'
-            ? (event.retryMs ?? context.serverRetryMs)
+            ? (serverRetryFloor(event.retryMs) ?? context.serverRetryMs)
             : context.serverRetryMs,
     }),
-    /** Decides what a run of SSE events (one or a parsed chunk) does: see `absorbEvents`. */
+    /**
+     * Decides what a run of SSE events (one or a parsed chunk) does: see `absorbEvents`. A run that made
+     * progress (a message, or a new event id) starts the attempts over.
+     */
     absorb: assign(({ context, event }) => {
       const absorbed = absorbEvents(context.stream, context, sseEventsOf(event));
-      return { absorbed, responseSeen: context.responseSeen || absorbed.responseSeen };
+      const progress =
+        absorbed.messages.length > 0 || absorbed.newIds.length > 0 || absorbed.end !== undefined;
+      return {
+        absorbed,
+        responseSeen: context.responseSeen || absorbed.responseSeen,
+        attempt: progress ? 0 : context.attempt,
+      };
     }),
     /**
      * Records the run's cursor; the parent persists it. Overlaps never move it. `recentIds` is updated in
@@ -361,7 +401,13 @@ export const streamMachine = setup({
       initial: 'awaitingResponse',
       states: {
         awaitingResponse: {
+          // Connecting, waiting for the headers, reading a JSON body: no byte for this long is a stall too.
+          after: {
+            stallTimeout: { guard: 'stallDetectionOn', target: '#stream.deciding', actions: 'classifyStall' },
+          },
           on: {
+            // Bytes of a body that is not an event stream arrived: the timer starts over.
+            'sse.activity': { target: 'awaitingResponse', reenter: true },
             'http.stream': [
               { guard: 'hasSession', target: 'streaming', actions: 'markOpened' },
               { target: 'streaming', actions: ['markOpened', 'reportOpened'] },
@@ -428,6 +474,7 @@ export const streamMachine = setup({
         { guard: 'reconnectsExhausted', target: 'givenUp' },
         { guard: 'isTransportFault', target: 'unresumable' },
         { guard: 'isSessionGone', target: 'sessionTerminated' },
+        { guard: 'gapResumesExhausted', target: 'givenUp', actions: 'reportGap' },
         // The server that reported the gap is up: resume at once, the first time. A second gap before any
         // stream opened again waits for backoff, so a server answering 410 forever cannot make us spin.
         {
@@ -485,7 +532,12 @@ export const streamMachine = setup({
         type: 'reportEnded',
         params: ({ context }) => ({
           kind: 'given-up',
-          reason: context.decision?.action === 'reconnect' ? context.decision.reason : 'unknown',
+          reason:
+            context.decision?.action === 'reconnect'
+              ? context.decision.reason
+              : context.decision?.action === 'events-lost'
+                ? context.decision.gap.reason
+                : 'unknown',
         }),
       },
     },

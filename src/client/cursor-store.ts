@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { open, readFile, rename, unlink } from 'node:fs/promises';
+import { open, readFile, rename, stat, unlink } from 'node:fs/promises';
 import type { CursorRecord } from '../../machines/client/cursor.js';
 
 /**
@@ -28,6 +28,12 @@ export class MemoryCursorStore implements CursorStore {
 }
 
 /**
+ * The largest cursor file `FileCursorStore` reads. A record holds a session id, the initialize request and
+ * one bounded event id per open stream (`MAX_EVENT_ID_LENGTH`), so a larger file is not one of ours.
+ */
+export const MAX_CURSOR_FILE_BYTES = 4 * 1024 * 1024;
+
+/**
  * Keeps the cursor in a JSON file, written atomically: a temporary file, fsync, then rename over the
  * old one, so a crash leaves either the old record or the new one, never half of one. Saves that arrive
  * while a write is under way are coalesced into one more write of the newest record.
@@ -42,6 +48,11 @@ export class FileCursorStore implements CursorStore {
   async load(): Promise<CursorRecord | null> {
     let text: string;
     try {
+      const { size } = await stat(this.path);
+      if (size > MAX_CURSOR_FILE_BYTES)
+        throw new Error(
+          `${this.path}: ${size} bytes, more than a cursor record may hold (${MAX_CURSOR_FILE_BYTES})`,
+        );
       text = await readFile(this.path, 'utf8');
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;

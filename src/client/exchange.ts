@@ -3,6 +3,13 @@ import { fromCallback } from 'xstate';
 import { ADVERTISEMENT_HEADER, parseAdvertisement } from '../../machines/advertisement.js';
 import { faultOf } from '../../machines/client/faults.js';
 import type { Exchange, IoEvent, SseEvent } from '../../machines/client/io.js';
+import {
+  acceptableEventId,
+  DEFAULT_MAX_MESSAGE_BYTES,
+  MAX_EVENT_ID_LENGTH,
+  STALL_PROGRESS_BYTES,
+} from '../../machines/client/limits.js';
+import { asJsonRpcMessage, claimedId } from '../../machines/client/wire.js';
 import type { JsonRpcMessage } from '../../machines/jsonrpc.js';
 
 export type FetchLike = (url: string | URL, init?: RequestInit) => Promise<Response>;
@@ -12,8 +19,10 @@ export interface ExchangeIo {
   readonly fetch: FetchLike;
   /** Merged into every request (auth headers, agents…). */
   readonly requestInit?: RequestInit;
-  /** Data that is not JSON-RPC: reported, never delivered as a message. */
+  /** Data that is not JSON-RPC, or a response past the limits: reported, never delivered as a message. */
   readonly onMalformed: (error: Error) => void;
+  /** The most one SSE event's data (characters) or one JSON body (bytes) may hold. Default 16 MiB. */
+  readonly maxMessageBytes?: number;
 }
 
 /**
@@ -84,6 +93,7 @@ async function run(
   signal: AbortSignal,
   exchange: ExchangeState,
 ): Promise<void> {
+  const limit = io.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
   const send = (e: IoEvent) => {
     // The last event of an exchange: the response has been read to its end (or failed) before it is sent.
     if (e.type === 'http.response' || e.type === 'net.ended' || e.type === 'net.failed') {
@@ -100,6 +110,9 @@ async function run(
       headers: headersFor(io, ex),
       body: ex.method === 'POST' ? JSON.stringify(ex.body) : undefined,
       signal,
+      // Never followed: a redirect to another origin would carry the session id, the application's
+      // headers (its credentials) and the call itself there. The 3xx reaches the machine as a status.
+      redirect: 'manual',
     });
   } catch (error) {
     if (!signal.aborted) send({ type: 'net.failed', fault: faultOf(error) });
@@ -110,9 +123,19 @@ async function run(
   const isStream =
     response.status === 200 && response.headers.get('content-type')?.startsWith('text/event-stream');
   if (!isStream) {
+    // The headers are proof of life: the stall timer starts over for the body.
+    send({ type: 'sse.activity' });
     let body: unknown;
     try {
-      const text = await response.text();
+      const text = await readBounded(response, limit, () => send({ type: 'sse.activity' }), signal);
+      if (text === undefined) {
+        if (signal.aborted || exchange.stopped) return;
+        io.onMalformed(
+          new Error(`a response body exceeded maxMessageBytes (${limit}); the exchange was cut`),
+        );
+        send({ type: 'net.failed', fault: 'reset' });
+        return;
+      }
       body = text === '' ? undefined : tryJson(text);
     } catch (error) {
       if (!signal.aborted) send({ type: 'net.failed', fault: faultOf(error) });
@@ -127,18 +150,28 @@ async function run(
   let events: SseEvent[] = [];
   let retryMs: number | undefined;
   let activity = false;
+  let overflow = false;
   const parser = createParser({
+    maxBufferSize: limit,
+    onError: (error) => {
+      if (error.type === 'max-buffer-size-exceeded') overflow = true;
+    },
     onEvent: (e) => {
       let message: JsonRpcMessage | undefined;
+      let invalid: SseEvent['invalid'];
+      if (!acceptableEventId(e.id) && e.id !== undefined)
+        io.onMalformed(new Error(`an SSE event id longer than ${MAX_EVENT_ID_LENGTH} characters; not kept`));
       if (e.data !== '') {
         const parsed = tryJson(e.data);
-        if (typeof parsed !== 'object' || parsed === null) {
+        message = asJsonRpcMessage(parsed);
+        if (!message) {
+          invalid = { id: claimedId(parsed) };
           io.onMalformed(
-            new Error(`SSE event ${e.id ?? ''} carries data that is not JSON-RPC: ${e.data.slice(0, 200)}`),
+            new Error(`an SSE event carries data that is not JSON-RPC: ${e.data.slice(0, 200)}`),
           );
-        } else message = parsed as JsonRpcMessage;
+        }
       }
-      events.push({ type: 'sse.event', id: e.id, event: e.event, message, data: e.data });
+      events.push({ type: 'sse.event', id: e.id, event: e.event, message, data: e.data, invalid });
     },
     onRetry: (ms) => {
       retryMs = ms;
@@ -157,6 +190,8 @@ async function run(
   };
   const reader = response.body?.getReader();
   const decoder = new TextDecoder();
+  // Bytes since the last complete unit: enough of them are proof of life too (see STALL_PROGRESS_BYTES).
+  let partial = 0;
   exchange.reading = true;
   try {
     for (;;) {
@@ -165,7 +200,21 @@ async function run(
       if (signal.aborted) return;
       // Stopped: the body is only drained (see DRAIN_MS); nobody hears its events.
       if (exchange.stopped) continue;
+      const before = events.length;
       parser.feed(decoder.decode(chunk.value, { stream: true }));
+      // A large event arriving steadily is alive although no event completes; a trickle is not.
+      partial =
+        events.length > before || activity || retryMs !== undefined ? 0 : partial + chunk.value.byteLength;
+      if (partial >= STALL_PROGRESS_BYTES) {
+        activity = true;
+        partial = 0;
+      }
+      if (overflow) {
+        io.onMalformed(new Error(`an SSE event exceeded maxMessageBytes (${limit}); the stream was cut`));
+        send({ type: 'net.failed', fault: 'reset' });
+        await reader?.cancel().catch(() => undefined);
+        return;
+      }
       flush();
     }
   } catch (error) {
@@ -186,6 +235,41 @@ class AdvertisementCache {
     }
     return this.parsed;
   }
+}
+
+/**
+ * Reads a body that is not an event stream, at most `limit` bytes; undefined past it (the body is
+ * cancelled). Every `STALL_PROGRESS_BYTES` are reported (`onBytes`): a large body arriving steadily is
+ * not stalled, a trickle is.
+ */
+async function readBounded(
+  response: Response,
+  limit: number,
+  onBytes: () => void,
+  signal: AbortSignal,
+): Promise<string | undefined> {
+  const reader = response.body?.getReader();
+  if (!reader) return '';
+  const decoder = new TextDecoder();
+  let text = '';
+  let size = 0;
+  let partial = 0;
+  for (;;) {
+    const chunk = await reader.read();
+    if (chunk.done) break;
+    size += chunk.value.byteLength;
+    if (size > limit) {
+      await reader.cancel().catch(() => undefined);
+      return undefined;
+    }
+    text += decoder.decode(chunk.value, { stream: true });
+    partial += chunk.value.byteLength;
+    if (partial >= STALL_PROGRESS_BYTES && !signal.aborted) {
+      partial = 0;
+      onBytes();
+    }
+  }
+  return text + decoder.decode();
 }
 
 function tryJson(text: string): unknown {

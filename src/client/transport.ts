@@ -4,6 +4,7 @@ import { type Actor, createActor, type InspectionEvent, type Observer } from 'xs
 import { DEFAULT_RECONNECT_POLICY, type ReconnectPolicy } from '../../machines/backoff.js';
 import type { CursorRecord } from '../../machines/client/cursor.js';
 import type { RetryPolicy } from '../../machines/client/ledger.js';
+import { timerMs } from '../../machines/client/limits.js';
 import {
   clientSessionMachine,
   type GapReport,
@@ -27,8 +28,17 @@ export interface ContinuityClientOptions {
   readonly cursorStore?: CursorStore;
   /** Reconnect backoff. Default: 500 ms initial, ×2, 30 s max, 8 retries, full jitter. */
   readonly reconnect?: Partial<ReconnectPolicy>;
-  /** No byte (event or heartbeat) for this long counts as a reset. Default: three advertised heartbeats, else off. */
+  /**
+   * No byte for this long counts as a reset, in every phase of an exchange: connecting, waiting for the
+   * headers, reading a JSON body or an event stream; bytes restart it, complete events are not needed.
+   * Default: three advertised heartbeats (kept within 1 s–10 min), else 300 s. 0 turns it off.
+   */
   readonly stallTimeoutMs?: number;
+  /**
+   * The most one message may hold: an SSE event's data (characters) or a JSON response body (bytes).
+   * Past it the exchange is cut (as a reset) and reported (`MCPC_MALFORMED_EVENT`). Default 16 MiB.
+   */
+  readonly maxMessageBytes?: number;
   /** Events were lost. Default: reported through `onerror` (code MCPC_EVENTS_LOST), never silently. */
   readonly onGap?: (gap: GapReport) => void;
   /** A replayed answer or progress of a request this process never sent (after a restart). Default: `onerror`. */
@@ -36,13 +46,16 @@ export interface ContinuityClientOptions {
   /** Which in-flight calls may be sent again after the session was lost. Default: reads and tools annotated read-only or idempotent. */
   readonly retryPolicy?: RetryPolicy;
   readonly fetch?: FetchLike;
-  /** Merged into every request (headers for auth, say). */
+  /**
+   * Merged into every request (headers for auth, say). Its `redirect` is overridden: redirects are never
+   * followed (a 3xx ends the call with an error), so these headers never reach another URL.
+   */
   readonly requestInit?: RequestInit;
   /** An XState inspector (e.g. from @statelyai/inspect) to watch the machines live. */
   readonly inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
   /** Send DELETE when closed. Default true. */
   readonly deleteOnClose?: boolean;
-  /** How long `close()` waits for the DELETE. Default 2 s. */
+  /** How long `close()` waits for the DELETE. Default 2 s (at most 2^31-1 ms). */
   readonly closeTimeoutMs?: number;
   /** Records gaps, outcome-unknown calls, reconnect attempts and latency (README, "Metrics"). */
   readonly metrics?: ContinuityMetrics;
@@ -72,6 +85,8 @@ export class ContinuityClientTransport implements Transport {
   /** A notification was handed over since the last yield; an answer must wait for its handler. */
   private notifiedSinceYield = false;
   private closed = false;
+  /** `onclose` was called (by `close()`, or when the transport failed for good). */
+  private closeNotified = false;
 
   constructor(
     readonly url: URL,
@@ -113,6 +128,7 @@ export class ContinuityClientTransport implements Transport {
       url: this.url,
       fetch: this.options.fetch ?? fetch,
       requestInit: this.options.requestInit,
+      maxMessageBytes: this.options.maxMessageBytes,
       onMalformed: (e) => this.report(ErrorCode.malformedEvent, e.message),
     });
     const machine = clientSessionMachine.provide({
@@ -126,6 +142,7 @@ export class ContinuityClientTransport implements Transport {
           if (this.options.deleteOnClose !== false) this.deleting = this.sendDelete(sessionId);
         },
         reportError: (_, { message, detail }) => this.report(ErrorCode.transport, message, detail),
+        reportFailure: (_, { message, detail }) => this.fail(message, detail),
       },
     });
     const actor = createActor(machine, {
@@ -135,6 +152,7 @@ export class ContinuityClientTransport implements Transport {
         retryPolicy: this.options.retryPolicy,
         seed: Math.floor(Math.random() * 0x7fffffff),
         restored: restored ?? undefined,
+        serverUrl: this.url.href,
       },
       inspect: this.options.inspect,
     });
@@ -161,11 +179,38 @@ export class ContinuityClientTransport implements Transport {
     this.closed = true;
     this.running?.send({ type: 'app.close' });
     const timeout = new Promise<void>((resolve) =>
-      setTimeout(resolve, this.options.closeTimeoutMs ?? 2_000).unref(),
+      setTimeout(resolve, timerMs(this.options.closeTimeoutMs ?? 2_000)).unref(),
     );
     await Promise.race([Promise.all([this.deleting, this.saving]), timeout]);
     this.running?.stop();
+    this.notifyClosed();
+  }
+
+  private notifyClosed(): void {
+    if (this.closeNotified) return;
+    this.closeNotified = true;
     this.onclose?.();
+  }
+
+  /**
+   * The machine gave up on the session for good (`failed`): every call has ended. The application hears
+   * why, then that the transport is closed; later sends are refused.
+   */
+  private fail(message: string, detail: unknown): void {
+    this.report(ErrorCode.reinitializeGivenUp, message, detail);
+    this.closed = true;
+    // After the calls' endings are handed over (the SDK rejects what is still pending on close), and after
+    // the machine's transition: onclose may call close().
+    void this.delivered().then(() => {
+      this.running?.stop();
+      this.notifyClosed();
+    });
+  }
+
+  /** Resolves once every message handed to `enqueue` so far has reached the application (bounded). */
+  private async delivered(): Promise<void> {
+    for (let i = 0; i < 100 && (this.draining || this.inbox.length > 0); i++)
+      await new Promise((r) => setImmediate(r));
   }
 
   /**
@@ -195,6 +240,7 @@ export class ContinuityClientTransport implements Transport {
         ...this.options.requestInit,
         method: 'DELETE',
         headers,
+        redirect: 'manual',
       });
     } catch (e) {
       this.report(ErrorCode.transport, `DELETE failed: ${String(e)}`, e);

@@ -28,6 +28,7 @@ export function scriptedClient(input: ClientInput = {}) {
   const persisted: Array<CursorRecord | null> = [];
   const deletes: string[] = [];
   const errors: string[] = [];
+  const failures: string[] = [];
   const exchange = fromCallback<IoEvent, Exchange>(({ input: request, sendBack }) => {
     const record: ScriptedExchange = {
       request,
@@ -50,6 +51,7 @@ export function scriptedClient(input: ClientInput = {}) {
       persistCursor: (_, { record }) => persisted.push(record),
       sendDelete: (_, { sessionId }) => deletes.push(sessionId),
       reportError: (_, { message }) => errors.push(message),
+      reportFailure: (_, { message }) => failures.push(message),
     },
   });
   const clock = new SimulatedClock();
@@ -63,7 +65,21 @@ export function scriptedClient(input: ClientInput = {}) {
   const send = (message: JsonRpcMessage) => actor.send({ type: 'app.send', message });
   const last = () => exchanges[exchanges.length - 1] as ScriptedExchange;
   const open = () => exchanges.filter((e) => !e.aborted);
-  return { actor, clock, exchanges, delivered, orphans, gaps, persisted, deletes, errors, send, last, open };
+  return {
+    actor,
+    clock,
+    exchanges,
+    delivered,
+    orphans,
+    gaps,
+    persisted,
+    deletes,
+    errors,
+    failures,
+    send,
+    last,
+    open,
+  };
 }
 
 export const ADVERTISED: ServerAdvertisement = {

@@ -1,0 +1,76 @@
+/**
+ * The client's bounds on what a server can make it do: how long it waits, how much it keeps. A server
+ * is not trusted to pick a sane value for anything that becomes a timer or a buffer. Pure: the stream
+ * and session machines read these, and the runtime applies the byte limits while it reads.
+ */
+
+/** The longest delay `setTimeout` takes as given: Node turns anything longer into 1 ms. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * The server's `retry:` is a floor on the reconnect delay (the spec says the client must respect it), but
+ * no server may make the client wait longer than this: a `retry: 99999999` would otherwise be a 27.8 h
+ * wait, and one above 2^31-1 would become 1 ms.
+ */
+export const MAX_SERVER_RETRY_MS = 60_000;
+
+/**
+ * The stall timeout when neither the application nor the server says otherwise (no advertised
+ * heartbeat): five minutes, what Node's own fetch allows for headers and for silence in a body. A
+ * server that says nothing for that long, before its headers, within a JSON body or on an event stream,
+ * counts as a dead connection.
+ */
+export const DEFAULT_STALL_TIMEOUT_MS = 300_000;
+
+/** A stall timeout derived from an advertised heartbeat never drops below this (a 1 ms heartbeat)… */
+export const MIN_DERIVED_STALL_MS = 1_000;
+/** …nor rises above this (a heartbeat of days). */
+export const MAX_DERIVED_STALL_MS = 600_000;
+
+/**
+ * The longest event id the client keeps. A longer one is a protocol error: it is never stored, written to
+ * the cursor file or sent back as `Last-Event-ID` (a 100 KB id would get a 431 on every resume).
+ */
+export const MAX_EVENT_ID_LENGTH = 256;
+
+/**
+ * The longest session id the client adopts. The spec asks for visible ASCII; a longer or other id is
+ * refused, never stored or sent back.
+ */
+export const MAX_SESSION_ID_LENGTH = 1_024;
+
+/**
+ * Default bound on one message: an SSE event's data accumulated before it is dispatched, or a JSON body.
+ * Beyond it the exchange is cut and the server is reported; nothing that large is kept.
+ */
+export const DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
+
+/**
+ * Bytes that restart the stall timer without completing anything: an event still arriving, a JSON body.
+ * Complete units (an event, a heartbeat comment, a `retry:`) restart it whatever their size. So a large
+ * message arriving steadily is not stalled, while a trickle of a few bytes per interval is; a message
+ * takes at most `maxMessageBytes / STALL_PROGRESS_BYTES` stall intervals to arrive.
+ */
+export const STALL_PROGRESS_BYTES = 64 * 1024;
+
+/** Clamps a delay to what a timer can take: a number in [0, MAX_TIMER_MS]; not a number is 0. */
+export function timerMs(ms: number): number {
+  if (Number.isNaN(ms) || ms <= 0) return 0;
+  return Math.min(Math.floor(ms), MAX_TIMER_MS);
+}
+
+/** The server's `retry:` as the client honours it: within [0, MAX_SERVER_RETRY_MS]. */
+export function serverRetryFloor(ms: number | undefined): number | undefined {
+  if (ms === undefined || !Number.isFinite(ms) || ms < 0) return undefined;
+  return Math.min(Math.floor(ms), MAX_SERVER_RETRY_MS);
+}
+
+/** An event id the client may keep: short enough, and present. */
+export function acceptableEventId(id: string | undefined): id is string {
+  return id !== undefined && id.length <= MAX_EVENT_ID_LENGTH;
+}
+
+/** A session id the client may adopt: 1..MAX_SESSION_ID_LENGTH visible ASCII characters. */
+export function acceptableSessionId(id: string): boolean {
+  return id.length > 0 && id.length <= MAX_SESSION_ID_LENGTH && /^[\x21-\x7e]+$/.test(id);
+}

@@ -19,8 +19,10 @@ export const commandArb: fc.Arbitrary<Command> = fc.oneof(
     arbitrary: fc
       .oneof(
         // Short steps land faults inside a request's life (between its run and its first byte, mid-stream).
-        fc.integer({ min: 1, max: 60 }),
-        fc.integer({ min: 1, max: 6_000 }),
+        { weight: 4, arbitrary: fc.integer({ min: 1, max: 60 }) },
+        { weight: 4, arbitrary: fc.integer({ min: 1, max: 6_000 }) },
+        // Now and then longer than an idle TTL: inside a long partition, sessions expire.
+        { weight: 2, arbitrary: fc.integer({ min: 20_000, max: 70_000 }) },
       )
       .map((ms) => ({ kind: 'advance', ms }) as const),
   },
@@ -36,7 +38,13 @@ export const commandArb: fc.Arbitrary<Command> = fc.oneof(
     weight: 2,
     arbitrary: fc.integer({ min: 100, max: 20_000 }).map((ms) => ({ kind: 'partition', ms }) as const),
   },
+  // Longer than an idle TTL or every reconnect attempt: sessions expire, streams give up.
+  {
+    weight: 2,
+    arbitrary: fc.integer({ min: 30_000, max: 60_000 }).map((ms) => ({ kind: 'partition', ms }) as const),
+  },
   { weight: 1, arbitrary: fc.boolean().map((durable) => ({ kind: 'serverRestart', durable }) as const) },
+  { weight: 1, arbitrary: fc.constant({ kind: 'serverRestart', durable: false, graceful: true } as const) },
   { weight: 1, arbitrary: fc.boolean().map((durable) => ({ kind: 'clientRestart', durable }) as const) },
   { weight: 2, arbitrary: fc.constant({ kind: 'serverNotify' } as const) },
   { weight: 1, arbitrary: fc.constant({ kind: 'closeAndReconnect' } as const) },
@@ -69,4 +77,60 @@ export const worldConfigArb: fc.Arbitrary<WorldConfig> = fc.record({
   replayOverlap: fc.constantFrom(0, 0, 1, 3),
 });
 
-export const scenarioArb = fc.record({ config: worldConfigArb, commands: scheduleArb });
+/**
+ * Templates for decisions random schedules reach in about one world in a thousand; each is followed by
+ * a random schedule. A session expires while the client is cut off, with calls made meanwhile, and
+ * sometimes the network goes down again right after the 404, so the re-initialize fails too.
+ */
+export const expiryArb: fc.Arbitrary<Command[]> = fc
+  .tuple(
+    callArb,
+    fc.integer({ min: 1, max: 3_000 }),
+    fc.integer({ min: 35_000, max: 80_000 }),
+    fc.integer({ min: 31_000, max: 40_000 }),
+    fc.array(callArb, { minLength: 1, maxLength: 3 }),
+    fc.option(fc.integer({ min: 20, max: 400 }), { nil: undefined }),
+    fc.array(commandArb, { maxLength: 20, size: 'max' }),
+  )
+  .map(([first, wait, cut, idle, during, cutAgainAfter, rest]) => [
+    first,
+    { kind: 'advance', ms: wait } as const,
+    { kind: 'partition', ms: cut } as const,
+    { kind: 'advance', ms: idle } as const,
+    ...during,
+    ...(cutAgainAfter === undefined
+      ? []
+      : ([
+          { kind: 'advance', ms: cut - idle + cutAgainAfter },
+          { kind: 'partition', ms: 60_000 },
+          { kind: 'advance', ms: 60_000 },
+        ] as const)),
+    ...rest,
+  ]);
+
+/** A chatty call whose stream is cut while it appends more than a small log holds: a 410 with a count. */
+export const evictionArb: fc.Arbitrary<Command[]> = fc
+  .tuple(
+    fc.integer({ min: 1, max: 150 }),
+    fc.oneof(
+      fc.nat(7).map((pick) => ({ kind: 'reset', pick }) as const),
+      fc.integer({ min: 200, max: 3_000 }).map((ms) => ({ kind: 'partition', ms }) as const),
+      fc.constant({ kind: 'resetAll' } as const),
+    ),
+    fc.array(commandArb, { maxLength: 20, size: 'max' }),
+  )
+  .map(([wait, cut, rest]) => [
+    { kind: 'call', tool: 'chatty' } as const,
+    { kind: 'advance', ms: wait } as const,
+    cut,
+    ...rest,
+  ]);
+
+export const scenarioArb = fc.record({
+  config: worldConfigArb,
+  commands: fc.oneof(
+    { weight: 8, arbitrary: scheduleArb },
+    { weight: 1, arbitrary: expiryArb },
+    { weight: 1, arbitrary: evictionArb },
+  ),
+});

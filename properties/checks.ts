@@ -112,7 +112,8 @@ export const excusedHeadAttachLosses = ({ recorder }: WorldOutcome): number =>
 
 function coveredBySizelessLoss(recorder: Recorder, m: AppendedMessage): boolean {
   const call = m.callKey === undefined ? undefined : recorder.calls.get(m.callKey);
-  if (call?.outcome === 'unknown') return true;
+  if (call?.outcome === 'unknown' || recorder.unknownRequests.has(m.streamKey)) return true;
+  if (recorder.endedSessions.has(m.sessionId)) return true;
   return recorder.gaps.some(
     (g) =>
       g.sessionId === m.sessionId &&

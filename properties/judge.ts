@@ -1,5 +1,6 @@
 import { CHECKS, type CheckName } from './checks.js';
-import type { WorldOutcome } from './world/world.js';
+import type { CoverageTally } from './coverage.js';
+import { type Command, runSchedule, type WorldConfig, type WorldOutcome } from './world/world.js';
 
 /**
  * One simulated world, judged by every check: simulating is the cost, judging is almost free, so no
@@ -30,4 +31,16 @@ export function describeVerdict(verdict: Verdict, perCheck = 5): string {
 /** A seed to print before a random run, so any run (not only a failing one) can be replayed. */
 export function freshSeed(): number {
   return (Date.now() ^ Math.floor(Math.random() * 0x7fffffff)) | 0;
+}
+
+/** Runs one scenario from a fresh world; with a tally, counts the decision branches it reached. */
+export function simulate(
+  scenario: { readonly config: WorldConfig; readonly commands: readonly Command[] },
+  tally?: CoverageTally,
+): WorldOutcome {
+  if (!tally) return runSchedule(scenario.commands, scenario.config);
+  const reached = new Set<string>();
+  const outcome = runSchedule(scenario.commands, scenario.config, undefined, (branch) => reached.add(branch));
+  tally.add(reached);
+  return outcome;
 }

@@ -6,7 +6,8 @@ import type { RetryPolicy } from '../../machines/client/ledger.js';
 import { clientSessionMachine } from '../../machines/client/session.machine.js';
 import { streamMachine } from '../../machines/client/stream.machine.js';
 import { JsonRpcCode } from '../../machines/codes.js';
-import { isResponse, type JsonRpcMessage } from '../../machines/jsonrpc.js';
+import { isResponse, type JsonRpcMessage, requestKey } from '../../machines/jsonrpc.js';
+import { inspectClient, type Observe } from '../coverage.js';
 import type { VirtualClock } from './clock.js';
 import type { SimNetwork } from './network.js';
 import type { Recorder } from './recorder.js';
@@ -59,6 +60,7 @@ export class SimClientProcess {
       recorder: Recorder;
       store: CursorStore;
       nextId: () => number;
+      observe?: Observe;
     },
     variant: ClientVariant,
     settings: ClientSettings,
@@ -92,6 +94,7 @@ export class SimClientProcess {
     });
     this.actor = createActor(machine, {
       clock: deps.clock,
+      inspect: deps.observe ? inspectClient(deps.observe) : undefined,
       input: {
         policy: settings.policy,
         stallTimeoutMs: settings.stallTimeoutMs,
@@ -119,6 +122,9 @@ export class SimClientProcess {
       if (!this.deps.server.isGone(this.lastSessionId))
         this.deps.recorder.droppedLiveSessions.push(this.lastSessionId);
     }
+    // The server ended the session (`event: close`): the application is told the session is over.
+    if (state === 'terminated' && this.lastState !== 'terminated' && this.lastSessionId)
+      this.deps.recorder.endedSessions.add(this.lastSessionId);
     this.lastState = state;
     if (sessionId !== undefined) {
       this.lastSessionId = sessionId;
@@ -162,6 +168,9 @@ export class SimClientProcess {
   private onMessage(message: JsonRpcMessage): void {
     this.recordUid(message);
     if (!isResponse(message)) return;
+    // Any request of the transport's user (tools/list too): an outcome-unknown answer covers its stream.
+    if ('error' in message && message.error.code === JsonRpcCode.OUTCOME_UNKNOWN && message.id !== null)
+      this.deps.recorder.unknownRequests.add(requestKey(message.id));
     const callKey = typeof message.id === 'number' ? this.idToCall.get(message.id) : undefined;
     if (callKey) {
       const call = this.deps.recorder.calls.get(callKey);

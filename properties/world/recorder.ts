@@ -53,6 +53,10 @@ export class Recorder {
    * application closed the session itself.
    */
   readonly abandonedSessions = new Set<string>();
+  /** Request keys (`n:7`) the application was answered outcome unknown for: their streams' loss is flagged. */
+  readonly unknownRequests = new Set<string>();
+  /** Sessions whose client ended (`terminated`) and told the application so: nothing more will come. */
+  readonly endedSessions = new Set<string>();
   /** Application calls whose process died. Their answers may only arrive as orphans. */
   readonly abandonedCalls = new Set<string>();
   /**
@@ -78,11 +82,13 @@ export class Recorder {
     this.executions.set(callKey, (this.executions.get(callKey) ?? 0) + 1);
   }
 
-  countRun(sessionId: string, streamKey: string, stream: number): void {
+  /** Returns how many times the request has run in this session. */
+  countRun(sessionId: string, streamKey: string, stream: number): number {
     const key = `${sessionId} ${streamKey}`;
     const list = this.runs.get(key) ?? [];
     list.push(stream);
     this.runs.set(key, list);
+    return list.length;
   }
 
   /**

@@ -20,6 +20,7 @@ import {
 } from '../../machines/server/retention.js';
 import { type ServerSessionEmitted, serverSessionMachine } from '../../machines/server/session.machine.js';
 import type { ServerAdvertisement } from '../../machines/validity.js';
+import { admissionRow, cursorRow, dedupeRow, type Observe } from '../coverage.js';
 import type { VirtualClock } from './clock.js';
 import type { SimConnection, SimNetwork } from './network.js';
 import type { Recorder } from './recorder.js';
@@ -75,6 +76,7 @@ export class SimServer {
     private readonly recorder: Recorder,
     private readonly config: SimServerConfig,
     private readonly machine: Machine = serverSessionMachine,
+    private readonly observe: Observe = () => undefined,
   ) {
     this.startHeartbeat();
   }
@@ -173,11 +175,15 @@ export class SimServer {
     // A server that does not de-duplicate admits every POST as new: it is keyed per connection.
     const key = this.config.dedupe ? requestKey(request.id) : `${requestKey(request.id)}@${conn.id}`;
     const { decision } = this.ask(session, { type: 'request.received', requestKey: key }, 'decision.request');
+    this.observe(
+      admissionRow(`request → ${decision.kind === 'unknown-session' ? 'unknown session' : decision.kind}`),
+    );
     if (decision.kind === 'unknown-session') {
       conn.send({ type: 'http.response', status: 404 });
       return;
     }
     if (decision.kind === 'duplicate') {
+      this.observe(dedupeRow('re-sent POST answered from its stream, not run'));
       // Never run twice: answer with the original stream, replayed from its start.
       this.resume(session, conn, formatEventId({ epoch: session.epoch, stream: decision.stream, seq: 0 }));
       return;
@@ -191,7 +197,8 @@ export class SimServer {
       requestId: request.id,
     });
     session.running.set(key, decision.stream);
-    this.recorder.countRun(session.id, requestKey(request.id), decision.stream);
+    if (this.recorder.countRun(session.id, requestKey(request.id), decision.stream) > 1)
+      this.observe(dedupeRow('re-sent POST run again (server without de-duplication)'));
     this.openStream(session, conn, decision.stream, 0);
     this.execute(session, decision.stream, request, key);
   }
@@ -227,11 +234,18 @@ export class SimServer {
     const cursor = parseEventId(lastEventId);
     const log = cursor && cursor.epoch === session.epoch ? session.logs.get(cursor.stream) : undefined;
     if (log) this.evict(log);
+    // A finished stream whose every event aged out is swept, as a store sweeps it: its window is gone.
+    if (log && cursor && log.window.finished && log.window.oldest > log.window.head) {
+      session.logs.delete(cursor.stream);
+      this.resume(session, conn, lastEventId);
+      return;
+    }
     const { answer } = this.ask(
       session,
       { type: 'resume.requested', lastEventId, window: log?.window },
       'decision.resume',
     );
+    this.observe(cursorRow(answer));
     if (answer.kind !== 'replay') {
       conn.send({ type: 'http.response', status: RESUME_STATUS[answer.kind], body: resumeErrorBody(answer) });
       return;
@@ -254,6 +268,11 @@ export class SimServer {
 
   private attachStandalone(session: SimSession, conn: SimConnection): void {
     const { decision } = this.ask(session, { type: 'standalone.requested' }, 'decision.attach');
+    this.observe(
+      admissionRow(
+        decision.kind === 'attach' ? `GET → attach from ${decision.from}` : 'GET → unknown session',
+      ),
+    );
     if (decision.kind === 'unknown-session') {
       conn.send({ type: 'http.response', status: 404 });
       return;
@@ -394,7 +413,10 @@ export class SimServer {
    * The process restarts. Every connection resets and running tools die with it. With a durable log the
    * sessions and their events survive, and each interrupted request gets an outcome-unknown answer.
    */
-  restart(durable: boolean): void {
+  restart(durable: boolean, graceful = false): void {
+    // A graceful stop without a durable log ends every session: attached streams get `event: close`.
+    if (graceful && !durable)
+      for (const s of this.sessions.values()) s.actor.send({ type: 'server.stopping', durableLog: false });
     for (const conn of this.net.list()) conn.reset();
     this.incarnation++;
     if (!durable) {

@@ -1,6 +1,7 @@
 import type { ReconnectPolicy } from '../../machines/backoff.js';
 import type { CursorRecord } from '../../machines/client/cursor.js';
 import type { serverSessionMachine } from '../../machines/server/session.machine.js';
+import type { Observe } from '../coverage.js';
 import { type ClientVariant, CORRECT_CLIENT, CursorStore, SimClientProcess } from './client.js';
 import { VirtualClock } from './clock.js';
 import { SimNetwork } from './network.js';
@@ -28,7 +29,8 @@ export type Command =
   | { readonly kind: 'stall'; readonly pick: number }
   /** Nothing gets through for `ms`: open connections go silent, new ones are refused. */
   | { readonly kind: 'partition'; readonly ms: number }
-  | { readonly kind: 'serverRestart'; readonly durable: boolean }
+  /** `graceful` (without a durable log): sessions end first, so attached streams hear `event: close`. */
+  | { readonly kind: 'serverRestart'; readonly durable: boolean; readonly graceful?: boolean }
   | { readonly kind: 'clientRestart'; readonly durable: boolean }
   /** The server pushes a numbered notification on each standalone stream. */
   | { readonly kind: 'serverNotify' }
@@ -108,6 +110,8 @@ export class World {
   constructor(
     readonly config: WorldConfig = DEFAULT_WORLD,
     private readonly variant: WorldVariant = CORRECT,
+    /** Told each decision branch the machines take (properties/coverage.ts). */
+    private readonly observe?: Observe,
   ) {
     const maxLatency = Math.max(1, config.latencyMaxMs ?? 1);
     const random = seededRandom(config.seed ?? 1);
@@ -121,7 +125,14 @@ export class World {
       dedupe: config.dedupe ?? true,
       replayOverlap: config.replayOverlap ?? 0,
     };
-    this.server = new SimServer(this.clock, this.net, this.recorder, serverConfig, variant.serverMachine);
+    this.server = new SimServer(
+      this.clock,
+      this.net,
+      this.recorder,
+      serverConfig,
+      variant.serverMachine,
+      observe,
+    );
     if (!config.heartbeat) this.startLoadBalancer();
     this.process = this.spawnClient(null);
   }
@@ -136,6 +147,7 @@ export class World {
         recorder: this.recorder,
         store: this.store,
         nextId: () => ++this.idCount,
+        observe: this.observe,
       },
       this.variant.client,
       { policy: SIM_RECONNECT, stallTimeoutMs: this.config.heartbeat ? STALL_MS : 0 },
@@ -191,7 +203,7 @@ export class World {
         this.partition(cmd.ms);
         break;
       case 'serverRestart':
-        this.server.restart(cmd.durable);
+        this.server.restart(cmd.durable, cmd.graceful === true);
         break;
       case 'clientRestart':
         this.restartClient(cmd.durable);
@@ -303,8 +315,9 @@ export function runSchedule(
   commands: readonly Command[],
   config?: WorldConfig,
   variant?: WorldVariant,
+  observe?: Observe,
 ): WorldOutcome {
-  const world = new World(config, variant);
+  const world = new World(config, variant, observe);
   try {
     for (const cmd of commands) world.apply(cmd);
     return world.settle();

@@ -36,7 +36,7 @@ export const BRANCHES: readonly Branch[] = [
   b('close table', '404 → session terminated'),
   b('close table', '410 → gap, resume at the oldest retained event'),
   b('close table', '410 → gap, response evicted'),
-  b('close table', '410 epoch changed → outcome unknown', 'nothing sends log.reset (see the report)'),
+  b('close table', '410 epoch changed → outcome unknown', 'nothing in src/ or the world sends log.reset'),
   b(
     'close table',
     '410 → gap, standalone stream starts over',
@@ -51,8 +51,12 @@ export const BRANCHES: readonly Branch[] = [
   b('POST-failure rule', 'may have run, not re-send safe → outcome unknown'),
   b('cursor answer', 'replay'),
   b('cursor answer', '410 window exceeded, exact count'),
-  b('cursor answer', '410 window exceeded, size unknown'),
-  b('cursor answer', '410 epoch changed', 'nothing sends log.reset (see the report)'),
+  b(
+    'cursor answer',
+    '410 window exceeded, size unknown',
+    'the simulated log never sweeps a stream whole (a sweep would hide a server resuming at the head)',
+  ),
+  b('cursor answer', '410 epoch changed', 'nothing in src/ or the world sends log.reset'),
   b('cursor answer', '400 foreign cursor', 'simulated session ids and epochs never repeat'),
   b('cursor answer', '400 malformed cursor', 'the simulated client only sends ids it was given'),
   b('cursor answer', '404 unknown session'),
@@ -84,7 +88,7 @@ export const BRANCHES: readonly Branch[] = [
   b('ledger settling', 'outcome unknown: server_restarted'),
   b('ledger settling', 'outcome unknown: transport_closed'),
   b('ledger settling', 'outcome unknown: server_closed_session'),
-  b('ledger settling', 'outcome unknown: epoch_changed', 'nothing sends log.reset (see the report)'),
+  b('ledger settling', 'outcome unknown: epoch_changed', 'nothing in src/ or the world sends log.reset'),
   b('replay dedupe', 'overlap dropped'),
   b('replay dedupe', 'answer without a pending request → orphan'),
 ];

@@ -83,6 +83,7 @@ export class SimClientProcess {
             sessionId: gap.sessionId,
             reason: gap.reason,
             lostCount: gap.lostCount,
+            sessionGone: gap.sessionId === undefined || server.isGone(gap.sessionId),
           }),
         sendDelete: (_, { sessionId }) => {
           deps.clock.setTimeout(() => server.delete(sessionId), net.latency());
@@ -118,23 +119,32 @@ export class SimClientProcess {
   /** "Session survives transport": the client may leave a session only when the server no longer has it. */
   private watch(value: unknown, sessionId: string | undefined): void {
     const state = typeof value === 'string' ? value : JSON.stringify(value);
-    if (state === 'reinitializing' && this.lastState !== 'reinitializing' && this.lastSessionId) {
-      if (!this.deps.server.isGone(this.lastSessionId))
-        this.deps.recorder.droppedLiveSessions.push(this.lastSessionId);
+    // Any change or end of the session id, and any end of the session, while the server still holds it.
+    const last = this.lastSessionId;
+    if (last !== undefined && state !== 'closed' && !this.deps.server.isGone(last)) {
+      if (sessionId !== last)
+        this.deps.recorder.sessionLeftLive.push(`${last} → ${sessionId ?? 'none'} (${state})`);
+      else if (state === 'terminated' && this.lastState !== 'terminated')
+        this.deps.recorder.sessionLeftLive.push(`${last} ended (terminated)`);
     }
     // The server ended the session (`event: close`): the application is told the session is over.
     if (state === 'terminated' && this.lastState !== 'terminated' && this.lastSessionId)
       this.deps.recorder.endedSessions.add(this.lastSessionId);
     this.lastState = state;
-    if (sessionId !== undefined) {
-      this.lastSessionId = sessionId;
-      this.deps.recorder.adoptedSessions.add(sessionId);
-    }
+    this.lastSessionId = sessionId;
+    if (sessionId !== undefined) this.deps.recorder.adoptedSessions.add(sessionId);
   }
 
   call(tool: ToolName, callKey: string): void {
     const id = this.deps.nextId();
-    this.deps.recorder.calls.set(callKey, { callKey, tool, id, process: this.pid, outcomes: 0 });
+    this.deps.recorder.calls.set(callKey, {
+      callKey,
+      tool,
+      id,
+      process: this.pid,
+      outcomes: 0,
+      at: this.deps.clock.now(),
+    });
     this.idToCall.set(id, callKey);
     if (this.connectFailed) this.failCall(callKey);
     else if (!this.ready) this.waiting.push({ tool, callKey, id });
@@ -155,6 +165,7 @@ export class SimClientProcess {
     if (!call) return;
     call.outcomes++;
     call.outcome = 'error';
+    call.reason = 'connect_failed';
   }
 
   private sendCall(tool: ToolName, callKey: string, id: number): void {
@@ -176,12 +187,18 @@ export class SimClientProcess {
       const call = this.deps.recorder.calls.get(callKey);
       if (!call) return;
       call.outcomes++;
-      call.outcome =
-        'result' in message
-          ? 'result'
-          : message.error.code === JsonRpcCode.OUTCOME_UNKNOWN
-            ? 'unknown'
-            : 'error';
+      if ('result' in message) {
+        call.outcome = 'result';
+        return;
+      }
+      const unknown = message.error.code === JsonRpcCode.OUTCOME_UNKNOWN;
+      call.outcome = unknown ? 'unknown' : 'error';
+      const data = message.error.data as { reason?: unknown } | undefined;
+      call.reason = unknown
+        ? String(data?.reason)
+        : message.error.code === JsonRpcCode.REQUEST_FAILED
+          ? 'session_ended'
+          : `code ${message.error.code}`;
       return;
     }
     if (!this.ready && 'error' in message) {

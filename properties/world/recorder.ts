@@ -20,6 +20,8 @@ export interface GapRecord {
   readonly sessionId?: string;
   readonly reason: string;
   readonly lostCount: number | null;
+  /** The server no longer had the gap's session when the gap was reported. */
+  readonly sessionGone: boolean;
 }
 
 export type CallOutcome = 'result' | 'error' | 'unknown';
@@ -30,7 +32,11 @@ export interface CallRecord {
   readonly id: number;
   readonly process: number;
   outcome?: CallOutcome;
+  /** Outcome unknown: `error.data.reason`. Error: what kind (`session_ended`, `status`, `connect_failed`). */
+  reason?: string;
   outcomes: number;
+  /** Virtual time the application made the call. */
+  readonly at: number;
 }
 
 export class Recorder {
@@ -44,8 +50,6 @@ export class Recorder {
   readonly gaps: GapRecord[] = [];
   readonly calls = new Map<string, CallRecord>();
   readonly sessionsCreated: string[] = [];
-  /** Sessions the application's client dropped although the server still had them. */
-  readonly droppedLiveSessions: string[] = [];
   /** Sessions whose id reached a client. A session created by a lost initialize response is unknowable. */
   readonly adoptedSessions = new Set<string>();
   /**
@@ -53,6 +57,12 @@ export class Recorder {
    * application closed the session itself.
    */
   readonly abandonedSessions = new Set<string>();
+  /** Client processes the application closed itself (`closeAndReconnect`). */
+  readonly closedProcesses = new Set<number>();
+  /** Sessions the client stopped using (id changed or ended) while the server still had them, and how. */
+  readonly sessionLeftLive: string[] = [];
+  /** Virtual time the last fault ended (a fault command, or the end of a partition or of 503s). */
+  faultsEndAt = 0;
   /** Request keys (`n:7`) the application was answered outcome unknown for: their streams' loss is flagged. */
   readonly unknownRequests = new Set<string>();
   /** Sessions whose client ended (`terminated`) and told the application so: nothing more will come. */

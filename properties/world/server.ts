@@ -234,12 +234,6 @@ export class SimServer {
     const cursor = parseEventId(lastEventId);
     const log = cursor && cursor.epoch === session.epoch ? session.logs.get(cursor.stream) : undefined;
     if (log) this.evict(log);
-    // A finished stream whose every event aged out is swept, as a store sweeps it: its window is gone.
-    if (log && cursor && log.window.finished && log.window.oldest > log.window.head) {
-      session.logs.delete(cursor.stream);
-      this.resume(session, conn, lastEventId);
-      return;
-    }
     const { answer } = this.ask(
       session,
       { type: 'resume.requested', lastEventId, window: log?.window },

@@ -89,6 +89,7 @@ export interface WorldVariant {
 export const CORRECT: WorldVariant = { client: CORRECT_CLIENT };
 
 export interface WorldOutcome {
+  readonly config: WorldConfig;
   readonly recorder: Recorder;
   /** Calls of the live process that had no outcome when the settle bound ran out. */
   readonly hung: string[];
@@ -174,6 +175,12 @@ export class World {
   apply(cmd: Command): void {
     const open = this.net.list();
     const pick = <T>(xs: T[], i: number): T | undefined => (xs.length === 0 ? undefined : xs[i % xs.length]);
+    const now = this.clock.now();
+    if (cmd.kind === 'partition') this.noteFault(now + cmd.ms);
+    // A call that may still meet the 503s asked for earlier is not made in quiet times.
+    else if (cmd.kind === 'call' && this.server.failNext > 0) this.noteFault(now + 1);
+    else if (cmd.kind !== 'call' && cmd.kind !== 'advance' && cmd.kind !== 'serverNotify')
+      this.noteFault(now);
     switch (cmd.kind) {
       case 'call':
         this.process.call(cmd.tool, `c${++this.callCount}`);
@@ -219,6 +226,11 @@ export class World {
     this.clock.runFor(5);
   }
 
+  /** Faults last at least until `until`: calls made before then are not made in quiet times. */
+  private noteFault(until: number): void {
+    this.recorder.faultsEndAt = Math.max(this.recorder.faultsEndAt, until);
+  }
+
   private partition(ms: number): void {
     this.net.refusing = true;
     for (const c of this.net.list()) c.blackholed = true;
@@ -237,6 +249,7 @@ export class World {
 
   private closeAndReconnect(): void {
     const closing = this.process;
+    this.recorder.closedProcesses.add(closing.pid);
     // What was still on its way when the application chose to close is the application's to drop.
     const sessionId = closing.actor.getSnapshot().context.sessionId;
     if (sessionId) this.recorder.abandonedSessions.add(sessionId);
@@ -293,7 +306,12 @@ export class World {
       if (this.clock.now() - quietSince >= 30_000) break;
     }
     if (this.process.actor.getSnapshot().matches('terminated')) this.noteQueuedAtEnd(this.process);
-    return { recorder: this.recorder, hung: this.liveUnsettled(), settledAtMs: this.clock.now() - start };
+    return {
+      config: this.config,
+      recorder: this.recorder,
+      hung: this.liveUnsettled(),
+      settledAtMs: this.clock.now() - start,
+    };
   }
 
   private liveUnsettled(): string[] {

@@ -126,11 +126,22 @@ export const evictionArb: fc.Arbitrary<Command[]> = fc
     ...rest,
   ]);
 
+/** The server sends before the client's first GET (right after its initialize): those must be kept for it. */
+export const earlyNotifyArb: fc.Arbitrary<Command[]> = fc
+  .tuple(fc.integer({ min: 1, max: 40 }), callArb, fc.array(commandArb, { maxLength: 20, size: 'max' }))
+  .map(([wait, call, rest]) => [
+    { kind: 'advance', ms: wait } as const,
+    { kind: 'serverNotify' } as const,
+    call,
+    ...rest,
+  ]);
+
 export const scenarioArb = fc.record({
   config: worldConfigArb,
   commands: fc.oneof(
     { weight: 8, arbitrary: scheduleArb },
     { weight: 1, arbitrary: expiryArb },
     { weight: 1, arbitrary: evictionArb },
+    { weight: 1, arbitrary: earlyNotifyArb },
   ),
 });

@@ -167,11 +167,13 @@ function groupByStream(recorder: Recorder): Map<string, AppendedMessage[]> {
 }
 
 /**
- * An open finding, excused here so it is counted rather than failing every CI run: the server answers a
- * second GET without a cursor from the head of the standalone stream, on the theory that the client kept
- * a cursor from the first. When the first GET's priming event never reached the client (reset before its
- * first byte), the events in between are lost and nobody is told. `npm run verify` prints how many worlds
- * it excused; the fix belongs in the machines (the server's attach decision, or a gap from the client).
+ * An open finding, excused here so it is counted rather than failing every CI run: a GET without a cursor
+ * can leave standalone events behind without a word. The server answers a second such GET from the head
+ * of the stream, on the theory that the client kept a cursor from the first; when the first GET's priming
+ * event never reached the client (reset before its first byte), the events in between are lost. And the
+ * first GET replays from the start only what is still retained: events evicted before it came (more server
+ * messages than the log keeps, before the client's first GET) are lost too. `npm run verify` prints how
+ * many worlds it excused; the fix belongs in the machines (the attach decision, or a gap to the client).
  */
 export function skippedByHeadAttach(recorder: Recorder, m: AppendedMessage): boolean {
   return (

@@ -71,6 +71,21 @@ describe('open findings, excused by the checks and counted', () => {
     expect(excusedQueuedAtEnd(outcome)).toBe(2);
   });
 
+  it('server messages evicted before the first GET are neither replayed nor reported', () => {
+    const outcome = runSchedule(
+      [
+        { kind: 'call', tool: 'charge' },
+        { kind: 'advance', ms: 1 },
+        { kind: 'serverNotify' },
+        { kind: 'serverNotify' },
+        { kind: 'serverNotify' },
+      ],
+      { ...LOSSY, maxEventsPerStream: 2, latencyMaxMs: 40 },
+    );
+    expect(excusedHeadAttachLosses(outcome)).toBe(1);
+    expect(outcome.recorder.gaps).toEqual([]);
+  });
+
   it('a standalone GET reset before its first byte: the next GET starts at the head and loses events', () => {
     const outcome = runSchedule(
       [

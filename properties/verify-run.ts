@@ -85,7 +85,7 @@ export function runVerify(options: VerifyOptions, log: (line: string) => void = 
     log(`✗ decision branches no world reached: ${unreached.join('; ')}`);
   }
   log(
-    `open findings excused by the checks (see properties/checks.ts): standalone events lost to a head attach in ${excused.headAttach} worlds; ` +
+    `open findings excused by the checks (see properties/checks.ts): standalone events a GET without a cursor never offered in ${excused.headAttach} worlds; ` +
       `calls left in the queue of an ended client in ${excused.queuedAtEnd} worlds`,
   );
   if (options.depth > 0) {

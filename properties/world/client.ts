@@ -23,6 +23,11 @@ export interface ClientVariant {
   readonly sessionMachine: typeof clientSessionMachine;
   readonly streamMachine: typeof streamMachine;
   readonly retryPolicy?: RetryPolicy;
+  /**
+   * What the application is handed instead of what the machine delivered (mutants only: a client that
+   * words its outcomes wrongly). Absent: exactly what the machine delivered.
+   */
+  readonly distort?: (message: JsonRpcMessage) => JsonRpcMessage;
 }
 
 export const CORRECT_CLIENT: ClientVariant = {
@@ -74,7 +79,7 @@ export class SimClientProcess {
     const machine = variant.sessionMachine.provide({
       actors: { stream: variant.streamMachine.provide({ actors: { exchange } }) },
       actions: {
-        deliver: (_, { message }) => this.onMessage(message),
+        deliver: (_, { message }) => this.onMessage(variant.distort ? variant.distort(message) : message),
         deliverOrphan: (_, { message }) => this.recordUid(message),
         notifyGap: (_, gap) =>
           recorder.gaps.push({

@@ -11,6 +11,10 @@ import type { VirtualClock } from './clock.js';
 export class SimConnection {
   open = true;
   blackholed = false;
+  /** Black-holed by a stall, not a partition: healing the network does not reset it (only a timeout can). */
+  stalled = false;
+  /** The server began a response on it (its status line is on the wire). */
+  started = false;
   /** Reset by a fault: what was still on its way to the client is lost. */
   private wasReset = false;
   /** When the last event sent to the client arrives: a later one never arrives before it. */
@@ -37,6 +41,7 @@ export class SimConnection {
   /** Server → client. Dropped when the connection is gone or black-holed (the server cannot tell). */
   send(event: IoEvent): void {
     if (!this.open || this.blackholed) return;
+    if (event.type === 'http.stream') this.started = true;
     const now = this.net.clock.now();
     if (event.type === 'sse.event' && this.net.coalesce) {
       if (this.chunk && this.lastTraffic === now) {

@@ -83,8 +83,9 @@ export class Recorder {
   /** Every request a server ran: `session streamKey` → the streams it ran on, in order. */
   private readonly runs = new Map<string, number[]>();
   /**
-   * A GET without a cursor that the server answered from the head of the standalone stream: events up to
-   * `head` are not sent on it (the server decides a client that opened the stream before kept a cursor).
+   * A GET without a cursor that did not offer the standalone stream's events up to `head`, and reported no
+   * loss: a later GET starts at the head (the server decides the client kept a cursor from the first), and
+   * the first one cannot replay what was evicted before it came.
    */
   readonly headAttaches: Array<{ sessionId: string; head: number }> = [];
 

@@ -59,6 +59,8 @@ interface SimSession {
   /** Requests running in this incarnation: request key → stream. */
   readonly running: Map<string, number>;
   standaloneCount: number;
+  /** A GET without a cursor was answered before in this session. */
+  attachedBefore?: boolean;
 }
 
 type Machine = typeof serverSessionMachine;
@@ -280,7 +282,14 @@ export class SimServer {
     }
     const log = session.logs.get(STANDALONE_STREAM) as StreamLog;
     const from = decision.from === 'start' ? 0 : log.window.head;
-    if (decision.from === 'head') this.recorder.headAttaches.push({ sessionId: session.id, head: from });
+    // The open finding excused in checks.ts: events a GET without a cursor never offers, nor reports lost.
+    // A later GET starts at the head; the first one replays only what was not yet evicted. (A first GET
+    // at the head is not excused: that is a wrong decision.)
+    if (decision.from === 'head' && session.attachedBefore)
+      this.recorder.headAttaches.push({ sessionId: session.id, head: from });
+    else if (decision.from === 'start' && log.window.oldest > 1)
+      this.recorder.headAttaches.push({ sessionId: session.id, head: log.window.oldest - 1 });
+    session.attachedBefore = true;
     this.openStream(session, conn, STANDALONE_STREAM, from);
     for (let seq = Math.max(from + 1, log.window.oldest); seq <= log.window.head; seq++) {
       const message = log.messages.get(seq);
@@ -391,7 +400,16 @@ export class SimServer {
   /** A server-initiated notification on the standalone stream of every session that opened one. */
   notifyStandalone(): void {
     for (const session of this.sessions.values()) {
-      if (!session.logs.has(STANDALONE_STREAM)) continue;
+      if (session.actor.getSnapshot().matches('ended')) continue;
+      // Before the client's first GET the message is kept for it, as the runtime does (`standalone.used`).
+      if (!session.logs.has(STANDALONE_STREAM)) {
+        session.logs.set(STANDALONE_STREAM, {
+          window: EMPTY_WINDOW,
+          messages: new Map(),
+          streamKey: 'standalone',
+        });
+        session.actor.send({ type: 'standalone.used' });
+      }
       const n = ++session.standaloneCount;
       const uid = `${session.id}/0/${n}`;
       this.append(

@@ -203,7 +203,13 @@ export class World {
       case 'stall': {
         const c = pick(open, cmd.pick);
         // Without stall detection only the load balancer can notice a black hole; it does.
-        if (c) c.blackholed = true;
+        if (c) {
+          c.blackholed = true;
+          // A stream that went silent stays silent: only stall detection (or a balancer) ends it. A request
+          // still waiting for its status line is healed with the network instead, since the client machine
+          // has no timeout there (reported, not modelled).
+          c.stalled = c.started;
+        }
         break;
       }
       case 'partition':
@@ -244,7 +250,7 @@ export class World {
   /** The network recovers: refusals stop, and silent connections are finally reset, as TCP would. */
   private healNetwork(): void {
     this.net.refusing = false;
-    for (const c of this.net.list()) if (c.blackholed) c.reset();
+    for (const c of this.net.list()) if (c.blackholed && !c.stalled) c.reset();
   }
 
   private closeAndReconnect(): void {

@@ -5,4 +5,5 @@
 /** Simulated worlds per run of the suite; every world is judged by every check. */
 export const RUNS = Number(process.env.MCPC_RUNS ?? 1_000);
 export const SEED = process.env.MCPC_SEED === undefined ? undefined : Number(process.env.MCPC_SEED);
-export const EXHAUSTIVE_DEPTH = Number(process.env.MCPC_DEPTH ?? 3);
+/** Depth of the exhaustive search over distinct states (heartbeats on; off goes one level less). */
+export const EXHAUSTIVE_DEPTH = Number(process.env.MCPC_DEPTH ?? 4);

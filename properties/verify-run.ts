@@ -93,8 +93,9 @@ export function runVerify(options: VerifyOptions, log: (line: string) => void = 
       const report = explore(options.depth, { ...DEFAULT_WORLD, heartbeat });
       const rate = Math.round(report.schedules / (report.elapsedMs / 1000));
       log(
-        `${report.violations.length === 0 ? '✓' : '✗'} exhaustive depth ${options.depth}, heartbeat ${heartbeat}: ` +
-          `${report.schedules} schedules, ${report.distinctStates} distinct states, ${rate} schedules/s`,
+        `${report.violations.length === 0 ? '✓' : '✗'} exhaustive depth ${report.depthReached}, heartbeat ${heartbeat}: ` +
+          `${report.distinctStates} distinct states (${report.pruned} schedules led to one seen before) in ` +
+          `${(report.elapsedMs / 1000).toFixed(1)} s, ${rate} states/s`,
       );
       for (const v of report.violations.slice(0, 5)) {
         ok = false;

@@ -23,6 +23,9 @@ export interface VerifyOptions {
   readonly depth: number;
 }
 
+/** From this many worlds on, a decision branch no world reached fails the run. */
+export const MIN_RUNS_FOR_COVERAGE = 1_000;
+
 export function propertyNames(): string[] {
   return Object.keys(CHECKS);
 }
@@ -67,9 +70,8 @@ export function runVerify(options: VerifyOptions, log: (line: string) => void = 
     log(`  replay: npm run verify -- --seed ${result.seed} --path "${result.counterexamplePath}"${only}`);
   } else {
     const rate = Math.round(result.numRuns / seconds);
-    log(
-      `✓ ${names.length} properties held on ${result.numRuns} worlds in ${seconds.toFixed(1)} s (${rate} worlds/s)`,
-    );
+    for (const name of names) log(`✓ ${name}: ${result.numRuns} runs (the same worlds for every property)`);
+    log(`${result.numRuns} worlds in ${seconds.toFixed(1)} s (${rate} worlds/s)`);
   }
   // The directed corpus reaches the rarest decisions on every run, not by luck.
   for (const scenario of [...DIRECTED, ...REGRESSIONS]) {
@@ -80,9 +82,14 @@ export function runVerify(options: VerifyOptions, log: (line: string) => void = 
   }
   log(tally.table());
   const unreached = tally.unreached();
-  if (unreached.length > 0) {
+  // A short run (a smoke test) reports what it missed; a real exploration must reach every branch.
+  if (unreached.length > 0 && options.runs >= MIN_RUNS_FOR_COVERAGE) {
     ok = false;
     log(`✗ decision branches no world reached: ${unreached.join('; ')}`);
+  } else if (unreached.length > 0) {
+    log(
+      `(not reached in only ${options.runs} worlds, required from ${MIN_RUNS_FOR_COVERAGE}: ${unreached.join('; ')})`,
+    );
   }
   log(
     `open findings excused by the checks (see properties/checks.ts): standalone events a GET without a cursor never offered in ${excused.headAttach} worlds; ` +

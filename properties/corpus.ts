@@ -351,4 +351,13 @@ export const DIRECTED: readonly Scenario[] = [
       { kind: 'advance', ms: 44973 },
     ],
   },
+  {
+    name: 'a POST refused (403) before it ran ends as a definite failure',
+    config: { heartbeat: true, maxEventsPerStream: 4, retentionMs: 60_000, idleTtlMs: 30_000 },
+    commands: [
+      { kind: 'advance', ms: 100 },
+      { kind: 'serverError', count: 1, status: 403 },
+      { kind: 'call', tool: 'charge' },
+    ],
+  },
 ];

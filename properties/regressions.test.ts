@@ -71,6 +71,30 @@ describe('open findings, excused by the checks and counted', () => {
     expect(excusedQueuedAtEnd(outcome)).toBe(2);
   });
 
+  // Not excused (403 is not in the random schedules): the properties fail on it, as they should.
+  it('a refusal (403) to the resume of a call that ran reports it definitely failed, its events unflagged', () => {
+    const outcome = runSchedule(
+      [
+        { kind: 'call', tool: 'slow' },
+        { kind: 'partition', ms: 16_922 },
+        { kind: 'serverError', count: 3, status: 403 },
+        { kind: 'advance', ms: 66_526 },
+      ],
+      {
+        ...LOSSY,
+        heartbeat: true,
+        maxEventsPerStream: 2,
+        retentionMs: 60_000,
+        idleTtlMs: 120_000,
+        latencyMaxMs: 1,
+      },
+    );
+    expect(CHECKS['honest errors'](outcome)).toEqual([
+      'c1 (slow) ran 1 time(s) but was reported failed (code -32053)',
+    ]);
+    expect(CHECKS['no unflagged loss'](outcome)).not.toEqual([]);
+  });
+
   it('server messages evicted before the first GET are neither replayed nor reported', () => {
     const outcome = runSchedule(
       [

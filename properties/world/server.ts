@@ -71,6 +71,8 @@ export class SimServer {
   private sessionCount = 0;
   /** Requests to answer with 503 before serving normally again. */
   failNext = 0;
+  /** The status those requests get: 503 unless a schedule says otherwise (429, 502, a refusal such as 403). */
+  failStatus = 503;
 
   constructor(
     private readonly clock: VirtualClock,
@@ -103,7 +105,7 @@ export class SimServer {
     const ex = conn.exchange;
     if (this.failNext > 0) {
       this.failNext--;
-      conn.send({ type: 'http.response', status: 503 });
+      conn.send({ type: 'http.response', status: this.failStatus });
       return;
     }
     if (

@@ -22,7 +22,7 @@ export type Command =
   /** A load balancer recycles: every connection resets at once. */
   | { readonly kind: 'resetAll' }
   /** The next `count` requests get 503. */
-  | { readonly kind: 'serverError'; readonly count: number }
+  | { readonly kind: 'serverError'; readonly count: number; readonly status?: number }
   /** The server ends one response cleanly without `event: close` (polling, or a proxy's cut). */
   | { readonly kind: 'endStream'; readonly pick: number }
   /** One connection goes silent without closing (black hole). */
@@ -196,6 +196,7 @@ export class World {
         break;
       case 'serverError':
         this.server.failNext = cmd.count;
+        this.server.failStatus = cmd.status ?? 503;
         break;
       case 'endStream':
         pick(open, cmd.pick)?.send({ type: 'net.ended' });

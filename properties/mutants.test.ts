@@ -11,7 +11,7 @@ import { runSchedule } from './world/world.js';
  * printed first (MCPC_MUTANT_SEED replays it).
  */
 const RUNS = Number(process.env.MCPC_MUTANT_RUNS ?? 3_000);
-const SHRINK_MS = Number(process.env.MCPC_MUTANT_MS ?? 8_000);
+const SHRINK_MS = Number(process.env.MCPC_MUTANT_MS ?? 15_000);
 const seed = process.env.MCPC_MUTANT_SEED === undefined ? freshSeed() : Number(process.env.MCPC_MUTANT_SEED);
 
 describe('the properties catch deliberately broken variants', () => {

@@ -9,9 +9,11 @@ import {
 } from './world/world.js';
 
 /**
- * Bounded exhaustive exploration: every schedule up to `depth` over a small alphabet, each run from a
- * fresh world and checked against every property. Random search finds deep bugs; this leaves no shallow
- * one behind.
+ * Bounded exhaustive exploration over distinct world states rather than schedules: breadth first from the
+ * fresh world, every command of a small alphabet is applied to every state found at the previous depth;
+ * a state whose fingerprint was seen before is not explored again (nor judged), so the same time goes
+ * deeper. Every new state is settled and judged by every property. Random search finds deep bugs; this
+ * leaves no shallow one behind.
  */
 export const ALPHABET: readonly Command[] = [
   { kind: 'call', tool: 'charge' },
@@ -32,40 +34,67 @@ export const ALPHABET: readonly Command[] = [
 ];
 
 export interface ExplorationReport {
+  /** States explored and judged (distinct after the first command; one schedule leads to each). */
   readonly schedules: number;
-  /** Distinct abstract world states seen after some prefix of some schedule. */
+  /** Distinct abstract world states seen, the fresh world included. */
   readonly distinctStates: number;
+  /** Schedules whose state had been seen before: not explored further. */
+  readonly pruned: number;
+  /** The depth whose every new state was explored (less than asked when the time ran out). */
+  readonly depthReached: number;
   readonly violations: Array<{ schedule: readonly Command[]; check: CheckName; messages: string[] }>;
   readonly elapsedMs: number;
 }
 
-/** A coarse fingerprint: machine states, cursors, windows and call outcomes; timers are left out. */
-function fingerprint(world: World): string {
+/**
+ * An abstract world state: machine states, cursors, windows, what is running, the network's faults and
+ * what the application has seen so far. Time and timers are left out, so states that differ only in when
+ * a backoff ends are one state: the search is bounded by this abstraction.
+ */
+export function fingerprint(world: World): string {
   const client = world.clientActor.getSnapshot();
   const streams = Object.entries(client.context.streams)
     .map(([k, e]) => {
       const s = e.ref.getSnapshot();
-      return `${k}:${JSON.stringify(s.value)}:${s.context.lastEventId ?? '-'}`;
+      return `${k}:${JSON.stringify(s.value)}:${s.context.lastEventId ?? '-'}:${s.context.attempt}`;
     })
     .sort();
   const sessions = [...world.server.sessions.values()].map(
     (s) =>
-      `${s.id}:${JSON.stringify(s.actor.getSnapshot().value)}:${[...s.logs]
-        .map(([n, l]) => `${n}[${l.window.oldest},${l.window.head}${l.window.finished ? '!' : ''}]`)
+      `${s.id}:${JSON.stringify(s.actor.getSnapshot().value)}:${s.running.size}:${[...s.logs]
+        .map(
+          ([n, l]) =>
+            `${n}[${l.window.oldest},${l.window.head}${l.window.finished ? '!' : ''}${l.conn ? '@' : ''}]`,
+        )
         .join('')}`,
   );
-  const calls = [...world.recorder.calls.values()].map((c) => c.outcome ?? '?');
+  const r = world.recorder;
+  const calls = [...r.calls.values()].map((c) => `${c.outcome ?? '?'}${c.outcomes}`);
+  const net = world.net
+    .list()
+    .map((c) => `${c.exchange.method}${c.blackholed ? 'b' : ''}${c.stalled ? 's' : ''}`)
+    .join(',');
   return [
     JSON.stringify(client.value),
     client.context.sessionId,
+    Object.keys(client.context.ledger).length,
+    client.context.queue.length,
     ...streams,
     '|',
     ...sessions,
     '|',
     ...calls,
+    '|',
+    net,
+    world.net.refusing,
+    world.server.failNext,
+    r.delivered.size,
+    r.gaps.length,
+    [...r.sideEffects.values()].join(','),
   ].join(' ');
 }
 
+/** Every schedule up to `depth` over the alphabet (for a search over schedules, not states). */
 export function* schedules(depth: number): Generator<Command[]> {
   if (depth === 0) return;
   for (const first of ALPHABET) {
@@ -79,29 +108,61 @@ export function explore(
   config: WorldConfig = DEFAULT_WORLD,
   variant: WorldVariant = CORRECT,
   stopAtFirst = false,
+  /** Stops after the depth that was being explored when this much time had passed. */
+  budgetMs = Number.POSITIVE_INFINITY,
 ): ExplorationReport {
   const start = performance.now();
-  const seen = new Set<string>();
+  const fresh = new World(config, variant);
+  const seen = new Set<string>([fingerprint(fresh)]);
+  fresh.stop();
   const violations: ExplorationReport['violations'] = [];
-  let count = 0;
-  for (const schedule of schedules(depth)) {
-    count++;
-    const world = new World(config, variant);
-    try {
-      for (const cmd of schedule) {
-        world.apply(cmd);
-        seen.add(fingerprint(world));
+  let frontier: Command[][] = [[]];
+  let explored = 0;
+  let pruned = 0;
+  let depthReached = 0;
+  for (let d = 1; d <= depth && frontier.length > 0; d++) {
+    const next: Command[][] = [];
+    for (const prefix of frontier) {
+      for (const cmd of ALPHABET) {
+        const schedule = [...prefix, cmd];
+        const world = new World(config, variant);
+        try {
+          for (const c of schedule) world.apply(c);
+          const key = fingerprint(world);
+          if (seen.has(key)) {
+            pruned++;
+            continue;
+          }
+          seen.add(key);
+          next.push(schedule);
+          explored++;
+          const outcome = world.settle();
+          for (const [name, check] of Object.entries(CHECKS) as Array<
+            [CheckName, (typeof CHECKS)[CheckName]]
+          >) {
+            const messages = check(outcome);
+            if (messages.length > 0) violations.push({ schedule, check: name, messages });
+          }
+        } finally {
+          world.stop();
+        }
+        if (stopAtFirst && violations.length > 0) return report();
       }
-      const outcome = world.settle();
-      seen.add(fingerprint(world));
-      for (const [name, check] of Object.entries(CHECKS) as Array<[CheckName, (typeof CHECKS)[CheckName]]>) {
-        const messages = check(outcome);
-        if (messages.length > 0) violations.push({ schedule, check: name, messages });
-      }
-    } finally {
-      world.stop();
     }
-    if (stopAtFirst && violations.length > 0) break;
+    depthReached = d;
+    frontier = next;
+    if (performance.now() - start > budgetMs) break;
   }
-  return { schedules: count, distinctStates: seen.size, violations, elapsedMs: performance.now() - start };
+  return report();
+
+  function report(): ExplorationReport {
+    return {
+      schedules: explored,
+      distinctStates: seen.size,
+      pruned,
+      depthReached,
+      violations,
+      elapsedMs: performance.now() - start,
+    };
+  }
 }

@@ -18,7 +18,7 @@ describe('incident 1: a load balancer idle-times-out the stream during a long-ru
     expect(recorder.sideEffects.get('c1')).toBe(1);
     expect(recorder.calls.get('c1')?.outcome).toBe('result');
     expect(recorder.sessionsCreated).toEqual(['s1']);
-    expect(recorder.droppedLiveSessions).toEqual([]);
+    expect(recorder.sessionLeftLive).toEqual([]);
   });
 
   it('the incident client charges twice and drops a live session', () => {

@@ -1,84 +1,299 @@
 import { assign, emit } from 'xstate';
+import { absorbEvents } from '../machines/client/absorb.js';
 import { clientSessionMachine } from '../machines/client/session.machine.js';
 import { streamMachine } from '../machines/client/stream.machine.js';
+import { JsonRpcCode } from '../machines/codes.js';
+import { classifyClose } from '../machines/decide.js';
 import { parseEventId } from '../machines/event-id.js';
+import type { JsonRpcMessage } from '../machines/jsonrpc.js';
 import { answerCursor, type ResumeAnswer } from '../machines/server/retention.js';
-import { serverSessionMachine } from '../machines/server/session.machine.js';
+import { type ServerSessionEvent, serverSessionMachine } from '../machines/server/session.machine.js';
 import type { CheckName } from './checks.js';
 import { CORRECT_CLIENT } from './world/client.js';
 import type { WorldVariant } from './world/world.js';
 
 /**
- * Deliberately wrong variants, built from the real machines by swapping one named implementation with
- * `provide`. The property suite must find a counterexample for each, or it proves nothing.
+ * Deliberately wrong variants, built from the real machines by swapping one named guard or action with
+ * `provide`: at least one per decision branch the coverage table lists (the close table, the POST-failure
+ * rule, the cursor answer, admission, de-duplication, ledger settling, replay de-duplication). The
+ * property suite must find a counterexample for each, or it proves nothing.
  */
 export interface Mutant {
   readonly name: string;
+  /** The decision branch it breaks (a group of the coverage table). */
+  readonly branch: string;
   readonly variant: WorldVariant;
-  /** The properties expected to catch it (at least one must). */
+  /** The properties expected to catch it (documentation: the test reports which one did). */
   readonly caughtBy: readonly CheckName[];
 }
 
-/** The design note's incident client: a reset is read as a dead session, and the call is sent again. */
-const incidentClient: Mutant = {
-  name: 'client that drops the session on a reset and re-sends the call',
-  variant: {
-    client: {
-      name: 'incident',
-      sessionMachine: clientSessionMachine,
-      streamMachine: streamMachine.provide({
-        guards: {
-          mayReconnect: () => false,
-          isTransportFault: () => false,
-          isSessionGone: ({ context }) =>
-            context.decision?.action === 'session-terminated' || context.decision?.action === 'reconnect',
+const client = (name: string, stream: typeof streamMachine, extra: Partial<WorldVariant['client']> = {}) => ({
+  client: { ...CORRECT_CLIENT, name, streamMachine: stream, ...extra },
+});
+
+/** A stream machine whose close decisions go through `classify` first: one row of the table changed. */
+function closeTable(
+  rewrite: (d: ReturnType<typeof classifyClose>, status: number) => ReturnType<typeof classifyClose>,
+): typeof streamMachine {
+  return streamMachine.provide({
+    actions: {
+      classifyResponse: assign({
+        decision: ({ event }) =>
+          event.type === 'http.response'
+            ? rewrite(
+                classifyClose({ kind: 'http-status', status: event.status, body: event.body }),
+                event.status,
+              )
+            : undefined,
+        mayHaveRun: ({ context, event }) =>
+          context.mayHaveRun || (event.type === 'http.response' && event.status !== 404),
+      }),
+    },
+  });
+}
+
+/** A server whose cursor answers are rewritten: one branch of `answerCursor` changed. */
+function cursorAnswer(rewrite: (honest: ResumeAnswer, e: { window?: { head: number } }) => ResumeAnswer) {
+  return serverSessionMachine.provide({
+    actions: {
+      answerResume: emit(({ context, event }) => {
+        const e = event as Extract<ServerSessionEvent, { type: 'resume.requested' }>;
+        const honest = answerCursor(e.lastEventId, {
+          epoch: context.epoch,
+          previousEpochs: context.previousEpochs,
+          knownStreams: new Set(Object.keys(context.streams).map(Number)),
+          window: e.window,
+        });
+        return { type: 'decision.resume' as const, answer: rewrite(honest, e) };
+      }),
+    },
+  });
+}
+
+export const MUTANTS: readonly Mutant[] = [
+  {
+    // The design note's incident client.
+    name: 'client that drops the session on a reset and re-sends the call',
+    branch: 'close table',
+    variant: {
+      client: {
+        name: 'incident',
+        sessionMachine: clientSessionMachine,
+        streamMachine: streamMachine.provide({
+          guards: {
+            mayReconnect: () => false,
+            isTransportFault: () => false,
+            isSessionGone: ({ context }) =>
+              context.decision?.action === 'session-terminated' || context.decision?.action === 'reconnect',
+          },
+        }),
+        retryPolicy: () => true,
+      },
+    },
+    caughtBy: ['at most once', 'session survives transport'],
+  },
+  {
+    name: 'client that never persists Last-Event-ID',
+    branch: 'replay dedupe',
+    variant: client('no-cursor', streamMachine.provide({ actions: { recordCursor: assign({}) } })),
+    caughtBy: ['no duplicate delivery', 'no unflagged loss'],
+  },
+  {
+    // The design note's second incident.
+    name: 'server that silently resumes at head on an evicted cursor',
+    branch: 'cursor answer',
+    variant: {
+      client: CORRECT_CLIENT,
+      serverMachine: cursorAnswer((honest, e) => {
+        const cursor = honest.kind === 'gone' ? parseEventId(honest.requestedId) : undefined;
+        return honest.kind === 'gone' && cursor && e.window
+          ? { kind: 'replay', stream: cursor.stream, afterSeq: e.window.head }
+          : honest;
+      }),
+    },
+    caughtBy: ['no unflagged loss'],
+  },
+  {
+    name: '404 read as a transport fault (reconnect)',
+    branch: 'close table',
+    variant: client(
+      '404-reconnects',
+      closeTable((d, status) => (status === 404 ? { action: 'reconnect', reason: 'reset' } : d)),
+    ),
+    caughtBy: ['no spurious outcome unknown', 'no hang', 'no unflagged loss'],
+  },
+  {
+    name: '410 read as a transport fault (reconnect without a gap)',
+    branch: 'close table',
+    variant: client(
+      '410-reconnects',
+      closeTable((d, status) => (status === 410 ? { action: 'reconnect', reason: 'reset' } : d)),
+    ),
+    caughtBy: ['no unflagged loss', 'no hang', 'no spurious outcome unknown'],
+  },
+  {
+    name: '5xx read as a lost session',
+    branch: 'close table',
+    variant: client(
+      '5xx-session-lost',
+      closeTable((d, status) => (status >= 500 ? { action: 'session-terminated' } : d)),
+    ),
+    caughtBy: ['session survives transport', 'no unflagged loss', 'no spurious outcome unknown'],
+  },
+  {
+    name: 'a clean end of stream read as a stop',
+    branch: 'close table',
+    variant: client(
+      'end-stops',
+      streamMachine.provide({
+        actions: {
+          classifyEnd: assign({ decision: () => ({ action: 'stop', reason: 'close_event' }) as const }),
         },
       }),
-      retryPolicy: () => true,
-    },
+    ),
+    caughtBy: ['no hang', 'no unflagged loss'],
   },
-  caughtBy: ['at most once', 'session survives transport'],
-};
-
-/** A client that never keeps Last-Event-ID: every reconnect starts over. */
-const noCursorClient: Mutant = {
-  name: 'client that never persists Last-Event-ID',
-  variant: {
-    client: {
-      ...CORRECT_CLIENT,
-      name: 'no-cursor',
-      streamMachine: streamMachine.provide({ actions: { recordCursor: assign({}) } }),
-    },
+  {
+    name: 'stall detection off although the server sends heartbeats',
+    branch: 'close table',
+    variant: client('no-stall', streamMachine.provide({ guards: { stallDetectionOn: () => false } })),
+    caughtBy: ['no hang', 'no unflagged loss'],
   },
-  caughtBy: ['no duplicate delivery', 'no unflagged loss'],
-};
-
-/** The design note's second incident: an evicted cursor silently resumes at the head. */
-const headResumingServer: Mutant = {
-  name: 'server that silently resumes at head on an evicted cursor',
-  variant: {
-    client: CORRECT_CLIENT,
-    serverMachine: serverSessionMachine.provide({
-      actions: {
-        answerResume: emit(({ context, event }) => {
-          const e = event as { lastEventId: string; window?: { head: number } };
-          const cursor = parseEventId(e.lastEventId);
-          const honest = answerCursor(e.lastEventId, {
-            epoch: context.epoch,
-            previousEpochs: context.previousEpochs,
-            knownStreams: new Set(Object.keys(context.streams).map(Number)),
-            window: e.window as never,
-          });
-          const answer: ResumeAnswer =
-            honest.kind === 'gone' && cursor && e.window
-              ? { kind: 'replay', stream: cursor.stream, afterSeq: e.window.head }
-              : honest;
-          return { type: 'decision.resume' as const, answer };
+  {
+    name: 'a POST that may have run is always re-sent',
+    branch: 'POST-failure rule',
+    variant: client(
+      'always-resend',
+      streamMachine.provide({
+        guards: {
+          mayReconnect: ({ context }) =>
+            context.decision?.action === 'reconnect' &&
+            (context.stream.kind === 'standalone' || context.attempt < context.stream.policy.maxRetries),
+        },
+      }),
+    ),
+    caughtBy: ['at most once'],
+  },
+  {
+    name: 'a POST is never re-sent, even one refused or to a de-duplicating server',
+    branch: 'POST-failure rule',
+    variant: client(
+      'never-resend',
+      streamMachine.provide({
+        guards: {
+          mayReconnect: ({ context }) =>
+            context.decision?.action === 'reconnect' &&
+            (context.stream.kind === 'standalone' ||
+              (context.lastEventId !== undefined && context.attempt < context.stream.policy.maxRetries)),
+        },
+      }),
+    ),
+    caughtBy: ['no spurious outcome unknown'],
+  },
+  {
+    name: 'a 410 counts one event too many',
+    branch: 'cursor answer',
+    variant: {
+      client: CORRECT_CLIENT,
+      serverMachine: cursorAnswer((honest) =>
+        honest.kind === 'gone' && honest.lostCount !== null
+          ? { ...honest, lostCount: honest.lostCount + 1 }
+          : honest,
+      ),
+    },
+    caughtBy: ['no unflagged loss'],
+  },
+  {
+    name: 'a replay starts one event after the cursor',
+    branch: 'cursor answer',
+    variant: {
+      client: CORRECT_CLIENT,
+      serverMachine: cursorAnswer((honest) =>
+        honest.kind === 'replay' ? { ...honest, afterSeq: honest.afterSeq + 1 } : honest,
+      ),
+    },
+    caughtBy: ['no unflagged loss'],
+  },
+  {
+    name: 'every GET without a cursor attaches at the head',
+    branch: 'admission',
+    variant: {
+      client: CORRECT_CLIENT,
+      serverMachine: serverSessionMachine.provide({
+        actions: {
+          attachStandalone: emit({
+            type: 'decision.attach' as const,
+            decision: { kind: 'attach' as const, stream: 0, from: 'head' as const },
+          }),
+        },
+      }),
+    },
+    caughtBy: ['no unflagged loss'],
+  },
+  {
+    name: 'a re-sent request id runs again on a server that advertises de-duplication',
+    branch: 'dedupe',
+    variant: {
+      client: CORRECT_CLIENT,
+      serverMachine: serverSessionMachine.provide({ guards: { isDuplicateRequest: () => false } }),
+    },
+    caughtBy: ['at most once'],
+  },
+  {
+    name: 'every pending call is re-sent after a session loss',
+    branch: 'ledger settling',
+    variant: client('resend-all', streamMachine, { retryPolicy: () => true }),
+    caughtBy: ['at most once'],
+  },
+  {
+    name: 'a 404 to any POST taken as proof that it never ran',
+    branch: 'ledger settling',
+    variant: {
+      client: {
+        ...CORRECT_CLIENT,
+        name: 'any-404-proves',
+        sessionMachine: clientSessionMachine.provide({
+          actions: {
+            noteUnexecuted: assign({
+              provenUnexecuted: ({ context, event }) =>
+                event.type === 'stream.ended' && event.outcome.kind === 'session-terminated'
+                  ? [...context.provenUnexecuted, event.key]
+                  : context.provenUnexecuted,
+            }),
+          },
         }),
       },
-    }),
+    },
+    caughtBy: ['at most once'],
   },
-  caughtBy: ['no unflagged loss'],
-};
-
-export const MUTANTS: readonly Mutant[] = [incidentClient, noCursorClient, headResumingServer];
+  {
+    name: 'outcome unknown reported to the application as a definite failure',
+    branch: 'ledger settling',
+    variant: client('unknown-as-failed', streamMachine, {
+      distort: (m: JsonRpcMessage): JsonRpcMessage =>
+        'error' in m && m.error.code === JsonRpcCode.OUTCOME_UNKNOWN
+          ? { ...m, error: { code: JsonRpcCode.REQUEST_FAILED, message: 'failed' } }
+          : m,
+    }),
+    caughtBy: ['honest errors'],
+  },
+  {
+    name: 'events the client already has are delivered again',
+    branch: 'replay dedupe',
+    variant: client(
+      'no-overlap-drop',
+      streamMachine.provide({
+        actions: {
+          absorb: assign(({ context, event }) => {
+            const events =
+              event.type === 'sse.events' ? event.events : event.type === 'sse.event' ? [event] : [];
+            // Judges every event as new: the cursor it compares against is forgotten.
+            const absorbed = absorbEvents(context.stream, { lastEventId: undefined, recentIds: [] }, events);
+            return { absorbed, responseSeen: context.responseSeen || absorbed.responseSeen };
+          }),
+        },
+      }),
+    ),
+    caughtBy: ['no duplicate delivery'],
+  },
+];

@@ -6,7 +6,8 @@ import type { RetryPolicy } from '../../machines/client/ledger.js';
 import { clientSessionMachine } from '../../machines/client/session.machine.js';
 import { streamMachine } from '../../machines/client/stream.machine.js';
 import { JsonRpcCode } from '../../machines/codes.js';
-import { isResponse, type JsonRpcMessage } from '../../machines/jsonrpc.js';
+import { isResponse, type JsonRpcMessage, requestKey } from '../../machines/jsonrpc.js';
+import { inspectClient, type Observe } from '../coverage.js';
 import type { VirtualClock } from './clock.js';
 import type { SimNetwork } from './network.js';
 import type { Recorder } from './recorder.js';
@@ -22,6 +23,11 @@ export interface ClientVariant {
   readonly sessionMachine: typeof clientSessionMachine;
   readonly streamMachine: typeof streamMachine;
   readonly retryPolicy?: RetryPolicy;
+  /**
+   * What the application is handed instead of what the machine delivered (mutants only: a client that
+   * words its outcomes wrongly). Absent: exactly what the machine delivered.
+   */
+  readonly distort?: (message: JsonRpcMessage) => JsonRpcMessage;
 }
 
 export const CORRECT_CLIENT: ClientVariant = {
@@ -59,6 +65,7 @@ export class SimClientProcess {
       recorder: Recorder;
       store: CursorStore;
       nextId: () => number;
+      observe?: Observe;
     },
     variant: ClientVariant,
     settings: ClientSettings,
@@ -72,7 +79,7 @@ export class SimClientProcess {
     const machine = variant.sessionMachine.provide({
       actors: { stream: variant.streamMachine.provide({ actors: { exchange } }) },
       actions: {
-        deliver: (_, { message }) => this.onMessage(message),
+        deliver: (_, { message }) => this.onMessage(variant.distort ? variant.distort(message) : message),
         deliverOrphan: (_, { message }) => this.recordUid(message),
         notifyGap: (_, gap) =>
           recorder.gaps.push({
@@ -81,9 +88,10 @@ export class SimClientProcess {
             sessionId: gap.sessionId,
             reason: gap.reason,
             lostCount: gap.lostCount,
+            sessionGone: gap.sessionId === undefined || server.isGone(gap.sessionId),
           }),
         sendDelete: (_, { sessionId }) => {
-          deps.clock.setTimeout(() => server.delete(sessionId), net.latencyMs);
+          deps.clock.setTimeout(() => server.delete(sessionId), net.latency());
         },
         persistCursor: (_, { record }) => {
           deps.store.record = record;
@@ -92,6 +100,7 @@ export class SimClientProcess {
     });
     this.actor = createActor(machine, {
       clock: deps.clock,
+      inspect: deps.observe ? inspectClient(deps.observe) : undefined,
       input: {
         policy: settings.policy,
         stallTimeoutMs: settings.stallTimeoutMs,
@@ -115,20 +124,32 @@ export class SimClientProcess {
   /** "Session survives transport": the client may leave a session only when the server no longer has it. */
   private watch(value: unknown, sessionId: string | undefined): void {
     const state = typeof value === 'string' ? value : JSON.stringify(value);
-    if (state === 'reinitializing' && this.lastState !== 'reinitializing' && this.lastSessionId) {
-      if (!this.deps.server.isGone(this.lastSessionId))
-        this.deps.recorder.droppedLiveSessions.push(this.lastSessionId);
+    // Any change or end of the session id, and any end of the session, while the server still holds it.
+    const last = this.lastSessionId;
+    if (last !== undefined && state !== 'closed' && !this.deps.server.isGone(last)) {
+      if (sessionId !== last)
+        this.deps.recorder.sessionLeftLive.push(`${last} → ${sessionId ?? 'none'} (${state})`);
+      else if (state === 'terminated' && this.lastState !== 'terminated')
+        this.deps.recorder.sessionLeftLive.push(`${last} ended (terminated)`);
     }
+    // The server ended the session (`event: close`): the application is told the session is over.
+    if (state === 'terminated' && this.lastState !== 'terminated' && this.lastSessionId)
+      this.deps.recorder.endedSessions.add(this.lastSessionId);
     this.lastState = state;
-    if (sessionId !== undefined) {
-      this.lastSessionId = sessionId;
-      this.deps.recorder.adoptedSessions.add(sessionId);
-    }
+    this.lastSessionId = sessionId;
+    if (sessionId !== undefined) this.deps.recorder.adoptedSessions.add(sessionId);
   }
 
   call(tool: ToolName, callKey: string): void {
     const id = this.deps.nextId();
-    this.deps.recorder.calls.set(callKey, { callKey, tool, id, process: this.pid, outcomes: 0 });
+    this.deps.recorder.calls.set(callKey, {
+      callKey,
+      tool,
+      id,
+      process: this.pid,
+      outcomes: 0,
+      at: this.deps.clock.now(),
+    });
     this.idToCall.set(id, callKey);
     if (this.connectFailed) this.failCall(callKey);
     else if (!this.ready) this.waiting.push({ tool, callKey, id });
@@ -149,6 +170,7 @@ export class SimClientProcess {
     if (!call) return;
     call.outcomes++;
     call.outcome = 'error';
+    call.reason = 'connect_failed';
   }
 
   private sendCall(tool: ToolName, callKey: string, id: number): void {
@@ -162,17 +184,26 @@ export class SimClientProcess {
   private onMessage(message: JsonRpcMessage): void {
     this.recordUid(message);
     if (!isResponse(message)) return;
+    // Any request of the transport's user (tools/list too): an outcome-unknown answer covers its stream.
+    if ('error' in message && message.error.code === JsonRpcCode.OUTCOME_UNKNOWN && message.id !== null)
+      this.deps.recorder.unknownRequests.add(requestKey(message.id));
     const callKey = typeof message.id === 'number' ? this.idToCall.get(message.id) : undefined;
     if (callKey) {
       const call = this.deps.recorder.calls.get(callKey);
       if (!call) return;
       call.outcomes++;
-      call.outcome =
-        'result' in message
-          ? 'result'
-          : message.error.code === JsonRpcCode.OUTCOME_UNKNOWN
-            ? 'unknown'
-            : 'error';
+      if ('result' in message) {
+        call.outcome = 'result';
+        return;
+      }
+      const unknown = message.error.code === JsonRpcCode.OUTCOME_UNKNOWN;
+      call.outcome = unknown ? 'unknown' : 'error';
+      const data = message.error.data as { reason?: unknown } | undefined;
+      call.reason = unknown
+        ? String(data?.reason)
+        : message.error.code === JsonRpcCode.REQUEST_FAILED
+          ? 'session_ended'
+          : `code ${message.error.code}`;
       return;
     }
     if (!this.ready && 'error' in message) {

@@ -20,6 +20,8 @@ export interface GapRecord {
   readonly sessionId?: string;
   readonly reason: string;
   readonly lostCount: number | null;
+  /** The server no longer had the gap's session when the gap was reported. */
+  readonly sessionGone: boolean;
 }
 
 export type CallOutcome = 'result' | 'error' | 'unknown';
@@ -30,7 +32,11 @@ export interface CallRecord {
   readonly id: number;
   readonly process: number;
   outcome?: CallOutcome;
+  /** Outcome unknown: `error.data.reason`. Error: what kind (`session_ended`, `status`, `connect_failed`). */
+  reason?: string;
   outcomes: number;
+  /** Virtual time the application made the call. */
+  readonly at: number;
 }
 
 export class Recorder {
@@ -44,8 +50,6 @@ export class Recorder {
   readonly gaps: GapRecord[] = [];
   readonly calls = new Map<string, CallRecord>();
   readonly sessionsCreated: string[] = [];
-  /** Sessions the application's client dropped although the server still had them. */
-  readonly droppedLiveSessions: string[] = [];
   /** Sessions whose id reached a client. A session created by a lost initialize response is unknowable. */
   readonly adoptedSessions = new Set<string>();
   /**
@@ -53,9 +57,60 @@ export class Recorder {
    * application closed the session itself.
    */
   readonly abandonedSessions = new Set<string>();
+  /** Client processes the application closed itself (`closeAndReconnect`). */
+  readonly closedProcesses = new Set<number>();
+  /** Sessions the client stopped using (id changed or ended) while the server still had them, and how. */
+  readonly sessionLeftLive: string[] = [];
+  /** Virtual time the last fault ended (a fault command, or the end of a partition or of 503s). */
+  faultsEndAt = 0;
+  /** Request keys (`n:7`) the application was answered outcome unknown for: their streams' loss is flagged. */
+  readonly unknownRequests = new Set<string>();
+  /** Sessions whose client ended (`terminated`) and told the application so: nothing more will come. */
+  readonly endedSessions = new Set<string>();
   /** Application calls whose process died. Their answers may only arrive as orphans. */
   readonly abandonedCalls = new Set<string>();
+  /**
+   * Calls still queued in the client machine (sent while it re-initialized) when its session ended: the
+   * application closed it (`app.close`), or re-initializing failed (`terminated`). Both settle the ledger
+   * but not the queue, so nothing ever answers these calls (an open finding).
+   */
+  readonly queuedAtEnd = new Set<string>();
+  /** `session streamKey` of abandoned calls missing from the cursor store: nobody can resume them. */
+  readonly forgottenStreams = new Set<string>();
   readonly notes: string[] = [];
+  /** Every execution of a tool call by a server, whatever its side effect: callKey → how many. */
+  readonly executions = new Map<string, number>();
+  /** Every request a server ran: `session streamKey` → the streams it ran on, in order. */
+  private readonly runs = new Map<string, number[]>();
+  /**
+   * A GET without a cursor that did not offer the standalone stream's events up to `head`, and reported no
+   * loss: a later GET starts at the head (the server decides the client kept a cursor from the first), and
+   * the first one cannot replay what was evicted before it came.
+   */
+  readonly headAttaches: Array<{ sessionId: string; head: number }> = [];
+
+  countExecution(callKey: string): void {
+    this.executions.set(callKey, (this.executions.get(callKey) ?? 0) + 1);
+  }
+
+  /** Returns how many times the request has run in this session. */
+  countRun(sessionId: string, streamKey: string, stream: number): number {
+    const key = `${sessionId} ${streamKey}`;
+    const list = this.runs.get(key) ?? [];
+    list.push(stream);
+    this.runs.set(key, list);
+    return list.length;
+  }
+
+  /**
+   * A stream whose request ran again later in the same session (a server without de-duplication got the
+   * POST again). The client re-sent it because it had no event id of this one: nothing of it can reach the
+   * application, and nothing has to.
+   */
+  isSuperseded(m: AppendedMessage): boolean {
+    const list = this.runs.get(`${m.sessionId} ${m.streamKey}`);
+    return list !== undefined && list.indexOf(m.stream) < list.length - 1;
+  }
 
   countSideEffect(callKey: string): void {
     this.sideEffects.set(callKey, (this.sideEffects.get(callKey) ?? 0) + 1);

@@ -20,6 +20,7 @@ import {
 } from '../../machines/server/retention.js';
 import { type ServerSessionEmitted, serverSessionMachine } from '../../machines/server/session.machine.js';
 import type { ServerAdvertisement } from '../../machines/validity.js';
+import { admissionRow, cursorRow, dedupeRow, type Observe } from '../coverage.js';
 import type { VirtualClock } from './clock.js';
 import type { SimConnection, SimNetwork } from './network.js';
 import type { Recorder } from './recorder.js';
@@ -35,6 +36,10 @@ export interface SimServerConfig {
   /** 0: no heartbeat comments. */
   readonly heartbeatMs: number;
   readonly retryMs: number;
+  /** Request ids are remembered and never run twice (and the advertisement says so). */
+  readonly dedupe: boolean;
+  /** A resume starts this many events before the cursor (the client already has them). */
+  readonly replayOverlap: number;
 }
 
 interface StreamLog {
@@ -54,6 +59,8 @@ interface SimSession {
   /** Requests running in this incarnation: request key → stream. */
   readonly running: Map<string, number>;
   standaloneCount: number;
+  /** A GET without a cursor was answered before in this session. */
+  attachedBefore?: boolean;
 }
 
 type Machine = typeof serverSessionMachine;
@@ -64,6 +71,8 @@ export class SimServer {
   private sessionCount = 0;
   /** Requests to answer with 503 before serving normally again. */
   failNext = 0;
+  /** The status those requests get: 503 unless a schedule says otherwise (429, 502, a refusal such as 403). */
+  failStatus = 503;
 
   constructor(
     private readonly clock: VirtualClock,
@@ -71,6 +80,7 @@ export class SimServer {
     private readonly recorder: Recorder,
     private readonly config: SimServerConfig,
     private readonly machine: Machine = serverSessionMachine,
+    private readonly observe: Observe = () => undefined,
   ) {
     this.startHeartbeat();
   }
@@ -81,7 +91,7 @@ export class SimServer {
       maxEventsPerStream: this.config.retention.maxEventsPerStream,
       idleTtlMs: this.config.idleTtlMs,
       gapSignalling: true,
-      duplicateRequestProtection: true,
+      duplicateRequestProtection: this.config.dedupe,
     };
   }
 
@@ -95,7 +105,7 @@ export class SimServer {
     const ex = conn.exchange;
     if (this.failNext > 0) {
       this.failNext--;
-      conn.send({ type: 'http.response', status: 503 });
+      conn.send({ type: 'http.response', status: this.failStatus });
       return;
     }
     if (
@@ -166,8 +176,12 @@ export class SimServer {
   }
 
   private request(session: SimSession, conn: SimConnection, request: JsonRpcRequest): void {
-    const key = requestKey(request.id);
+    // A server that does not de-duplicate admits every POST as new: it is keyed per connection.
+    const key = this.config.dedupe ? requestKey(request.id) : `${requestKey(request.id)}@${conn.id}`;
     const { decision } = this.ask(session, { type: 'request.received', requestKey: key }, 'decision.request');
+    this.observe(
+      admissionRow(`request → ${decision.kind === 'unknown-session' ? 'unknown session' : decision.kind}`),
+    );
     if (decision.kind === 'unknown-session') {
       conn.send({ type: 'http.response', status: 404 });
       return;
@@ -178,6 +192,7 @@ export class SimServer {
       return;
     }
     if (decision.kind === 'duplicate') {
+      this.observe(dedupeRow('re-sent POST answered from its stream, not run'));
       // Never run twice: answer with the original stream, replayed from its start.
       this.resume(session, conn, formatEventId({ epoch: session.epoch, stream: decision.stream, seq: 0 }));
       return;
@@ -186,13 +201,15 @@ export class SimServer {
     session.logs.set(decision.stream, {
       window: EMPTY_WINDOW,
       messages: new Map(),
-      streamKey: key,
+      streamKey: requestKey(request.id),
       callKey,
       requestId: request.id,
     });
     session.running.set(key, decision.stream);
+    if (this.recorder.countRun(session.id, requestKey(request.id), decision.stream) > 1)
+      this.observe(dedupeRow('re-sent POST run again (server without de-duplication)'));
     this.openStream(session, conn, decision.stream, 0);
-    this.execute(session, decision.stream, request);
+    this.execute(session, decision.stream, request, key);
   }
 
   private openStream(session: SimSession, conn: SimConnection, stream: number, primeSeq: number): void {
@@ -231,6 +248,7 @@ export class SimServer {
       { type: 'resume.requested', lastEventId, window: log?.window },
       'decision.resume',
     );
+    this.observe(cursorRow(answer));
     if (answer.kind !== 'replay') {
       conn.send({ type: 'http.response', status: RESUME_STATUS[answer.kind], body: resumeErrorBody(answer) });
       return;
@@ -242,7 +260,8 @@ export class SimServer {
     }
     conn.send({ type: 'http.stream', sessionId: session.id, advertisement: this.advertisement });
     conn.send({ type: 'sse.retry', ms: this.config.retryMs });
-    for (let seq = Math.max(answer.afterSeq + 1, target.window.oldest); seq <= target.window.head; seq++) {
+    const from = Math.max(answer.afterSeq + 1 - this.config.replayOverlap, target.window.oldest);
+    for (let seq = from; seq <= target.window.head; seq++) {
       const message = target.messages.get(seq);
       if (message) conn.send({ type: 'sse.event', id: this.idOf(session, answer.stream, seq), message });
     }
@@ -252,6 +271,11 @@ export class SimServer {
 
   private attachStandalone(session: SimSession, conn: SimConnection): void {
     const { decision } = this.ask(session, { type: 'standalone.requested' }, 'decision.attach');
+    this.observe(
+      admissionRow(
+        decision.kind === 'attach' ? `GET → attach from ${decision.from}` : 'GET → unknown session',
+      ),
+    );
     if (decision.kind === 'unknown-session') {
       conn.send({ type: 'http.response', status: 404 });
       return;
@@ -265,6 +289,14 @@ export class SimServer {
     }
     const log = session.logs.get(STANDALONE_STREAM) as StreamLog;
     const from = decision.from === 'start' ? 0 : log.window.head;
+    // The open finding excused in checks.ts: events a GET without a cursor never offers, nor reports lost.
+    // A later GET starts at the head; the first one replays only what was not yet evicted. (A first GET
+    // at the head is not excused: that is a wrong decision.)
+    if (decision.from === 'head' && session.attachedBefore)
+      this.recorder.headAttaches.push({ sessionId: session.id, head: from });
+    else if (decision.from === 'start' && log.window.oldest > 1)
+      this.recorder.headAttaches.push({ sessionId: session.id, head: log.window.oldest - 1 });
+    session.attachedBefore = true;
     this.openStream(session, conn, STANDALONE_STREAM, from);
     for (let seq = Math.max(from + 1, log.window.oldest); seq <= log.window.head; seq++) {
       const message = log.messages.get(seq);
@@ -314,9 +346,8 @@ export class SimServer {
     c?.send({ type: 'net.ended' });
   }
 
-  private execute(session: SimSession, stream: number, request: JsonRpcRequest): void {
+  private execute(session: SimSession, stream: number, request: JsonRpcRequest, key: string): void {
     const incarnation = this.incarnation;
-    const key = requestKey(request.id);
     const alive = () => this.incarnation === incarnation && this.sessions.get(session.id) === session;
     const respond = (result: Record<string, unknown>) => {
       if (!alive() || !session.running.has(key)) return;
@@ -348,6 +379,7 @@ export class SimServer {
     const name = request.params?.name as ToolName;
     const tool = TOOLS[name];
     const callKey = String((request.params?.arguments as { callKey?: string } | undefined)?.callKey);
+    this.recorder.countExecution(callKey);
     if (tool.sideEffect === 'once') this.recorder.countSideEffect(callKey);
     for (let n = 1; n <= tool.notifications; n++) {
       this.clock.setTimeout(() => {
@@ -375,7 +407,16 @@ export class SimServer {
   /** A server-initiated notification on the standalone stream of every session that opened one. */
   notifyStandalone(): void {
     for (const session of this.sessions.values()) {
-      if (!session.logs.has(STANDALONE_STREAM)) continue;
+      if (session.actor.getSnapshot().matches('ended')) continue;
+      // Before the client's first GET the message is kept for it, as the runtime does (`standalone.used`).
+      if (!session.logs.has(STANDALONE_STREAM)) {
+        session.logs.set(STANDALONE_STREAM, {
+          window: EMPTY_WINDOW,
+          messages: new Map(),
+          streamKey: 'standalone',
+        });
+        session.actor.send({ type: 'standalone.used' });
+      }
       const n = ++session.standaloneCount;
       const uid = `${session.id}/0/${n}`;
       this.append(
@@ -391,7 +432,10 @@ export class SimServer {
    * The process restarts. Every connection resets and running tools die with it. With a durable log the
    * sessions and their events survive, and each interrupted request gets an outcome-unknown answer.
    */
-  restart(durable: boolean): void {
+  restart(durable: boolean, graceful = false): void {
+    // A graceful stop without a durable log ends every session: attached streams get `event: close`.
+    if (graceful && !durable)
+      for (const s of this.sessions.values()) s.actor.send({ type: 'server.stopping', durableLog: false });
     for (const conn of this.net.list()) conn.reset();
     this.incarnation++;
     if (!durable) {

@@ -1,9 +1,11 @@
 import type { ReconnectPolicy } from '../../machines/backoff.js';
 import type { CursorRecord } from '../../machines/client/cursor.js';
 import type { serverSessionMachine } from '../../machines/server/session.machine.js';
+import type { Observe } from '../coverage.js';
 import { type ClientVariant, CORRECT_CLIENT, CursorStore, SimClientProcess } from './client.js';
 import { VirtualClock } from './clock.js';
 import { SimNetwork } from './network.js';
+import { seededRandom } from './random.js';
 import { Recorder } from './recorder.js';
 import { SimServer, type SimServerConfig } from './server.js';
 import type { ToolName } from './tools.js';
@@ -20,14 +22,15 @@ export type Command =
   /** A load balancer recycles: every connection resets at once. */
   | { readonly kind: 'resetAll' }
   /** The next `count` requests get 503. */
-  | { readonly kind: 'serverError'; readonly count: number }
+  | { readonly kind: 'serverError'; readonly count: number; readonly status?: number }
   /** The server ends one response cleanly without `event: close` (polling, or a proxy's cut). */
   | { readonly kind: 'endStream'; readonly pick: number }
   /** One connection goes silent without closing (black hole). */
   | { readonly kind: 'stall'; readonly pick: number }
   /** Nothing gets through for `ms`: open connections go silent, new ones are refused. */
   | { readonly kind: 'partition'; readonly ms: number }
-  | { readonly kind: 'serverRestart'; readonly durable: boolean }
+  /** `graceful` (without a durable log): sessions end first, so attached streams hear `event: close`. */
+  | { readonly kind: 'serverRestart'; readonly durable: boolean; readonly graceful?: boolean }
   | { readonly kind: 'clientRestart'; readonly durable: boolean }
   /** The server pushes a numbered notification on each standalone stream. */
   | { readonly kind: 'serverNotify' }
@@ -42,6 +45,19 @@ export interface WorldConfig {
   readonly idleTtlMs: number;
   /** SSE events sent together arrive together (one `sse.events`), as bytes in one chunk do. */
   readonly coalesce?: boolean;
+  /**
+   * Each message, each way, takes 1..latencyMaxMs (drawn from `seed`), so a fault can land anywhere between
+   * a request running and its first byte arriving. Default 1: every message takes 1 ms.
+   */
+  readonly latencyMaxMs?: number;
+  readonly seed?: number;
+  /**
+   * The server remembers request ids and never runs one twice, and advertises it (default). Without it, a
+   * re-sent POST runs again, and the client must not re-send one that may have run.
+   */
+  readonly dedupe?: boolean;
+  /** A resume replays this many events the client already has before the ones it asked for (default 0). */
+  readonly replayOverlap?: number;
 }
 
 export const DEFAULT_WORLD: WorldConfig = {
@@ -73,6 +89,7 @@ export interface WorldVariant {
 export const CORRECT: WorldVariant = { client: CORRECT_CLIENT };
 
 export interface WorldOutcome {
+  readonly config: WorldConfig;
   readonly recorder: Recorder;
   /** Calls of the live process that had no outcome when the settle bound ran out. */
   readonly hung: string[];
@@ -94,15 +111,29 @@ export class World {
   constructor(
     readonly config: WorldConfig = DEFAULT_WORLD,
     private readonly variant: WorldVariant = CORRECT,
+    /** Told each decision branch the machines take (properties/coverage.ts). */
+    private readonly observe?: Observe,
   ) {
-    this.net = new SimNetwork(this.clock, 1, config.coalesce === true);
+    const maxLatency = Math.max(1, config.latencyMaxMs ?? 1);
+    const random = seededRandom(config.seed ?? 1);
+    const latency = maxLatency === 1 ? () => 1 : () => 1 + Math.floor(random() * maxLatency);
+    this.net = new SimNetwork(this.clock, latency, config.coalesce === true);
     const serverConfig: SimServerConfig = {
       retention: { maxEventsPerStream: config.maxEventsPerStream, retentionMs: config.retentionMs },
       idleTtlMs: config.idleTtlMs,
       heartbeatMs: config.heartbeat ? HEARTBEAT_MS : 0,
       retryMs: 100,
+      dedupe: config.dedupe ?? true,
+      replayOverlap: config.replayOverlap ?? 0,
     };
-    this.server = new SimServer(this.clock, this.net, this.recorder, serverConfig, variant.serverMachine);
+    this.server = new SimServer(
+      this.clock,
+      this.net,
+      this.recorder,
+      serverConfig,
+      variant.serverMachine,
+      observe,
+    );
     if (!config.heartbeat) this.startLoadBalancer();
     this.process = this.spawnClient(null);
   }
@@ -117,6 +148,7 @@ export class World {
         recorder: this.recorder,
         store: this.store,
         nextId: () => ++this.idCount,
+        observe: this.observe,
       },
       this.variant.client,
       { policy: SIM_RECONNECT, stallTimeoutMs: this.config.heartbeat ? STALL_MS : 0 },
@@ -143,6 +175,12 @@ export class World {
   apply(cmd: Command): void {
     const open = this.net.list();
     const pick = <T>(xs: T[], i: number): T | undefined => (xs.length === 0 ? undefined : xs[i % xs.length]);
+    const now = this.clock.now();
+    if (cmd.kind === 'partition') this.noteFault(now + cmd.ms);
+    // A call that may still meet the 503s asked for earlier is not made in quiet times.
+    else if (cmd.kind === 'call' && this.server.failNext > 0) this.noteFault(now + 1);
+    else if (cmd.kind !== 'call' && cmd.kind !== 'advance' && cmd.kind !== 'serverNotify')
+      this.noteFault(now);
     switch (cmd.kind) {
       case 'call':
         this.process.call(cmd.tool, `c${++this.callCount}`);
@@ -158,6 +196,7 @@ export class World {
         break;
       case 'serverError':
         this.server.failNext = cmd.count;
+        this.server.failStatus = cmd.status ?? 503;
         break;
       case 'endStream':
         pick(open, cmd.pick)?.send({ type: 'net.ended' });
@@ -165,14 +204,20 @@ export class World {
       case 'stall': {
         const c = pick(open, cmd.pick);
         // Without stall detection only the load balancer can notice a black hole; it does.
-        if (c) c.blackholed = true;
+        if (c) {
+          c.blackholed = true;
+          // A stream that went silent stays silent: only stall detection (or a balancer) ends it. A request
+          // still waiting for its status line is healed with the network instead, since the client machine
+          // has no timeout there (reported, not modelled).
+          c.stalled = c.started;
+        }
         break;
       }
       case 'partition':
         this.partition(cmd.ms);
         break;
       case 'serverRestart':
-        this.server.restart(cmd.durable);
+        this.server.restart(cmd.durable, cmd.graceful === true);
         break;
       case 'clientRestart':
         this.restartClient(cmd.durable);
@@ -188,6 +233,11 @@ export class World {
     this.clock.runFor(5);
   }
 
+  /** Faults last at least until `until`: calls made before then are not made in quiet times. */
+  private noteFault(until: number): void {
+    this.recorder.faultsEndAt = Math.max(this.recorder.faultsEndAt, until);
+  }
+
   private partition(ms: number): void {
     this.net.refusing = true;
     for (const c of this.net.list()) c.blackholed = true;
@@ -201,26 +251,45 @@ export class World {
   /** The network recovers: refusals stop, and silent connections are finally reset, as TCP would. */
   private healNetwork(): void {
     this.net.refusing = false;
-    for (const c of this.net.list()) if (c.blackholed) c.reset();
+    for (const c of this.net.list()) if (c.blackholed && !c.stalled) c.reset();
   }
 
   private closeAndReconnect(): void {
     const closing = this.process;
+    this.recorder.closedProcesses.add(closing.pid);
     // What was still on its way when the application chose to close is the application's to drop.
     const sessionId = closing.actor.getSnapshot().context.sessionId;
     if (sessionId) this.recorder.abandonedSessions.add(sessionId);
+    this.noteQueuedAtEnd(closing);
     closing.close();
     // Its calls were answered outcome unknown by close(); the application moves on with a new client.
     this.process = this.spawnClient(null);
   }
 
-  private restartClient(durable: boolean): void {
-    for (const [key, call] of this.recorder.calls) {
-      if (call.process === this.process.pid && call.outcome === undefined)
-        this.recorder.abandonedCalls.add(key);
+  /** Calls left in the client machine's queue when its session ended (see `Recorder.queuedAtEnd`). */
+  private noteQueuedAtEnd(process: SimClientProcess): void {
+    for (const m of process.actor.getSnapshot().context.queue) {
+      if (!('id' in m)) continue;
+      for (const call of this.recorder.calls.values())
+        if (call.process === process.pid && call.id === m.id) this.recorder.queuedAtEnd.add(call.callKey);
     }
+  }
+
+  private restartClient(durable: boolean): void {
     const record = this.store.record;
+    const sessionId = this.process.actor.getSnapshot().context.sessionId;
+    for (const [key, call] of this.recorder.calls) {
+      if (call.process !== this.process.pid || call.outcome !== undefined) continue;
+      this.recorder.abandonedCalls.add(key);
+      // A call the dead process never wrote to its cursor store: no later process can know it existed.
+      const streamKey = `n:${call.id}`;
+      if (sessionId && (!durable || !record?.streams[streamKey]))
+        this.recorder.forgottenStreams.add(`${sessionId} ${streamKey}`);
+    }
     if (!durable && record) this.recorder.abandonedSessions.add(record.sessionId);
+    // A session the process knew but never wrote down (it died before its initialize was answered).
+    if (sessionId && (!durable || record?.sessionId !== sessionId))
+      this.recorder.abandonedSessions.add(sessionId);
     this.process.stop();
     if (!durable) this.store.record = null;
     this.process = this.spawnClient(durable ? record : null);
@@ -243,7 +312,13 @@ export class World {
       // Drain: replays of other streams may still be on their way after the last call settled.
       if (this.clock.now() - quietSince >= 30_000) break;
     }
-    return { recorder: this.recorder, hung: this.liveUnsettled(), settledAtMs: this.clock.now() - start };
+    if (this.process.actor.getSnapshot().matches('terminated')) this.noteQueuedAtEnd(this.process);
+    return {
+      config: this.config,
+      recorder: this.recorder,
+      hung: this.liveUnsettled(),
+      settledAtMs: this.clock.now() - start,
+    };
   }
 
   private liveUnsettled(): string[] {
@@ -265,8 +340,9 @@ export function runSchedule(
   commands: readonly Command[],
   config?: WorldConfig,
   variant?: WorldVariant,
+  observe?: Observe,
 ): WorldOutcome {
-  const world = new World(config, variant);
+  const world = new World(config, variant, observe);
   try {
     for (const cmd of commands) world.apply(cmd);
     return world.settle();

@@ -70,7 +70,7 @@ export const BRANCHES: readonly Branch[] = [
   b('dedupe', 're-sent POST run again (server without de-duplication)'),
   b('session', '404 → re-initialize'),
   b('session', 're-initialized'),
-  b('session', 're-initialize failed → terminated'),
+  b('session', 're-initialize failed → failed (the transport gives up)'),
   b('session', 'closed by server → terminated'),
   b('session', 'initialize failed'),
   b('session', '404 to a POST that never ran → re-sent on the new session'),
@@ -132,7 +132,7 @@ function postFailureRow(ctx: StreamContext, target: string): string | undefined 
 const SESSION_MOVES: Record<string, string> = {
   'active→reinitializing': '404 → re-initialize',
   'reinitializing→active': 're-initialized',
-  'reinitializing→terminated': 're-initialize failed → terminated',
+  'reinitializing→failed': 're-initialize failed → failed (the transport gives up)',
   'active→terminated': 'closed by server → terminated',
   'initializing→uninitialized': 'initialize failed',
 };

@@ -69,12 +69,6 @@ export class Recorder {
   readonly endedSessions = new Set<string>();
   /** Application calls whose process died. Their answers may only arrive as orphans. */
   readonly abandonedCalls = new Set<string>();
-  /**
-   * Calls still queued in the client machine (sent while it re-initialized) when its session ended: the
-   * application closed it (`app.close`), or re-initializing failed (`terminated`). Both settle the ledger
-   * but not the queue, so nothing ever answers these calls (an open finding).
-   */
-  readonly queuedAtEnd = new Set<string>();
   /** `session streamKey` of abandoned calls missing from the cursor store: nobody can resume them. */
   readonly forgottenStreams = new Set<string>();
   readonly notes: string[] = [];

@@ -260,19 +260,9 @@ export class World {
     // What was still on its way when the application chose to close is the application's to drop.
     const sessionId = closing.actor.getSnapshot().context.sessionId;
     if (sessionId) this.recorder.abandonedSessions.add(sessionId);
-    this.noteQueuedAtEnd(closing);
     closing.close();
     // Its calls were answered outcome unknown by close(); the application moves on with a new client.
     this.process = this.spawnClient(null);
-  }
-
-  /** Calls left in the client machine's queue when its session ended (see `Recorder.queuedAtEnd`). */
-  private noteQueuedAtEnd(process: SimClientProcess): void {
-    for (const m of process.actor.getSnapshot().context.queue) {
-      if (!('id' in m)) continue;
-      for (const call of this.recorder.calls.values())
-        if (call.process === process.pid && call.id === m.id) this.recorder.queuedAtEnd.add(call.callKey);
-    }
   }
 
   private restartClient(durable: boolean): void {
@@ -312,7 +302,6 @@ export class World {
       // Drain: replays of other streams may still be on their way after the last call settled.
       if (this.clock.now() - quietSince >= 30_000) break;
     }
-    if (this.process.actor.getSnapshot().matches('terminated')) this.noteQueuedAtEnd(this.process);
     return {
       config: this.config,
       recorder: this.recorder,

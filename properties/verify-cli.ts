@@ -1,4 +1,5 @@
 import { Command, InvalidArgumentError } from 'commander';
+import { runHostile } from './hostile-runs.js';
 import { propertyNames, runVerify } from './verify-run.js';
 
 /**
@@ -29,15 +30,31 @@ const program = new Command()
     int('--depth'),
     Number(process.env.MCPC_DEPTH ?? 0),
   )
-  .action((o: { runs: number; seed?: number; path?: string; property?: string[]; depth: number }) => {
-    const ok = runVerify({
-      runs: o.runs,
-      seed: o.seed,
-      path: o.path,
-      properties: o.property,
-      depth: o.depth,
-    });
-    process.exitCode = ok ? 0 : 1;
-  });
+  .option(
+    '--hostile <n>',
+    'also run the hostile-input suites: n batches of raw requests against the server (CI: 100) and n generated hostile servers against the client (CI: 60)',
+    int('--hostile'),
+    0,
+  )
+  .action(
+    (o: {
+      runs: number;
+      seed?: number;
+      path?: string;
+      property?: string[];
+      depth: number;
+      hostile: number;
+    }) => {
+      let ok = runVerify({
+        runs: o.runs,
+        seed: o.seed,
+        path: o.path,
+        properties: o.property,
+        depth: o.depth,
+      });
+      if (o.hostile > 0) ok = runHostile({ serverBatches: o.hostile, clientRuns: o.hostile }) && ok;
+      process.exitCode = ok ? 0 : 1;
+    },
+  );
 
 program.parse(process.argv);

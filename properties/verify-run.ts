@@ -2,13 +2,16 @@ import fc from 'fast-check';
 import { scenarioArb } from './arbitraries.js';
 import { CHECKS, type CheckName } from './checks.js';
 import { explore } from './exhaustive.js';
+import { describeVerdict, failedChecks, freshSeed, judge } from './judge.js';
 import { DEFAULT_WORLD, runSchedule } from './world/world.js';
 
 /**
- * The long exploration behind `npm run verify` and `mcp-continuity verify`: more random runs per property
- * than CI, a deeper exhaustive search, and replay of a failure CI printed.
+ * The long exploration behind `npm run verify` and `mcp-continuity verify`: more random worlds than CI,
+ * each simulated once and judged by every property, a deeper exhaustive search, and replay of a failure CI
+ * printed.
  */
 export interface VerifyOptions {
+  /** Random worlds, each judged by every selected property. */
   readonly runs: number;
   readonly seed?: number;
   /** With `seed`, replays one counterexample path. */
@@ -29,32 +32,37 @@ export function runVerify(options: VerifyOptions, log: (line: string) => void = 
     if (!(name in CHECKS))
       throw new Error(`unknown property "${name}"; one of: ${propertyNames().join(', ')}`);
   }
-  const seed = options.seed ?? Date.now() ^ (Math.random() * 0x7fffffff);
+  const seed = options.seed ?? freshSeed();
+  log(`${options.runs} random worlds, seed ${seed}, each judged by: ${names.join(', ')}`);
   let ok = true;
-  for (const name of names) {
-    const start = performance.now();
-    const result = fc.check(
-      fc.property(scenarioArb, ({ config, commands }) => {
-        const violations = CHECKS[name](runSchedule(commands, config));
-        if (violations.length > 0) throw new Error(violations.join('\n'));
-      }),
-      { numRuns: options.runs, seed, path: options.path, endOnFailure: options.path !== undefined },
+  const start = performance.now();
+  const result = fc.check(
+    fc.property(scenarioArb, ({ config, commands }) => {
+      const verdict = judge(runSchedule(commands, config), names);
+      if (failedChecks(verdict).length > 0) throw new Error(describeVerdict(verdict));
+    }),
+    { numRuns: options.runs, seed, path: options.path, endOnFailure: options.path !== undefined },
+  );
+  const seconds = (performance.now() - start) / 1000;
+  if (result.failed) {
+    ok = false;
+    const [scenario] = result.counterexample ?? [];
+    const verdict = scenario ? judge(runSchedule(scenario.commands, scenario.config), names) : {};
+    log(
+      `✗ ${failedChecks(verdict).join(', ') || 'a property'}: counterexample after ${result.numRuns} worlds ` +
+        `(seed ${result.seed}, path "${result.counterexamplePath}")`,
     );
-    const seconds = (performance.now() - start) / 1000;
-    if (result.failed) {
-      ok = false;
-      log(
-        `✗ ${name}: counterexample after ${result.numRuns} runs (seed ${result.seed}, path "${result.counterexamplePath}")`,
-      );
-      log(`  ${JSON.stringify(result.counterexample)}`);
-      log(`  ${String(result.errorInstance).split('\n').slice(0, 5).join('\n  ')}`);
-      log(
-        `  replay: npm run verify -- --seed ${result.seed} --path "${result.counterexamplePath}" --property "${name}"`,
-      );
-    } else {
-      const rate = Math.round(result.numRuns / seconds);
-      log(`✓ ${name}: ${result.numRuns} runs in ${seconds.toFixed(1)} s (${rate} runs/s, seed ${seed})`);
-    }
+    log(`  ${JSON.stringify(scenario)}`);
+    log(`  ${describeVerdict(verdict).split('\n').join('\n  ')}`);
+    const only = failedChecks(verdict)
+      .map((n) => ` --property "${n}"`)
+      .join('');
+    log(`  replay: npm run verify -- --seed ${result.seed} --path "${result.counterexamplePath}"${only}`);
+  } else {
+    const rate = Math.round(result.numRuns / seconds);
+    log(
+      `✓ ${names.length} properties held on ${result.numRuns} worlds in ${seconds.toFixed(1)} s (${rate} worlds/s)`,
+    );
   }
   if (options.depth > 0) {
     for (const heartbeat of [true, false]) {

@@ -83,7 +83,7 @@ export class SimClientProcess {
             lostCount: gap.lostCount,
           }),
         sendDelete: (_, { sessionId }) => {
-          deps.clock.setTimeout(() => server.delete(sessionId), net.latencyMs);
+          deps.clock.setTimeout(() => server.delete(sessionId), net.latency());
         },
         persistCursor: (_, { record }) => {
           deps.store.record = record;

@@ -2,12 +2,19 @@ import type { Exchange, IoEvent, SseEvent } from '../../machines/client/io.js';
 import type { VirtualClock } from './clock.js';
 
 /**
- * The simulated network between client exchanges and the simulated server: every byte takes `latencyMs`,
- * delivery is FIFO per connection, and faults (reset, clean end, black hole, refusal) are injected here.
+ * The simulated network between client exchanges and the simulated server. Each message draws its own
+ * latency, per direction (a request's way to the server, each event's way back), and delivery stays FIFO
+ * per connection, as on one TCP connection. Faults (reset, clean end, black hole, refusal) are injected
+ * here; a reset discards what was still in flight to the client, so it can land after the server ran a
+ * request and before the response's first byte arrived.
  */
 export class SimConnection {
   open = true;
   blackholed = false;
+  /** Reset by a fault: what was still on its way to the client is lost. */
+  private wasReset = false;
+  /** When the last event sent to the client arrives: a later one never arrives before it. */
+  private lastArrival = 0;
   lastTraffic: number;
   /** Set by the server when it attaches the connection to a stream; called once when it goes away. */
   onGone: (() => void) | undefined;
@@ -39,11 +46,11 @@ export class SimConnection {
       const chunk: SseEvent[] = [event];
       this.chunk = chunk;
       this.lastTraffic = now;
-      this.net.clock.setTimeout(() => {
+      this.toClient(() => {
         if (this.chunk === chunk) this.chunk = undefined;
         const [only] = chunk;
         this.deliver(chunk.length === 1 && only ? only : { type: 'sse.events', events: chunk });
-      }, this.net.latencyMs);
+      });
       return;
     }
     this.chunk = undefined;
@@ -51,7 +58,18 @@ export class SimConnection {
     const terminal =
       event.type === 'http.response' || event.type === 'net.ended' || event.type === 'net.failed';
     if (terminal) this.close();
-    this.net.clock.setTimeout(() => this.deliver(event), this.net.latencyMs);
+    this.toClient(() => this.deliver(event));
+  }
+
+  /** Schedules an arrival at the client: its own latency, never before what was sent earlier. */
+  private toClient(arrive: () => void, keepOnReset = false): void {
+    const now = this.net.clock.now();
+    const at = Math.max(now + this.net.latency(), this.lastArrival);
+    this.lastArrival = at;
+    this.net.clock.setTimeout(() => {
+      if (this.wasReset && !keepOnReset) return;
+      arrive();
+    }, at - now);
   }
 
   /** The client went away (its exchange actor stopped). */
@@ -63,7 +81,8 @@ export class SimConnection {
   reset(): void {
     if (!this.open) return;
     this.close();
-    this.net.clock.setTimeout(() => this.deliver({ type: 'net.failed', fault: 'reset' }), this.net.latencyMs);
+    this.wasReset = true;
+    this.toClient(() => this.deliver({ type: 'net.failed', fault: 'reset' }), true);
   }
 
   private close(): void {
@@ -84,7 +103,8 @@ export class SimNetwork {
 
   constructor(
     readonly clock: VirtualClock,
-    readonly latencyMs = 1,
+    /** The latency of one message, drawn per message (a constant for a fixed-latency network). */
+    readonly latency: () => number = () => 1,
     /** SSE events sent at one instant on one connection arrive together, as one `sse.events`. */
     readonly coalesce = false,
   ) {}
@@ -103,13 +123,13 @@ export class SimNetwork {
       conn.open = false;
       this.clock.setTimeout(() => {
         if (!this.clientGone.has(conn)) deliver({ type: 'net.failed', fault: 'refused' });
-      }, this.latencyMs);
+      }, this.latency());
       return conn;
     }
     this.connections.add(conn);
     this.clock.setTimeout(() => {
       if (conn.open) serve(conn);
-    }, this.latencyMs);
+    }, this.latency());
     return conn;
   }
 

@@ -55,7 +55,45 @@ export class Recorder {
   readonly abandonedSessions = new Set<string>();
   /** Application calls whose process died. Their answers may only arrive as orphans. */
   readonly abandonedCalls = new Set<string>();
+  /**
+   * Calls still queued in the client machine (sent while it re-initialized) when its session ended: the
+   * application closed it (`app.close`), or re-initializing failed (`terminated`). Both settle the ledger
+   * but not the queue, so nothing ever answers these calls (an open finding).
+   */
+  readonly queuedAtEnd = new Set<string>();
+  /** `session streamKey` of abandoned calls missing from the cursor store: nobody can resume them. */
+  readonly forgottenStreams = new Set<string>();
   readonly notes: string[] = [];
+  /** Every execution of a tool call by a server, whatever its side effect: callKey → how many. */
+  readonly executions = new Map<string, number>();
+  /** Every request a server ran: `session streamKey` → the streams it ran on, in order. */
+  private readonly runs = new Map<string, number[]>();
+  /**
+   * A GET without a cursor that the server answered from the head of the standalone stream: events up to
+   * `head` are not sent on it (the server decides a client that opened the stream before kept a cursor).
+   */
+  readonly headAttaches: Array<{ sessionId: string; head: number }> = [];
+
+  countExecution(callKey: string): void {
+    this.executions.set(callKey, (this.executions.get(callKey) ?? 0) + 1);
+  }
+
+  countRun(sessionId: string, streamKey: string, stream: number): void {
+    const key = `${sessionId} ${streamKey}`;
+    const list = this.runs.get(key) ?? [];
+    list.push(stream);
+    this.runs.set(key, list);
+  }
+
+  /**
+   * A stream whose request ran again later in the same session (a server without de-duplication got the
+   * POST again). The client re-sent it because it had no event id of this one: nothing of it can reach the
+   * application, and nothing has to.
+   */
+  isSuperseded(m: AppendedMessage): boolean {
+    const list = this.runs.get(`${m.sessionId} ${m.streamKey}`);
+    return list !== undefined && list.indexOf(m.stream) < list.length - 1;
+  }
 
   countSideEffect(callKey: string): void {
     this.sideEffects.set(callKey, (this.sideEffects.get(callKey) ?? 0) + 1);

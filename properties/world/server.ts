@@ -35,6 +35,10 @@ export interface SimServerConfig {
   /** 0: no heartbeat comments. */
   readonly heartbeatMs: number;
   readonly retryMs: number;
+  /** Request ids are remembered and never run twice (and the advertisement says so). */
+  readonly dedupe: boolean;
+  /** A resume starts this many events before the cursor (the client already has them). */
+  readonly replayOverlap: number;
 }
 
 interface StreamLog {
@@ -81,7 +85,7 @@ export class SimServer {
       maxEventsPerStream: this.config.retention.maxEventsPerStream,
       idleTtlMs: this.config.idleTtlMs,
       gapSignalling: true,
-      duplicateRequestProtection: true,
+      duplicateRequestProtection: this.config.dedupe,
     };
   }
 
@@ -166,7 +170,8 @@ export class SimServer {
   }
 
   private request(session: SimSession, conn: SimConnection, request: JsonRpcRequest): void {
-    const key = requestKey(request.id);
+    // A server that does not de-duplicate admits every POST as new: it is keyed per connection.
+    const key = this.config.dedupe ? requestKey(request.id) : `${requestKey(request.id)}@${conn.id}`;
     const { decision } = this.ask(session, { type: 'request.received', requestKey: key }, 'decision.request');
     if (decision.kind === 'unknown-session') {
       conn.send({ type: 'http.response', status: 404 });
@@ -186,13 +191,14 @@ export class SimServer {
     session.logs.set(decision.stream, {
       window: EMPTY_WINDOW,
       messages: new Map(),
-      streamKey: key,
+      streamKey: requestKey(request.id),
       callKey,
       requestId: request.id,
     });
     session.running.set(key, decision.stream);
+    this.recorder.countRun(session.id, requestKey(request.id), decision.stream);
     this.openStream(session, conn, decision.stream, 0);
-    this.execute(session, decision.stream, request);
+    this.execute(session, decision.stream, request, key);
   }
 
   private openStream(session: SimSession, conn: SimConnection, stream: number, primeSeq: number): void {
@@ -242,7 +248,8 @@ export class SimServer {
     }
     conn.send({ type: 'http.stream', sessionId: session.id, advertisement: this.advertisement });
     conn.send({ type: 'sse.retry', ms: this.config.retryMs });
-    for (let seq = Math.max(answer.afterSeq + 1, target.window.oldest); seq <= target.window.head; seq++) {
+    const from = Math.max(answer.afterSeq + 1 - this.config.replayOverlap, target.window.oldest);
+    for (let seq = from; seq <= target.window.head; seq++) {
       const message = target.messages.get(seq);
       if (message) conn.send({ type: 'sse.event', id: this.idOf(session, answer.stream, seq), message });
     }
@@ -265,6 +272,7 @@ export class SimServer {
     }
     const log = session.logs.get(STANDALONE_STREAM) as StreamLog;
     const from = decision.from === 'start' ? 0 : log.window.head;
+    if (decision.from === 'head') this.recorder.headAttaches.push({ sessionId: session.id, head: from });
     this.openStream(session, conn, STANDALONE_STREAM, from);
     for (let seq = Math.max(from + 1, log.window.oldest); seq <= log.window.head; seq++) {
       const message = log.messages.get(seq);
@@ -314,9 +322,8 @@ export class SimServer {
     c?.send({ type: 'net.ended' });
   }
 
-  private execute(session: SimSession, stream: number, request: JsonRpcRequest): void {
+  private execute(session: SimSession, stream: number, request: JsonRpcRequest, key: string): void {
     const incarnation = this.incarnation;
-    const key = requestKey(request.id);
     const alive = () => this.incarnation === incarnation && this.sessions.get(session.id) === session;
     const respond = (result: Record<string, unknown>) => {
       if (!alive() || !session.running.has(key)) return;
@@ -348,6 +355,7 @@ export class SimServer {
     const name = request.params?.name as ToolName;
     const tool = TOOLS[name];
     const callKey = String((request.params?.arguments as { callKey?: string } | undefined)?.callKey);
+    this.recorder.countExecution(callKey);
     if (tool.sideEffect === 'once') this.recorder.countSideEffect(callKey);
     for (let n = 1; n <= tool.notifications; n++) {
       this.clock.setTimeout(() => {

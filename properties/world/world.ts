@@ -4,6 +4,7 @@ import type { serverSessionMachine } from '../../machines/server/session.machine
 import { type ClientVariant, CORRECT_CLIENT, CursorStore, SimClientProcess } from './client.js';
 import { VirtualClock } from './clock.js';
 import { SimNetwork } from './network.js';
+import { seededRandom } from './random.js';
 import { Recorder } from './recorder.js';
 import { SimServer, type SimServerConfig } from './server.js';
 import type { ToolName } from './tools.js';
@@ -42,6 +43,19 @@ export interface WorldConfig {
   readonly idleTtlMs: number;
   /** SSE events sent together arrive together (one `sse.events`), as bytes in one chunk do. */
   readonly coalesce?: boolean;
+  /**
+   * Each message, each way, takes 1..latencyMaxMs (drawn from `seed`), so a fault can land anywhere between
+   * a request running and its first byte arriving. Default 1: every message takes 1 ms.
+   */
+  readonly latencyMaxMs?: number;
+  readonly seed?: number;
+  /**
+   * The server remembers request ids and never runs one twice, and advertises it (default). Without it, a
+   * re-sent POST runs again, and the client must not re-send one that may have run.
+   */
+  readonly dedupe?: boolean;
+  /** A resume replays this many events the client already has before the ones it asked for (default 0). */
+  readonly replayOverlap?: number;
 }
 
 export const DEFAULT_WORLD: WorldConfig = {
@@ -95,12 +109,17 @@ export class World {
     readonly config: WorldConfig = DEFAULT_WORLD,
     private readonly variant: WorldVariant = CORRECT,
   ) {
-    this.net = new SimNetwork(this.clock, 1, config.coalesce === true);
+    const maxLatency = Math.max(1, config.latencyMaxMs ?? 1);
+    const random = seededRandom(config.seed ?? 1);
+    const latency = maxLatency === 1 ? () => 1 : () => 1 + Math.floor(random() * maxLatency);
+    this.net = new SimNetwork(this.clock, latency, config.coalesce === true);
     const serverConfig: SimServerConfig = {
       retention: { maxEventsPerStream: config.maxEventsPerStream, retentionMs: config.retentionMs },
       idleTtlMs: config.idleTtlMs,
       heartbeatMs: config.heartbeat ? HEARTBEAT_MS : 0,
       retryMs: 100,
+      dedupe: config.dedupe ?? true,
+      replayOverlap: config.replayOverlap ?? 0,
     };
     this.server = new SimServer(this.clock, this.net, this.recorder, serverConfig, variant.serverMachine);
     if (!config.heartbeat) this.startLoadBalancer();
@@ -209,18 +228,36 @@ export class World {
     // What was still on its way when the application chose to close is the application's to drop.
     const sessionId = closing.actor.getSnapshot().context.sessionId;
     if (sessionId) this.recorder.abandonedSessions.add(sessionId);
+    this.noteQueuedAtEnd(closing);
     closing.close();
     // Its calls were answered outcome unknown by close(); the application moves on with a new client.
     this.process = this.spawnClient(null);
   }
 
-  private restartClient(durable: boolean): void {
-    for (const [key, call] of this.recorder.calls) {
-      if (call.process === this.process.pid && call.outcome === undefined)
-        this.recorder.abandonedCalls.add(key);
+  /** Calls left in the client machine's queue when its session ended (see `Recorder.queuedAtEnd`). */
+  private noteQueuedAtEnd(process: SimClientProcess): void {
+    for (const m of process.actor.getSnapshot().context.queue) {
+      if (!('id' in m)) continue;
+      for (const call of this.recorder.calls.values())
+        if (call.process === process.pid && call.id === m.id) this.recorder.queuedAtEnd.add(call.callKey);
     }
+  }
+
+  private restartClient(durable: boolean): void {
     const record = this.store.record;
+    const sessionId = this.process.actor.getSnapshot().context.sessionId;
+    for (const [key, call] of this.recorder.calls) {
+      if (call.process !== this.process.pid || call.outcome !== undefined) continue;
+      this.recorder.abandonedCalls.add(key);
+      // A call the dead process never wrote to its cursor store: no later process can know it existed.
+      const streamKey = `n:${call.id}`;
+      if (sessionId && (!durable || !record?.streams[streamKey]))
+        this.recorder.forgottenStreams.add(`${sessionId} ${streamKey}`);
+    }
     if (!durable && record) this.recorder.abandonedSessions.add(record.sessionId);
+    // A session the process knew but never wrote down (it died before its initialize was answered).
+    if (sessionId && (!durable || record?.sessionId !== sessionId))
+      this.recorder.abandonedSessions.add(sessionId);
     this.process.stop();
     if (!durable) this.store.record = null;
     this.process = this.spawnClient(durable ? record : null);
@@ -243,6 +280,7 @@ export class World {
       // Drain: replays of other streams may still be on their way after the last call settled.
       if (this.clock.now() - quietSince >= 30_000) break;
     }
+    if (this.process.actor.getSnapshot().matches('terminated')) this.noteQueuedAtEnd(this.process);
     return { recorder: this.recorder, hung: this.liveUnsettled(), settledAtMs: this.clock.now() - start };
   }
 

@@ -769,8 +769,14 @@ export async function assertStackProperties(o: {
   readonly config?: Partial<StackConfig>;
 }): Promise<void> {
   const env = process.env;
-  const seed = o.seed ?? (env.MCPC_STACK_SEED === undefined ? undefined : Number(env.MCPC_STACK_SEED));
+  // Chosen here and printed before the run, so any run can be replayed, not only a failing one.
+  const seed =
+    o.seed ??
+    (env.MCPC_STACK_SEED === undefined
+      ? (Date.now() ^ Math.floor(Math.random() * 0x7fffffff)) | 0
+      : Number(env.MCPC_STACK_SEED));
   const path = o.path ?? env.MCPC_STACK_PATH;
+  console.info(`stack properties: ${o.runs} schedules, seed ${seed} (replay: MCPC_STACK_SEED=${seed})`);
   await fc.assert(
     fc.asyncProperty(configArb, scheduleArb, async (config, schedule) => {
       const outcome = await runStack(schedule, { ...config, ...o.config });
@@ -780,7 +786,7 @@ export async function assertStackProperties(o: {
     {
       numRuns: o.runs,
       endOnFailure: !o.shrink,
-      ...(seed === undefined ? {} : { seed }),
+      seed,
       ...(path ? { path } : {}),
     },
   );

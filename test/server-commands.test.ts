@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { JsonRpcCode, OutcomeUnknownReason, ResumeRejection } from '../machines/codes.js';
+import { formatEventId } from '../machines/event-id.js';
 import { namesSession, routeCall, sessionUnavailable } from '../machines/server/call-routing.js';
 import {
   abandonedCalls,
@@ -13,6 +14,7 @@ import { DEFAULT_SERVER_LIMITS } from '../machines/server/limits.js';
 import { errorBody, resumeRejected, SESSION_NOT_FOUND } from '../machines/server/replies.js';
 import { appendToWindow, EMPTY_WINDOW, finishWindow } from '../machines/server/retention.js';
 import {
+  cursorStream,
   planMessage,
   planRequest,
   planResume,
@@ -37,7 +39,7 @@ describe('session commands: what a session does with its machine answer', () => 
       ],
       respond: [
         { kind: 'prime', stream: 3, seq: 0 },
-        { kind: 'attach', stream: 3, afterSeq: 0 },
+        { kind: 'attach', stream: 3, afterSeq: 0, readBack: false },
         { kind: 'execute', requestKey: 'n:7', stream: 3 },
       ],
     });
@@ -50,7 +52,7 @@ describe('session commands: what a session does with its machine answer', () => 
       'run-here',
       'open-stream',
     ]);
-    const standalone = planStandalone({ kind: 'attach', from: 'start' }, sharing);
+    const standalone = planStandalone({ kind: 'attach', stream: 0, from: 'start' }, sharing);
     expect(standalone.kind === 'stream' && standalone.prepare.some((c) => c.kind === 'persist')).toBe(false);
   });
 
@@ -67,14 +69,16 @@ describe('session commands: what a session does with its machine answer', () => 
     expect(planRequest({ kind: 'unknown-session' }, 'n:1', alone, limits)).toEqual({
       kind: 'error',
       error: SESSION_NOT_FOUND,
+      prepare: [],
     });
     const limited = planRequest({ kind: 'limited' }, 'n:1', alone, { ...limits, retryAfterSeconds: 9 });
     expect(limited).toMatchObject({ kind: 'error', error: { status: 429, retryAfterSeconds: 9 } });
     expect(planStandalone({ kind: 'unknown-session' }, alone)).toEqual({
       kind: 'error',
       error: SESSION_NOT_FOUND,
+      prepare: [],
     });
-    expect(planMessage(false)).toEqual({ kind: 'error', error: SESSION_NOT_FOUND });
+    expect(planMessage(false)).toEqual({ kind: 'error', error: SESSION_NOT_FOUND, prepare: [] });
     expect(planMessage(true)).toEqual({ kind: 'accept', prepare: [{ kind: 'record-activity' }] });
   });
 
@@ -82,7 +86,7 @@ describe('session commands: what a session does with its machine answer', () => 
     expect(planResume({ kind: 'replay', stream: 4, afterSeq: 9 })).toEqual({
       kind: 'stream',
       prepare: [{ kind: 'record-activity' }],
-      respond: [{ kind: 'retry' }, { kind: 'attach', stream: 4, afterSeq: 9 }],
+      respond: [{ kind: 'retry' }, { kind: 'attach', stream: 4, afterSeq: 9, readBack: true }],
     });
     const gone = {
       kind: 'gone',
@@ -100,6 +104,7 @@ describe('session commands: what a session does with its machine answer', () => 
         message: 'Cannot resume: resume_window_exceeded (3 events lost)',
         data: gone,
       },
+      prepare: [{ kind: 'record-activity' }],
     });
     const invalid = { kind: 'invalid', reason: ResumeRejection.malformedCursor, requestedId: 'x' } as const;
     expect(resumeRejected(invalid)).toMatchObject({ status: 400, data: invalid });
@@ -107,16 +112,22 @@ describe('session commands: what a session does with its machine answer', () => 
   });
 
   it('the standalone stream starts at 0 the first time, else at its head', () => {
-    const first = planStandalone({ kind: 'attach', from: 'start' }, alone);
-    const again = planStandalone({ kind: 'attach', from: 'head' }, alone);
+    const first = planStandalone({ kind: 'attach', stream: 0, from: 'start' }, alone);
+    const again = planStandalone({ kind: 'attach', stream: 0, from: 'head' }, alone);
     expect(first.kind === 'stream' && first.respond).toEqual([
       { kind: 'prime', stream: 0, seq: 0 },
-      { kind: 'attach', stream: 0, afterSeq: 0 },
+      { kind: 'attach', stream: 0, afterSeq: 0, readBack: true },
     ]);
     expect(again.kind === 'stream' && again.respond).toEqual([
       { kind: 'prime', stream: 0, seq: 'head' },
-      { kind: 'attach', stream: 0, afterSeq: 'head' },
+      { kind: 'attach', stream: 0, afterSeq: 'head', readBack: true },
     ]);
+  });
+
+  it('a cursor of this epoch names the stream whose window the machine is given', () => {
+    expect(cursorStream(formatEventId({ epoch: 'ep', stream: 3, seq: 5 }), 'ep')).toBe(3);
+    expect(cursorStream(formatEventId({ epoch: 'old', stream: 3, seq: 5 }), 'ep')).toBeUndefined();
+    expect(cursorStream('nonsense', 'ep')).toBeUndefined();
   });
 
   it('outbound: an answer finishes its running request stream, or is dropped; others follow their request', () => {

@@ -13,6 +13,8 @@ export interface ErrorReply {
   readonly data?: unknown;
   /** Sent as `Retry-After` (limits). */
   readonly retryAfterSeconds?: number;
+  /** Sent without the session's headers, so it reads exactly as the answer to an id never issued. */
+  readonly anonymous?: boolean;
 }
 
 /** A JSON-RPC error body with no id, as the spec allows for HTTP-level errors. */
@@ -28,6 +30,7 @@ export const SESSION_NOT_FOUND: ErrorReply = {
   status: 404,
   code: JsonRpcCode.SESSION_NOT_FOUND,
   message: 'Session not found',
+  anonymous: true,
 };
 
 /** A refused cursor: 400, 404 or 410 with the machine's answer as `data`. */

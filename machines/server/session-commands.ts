@@ -1,4 +1,4 @@
-import { STANDALONE_STREAM } from '../event-id.js';
+import { parseEventId, STANDALONE_STREAM } from '../event-id.js';
 import { isResponse, type JsonRpcMessage, type RequestId, requestKey } from '../jsonrpc.js';
 import { type ServerLimits, tooManyOpenRequests } from './limits.js';
 import { type ErrorReply, limitReached, resumeRejected, SESSION_NOT_FOUND } from './replies.js';
@@ -32,12 +32,18 @@ export type ResponseCommand =
    * This response becomes the stream's reader (ending any previous reader of it): the log's events
    * after `afterSeq` are written in order, then what is appended, until the stream finishes.
    */
-  | { readonly kind: 'attach'; readonly stream: number; readonly afterSeq: number | 'head' }
+  | {
+      readonly kind: 'attach';
+      readonly stream: number;
+      readonly afterSeq: number | 'head';
+      /** False when this request opened the stream just now: it holds nothing yet, no read is needed. */
+      readonly readBack: boolean;
+    }
   /** The SDK server (the world's tool) is handed the request. */
   | { readonly kind: 'execute'; readonly requestKey: string; readonly stream: number };
 
 export type SessionPlan =
-  | { readonly kind: 'error'; readonly error: ErrorReply }
+  | { readonly kind: 'error'; readonly error: ErrorReply; readonly prepare: PrepareCommand[] }
   /** A repeated request id: never run twice; answered with the original stream, replayed from `seq`. */
   | {
       readonly kind: 'resume';
@@ -63,8 +69,10 @@ export function planRequest(
   keeping: Keeping,
   limits: Pick<ServerLimits, 'maxOpenRequestStreamsPerSession' | 'retryAfterSeconds'>,
 ): SessionPlan {
-  if (decision.kind === 'unknown-session') return { kind: 'error', error: SESSION_NOT_FOUND };
-  if (decision.kind === 'limited') return { kind: 'error', error: limitReached(tooManyOpenRequests(limits)) };
+  if (decision.kind === 'unknown-session') return notFound;
+  if (decision.kind === 'limited') {
+    return { kind: 'error', error: limitReached(tooManyOpenRequests(limits)), prepare: [] };
+  }
   const activity: PrepareCommand = { kind: 'record-activity' };
   if (decision.kind === 'duplicate')
     return { kind: 'resume', stream: decision.stream, seq: 0, prepare: [activity] };
@@ -79,7 +87,7 @@ export function planRequest(
     ],
     respond: [
       { kind: 'prime', stream, seq: 0 },
-      { kind: 'attach', stream, afterSeq: 0 },
+      { kind: 'attach', stream, afterSeq: 0, readBack: false },
       { kind: 'execute', requestKey: key, stream },
     ],
   };
@@ -87,17 +95,24 @@ export function planRequest(
 
 /** GET + Last-Event-ID, after the machine's `decision.resume`: the refusal, or a replay that continues live. */
 export function planResume(answer: ResumeAnswer): SessionPlan {
-  if (answer.kind !== 'replay') return { kind: 'error', error: resumeRejected(answer) };
+  if (answer.kind === 'unknown-session') return notFound;
+  // A refused cursor is still a use of the session (its client is there): the idle clock restarts.
+  if (answer.kind !== 'replay') {
+    return { kind: 'error', error: resumeRejected(answer), prepare: [{ kind: 'record-activity' }] };
+  }
   return {
     kind: 'stream',
     prepare: [{ kind: 'record-activity' }],
-    respond: [{ kind: 'retry' }, { kind: 'attach', stream: answer.stream, afterSeq: answer.afterSeq }],
+    respond: [
+      { kind: 'retry' },
+      { kind: 'attach', stream: answer.stream, afterSeq: answer.afterSeq, readBack: true },
+    ],
   };
 }
 
 /** GET without a cursor, after the machine's `decision.attach`: the standalone stream, from its start or head. */
 export function planStandalone(decision: AttachDecision, keeping: Keeping): SessionPlan {
-  if (decision.kind === 'unknown-session') return { kind: 'error', error: SESSION_NOT_FOUND };
+  if (decision.kind === 'unknown-session') return notFound;
   const at = decision.from === 'start' ? 0 : 'head';
   return {
     kind: 'stream',
@@ -108,20 +123,30 @@ export function planStandalone(decision: AttachDecision, keeping: Keeping): Sess
     ],
     respond: [
       { kind: 'prime', stream: STANDALONE_STREAM, seq: at },
-      { kind: 'attach', stream: STANDALONE_STREAM, afterSeq: at },
+      { kind: 'attach', stream: STANDALONE_STREAM, afterSeq: at, readBack: true },
     ],
   };
 }
 
+/** Not this caller's session, or no longer a session: nothing happens to it. */
+const notFound: SessionPlan = { kind: 'error', error: SESSION_NOT_FOUND, prepare: [] };
+
 const persisted = (keeping: Keeping): PrepareCommand[] => (keeping.sharedStore ? [] : [{ kind: 'persist' }]);
+
+/**
+ * The stream a `Last-Event-ID` points into, when it is a cursor of this epoch: its log window is read for
+ * the machine's answer. Any other cursor is answered by the machine without one.
+ */
+export function cursorStream(lastEventId: string, epoch: string): number | undefined {
+  const cursor = parseEventId(lastEventId);
+  return cursor && cursor.epoch === epoch ? cursor.stream : undefined;
+}
 
 /** A POSTed notification or response, after the machine's `decision.message`. */
 export function planMessage(
   accepted: boolean,
 ): SessionPlan | { readonly kind: 'accept'; readonly prepare: PrepareCommand[] } {
-  return accepted
-    ? { kind: 'accept', prepare: [{ kind: 'record-activity' }] }
-    : { kind: 'error', error: SESSION_NOT_FOUND };
+  return accepted ? { kind: 'accept', prepare: [{ kind: 'record-activity' }] } : notFound;
 }
 
 /**

@@ -1,6 +1,5 @@
 import { type Actor, createActor } from 'xstate';
-import { JsonRpcCode, OutcomeUnknownReason } from '../../machines/codes.js';
-import { formatEventId, parseEventId, STANDALONE_STREAM } from '../../machines/event-id.js';
+import { formatEventId, STANDALONE_STREAM } from '../../machines/event-id.js';
 import {
   isRequest,
   type JsonRpcMessage,
@@ -8,17 +7,37 @@ import {
   type RequestId,
   requestKey,
 } from '../../machines/jsonrpc.js';
+import { type Admission, admitBody, admitHttp } from '../../machines/server/admission.js';
+import { routeCall } from '../../machines/server/call-routing.js';
+import { abandonedCalls, isOwnerAlive } from '../../machines/server/instances.js';
+import { DEFAULT_SERVER_LIMITS } from '../../machines/server/limits.js';
+import { type ErrorReply, errorBody, SESSION_NOT_FOUND } from '../../machines/server/replies.js';
+import type { ResumeAnswer } from '../../machines/server/retention.js';
 import {
   appendToWindow,
   EMPTY_WINDOW,
   evictWindow,
   finishWindow,
-  RESUME_STATUS,
-  type ResumeAnswer,
   type RetentionPolicy,
   type StreamWindow,
 } from '../../machines/server/retention.js';
-import { type ServerSessionEmitted, serverSessionMachine } from '../../machines/server/session.machine.js';
+import {
+  type AttachDecision,
+  type RequestDecision,
+  type ServerSessionEmitted,
+  serverSessionMachine,
+} from '../../machines/server/session.machine.js';
+import {
+  cursorStream,
+  type PrepareCommand,
+  planMessage,
+  planRequest,
+  planResume,
+  planStandalone,
+  type ResponseCommand,
+  replayStep,
+  type SessionPlan,
+} from '../../machines/server/session-commands.js';
 import type { ServerAdvertisement } from '../../machines/validity.js';
 import type { VirtualClock } from './clock.js';
 import type { SimConnection, SimNetwork } from './network.js';
@@ -26,8 +45,10 @@ import type { Recorder } from './recorder.js';
 import { TOOLS, type ToolName } from './tools.js';
 
 /**
- * A simulated MCP Streamable HTTP server: the server session machine decides, this file does what the
- * runtime will do (store then send, replay, heartbeats) on the simulated network and virtual clock.
+ * A simulated MCP Streamable HTTP server. Every decision is the runtime's: the same admission, call
+ * routing, session machine, session commands (machines/server/session-commands.ts), replay rule and
+ * restart reaping (machines/server/instances.ts); this file only executes them on the simulated
+ * network, an in-memory log and the virtual clock, and plays the SDK server's part with simulated tools.
  */
 export interface SimServerConfig {
   readonly retention: RetentionPolicy;
@@ -40,6 +61,12 @@ export interface SimServerConfig {
   /** A resume starts this many events before the cursor (the client already has them). */
   readonly replayOverlap: number;
 }
+
+/** A decision the simulated server took, for whoever counts what the model reaches (coverage). */
+export type ServerObservation =
+  | { readonly kind: 'request'; readonly decision: RequestDecision }
+  | { readonly kind: 'attach'; readonly decision: AttachDecision }
+  | { readonly kind: 'resume'; readonly answer: ResumeAnswer };
 
 interface StreamLog {
   window: StreamWindow;
@@ -55,12 +82,16 @@ interface SimSession {
   actor: Actor<typeof serverSessionMachine>;
   readonly epoch: string;
   readonly logs: Map<number, StreamLog>;
-  /** Requests running in this incarnation: request key → stream. */
+  /** Requests running in this incarnation: request key → stream (the SDK server's own bookkeeping). */
   readonly running: Map<string, number>;
   standaloneCount: number;
 }
 
 type Machine = typeof serverSessionMachine;
+
+/** What the real client transport sends with every call; the world's exchanges carry only what varies. */
+const CLIENT_HEADERS = { accept: 'application/json, text/event-stream', host: '127.0.0.1', origin: null };
+const POLICY = { maxBodyBytes: 4 * 1024 * 1024 };
 
 export class SimServer {
   readonly sessions = new Map<string, SimSession>();
@@ -75,6 +106,7 @@ export class SimServer {
     private readonly recorder: Recorder,
     private readonly config: SimServerConfig,
     private readonly machine: Machine = serverSessionMachine,
+    private readonly observe: (observation: ServerObservation) => void = () => undefined,
   ) {
     this.startHeartbeat();
   }
@@ -95,6 +127,7 @@ export class SimServer {
     return !s || s.actor.getSnapshot().matches('ended');
   }
 
+  /** One call: admitted, routed and answered as the runtime's handler does (src/server/handler.ts). */
   serve(conn: SimConnection): void {
     const ex = conn.exchange;
     if (this.failNext > 0) {
@@ -102,29 +135,90 @@ export class SimServer {
       conn.send({ type: 'http.response', status: 503 });
       return;
     }
-    if (
-      ex.method === 'POST' &&
-      ex.body &&
-      isRequest(ex.body) &&
-      ex.body.method === 'initialize' &&
-      !ex.sessionId
-    ) {
-      this.initialize(conn, ex.body);
+    const sessionId = ex.sessionId ?? null;
+    const headers = admitHttp(
+      {
+        ...CLIENT_HEADERS,
+        method: ex.method,
+        contentType: ex.method === 'POST' ? 'application/json' : null,
+        protocolVersion: ex.protocolVersion ?? null,
+        sessionId,
+        localBind: true,
+      },
+      POLICY,
+    );
+    if (!headers.ok) {
+      this.refuse(conn, headers);
       return;
     }
-    const session = ex.sessionId === undefined ? undefined : this.sessions.get(ex.sessionId);
-    if (!session) {
-      conn.send({ type: 'http.response', status: ex.sessionId === undefined ? 400 : 404 });
-      return;
-    }
-    session.actor.send({ type: 'session.activity' });
+    let posted: ReturnType<typeof admitBody> | undefined;
     if (ex.method === 'POST') {
-      if (ex.body && isRequest(ex.body)) this.request(session, conn, ex.body);
-      else conn.send({ type: 'http.response', status: 202 });
-      return;
+      posted = admitBody(ex.body, true, sessionId, DEFAULT_SERVER_LIMITS);
+      if ('ok' in posted) {
+        this.refuse(conn, posted);
+        return;
+      }
     }
-    if (ex.lastEventId !== undefined) this.resume(session, conn, ex.lastEventId);
-    else this.attachStandalone(session, conn);
+    const kind = posted && !('ok' in posted) ? posted.kind : undefined;
+    const session = sessionId === null ? undefined : this.sessions.get(sessionId);
+    const route = routeCall({
+      method: ex.method,
+      posted: kind,
+      sessionFound: session !== undefined,
+      lastEventId: ex.lastEventId ?? null,
+    });
+    switch (route.kind) {
+      case 'create-session':
+        this.initialize(conn, ex.body as JsonRpcRequest);
+        return;
+      case 'not-found':
+        this.reply(conn, SESSION_NOT_FOUND);
+        return;
+      case 'request':
+        this.request(session as SimSession, conn, ex.body as JsonRpcRequest);
+        return;
+      case 'accept': {
+        const { accepted } = this.ask(
+          session as SimSession,
+          { type: 'message.received' },
+          'decision.message',
+        );
+        const plan = planMessage(accepted);
+        this.prepare(session as SimSession, plan.prepare);
+        if (plan.kind === 'error') {
+          this.reply(conn, plan.error);
+          return;
+        }
+        conn.send({ type: 'http.response', status: 202 });
+        return;
+      }
+      case 'delete':
+        this.delete(sessionId as string);
+        conn.send({ type: 'http.response', status: 200 });
+        return;
+      case 'standalone': {
+        const s = session as SimSession;
+        const { decision } = this.ask(s, { type: 'standalone.requested' }, 'decision.attach');
+        this.observe({ kind: 'attach', decision });
+        this.execute(s, conn, planStandalone(decision, { sharedStore: false }));
+        return;
+      }
+      case 'resume':
+        this.resume(session as SimSession, conn, route.lastEventId);
+        return;
+    }
+  }
+
+  private refuse(conn: SimConnection, refusal: Exclude<Admission, { ok: true }>): void {
+    this.reply(conn, refusal);
+  }
+
+  private reply(conn: SimConnection, error: ErrorReply): void {
+    conn.send({
+      type: 'http.response',
+      status: error.status,
+      body: errorBody(error.code, error.message, error.data),
+    });
   }
 
   private initialize(conn: SimConnection, request: JsonRpcRequest): void {
@@ -173,46 +267,101 @@ export class SimServer {
     // A server that does not de-duplicate admits every POST as new: it is keyed per connection.
     const key = this.config.dedupe ? requestKey(request.id) : `${requestKey(request.id)}@${conn.id}`;
     const { decision } = this.ask(session, { type: 'request.received', requestKey: key }, 'decision.request');
-    if (decision.kind === 'unknown-session') {
-      conn.send({ type: 'http.response', status: 404 });
+    this.observe({ kind: 'request', decision });
+    // The simulated sessions have no bound on running requests (no `maxInFlight`).
+    this.execute(
+      session,
+      conn,
+      planRequest(decision, key, { sharedStore: false }, DEFAULT_SERVER_LIMITS),
+      request,
+    );
+  }
+
+  private resume(session: SimSession, conn: SimConnection, lastEventId: string): void {
+    const stream = cursorStream(lastEventId, session.epoch);
+    const log = stream === undefined ? undefined : session.logs.get(stream);
+    if (log) this.evict(log);
+    const { answer } = this.ask(
+      session,
+      { type: 'resume.requested', lastEventId, window: log?.window },
+      'decision.resume',
+    );
+    this.observe({ kind: 'resume', answer });
+    this.execute(session, conn, planResume(answer));
+  }
+
+  /** Executes a plan as src/server/session.ts does: its bookkeeping, then the error or the open stream. */
+  private execute(
+    session: SimSession,
+    conn: SimConnection,
+    plan: SessionPlan,
+    request?: JsonRpcRequest,
+  ): void {
+    this.prepare(session, plan.prepare, request);
+    if (plan.kind === 'error') {
+      this.reply(conn, plan.error);
       return;
     }
-    if (decision.kind === 'limited') {
-      // Not reached: the simulated sessions have no bound on running requests (no `maxInFlight`).
-      conn.send({ type: 'http.response', status: 429 });
+    if (plan.kind === 'resume') {
+      this.resume(session, conn, formatEventId({ epoch: session.epoch, stream: plan.stream, seq: plan.seq }));
       return;
     }
-    if (decision.kind === 'duplicate') {
-      // Never run twice: answer with the original stream, replayed from its start.
-      this.resume(session, conn, formatEventId({ epoch: session.epoch, stream: decision.stream, seq: 0 }));
-      return;
+    conn.send({ type: 'http.stream', sessionId: session.id, advertisement: this.advertisement });
+    for (const c of plan.respond) this.respond(session, conn, c, request);
+  }
+
+  private prepare(session: SimSession, commands: readonly PrepareCommand[], request?: JsonRpcRequest): void {
+    for (const c of commands) {
+      if (c.kind === 'record-activity') session.actor.send({ type: 'session.activity' });
+      else if (c.kind === 'run-here') {
+        session.running.set(c.requestKey, c.stream);
+        const id = (request as JsonRpcRequest).id;
+        this.recorder.countRun(session.id, requestKey(id), c.stream);
+      } else if (c.kind === 'open-stream') this.openStream(session, c.stream, request);
+      // `persist`: the simulated log is its own registry; a durable restart keeps `sessions`.
     }
-    const callKey = (request.params?.arguments as { callKey?: string } | undefined)?.callKey;
-    session.logs.set(decision.stream, {
+  }
+
+  private openStream(session: SimSession, stream: number, request?: JsonRpcRequest): void {
+    if (session.logs.has(stream)) return;
+    const standalone = stream === STANDALONE_STREAM;
+    session.logs.set(stream, {
       window: EMPTY_WINDOW,
       messages: new Map(),
-      streamKey: requestKey(request.id),
-      callKey,
-      requestId: request.id,
+      streamKey: standalone || !request ? 'standalone' : requestKey(request.id),
+      callKey: standalone
+        ? undefined
+        : (request?.params?.arguments as { callKey?: string } | undefined)?.callKey,
+      requestId: standalone ? undefined : request?.id,
     });
-    session.running.set(key, decision.stream);
-    this.recorder.countRun(session.id, requestKey(request.id), decision.stream);
-    this.openStream(session, conn, decision.stream, 0);
-    this.execute(session, decision.stream, request, key);
   }
 
-  private openStream(session: SimSession, conn: SimConnection, stream: number, primeSeq: number): void {
-    conn.send({ type: 'http.stream', sessionId: session.id, advertisement: this.advertisement });
-    conn.send({ type: 'sse.retry', ms: this.config.retryMs });
-    conn.send({
-      type: 'sse.event',
-      id: formatEventId({ epoch: session.epoch, stream, seq: primeSeq }),
-      data: '',
-    });
-    this.attach(session, stream, conn);
+  private respond(
+    session: SimSession,
+    conn: SimConnection,
+    c: ResponseCommand,
+    request?: JsonRpcRequest,
+  ): void {
+    const head = (seq: number | 'head', stream: number) =>
+      seq === 'head' ? (session.logs.get(stream)?.window.head ?? 0) : seq;
+    if (c.kind === 'retry') conn.send({ type: 'sse.retry', ms: this.config.retryMs });
+    else if (c.kind === 'prime') {
+      const seq = head(c.seq, c.stream);
+      if (c.seq === 'head') this.recorder.headAttaches.push({ sessionId: session.id, head: seq });
+      conn.send({ type: 'sse.retry', ms: this.config.retryMs });
+      conn.send({ type: 'sse.event', id: this.idOf(session, c.stream, seq), data: '' });
+    } else if (c.kind === 'execute') this.run(session, c.stream, request as JsonRpcRequest, c.requestKey);
+    else this.attach(session, conn, c.stream, head(c.afterSeq, c.stream), c.readBack);
   }
 
-  private attach(session: SimSession, stream: number, conn: SimConnection): void {
+  /** The connection becomes the stream's reader (a previous reader ends), then reads back the log. */
+  private attach(
+    session: SimSession,
+    conn: SimConnection,
+    stream: number,
+    afterSeq: number,
+    readBack: boolean,
+  ): void {
     const log = session.logs.get(stream);
     if (!log) return;
     const previous = log.conn;
@@ -226,57 +375,20 @@ export class SimServer {
       if (log.conn === conn) log.conn = undefined;
       session.actor.send({ type: 'stream.detached' });
     };
-  }
-
-  private resume(session: SimSession, conn: SimConnection, lastEventId: string): void {
-    const cursor = parseEventId(lastEventId);
-    const log = cursor && cursor.epoch === session.epoch ? session.logs.get(cursor.stream) : undefined;
-    if (log) this.evict(log);
-    const { answer } = this.ask(
-      session,
-      { type: 'resume.requested', lastEventId, window: log?.window },
-      'decision.resume',
-    );
-    if (answer.kind !== 'replay') {
-      conn.send({ type: 'http.response', status: RESUME_STATUS[answer.kind], body: resumeErrorBody(answer) });
-      return;
-    }
-    const target = session.logs.get(answer.stream);
-    if (!target) {
-      conn.send({ type: 'http.response', status: 500 });
-      return;
-    }
-    conn.send({ type: 'http.stream', sessionId: session.id, advertisement: this.advertisement });
-    conn.send({ type: 'sse.retry', ms: this.config.retryMs });
-    const from = Math.max(answer.afterSeq + 1 - this.config.replayOverlap, target.window.oldest);
-    for (let seq = from; seq <= target.window.head; seq++) {
-      const message = target.messages.get(seq);
-      if (message) conn.send({ type: 'sse.event', id: this.idOf(session, answer.stream, seq), message });
-    }
-    if (target.window.finished) conn.send({ type: 'net.ended' });
-    else this.attach(session, answer.stream, conn);
-  }
-
-  private attachStandalone(session: SimSession, conn: SimConnection): void {
-    const { decision } = this.ask(session, { type: 'standalone.requested' }, 'decision.attach');
-    if (decision.kind === 'unknown-session') {
-      conn.send({ type: 'http.response', status: 404 });
-      return;
-    }
-    if (!session.logs.has(STANDALONE_STREAM)) {
-      session.logs.set(STANDALONE_STREAM, {
-        window: EMPTY_WINDOW,
-        messages: new Map(),
-        streamKey: 'standalone',
-      });
-    }
-    const log = session.logs.get(STANDALONE_STREAM) as StreamLog;
-    const from = decision.from === 'start' ? 0 : log.window.head;
-    if (decision.from === 'head') this.recorder.headAttaches.push({ sessionId: session.id, head: from });
-    this.openStream(session, conn, STANDALONE_STREAM, from);
-    for (let seq = Math.max(from + 1, log.window.oldest); seq <= log.window.head; seq++) {
+    if (!readBack) return;
+    // This server may start a replay before the cursor (the client already has those events).
+    const lastSent = Math.max(afterSeq - this.config.replayOverlap, log.window.oldest - 1);
+    const events: Array<{ seq: number; message: JsonRpcMessage }> = [];
+    for (let seq = log.window.oldest; seq <= log.window.head; seq++) {
       const message = log.messages.get(seq);
-      if (message) conn.send({ type: 'sse.event', id: this.idOf(session, STANDALONE_STREAM, seq), message });
+      if (message) events.push({ seq, message });
+    }
+    const step = replayStep(log.window, events, lastSent);
+    for (const e of step.write)
+      conn.send({ type: 'sse.event', id: this.idOf(session, stream, e.seq), message: e.message });
+    if (step.end) {
+      if (log.conn === conn) log.conn = undefined;
+      conn.send({ type: 'net.ended' });
     }
   }
 
@@ -291,7 +403,7 @@ export class SimServer {
   }
 
   /** Store, then send: the event is in the log before any socket sees it. */
-  append(session: SimSession, stream: number, message: JsonRpcMessage, uid: string): void {
+  private append(session: SimSession, stream: number, message: JsonRpcMessage, uid: string): void {
     const log = session.logs.get(stream);
     if (!log || session.actor.getSnapshot().matches('ended')) return;
     const before = log.window.oldest;
@@ -310,31 +422,33 @@ export class SimServer {
     log.conn?.send({ type: 'sse.event', id: this.idOf(session, stream, seq), message });
   }
 
-  /** The response was appended: the stream is complete, the request no longer in flight. */
-  finish(session: SimSession, stream: number, key: string): void {
+  /** A call's answer: appended once, then the stream is finished and its reader ends. */
+  private appendFinal(session: SimSession, stream: number, message: JsonRpcMessage, uid: string): boolean {
     const log = session.logs.get(stream);
-    if (!log) return;
+    if (!log || log.window.finished) return false;
+    this.append(session, stream, message, uid);
     log.window = finishWindow(log.window);
-    session.running.delete(key);
-    session.actor.send({ type: 'request.settled', requestKey: key });
     const c = log.conn;
     log.conn = undefined;
     c?.send({ type: 'net.ended' });
+    return true;
   }
 
-  private execute(session: SimSession, stream: number, request: JsonRpcRequest, key: string): void {
+  /** The simulated SDK server runs the request; its answer settles it in the machine. */
+  private run(session: SimSession, stream: number, request: JsonRpcRequest, key: string): void {
     const incarnation = this.incarnation;
     const alive = () => this.incarnation === incarnation && this.sessions.get(session.id) === session;
     const respond = (result: Record<string, unknown>) => {
       if (!alive() || !session.running.has(key)) return;
       const uid = `${session.id}/${stream}/response`;
-      this.append(
+      session.running.delete(key);
+      this.appendFinal(
         session,
         stream,
         { jsonrpc: '2.0', id: request.id, result: { ...result, _meta: { uid } } },
         uid,
       );
-      this.finish(session, stream, key);
+      session.actor.send({ type: 'request.settled', requestKey: key });
     };
     if (request.method === 'initialize') {
       respond({
@@ -377,7 +491,8 @@ export class SimServer {
 
   /** DELETE: the session machine decides; attached streams get `event: close` (see watchEnd). */
   delete(sessionId: string): void {
-    this.sessions.get(sessionId)?.actor.send({ type: 'session.delete' });
+    const session = this.sessions.get(sessionId);
+    if (session) this.ask(session, { type: 'session.delete' }, 'decision.delete');
   }
 
   /** A server-initiated notification on the standalone stream of every session that opened one. */
@@ -397,7 +512,8 @@ export class SimServer {
 
   /**
    * The process restarts. Every connection resets and running tools die with it. With a durable log the
-   * sessions and their events survive, and each interrupted request gets an outcome-unknown answer.
+   * sessions and their events survive; each is restored as the runtime restores it (`session.restored`)
+   * and every call whose answer was never written gets the runtime's outcome-unknown answer.
    */
   restart(durable: boolean): void {
     for (const conn of this.net.list()) conn.reset();
@@ -418,27 +534,28 @@ export class SimServer {
       });
       this.watchEnd(session);
       session.actor.start();
-      for (const [key, stream] of [...session.running]) {
-        const uid = `${session.id}/${stream}/response`;
-        const id = session.logs.get(stream)?.requestId ?? null;
-        this.append(
-          session,
-          stream,
-          {
-            jsonrpc: '2.0',
-            id,
-            error: {
-              code: JsonRpcCode.OUTCOME_UNKNOWN,
-              message: 'interrupted by a server restart',
-              data: { reason: OutcomeUnknownReason.serverRestarted, uid },
-            },
-          },
-          uid,
-        );
-        this.finish(session, stream, key);
+      // The new process's SDK server runs nothing of the old one's.
+      session.running.clear();
+      session.actor.send({ type: 'session.restored' });
+      const { streams } = session.actor.getSnapshot().context;
+      const abandoned = abandonedCalls(
+        streams,
+        (n) => session.logs.get(n)?.window,
+        (owner) => isOwnerAlive(owner, undefined, new Set()),
+        false,
+      );
+      for (const call of abandoned) {
+        const uid = `${session.id}/${call.stream}/response`;
+        const answer = call.answer as { error: { data?: object } };
+        // The world tags every message with a uid, and keys requests per connection without de-duplication.
+        const id = session.logs.get(call.stream)?.requestId ?? null;
+        const tagged = {
+          ...call.answer,
+          id,
+          error: { ...answer.error, data: { ...answer.error.data, uid } },
+        };
+        this.appendFinal(session, call.stream, tagged as JsonRpcMessage, uid);
       }
-      // Restored `after` timers are not re-armed (XState): activity re-enters idle and arms the TTL.
-      session.actor.send({ type: 'session.activity' });
     }
     this.startHeartbeat();
   }
@@ -455,13 +572,4 @@ export class SimServer {
     };
     this.clock.setTimeout(beat, this.config.heartbeatMs);
   }
-}
-
-function resumeErrorBody(answer: Exclude<ResumeAnswer, { kind: 'replay' }>): unknown {
-  const data = answer.kind === 'unknown-session' ? { reason: 'unknown_session' } : answer;
-  return {
-    jsonrpc: '2.0',
-    id: null,
-    error: { code: JsonRpcCode.RESUME_REJECTED, message: 'cannot resume', data },
-  };
 }

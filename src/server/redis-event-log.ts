@@ -115,7 +115,6 @@ return { seq, evict(oldest, seq) - oldest }
 
 const OPEN = `${PRELUDE}
 ensure()
-if ARGV[4] == 'finish' then redis.call('HSET', W, 'finished', 1) end
 return 1
 `;
 
@@ -279,7 +278,7 @@ export class RedisEventLog implements EventLog {
   }
 
   async openStream(sessionId: string, stream: number): Promise<void> {
-    await (await this.c()).mcpcOpen(this.streamKeys(sessionId, stream), [...this.clock(), 'open']);
+    await (await this.c()).mcpcOpen(this.streamKeys(sessionId, stream), this.clock());
   }
 
   async append(sessionId: string, stream: number, message: JsonRpcMessage): Promise<number> {
@@ -345,11 +344,6 @@ export class RedisEventLog implements EventLog {
     afterSeq: number,
   ): Promise<{ events: StoredEvent[]; window: StreamWindow } | undefined> {
     return this.readStream(sessionId, stream, afterSeq);
-  }
-
-  async finish(sessionId: string, stream: number): Promise<void> {
-    await (await this.c()).mcpcOpen(this.streamKeys(sessionId, stream), [...this.clock(), 'finish']);
-    await this.shared.announceAppended(sessionId, stream);
   }
 
   async dropSession(sessionId: string): Promise<void> {

@@ -42,8 +42,8 @@ describe('RedisEventLog', () => {
   it('survives the client: a new log on the same server has the events, windows and sessions', async () => {
     const keyPrefix = freshPrefix();
     const first = make({ keyPrefix, maxEventsPerStream: 3 });
-    for (let i = 1; i <= 5; i++) await first.append('s', 1, note(i));
-    await first.finish('s', 1);
+    for (let i = 1; i < 5; i++) await first.append('s', 1, note(i));
+    await first.appendFinal('s', 1, note(5));
     await first.openStream('s', 0);
     await first.registry.save(record);
     await first.close();
@@ -197,8 +197,8 @@ describe('RedisEventLog', () => {
 
 describe('RedisEventLog across a Redis restart (AOF)', () => {
   async function fill(l: RedisEventLog): Promise<void> {
-    for (let i = 1; i <= 5; i++) await l.append('s', 1, note(i));
-    await l.finish('s', 1);
+    for (let i = 1; i < 5; i++) await l.append('s', 1, note(i));
+    await l.appendFinal('s', 1, note(5));
     await l.append('s', 0, note(100));
     await l.registry.save(record);
   }

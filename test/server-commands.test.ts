@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import { createActor } from 'xstate';
 import { JsonRpcCode, OutcomeUnknownReason, ResumeRejection } from '../machines/codes.js';
 import { formatEventId } from '../machines/event-id.js';
 import { namesSession, routeCall, sessionUnavailable } from '../machines/server/call-routing.js';
+import { askMachine, executePlan, type PlanIo } from '../machines/server/execute-plan.js';
 import {
   abandonedCalls,
   announcesEnd,
@@ -13,6 +15,7 @@ import {
 import { DEFAULT_SERVER_LIMITS } from '../machines/server/limits.js';
 import { errorBody, resumeRejected, SESSION_NOT_FOUND } from '../machines/server/replies.js';
 import { appendToWindow, EMPTY_WINDOW, finishWindow } from '../machines/server/retention.js';
+import { serverSessionMachine } from '../machines/server/session.machine.js';
 import {
   cursorStream,
   planMessage,
@@ -266,5 +269,103 @@ describe('call routing and replies', () => {
       id: null,
       error: { code: -1, message: 'm', data: { a: 1 } },
     });
+  });
+});
+
+describe('executePlan: one executor, synchronous or not as its I/O is', () => {
+  const record = (async: boolean, failOpen = false) => {
+    const log: string[] = [];
+    const step = (entry: string, fail = false) => {
+      log.push(entry);
+      if (fail) {
+        if (async) return Promise.reject(new Error(entry));
+        throw new Error(entry);
+      }
+      return async ? Promise.resolve() : undefined;
+    };
+    const io: PlanIo<string, string> = {
+      epoch: 'ep',
+      recordActivity: () => void log.push('activity'),
+      runHere: (key, stream) => void log.push(`run-here ${key} ${stream}`),
+      openStream: (stream) => step(`open-stream ${stream}`, failOpen),
+      persist: () => step('persist'),
+      unanswered: (key, cause) => void log.push(`unanswered ${key} ${cause}`),
+      head: () => (async ? Promise.resolve(7) : 7),
+      reply: (error) => `reply ${error.status}`,
+      accepted: () => 'reply 202',
+      resume: (id) => `resume ${id}`,
+      open: (start) => {
+        void start('sink');
+        return 'sse';
+      },
+      prime: (sink, stream, seq) => void log.push(`prime ${sink} ${stream} ${seq}`),
+      retry: () => void log.push('retry'),
+      attach: (_sink, stream, after, readBack) => step(`attach ${stream} ${after} ${readBack}`),
+      execute: (key) => void log.push(`execute ${key}`),
+    };
+    return { log, io };
+  };
+
+  it('runs a new request in order, the same whether the I/O is synchronous or not', async () => {
+    const plan = planRequest({ kind: 'execute', stream: 3 }, 'n:7', alone, limits);
+    const sync = record(false);
+    expect(executePlan(plan, sync.io)).toBe('sse');
+    const async = record(true);
+    expect(await executePlan(plan, async.io)).toBe('sse');
+    await new Promise((r) => setTimeout(r, 0));
+    const expected = [
+      'activity',
+      'run-here n:7 3',
+      'open-stream 3',
+      'persist',
+      'prime sink 3 0',
+      'attach 3 0 false',
+      'execute n:7',
+    ];
+    expect(sync.log).toEqual(expected);
+    expect(async.log).toEqual(expected);
+  });
+
+  it('a standalone stream from its head is primed and attached at the head', () => {
+    const { log, io } = record(false);
+    executePlan(planStandalone({ kind: 'attach', stream: 0, from: 'head' }, alone), io);
+    expect(log).toEqual(['activity', 'open-stream 0', 'persist', 'prime sink 0 7', 'attach 0 7 true']);
+  });
+
+  it('a repeated id resumes its stream from seq 0; an error replies after its bookkeeping', () => {
+    const { log, io } = record(false);
+    expect(executePlan(planRequest({ kind: 'duplicate', stream: 2 }, 'n:7', alone, limits), io)).toBe(
+      `resume ${formatEventId({ epoch: 'ep', stream: 2, seq: 0 })}`,
+    );
+    expect(executePlan(planRequest({ kind: 'unknown-session' }, 'n:7', alone, limits), io)).toBe('reply 404');
+    expect(executePlan(planMessage(true), io)).toBe('reply 202');
+    expect(log).toEqual(['activity', 'activity']);
+  });
+
+  it('a request whose stream cannot be stored is settled as failed, and the error goes on', async () => {
+    const plan = planRequest({ kind: 'execute', stream: 3 }, 'n:7', alone, limits);
+    const sync = record(false, true);
+    expect(() => executePlan(plan, sync.io)).toThrow('open-stream 3');
+    expect(sync.log.at(-1)).toBe('unanswered n:7 failed');
+    const async = record(true, true);
+    await expect(executePlan(plan, async.io)).rejects.toThrow('open-stream 3');
+    expect(async.log.at(-1)).toBe('unanswered n:7 failed');
+  });
+
+  it('asks the machine and returns its answer of the type asked for', () => {
+    const actor = createActor(serverSessionMachine, {
+      input: { sessionId: 'S', epoch: 'ep', idleTtlMs: 1_000 },
+    });
+    actor.start();
+    expect(
+      askMachine(actor, { type: 'request.received', requestKey: 'n:1' }, 'decision.request').decision,
+    ).toEqual({
+      kind: 'execute',
+      stream: 1,
+    });
+    expect(() => askMachine(actor, { type: 'session.activity' }, 'decision.request')).toThrow(
+      /no decision.request/,
+    );
+    actor.stop();
   });
 });

@@ -51,7 +51,9 @@ export type SessionPlan =
       readonly seq: number;
       readonly prepare: PrepareCommand[];
     }
-  | { readonly kind: 'stream'; readonly prepare: PrepareCommand[]; readonly respond: ResponseCommand[] };
+  | { readonly kind: 'stream'; readonly prepare: PrepareCommand[]; readonly respond: ResponseCommand[] }
+  /** A notification or response the SDK server is handed: 202. */
+  | { readonly kind: 'accept'; readonly prepare: PrepareCommand[] };
 
 /** Facts about where the session is kept, that change what is persisted. */
 export interface Keeping {
@@ -143,9 +145,7 @@ export function cursorStream(lastEventId: string, epoch: string): number | undef
 }
 
 /** A POSTed notification or response, after the machine's `decision.message`. */
-export function planMessage(
-  accepted: boolean,
-): SessionPlan | { readonly kind: 'accept'; readonly prepare: PrepareCommand[] } {
+export function planMessage(accepted: boolean): SessionPlan {
   return accepted ? { kind: 'accept', prepare: [{ kind: 'record-activity' }] } : notFound;
 }
 

@@ -1,7 +1,6 @@
 import { type Actor, createActor } from 'xstate';
 import { formatEventId, STANDALONE_STREAM } from '../../machines/event-id.js';
 import {
-  isRequest,
   type JsonRpcMessage,
   type JsonRpcRequest,
   type RequestId,
@@ -9,6 +8,7 @@ import {
 } from '../../machines/jsonrpc.js';
 import { type Admission, admitBody, admitHttp } from '../../machines/server/admission.js';
 import { routeCall } from '../../machines/server/call-routing.js';
+import { askMachine, executePlan, type PlanIo } from '../../machines/server/execute-plan.js';
 import { abandonedCalls, isOwnerAlive } from '../../machines/server/instances.js';
 import { DEFAULT_SERVER_LIMITS } from '../../machines/server/limits.js';
 import { type ErrorReply, errorBody, SESSION_NOT_FOUND } from '../../machines/server/replies.js';
@@ -25,16 +25,15 @@ import {
   type AttachDecision,
   type RequestDecision,
   type ServerSessionEmitted,
+  type ServerSessionEvent,
   serverSessionMachine,
 } from '../../machines/server/session.machine.js';
 import {
   cursorStream,
-  type PrepareCommand,
   planMessage,
   planRequest,
   planResume,
   planStandalone,
-  type ResponseCommand,
   replayStep,
   type SessionPlan,
 } from '../../machines/server/session-commands.js';
@@ -183,13 +182,7 @@ export class SimServer {
           { type: 'message.received' },
           'decision.message',
         );
-        const plan = planMessage(accepted);
-        this.prepare(session as SimSession, plan.prepare);
-        if (plan.kind === 'error') {
-          this.reply(conn, plan.error);
-          return;
-        }
-        conn.send({ type: 'http.response', status: 202 });
+        this.execute(session as SimSession, conn, planMessage(accepted));
         return;
       }
       case 'delete':
@@ -250,17 +243,10 @@ export class SimServer {
 
   private ask<T extends ServerSessionEmitted['type']>(
     session: SimSession,
-    event: Parameters<SimSession['actor']['send']>[0],
+    event: ServerSessionEvent,
     type: T,
   ): Extract<ServerSessionEmitted, { type: T }> {
-    let answer: Extract<ServerSessionEmitted, { type: T }> | undefined;
-    const sub = session.actor.on(type, (e) => {
-      answer = e as Extract<ServerSessionEmitted, { type: T }>;
-    });
-    session.actor.send(event);
-    sub.unsubscribe();
-    if (!answer) throw new Error(`server session machine gave no ${type} for ${event.type}`);
-    return answer;
+    return askMachine(session.actor, event, type);
   }
 
   private request(session: SimSession, conn: SimConnection, request: JsonRpcRequest): void {
@@ -291,35 +277,51 @@ export class SimServer {
   }
 
   /** Executes a plan as src/server/session.ts does: its bookkeeping, then the error or the open stream. */
+  /**
+   * Executes a plan with the simulated I/O, through the runtime's executor (machines/server/execute-plan.ts):
+   * the network, the in-memory log, and the simulated SDK server's tools.
+   */
   private execute(
     session: SimSession,
     conn: SimConnection,
     plan: SessionPlan,
     request?: JsonRpcRequest,
   ): void {
-    this.prepare(session, plan.prepare, request);
-    if (plan.kind === 'error') {
-      this.reply(conn, plan.error);
-      return;
-    }
-    if (plan.kind === 'resume') {
-      this.resume(session, conn, formatEventId({ epoch: session.epoch, stream: plan.stream, seq: plan.seq }));
-      return;
-    }
-    conn.send({ type: 'http.stream', sessionId: session.id, advertisement: this.advertisement });
-    for (const c of plan.respond) this.respond(session, conn, c, request);
-  }
-
-  private prepare(session: SimSession, commands: readonly PrepareCommand[], request?: JsonRpcRequest): void {
-    for (const c of commands) {
-      if (c.kind === 'record-activity') session.actor.send({ type: 'session.activity' });
-      else if (c.kind === 'run-here') {
-        session.running.set(c.requestKey, c.stream);
-        const id = (request as JsonRpcRequest).id;
-        this.recorder.countRun(session.id, requestKey(id), c.stream);
-      } else if (c.kind === 'open-stream') this.openStream(session, c.stream, request);
-      // `persist`: the simulated log is its own registry; a durable restart keeps `sessions`.
-    }
+    const io: PlanIo<void, SimConnection> = {
+      epoch: session.epoch,
+      recordActivity: () => session.actor.send({ type: 'session.activity' }),
+      runHere: (key, stream) => {
+        session.running.set(key, stream);
+        this.recorder.countRun(session.id, requestKey((request as JsonRpcRequest).id), stream);
+      },
+      openStream: (stream) => this.openStream(session, stream, request),
+      // The simulated log is its own registry: a durable restart keeps `sessions`.
+      persist: () => undefined,
+      unanswered: (key, cause) => session.actor.send({ type: 'request.unanswered', requestKey: key, cause }),
+      head: (stream) => {
+        const head = session.logs.get(stream)?.window.head ?? 0;
+        this.recorder.headAttaches.push({ sessionId: session.id, head });
+        return head;
+      },
+      reply: (error) => this.reply(conn, error),
+      accepted: () => conn.send({ type: 'http.response', status: 202 }),
+      resume: (lastEventId) => this.resume(session, conn, lastEventId),
+      open: (start) => {
+        conn.send({ type: 'http.stream', sessionId: session.id, advertisement: this.advertisement });
+        start(conn);
+      },
+      prime: (c, stream, seq) => {
+        c.send({ type: 'sse.retry', ms: this.config.retryMs });
+        c.send({ type: 'sse.event', id: this.idOf(session, stream, seq), data: '' });
+      },
+      retry: (c) => c.send({ type: 'sse.retry', ms: this.config.retryMs }),
+      attach: (c, stream, afterSeq, readBack) => this.attach(session, c, stream, afterSeq, readBack),
+      execute: (key) => {
+        const stream = session.running.get(key) as number;
+        this.run(session, stream, request as JsonRpcRequest, key);
+      },
+    };
+    executePlan(plan, io);
   }
 
   private openStream(session: SimSession, stream: number, request?: JsonRpcRequest): void {
@@ -334,24 +336,6 @@ export class SimServer {
         : (request?.params?.arguments as { callKey?: string } | undefined)?.callKey,
       requestId: standalone ? undefined : request?.id,
     });
-  }
-
-  private respond(
-    session: SimSession,
-    conn: SimConnection,
-    c: ResponseCommand,
-    request?: JsonRpcRequest,
-  ): void {
-    const head = (seq: number | 'head', stream: number) =>
-      seq === 'head' ? (session.logs.get(stream)?.window.head ?? 0) : seq;
-    if (c.kind === 'retry') conn.send({ type: 'sse.retry', ms: this.config.retryMs });
-    else if (c.kind === 'prime') {
-      const seq = head(c.seq, c.stream);
-      if (c.seq === 'head') this.recorder.headAttaches.push({ sessionId: session.id, head: seq });
-      conn.send({ type: 'sse.retry', ms: this.config.retryMs });
-      conn.send({ type: 'sse.event', id: this.idOf(session, c.stream, seq), data: '' });
-    } else if (c.kind === 'execute') this.run(session, c.stream, request as JsonRpcRequest, c.requestKey);
-    else this.attach(session, conn, c.stream, head(c.afterSeq, c.stream), c.readBack);
   }
 
   /** The connection becomes the stream's reader (a previous reader ends), then reads back the log. */

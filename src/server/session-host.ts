@@ -1,4 +1,5 @@
 import { type Actor, createActor, type InspectionEvent, type Observer } from 'xstate';
+import { askMachine } from '../../machines/server/execute-plan.js';
 import {
   type ServerSessionEmitted,
   type ServerSessionEvent,
@@ -99,15 +100,7 @@ export class SessionHost {
   /** Sends `event` and returns the machine's answer of `type`. */
   ask<T extends ServerSessionEmitted['type']>(event: ServerSessionEvent, type: T): Emitted<T> {
     if (this.ended) throw new SessionUnavailableError(this.released);
-    const actor = this.actor;
-    let answer: Emitted<T> | undefined;
-    const sub = actor.on(type, (e) => {
-      answer = e as Emitted<T>;
-    });
-    actor.send(event);
-    sub.unsubscribe();
-    if (!answer) throw new Error(`session machine gave no ${type} for ${event.type}`);
-    return answer;
+    return askMachine(this.actor, event, type);
   }
 
   private spawn(snapshot: unknown): SessionActor {

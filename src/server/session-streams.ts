@@ -1,11 +1,9 @@
-import { formatEventId } from '../../machines/event-id.js';
 import type { JsonRpcMessage } from '../../machines/jsonrpc.js';
-import type { ResponseCommand } from '../../machines/server/session-commands.js';
 import type { ServerMetrics } from '../metrics/server.js';
 import { Attachment } from './attachment.js';
 import type { EventLog } from './event-log.js';
 import type { SessionHost } from './session-host.js';
-import { closeFrame, primingFrame, type SseSink } from './sse.js';
+import { closeFrame, type SseSink } from './sse.js';
 
 /** What one session's streams need. */
 export interface StreamsOptions {
@@ -20,8 +18,8 @@ export interface StreamsOptions {
 }
 
 /**
- * Command execution for one session's streams, with a log and SSE sinks: the responses attached to its
- * streams, what is stored (always before any socket sees it), and the commands that open a response.
+ * One session's streams, with a log and SSE sinks: the responses attached to them (one reader per
+ * stream), and what is stored, always before any socket sees it.
  */
 export class SessionStreams {
   /** Exists only while something is attached: an empty Map is ~200 bytes, a twentieth of an idle session. */
@@ -48,28 +46,6 @@ export class SessionStreams {
   /** The stream is done without a final event written here: its reader ends once it has written what it has. */
   finish(stream: number): void {
     this.attachedHere?.get(stream)?.finish();
-  }
-
-  /**
-   * Executes a plan's response commands on an open SSE response; `head` is the stream's head when a
-   * command starts there, `execute` hands the request to the SDK server.
-   */
-  async respond(
-    commands: readonly ResponseCommand[],
-    sink: SseSink,
-    head: number,
-    execute: (requestKey: string) => void,
-  ): Promise<void> {
-    const at = (seq: number | 'head') => (seq === 'head' ? head : seq);
-    for (const c of commands) {
-      if (c.kind === 'prime') sink.write(primingFrame(this.idOf(c.stream, at(c.seq)), this.o.retryMs));
-      else if (c.kind === 'retry') sink.write(`retry: ${this.o.retryMs}\n\n`);
-      else if (c.kind === 'execute') execute(c.requestKey);
-      else {
-        const attachment = this.attach(c.stream, sink, at(c.afterSeq));
-        if (c.readBack) await attachment.replay();
-      }
-    }
   }
 
   /**
@@ -105,7 +81,7 @@ export class SessionStreams {
   }
 
   /** The sink becomes the stream's reader; a previous reader of the stream is ended. */
-  private attach(stream: number, sink: SseSink, lastSent: number): Attachment {
+  attach(stream: number, sink: SseSink, lastSent: number): Attachment {
     const previous = this.attachedHere?.get(stream);
     if (previous && previous.sink !== sink) previous.sink.end();
     const o = this.o;
@@ -122,9 +98,5 @@ export class SessionStreams {
       o.metrics?.streamDetached(o.id, stream);
     });
     return attachment;
-  }
-
-  private idOf(stream: number, seq: number): string {
-    return formatEventId({ epoch: this.o.epoch, stream, seq });
   }
 }

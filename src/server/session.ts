@@ -10,6 +10,7 @@ import {
   type JsonRpcRequest,
   requestKey,
 } from '../../machines/jsonrpc.js';
+import { executePlan, type PlanIo } from '../../machines/server/execute-plan.js';
 import { announcesEnd } from '../../machines/server/instances.js';
 import { DEFAULT_SERVER_LIMITS, LimitReason, type ServerLimits } from '../../machines/server/limits.js';
 import { SESSION_NOT_FOUND } from '../../machines/server/replies.js';
@@ -23,7 +24,6 @@ import {
 } from '../../machines/server/session.machine.js';
 import {
   cursorStream,
-  type PrepareCommand,
   planMessage,
   planRequest,
   planResume,
@@ -40,6 +40,7 @@ import { SessionReaping } from './session-reaping.js';
 import { SessionStreams } from './session-streams.js';
 import { SessionTransport } from './session-transport.js';
 import { SharedSync } from './shared-sync.js';
+import { primingFrame, type SseSink } from './sse.js';
 
 export { SessionUnavailableError } from './session-host.js';
 
@@ -234,14 +235,12 @@ export class RuntimeSession {
       this.o.metrics?.requestLimited(LimitReason.maxOpenRequestStreams, plan.error.status);
     }
     if (message.method === 'initialize' && plan.kind === 'stream') this.initializeKey = key;
-    return this.execute(
-      plan,
-      (k) => {
+    return this.execute(plan, principal, {
+      run: (k) => {
         const cause = this.transport.receiveRequest(message as JSONRPCMessage, extra);
         if (cause) this.unanswered(k, cause);
       },
-      principal,
-    );
+    });
   }
 
   /** A POSTed notification or response: hand it to the SDK server, answer 202. */
@@ -251,16 +250,17 @@ export class RuntimeSession {
     extra: MessageExtraInfo,
   ): Promise<Reply> {
     const { accepted } = await this.decide({ type: 'message.received', principal }, 'decision.message');
-    const plan = planMessage(accepted);
-    await this.prepare(plan.prepare);
-    if (plan.kind === 'error') return replyWith(plan.error, this.o.headers);
-    const shared = this.sync.store;
-    const route = shared
-      ? routeInbound(message, shared.instanceId, (key) => this.ownerOfRequest(key))
-      : ({ kind: 'here', message } as const);
-    if (route.kind === 'here') this.deliver(route.message, extra);
-    else await shared?.forward(route.instance, this.o.id, route.message);
-    return { kind: 'empty', status: 202, headers: this.o.headers };
+    return this.execute(planMessage(accepted), principal, {
+      accepted: async () => {
+        const shared = this.sync.store;
+        const route = shared
+          ? routeInbound(message, shared.instanceId, (key) => this.ownerOfRequest(key))
+          : ({ kind: 'here', message } as const);
+        if (route.kind === 'here') this.deliver(route.message, extra);
+        else await shared?.forward(route.instance, this.o.id, route.message);
+        return { kind: 'empty', status: 202, headers: this.o.headers };
+      },
+    });
   }
 
   /** A client message POSTed to another instance that belongs to this one's copy of the session. */
@@ -278,13 +278,13 @@ export class RuntimeSession {
       'decision.resume',
     );
     this.o.metrics?.resumeAnswered(this.o.id, answer, window);
-    return this.execute(planResume(answer), undefined, principal);
+    return this.execute(planResume(answer), principal);
   }
 
   /** GET without a cursor: the standalone stream, from its start the first time, else from its head. */
   async standalone(principal: string | undefined): Promise<Reply> {
     const { decision } = await this.decide({ type: 'standalone.requested', principal }, 'decision.attach');
-    return this.execute(planStandalone(decision, this.keeping), undefined, principal);
+    return this.execute(planStandalone(decision, this.keeping), principal);
   }
 
   async delete(principal: string | undefined): Promise<Reply> {
@@ -314,48 +314,44 @@ export class RuntimeSession {
     return this.o.log.window(this.o.id, stream);
   }
 
-  /** Executes a plan: its storage and bookkeeping now, its response commands once the response opens. */
-  private async execute(
+  /**
+   * Executes a plan (machines/server/execute-plan.ts) with this session's I/O: the log, SSE sinks, the
+   * SDK server. `run` hands a request to the SDK server; `accepted` delivers a notification or response.
+   */
+  private execute(
     plan: SessionPlan,
-    run: ((requestKey: string) => void) | undefined,
     principal: string | undefined,
+    handlers: { run?: (requestKey: string) => void; accepted?: () => Promise<Reply> } = {},
   ): Promise<Reply> {
-    await this.prepare(plan.prepare);
-    if (plan.kind === 'error') return replyWith(plan.error, this.o.headers);
-    if (plan.kind === 'resume')
-      return this.resume(
-        formatEventId({ epoch: this.o.epoch, stream: plan.stream, seq: plan.seq }),
-        principal,
-      );
-    const { respond } = plan;
-    const fromHead = respond.some(
-      (c) => (c.kind === 'prime' && c.seq === 'head') || (c.kind === 'attach' && c.afterSeq === 'head'),
-    );
-    const head = fromHead ? ((await this.o.log.window(this.o.id, STANDALONE_STREAM))?.head ?? 0) : 0;
-    return {
-      kind: 'sse',
-      headers: this.o.headers,
-      start: (sink) => this.streams.respond(respond, sink, head, (key) => run?.(key)),
+    const o = this.o;
+    const io: PlanIo<Reply, SseSink> = {
+      epoch: o.epoch,
+      recordActivity: () => {
+        this.host.used();
+        this.host.send({ type: 'session.activity' });
+      },
+      // The machine's `running` is the bookkeeping: admitted requests are in it already.
+      runHere: () => undefined,
+      openStream: (stream) => o.log.openStream(o.id, stream),
+      persist: async () => {
+        await o.log.registry?.save(this.sync.record());
+      },
+      unanswered: (key, cause) => this.unanswered(key, cause),
+      head: async (stream) => (await o.log.window(o.id, stream))?.head ?? 0,
+      reply: (error) => replyWith(error, o.headers),
+      accepted: () => (handlers.accepted as () => Promise<Reply>)(),
+      resume: (lastEventId) => this.resume(lastEventId, principal),
+      open: (start) => ({ kind: 'sse', headers: o.headers, start }),
+      prime: (sink, stream, seq) =>
+        sink.write(primingFrame(formatEventId({ epoch: o.epoch, stream, seq }), o.retryMs)),
+      retry: (sink) => sink.write(`retry: ${o.retryMs}\n\n`),
+      attach: (sink, stream, afterSeq, readBack) => {
+        const attachment = this.streams.attach(stream, sink, afterSeq);
+        return readBack ? attachment.replay() : undefined;
+      },
+      execute: (key) => handlers.run?.(key),
     };
-  }
-
-  /** A plan's commands before the response opens. A request admitted but never handed to the SDK server is settled. */
-  private async prepare(commands: readonly PrepareCommand[]): Promise<void> {
-    let admitted: string | undefined;
-    try {
-      for (const c of commands) {
-        if (c.kind === 'record-activity') {
-          this.host.used();
-          this.host.send({ type: 'session.activity' });
-        } else if (c.kind === 'run-here') admitted = c.requestKey;
-        else if (c.kind === 'open-stream') await this.o.log.openStream(this.o.id, c.stream);
-        else await this.o.log.registry?.save(this.sync.record());
-      }
-    } catch (error) {
-      // Admitted but never handed to the SDK server: the machine settles it, or it would pin the session.
-      if (admitted !== undefined) this.unanswered(admitted, 'failed');
-      throw error;
-    }
+    return Promise.resolve(executePlan(plan, io));
   }
 
   /** The SDK server will not answer this request: the machine decides what becomes of it. */

@@ -81,8 +81,6 @@ interface SimSession {
   actor: Actor<typeof serverSessionMachine>;
   readonly epoch: string;
   readonly logs: Map<number, StreamLog>;
-  /** Requests running in this incarnation: request key → stream (the SDK server's own bookkeeping). */
-  readonly running: Map<string, number>;
   standaloneCount: number;
 }
 
@@ -221,7 +219,7 @@ export class SimServer {
       clock: this.clock,
       input: { sessionId: id, epoch, idleTtlMs: this.config.idleTtlMs },
     });
-    const session: SimSession = { id, actor, epoch, logs: new Map(), running: new Map(), standaloneCount: 0 };
+    const session: SimSession = { id, actor, epoch, logs: new Map(), standaloneCount: 0 };
     this.watchEnd(session);
     actor.start();
     this.sessions.set(id, session);
@@ -290,8 +288,8 @@ export class SimServer {
     const io: PlanIo<void, SimConnection> = {
       epoch: session.epoch,
       recordActivity: () => session.actor.send({ type: 'session.activity' }),
-      runHere: (key, stream) => {
-        session.running.set(key, stream);
+      runHere: (_key, stream) => {
+        // The machine's `running` is the bookkeeping, as at run time.
         this.recorder.countRun(session.id, requestKey((request as JsonRpcRequest).id), stream);
       },
       openStream: (stream) => this.openStream(session, stream, request),
@@ -317,7 +315,7 @@ export class SimServer {
       retry: (c) => c.send({ type: 'sse.retry', ms: this.config.retryMs }),
       attach: (c, stream, afterSeq, readBack) => this.attach(session, c, stream, afterSeq, readBack),
       execute: (key) => {
-        const stream = session.running.get(key) as number;
+        const stream = runningIn(session)[key] as number;
         this.run(session, stream, request as JsonRpcRequest, key);
       },
     };
@@ -423,9 +421,8 @@ export class SimServer {
     const incarnation = this.incarnation;
     const alive = () => this.incarnation === incarnation && this.sessions.get(session.id) === session;
     const respond = (result: Record<string, unknown>) => {
-      if (!alive() || !session.running.has(key)) return;
+      if (!alive() || runningIn(session)[key] === undefined) return;
       const uid = `${session.id}/${stream}/response`;
-      session.running.delete(key);
       this.appendFinal(
         session,
         stream,
@@ -457,7 +454,7 @@ export class SimServer {
     if (tool.sideEffect === 'once') this.recorder.countSideEffect(callKey);
     for (let n = 1; n <= tool.notifications; n++) {
       this.clock.setTimeout(() => {
-        if (!alive() || !session.running.has(key)) return;
+        if (!alive() || runningIn(session)[key] === undefined) return;
         const uid = `${session.id}/${stream}/${n}`;
         this.append(
           session,
@@ -518,8 +515,6 @@ export class SimServer {
       });
       this.watchEnd(session);
       session.actor.start();
-      // The new process's SDK server runs nothing of the old one's.
-      session.running.clear();
       session.actor.send({ type: 'session.restored' });
       const { streams } = session.actor.getSnapshot().context;
       const abandoned = abandonedCalls(
@@ -557,3 +552,7 @@ export class SimServer {
     this.clock.setTimeout(beat, this.config.heartbeatMs);
   }
 }
+
+/** The requests running on the session's server, as its machine counts them. */
+const runningIn = (session: SimSession): Readonly<Record<string, number>> =>
+  session.actor.getSnapshot().context.running ?? {};

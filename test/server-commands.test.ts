@@ -275,6 +275,7 @@ describe('call routing and replies', () => {
 describe('executePlan: one executor, synchronous or not as its I/O is', () => {
   const record = (async: boolean, failOpen = false) => {
     const log: string[] = [];
+    const readers = new Map<number, string>([[0, 'old-sink']]);
     const step = (entry: string, fail = false) => {
       log.push(entry);
       if (fail) {
@@ -300,7 +301,12 @@ describe('executePlan: one executor, synchronous or not as its I/O is', () => {
       },
       prime: (sink, stream, seq) => void log.push(`prime ${sink} ${stream} ${seq}`),
       retry: () => void log.push('retry'),
-      attach: (_sink, stream, after, readBack) => step(`attach ${stream} ${after} ${readBack}`),
+      readerOf: (stream) => readers.get(stream),
+      endReader: (stream, reader) => void log.push(`end ${reader} on ${stream}`),
+      attach: (sink, stream, after, readBack) => {
+        readers.set(stream, sink);
+        return step(`attach ${stream} ${after} ${readBack}`);
+      },
       execute: (key) => void log.push(`execute ${key}`),
     };
     return { log, io };
@@ -326,10 +332,17 @@ describe('executePlan: one executor, synchronous or not as its I/O is', () => {
     expect(async.log).toEqual(expected);
   });
 
-  it('a standalone stream from its head is primed and attached at the head', () => {
+  it('a standalone stream from its head is primed and attached at the head, ending its previous reader', () => {
     const { log, io } = record(false);
     executePlan(planStandalone({ kind: 'attach', stream: 0, from: 'head' }, alone), io);
-    expect(log).toEqual(['activity', 'open-stream 0', 'persist', 'prime sink 0 7', 'attach 0 7 true']);
+    expect(log).toEqual([
+      'activity',
+      'open-stream 0',
+      'persist',
+      'prime sink 0 7',
+      'end old-sink on 0',
+      'attach 0 7 true',
+    ]);
   });
 
   it('a repeated id resumes its stream from seq 0; an error replies after its bookkeeping', () => {

@@ -33,7 +33,11 @@ export interface PlanIo<R, S> {
   open(start: (sink: S) => Step): R;
   prime(sink: S, stream: number, seq: number): void;
   retry(sink: S): void;
-  /** The sink becomes the stream's reader (a previous reader ends); with `readBack`, it replays the log after `afterSeq`. */
+  /** The response reading the stream now, if any. */
+  readerOf(stream: number): S | undefined;
+  /** Ends a reader's response (the client resumes, or has moved to another response). */
+  endReader(stream: number, reader: S): void;
+  /** The sink becomes the stream's reader; with `readBack`, it replays the log after `afterSeq`. */
   attach(sink: S, stream: number, afterSeq: number, readBack: boolean): Step;
   execute(requestKey: string): void;
 }
@@ -87,6 +91,9 @@ function answer<R, S>(plan: SessionPlan, io: PlanIo<R, S>): R | Promise<R> {
           if (c.kind === 'prime') return io.prime(sink, c.stream, at(c.seq));
           if (c.kind === 'retry') return io.retry(sink);
           if (c.kind === 'execute') return io.execute(c.requestKey);
+          // One reader per stream: a new one (the client reconnected) ends the previous.
+          const previous = io.readerOf(c.stream);
+          if (previous !== undefined && previous !== sink) io.endReader(c.stream, previous);
           return io.attach(sink, c.stream, at(c.afterSeq), c.readBack);
         }),
       );

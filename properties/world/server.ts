@@ -313,6 +313,12 @@ export class SimServer {
         c.send({ type: 'sse.event', id: this.idOf(session, stream, seq), data: '' });
       },
       retry: (c) => c.send({ type: 'sse.retry', ms: this.config.retryMs }),
+      readerOf: (stream) => session.logs.get(stream)?.conn,
+      endReader: (stream, c) => {
+        const log = session.logs.get(stream);
+        if (log?.conn === c) log.conn = undefined;
+        c.send({ type: 'net.ended' });
+      },
       attach: (c, stream, afterSeq, readBack) => this.attach(session, c, stream, afterSeq, readBack),
       execute: (key) => {
         const stream = runningIn(session)[key] as number;
@@ -336,7 +342,7 @@ export class SimServer {
     });
   }
 
-  /** The connection becomes the stream's reader (a previous reader ends), then reads back the log. */
+  /** The connection becomes the stream's reader (the previous one was ended), then reads back the log. */
   private attach(
     session: SimSession,
     conn: SimConnection,
@@ -346,11 +352,6 @@ export class SimServer {
   ): void {
     const log = session.logs.get(stream);
     if (!log) return;
-    const previous = log.conn;
-    if (previous && previous !== conn) {
-      log.conn = undefined;
-      previous.send({ type: 'net.ended' });
-    }
     log.conn = conn;
     session.actor.send({ type: 'stream.attached' });
     conn.onGone = () => {

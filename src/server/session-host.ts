@@ -69,6 +69,16 @@ export class SessionHost {
     return new Map(Object.entries(this.actor.getSnapshot().context.running ?? {}));
   }
 
+  /** The responses attached here, as the machine counts them (a sleeping machine has none). */
+  attached(): number {
+    return this.machine.sleeping ? 0 : this.actor.getSnapshot().context.attached;
+  }
+
+  /** What is attached or running here keeps the session alive (on every instance, sharing a store). */
+  get busy(): boolean {
+    return this.attached() > 0 || this.running().size > 0;
+  }
+
   /** The session was used just now (at `time`, if given: on another instance): its idle clock restarts. */
   used(time?: number): void {
     if (time === undefined) this.machine.used();

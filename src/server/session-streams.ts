@@ -30,10 +30,6 @@ export class SessionStreams {
     private readonly host: SessionHost,
   ) {}
 
-  get attachedCount(): number {
-    return this.attachedHere?.size ?? 0;
-  }
-
   attachedStreams(): ReadonlySet<number> {
     return new Set(this.attachedHere?.keys() ?? []);
   }
@@ -80,10 +76,13 @@ export class SessionStreams {
     this.attachedHere = undefined;
   }
 
-  /** The sink becomes the stream's reader; a previous reader of the stream is ended. */
+  /** The response reading `stream` here, if any. */
+  readerOf(stream: number): SseSink | undefined {
+    return this.attachedHere?.get(stream)?.sink;
+  }
+
+  /** The sink becomes the stream's reader (the previous one was ended: execute-plan.ts). */
   attach(stream: number, sink: SseSink, lastSent: number): Attachment {
-    const previous = this.attachedHere?.get(stream);
-    if (previous && previous.sink !== sink) previous.sink.end();
     const o = this.o;
     const attachment = new Attachment(sink, o.log, o.id, o.epoch, stream, lastSent, o.heartbeatMs, o.pollMs);
     this.attachedHere ??= new Map();

@@ -132,7 +132,6 @@ export class RuntimeSession {
     this.sync = new SharedSync(this.host, shared, {
       ...o,
       gone: (reason) => this.gone(reason),
-      attachedHere: () => this.streams.attachedCount,
     });
     this.reaping = new SessionReaping(o.id, o.log, this.host, this.streams, o.metrics);
   }
@@ -160,7 +159,7 @@ export class RuntimeSession {
 
   /** What is attached or running here keeps the session alive (on every instance, sharing a store). */
   get busyHere(): boolean {
-    return this.streams.attachedCount > 0 || this.host.running().size > 0;
+    return this.host.busy;
   }
 
   /** Another instance ended the session (its change report, or its record is gone). */
@@ -345,6 +344,8 @@ export class RuntimeSession {
       prime: (sink, stream, seq) =>
         sink.write(primingFrame(formatEventId({ epoch: o.epoch, stream, seq }), o.retryMs)),
       retry: (sink) => sink.write(`retry: ${o.retryMs}\n\n`),
+      readerOf: (stream) => this.streams.readerOf(stream),
+      endReader: (_stream, sink) => sink.end(),
       attach: (sink, stream, afterSeq, readBack) => {
         const attachment = this.streams.attach(stream, sink, afterSeq);
         return readBack ? attachment.replay() : undefined;

@@ -15,8 +15,6 @@ export interface SyncedSession {
   readonly onError: (error: unknown) => void;
   /** Another instance ended the session: this instance ends its copy. */
   readonly gone: (reason: 'expired' | 'terminated') => void;
-  /** What is attached and running here: this instance's own facts, restated to an adopted machine. */
-  readonly attachedHere: () => number;
 }
 
 /**
@@ -135,9 +133,10 @@ export class SharedSync {
    */
   private adopt(snapshot: unknown, version: number): void {
     const running = this.runningBeforeDiscard ?? Object.fromEntries(this.host.running());
+    const attached = this.host.attached();
     this.runningBeforeDiscard = undefined;
     this.host.replace(snapshot);
     this.version = version;
-    this.host.send({ type: 'session.synced', attached: this.o.attachedHere(), running });
+    this.host.send({ type: 'session.synced', attached, running });
   }
 }

@@ -87,7 +87,7 @@ export interface EventLogObserver {
 }
 
 export interface EventLog {
-  /** Present on durable logs: sessions outlive the process that created them. */
+  /** Where a durable log without a shared store keeps session records (several instances: `shared`). */
   readonly registry?: SessionRegistry;
   /** Present on logs several server instances share (Redis): sessions are served by any of them. */
   readonly shared?: SharedSessionStore;

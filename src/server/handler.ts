@@ -251,7 +251,7 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
       ...sessionOptions(id),
       id,
       epoch: randomBytes(6).toString('hex'),
-      ...(log.registry ? { initialize } : {}),
+      ...(log.durable ? { initialize } : {}),
       principal: principal?.principal,
     });
     sessions.set(id, session);
@@ -281,7 +281,7 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
   ): Promise<RuntimeSession | undefined> {
     if (id === null) return undefined;
     const live = sessions.get(id);
-    if (live || !log.registry) return live;
+    if (live || !log.durable) return live;
     let pending = restoring.get(id);
     if (!pending) {
       pending = (async () => {

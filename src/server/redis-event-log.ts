@@ -4,14 +4,7 @@ import {
   type RetentionPolicy,
   type StreamWindow,
 } from '../../machines/server/retention.js';
-import type {
-  EventLog,
-  EventLogObserver,
-  SessionRecord,
-  SessionRegistry,
-  SharedSessionStore,
-  StoredEvent,
-} from './event-log.js';
+import type { EventLog, EventLogObserver, SessionRecord, StoredEvent } from './event-log.js';
 import { createRedisClient, type RedisClientWith } from './redis-client.js';
 import { script } from './redis-script.js';
 import { RedisSharedStore, SHARED_SCRIPTS } from './redis-shared-store.js';
@@ -195,7 +188,6 @@ type ReadReply = [number, number, number, string[], (number | string)[], number]
 export class RedisEventLog implements EventLog {
   readonly durable = true;
   readonly policy: RetentionPolicy;
-  readonly registry: SessionRegistry;
   readonly shared: RedisSharedStore;
   private readonly client: Client;
   private readonly ready: Promise<unknown>;
@@ -226,19 +218,6 @@ export class RedisEventLog implements EventLog {
       this.now,
       (error) => onError?.(error),
     );
-    const shared: SharedSessionStore = this.shared;
-    this.registry = {
-      // Unconditional: over whatever version is stored (a single writer; shared writers use `commit`).
-      save: async (record: SessionRecord) => {
-        const c = await this.c();
-        await c.hSet(recordKey(record.id), { json: JSON.stringify(record), t: String(this.now()) });
-        await c.hIncrBy(recordKey(record.id), 'v', 1);
-      },
-      load: async (id: string) => (await shared.load(id))?.record,
-      remove: async (id: string) => {
-        await (await this.c()).del(recordKey(id));
-      },
-    };
   }
 
   setObserver(observer: EventLogObserver | undefined): void {

@@ -1,7 +1,7 @@
 import type { Transport, TransportSendOptions } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage, MessageExtraInfo } from '@modelcontextprotocol/sdk/types.js';
 import type { Actor, InspectionEvent, Observer } from 'xstate';
-import { ADVERTISEMENT_CAPABILITY } from '../../machines/advertisement.js';
+import { withAdvertisement } from '../../machines/advertisement.js';
 import { formatEventId, STANDALONE_STREAM } from '../../machines/event-id.js';
 import {
   idFromKey,
@@ -409,7 +409,10 @@ export class RuntimeSession {
       const key = route.requestKey;
       try {
         // False when another instance already answered for it (it thought this one was gone).
-        await this.streams.storeFinal(route.stream, key === this.initializeKey ? this.advertiseIn(m) : m);
+        await this.streams.storeFinal(
+          route.stream,
+          key === this.initializeKey ? withAdvertisement(m, this.o.advertisement) : m,
+        );
       } catch (error) {
         this.unanswered(key, 'failed');
         throw error;
@@ -426,23 +429,6 @@ export class RuntimeSession {
       await this.sync.decide(() => this.host.send({ type: 'standalone.used' }));
     }
     await this.streams.store(route.stream, m);
-  }
-
-  /** The initialize result also carries the retention promise, as an experimental capability. */
-  private advertiseIn(m: JsonRpcMessage): JsonRpcMessage {
-    if (!('result' in m)) return m;
-    const capabilities = (m.result.capabilities ?? {}) as Record<string, unknown>;
-    const experimental = (capabilities.experimental ?? {}) as Record<string, unknown>;
-    return {
-      ...m,
-      result: {
-        ...m.result,
-        capabilities: {
-          ...capabilities,
-          experimental: { ...experimental, [ADVERTISEMENT_CAPABILITY]: this.o.advertisement },
-        },
-      },
-    };
   }
 
   private async end(reason: 'expired' | 'terminated' | 'shutdown'): Promise<void> {

@@ -78,11 +78,13 @@ export class Recorder {
     this.executions.set(callKey, (this.executions.get(callKey) ?? 0) + 1);
   }
 
-  countRun(sessionId: string, streamKey: string, stream: number): void {
+  /** Returns how many times the request has run in this session. */
+  countRun(sessionId: string, streamKey: string, stream: number): number {
     const key = `${sessionId} ${streamKey}`;
     const list = this.runs.get(key) ?? [];
     list.push(stream);
     this.runs.set(key, list);
+    return list.length;
   }
 
   /**

@@ -65,7 +65,9 @@ export interface SimServerConfig {
 export type ServerObservation =
   | { readonly kind: 'request'; readonly decision: RequestDecision }
   | { readonly kind: 'attach'; readonly decision: AttachDecision }
-  | { readonly kind: 'resume'; readonly answer: ResumeAnswer };
+  | { readonly kind: 'resume'; readonly answer: ResumeAnswer }
+  /** A server without de-duplication ran a request id a second time. */
+  | { readonly kind: 'ran-again' };
 
 interface StreamLog {
   window: StreamWindow;
@@ -290,7 +292,8 @@ export class SimServer {
       recordActivity: () => session.actor.send({ type: 'session.activity' }),
       runHere: (_key, stream) => {
         // The machine's `running` is the bookkeeping, as at run time.
-        this.recorder.countRun(session.id, requestKey((request as JsonRpcRequest).id), stream);
+        const runs = this.recorder.countRun(session.id, requestKey((request as JsonRpcRequest).id), stream);
+        if (runs > 1) this.observe({ kind: 'ran-again' });
       },
       openStream: (stream) => this.openStream(session, stream, request),
       // The simulated log is its own registry: a durable restart keeps `sessions`.
@@ -497,7 +500,10 @@ export class SimServer {
    * sessions and their events survive; each is restored as the runtime restores it (`session.restored`)
    * and every call whose answer was never written gets the runtime's outcome-unknown answer.
    */
-  restart(durable: boolean): void {
+  restart(durable: boolean, graceful = false): void {
+    // A graceful stop without a durable log ends every session: attached streams get `event: close`.
+    if (graceful && !durable)
+      for (const s of this.sessions.values()) s.actor.send({ type: 'server.stopping', durableLog: false });
     for (const conn of this.net.list()) conn.reset();
     this.incarnation++;
     if (!durable) {

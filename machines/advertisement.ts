@@ -1,3 +1,4 @@
+import type { JsonRpcMessage } from './jsonrpc.js';
 import type { ServerAdvertisement } from './validity.js';
 
 /**
@@ -40,5 +41,22 @@ export function parseAdvertisement(header: string | null | undefined): ServerAdv
     heartbeatMs: num('heartbeat-ms'),
     gapSignalling: fields.get('gaps') === '410',
     duplicateRequestProtection: fields.get('dedupe') === '1',
+  };
+}
+
+/** The initialize result also carries the retention promise, as an experimental capability. */
+export function withAdvertisement(m: JsonRpcMessage, advertisement: ServerAdvertisement): JsonRpcMessage {
+  if (!('result' in m)) return m;
+  const capabilities = (m.result.capabilities ?? {}) as Record<string, unknown>;
+  const experimental = (capabilities.experimental ?? {}) as Record<string, unknown>;
+  return {
+    ...m,
+    result: {
+      ...m.result,
+      capabilities: {
+        ...capabilities,
+        experimental: { ...experimental, [ADVERTISEMENT_CAPABILITY]: advertisement },
+      },
+    },
   };
 }

@@ -5,6 +5,7 @@ import { JsonRpcCode } from '../machines/codes.js';
 import type { CloseDecision } from '../machines/decide.js';
 import { isResponse, type JsonRpcMessage } from '../machines/jsonrpc.js';
 import type { ResumeAnswer } from '../machines/server/retention.js';
+import type { ServerObservation } from './world/server.js';
 
 /**
  * Which decisions of machines/ the simulated worlds reach. The machines are not touched: the client's
@@ -224,6 +225,29 @@ export function cursorRow(answer: ResumeAnswer): string {
 
 export const admissionRow = (name: string): string => key('admission', name);
 export const dedupeRow = (name: string): string => key('dedupe', name);
+
+/** The rows a decision of the simulated server reached (it runs the runtime's plans: world/server.ts). */
+export function serverRows(o: ServerObservation): string[] {
+  switch (o.kind) {
+    case 'request': {
+      const kind = o.decision.kind;
+      const row = admissionRow(`request → ${kind === 'unknown-session' ? 'unknown session' : kind}`);
+      return kind === 'duplicate'
+        ? [row, dedupeRow('re-sent POST answered from its stream, not run')]
+        : [row];
+    }
+    case 'attach':
+      return [
+        admissionRow(
+          o.decision.kind === 'attach' ? `GET → attach from ${o.decision.from}` : 'GET → unknown session',
+        ),
+      ];
+    case 'resume':
+      return [cursorRow(o.answer)];
+    case 'ran-again':
+      return [dedupeRow('re-sent POST run again (server without de-duplication)')];
+  }
+}
 
 /** How many worlds reached each branch. */
 export class CoverageTally {

@@ -61,7 +61,9 @@ export function fingerprint(world: World): string {
     .sort();
   const sessions = [...world.server.sessions.values()].map(
     (s) =>
-      `${s.id}:${JSON.stringify(s.actor.getSnapshot().value)}:${s.running.size}:${[...s.logs]
+      `${s.id}:${JSON.stringify(s.actor.getSnapshot().value)}:${Object.keys(s.actor.getSnapshot().context.running ?? {}).length}:${[
+        ...s.logs,
+      ]
         .map(
           ([n, l]) =>
             `${n}[${l.window.oldest},${l.window.head}${l.window.finished ? '!' : ''}${l.conn ? '@' : ''}]`,

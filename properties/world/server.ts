@@ -1,34 +1,53 @@
 import { type Actor, createActor } from 'xstate';
-import { JsonRpcCode, OutcomeUnknownReason } from '../../machines/codes.js';
-import { formatEventId, parseEventId, STANDALONE_STREAM } from '../../machines/event-id.js';
+import { formatEventId, STANDALONE_STREAM } from '../../machines/event-id.js';
 import {
-  isRequest,
   type JsonRpcMessage,
   type JsonRpcRequest,
   type RequestId,
   requestKey,
 } from '../../machines/jsonrpc.js';
+import { type Admission, admitBody, admitHttp } from '../../machines/server/admission.js';
+import { routeCall } from '../../machines/server/call-routing.js';
+import { askMachine, executePlan, type PlanIo } from '../../machines/server/execute-plan.js';
+import { abandonedCalls, isOwnerAlive } from '../../machines/server/instances.js';
+import { DEFAULT_SERVER_LIMITS } from '../../machines/server/limits.js';
+import { type ErrorReply, errorBody, SESSION_NOT_FOUND } from '../../machines/server/replies.js';
+import type { ResumeAnswer } from '../../machines/server/retention.js';
 import {
   appendToWindow,
   EMPTY_WINDOW,
   evictWindow,
   finishWindow,
-  RESUME_STATUS,
-  type ResumeAnswer,
   type RetentionPolicy,
   type StreamWindow,
 } from '../../machines/server/retention.js';
-import { type ServerSessionEmitted, serverSessionMachine } from '../../machines/server/session.machine.js';
+import {
+  type AttachDecision,
+  type RequestDecision,
+  type ServerSessionEmitted,
+  type ServerSessionEvent,
+  serverSessionMachine,
+} from '../../machines/server/session.machine.js';
+import {
+  cursorStream,
+  planMessage,
+  planRequest,
+  planResume,
+  planStandalone,
+  replayStep,
+  type SessionPlan,
+} from '../../machines/server/session-commands.js';
 import type { ServerAdvertisement } from '../../machines/validity.js';
-import { admissionRow, cursorRow, dedupeRow, type Observe } from '../coverage.js';
 import type { VirtualClock } from './clock.js';
 import type { SimConnection, SimNetwork } from './network.js';
 import type { Recorder } from './recorder.js';
 import { TOOLS, type ToolName } from './tools.js';
 
 /**
- * A simulated MCP Streamable HTTP server: the server session machine decides, this file does what the
- * runtime will do (store then send, replay, heartbeats) on the simulated network and virtual clock.
+ * A simulated MCP Streamable HTTP server. Every decision is the runtime's: the same admission, call
+ * routing, session machine, session commands (machines/server/session-commands.ts), replay rule and
+ * restart reaping (machines/server/instances.ts); this file only executes them on the simulated
+ * network, an in-memory log and the virtual clock, and plays the SDK server's part with simulated tools.
  */
 export interface SimServerConfig {
   readonly retention: RetentionPolicy;
@@ -41,6 +60,14 @@ export interface SimServerConfig {
   /** A resume starts this many events before the cursor (the client already has them). */
   readonly replayOverlap: number;
 }
+
+/** A decision the simulated server took, for whoever counts what the model reaches (coverage). */
+export type ServerObservation =
+  | { readonly kind: 'request'; readonly decision: RequestDecision }
+  | { readonly kind: 'attach'; readonly decision: AttachDecision }
+  | { readonly kind: 'resume'; readonly answer: ResumeAnswer }
+  /** A server without de-duplication ran a request id a second time. */
+  | { readonly kind: 'ran-again' };
 
 interface StreamLog {
   window: StreamWindow;
@@ -56,14 +83,16 @@ interface SimSession {
   actor: Actor<typeof serverSessionMachine>;
   readonly epoch: string;
   readonly logs: Map<number, StreamLog>;
-  /** Requests running in this incarnation: request key → stream. */
-  readonly running: Map<string, number>;
   standaloneCount: number;
   /** A GET without a cursor was answered before in this session. */
   attachedBefore?: boolean;
 }
 
 type Machine = typeof serverSessionMachine;
+
+/** What the real client transport sends with every call; the world's exchanges carry only what varies. */
+const CLIENT_HEADERS = { accept: 'application/json, text/event-stream', host: '127.0.0.1', origin: null };
+const POLICY = { maxBodyBytes: 4 * 1024 * 1024 };
 
 export class SimServer {
   readonly sessions = new Map<string, SimSession>();
@@ -80,7 +109,7 @@ export class SimServer {
     private readonly recorder: Recorder,
     private readonly config: SimServerConfig,
     private readonly machine: Machine = serverSessionMachine,
-    private readonly observe: Observe = () => undefined,
+    private readonly observe: (observation: ServerObservation) => void = () => undefined,
   ) {
     this.startHeartbeat();
   }
@@ -101,6 +130,7 @@ export class SimServer {
     return !s || s.actor.getSnapshot().matches('ended');
   }
 
+  /** One call: admitted, routed and answered as the runtime's handler does (src/server/handler.ts). */
   serve(conn: SimConnection): void {
     const ex = conn.exchange;
     if (this.failNext > 0) {
@@ -108,29 +138,100 @@ export class SimServer {
       conn.send({ type: 'http.response', status: this.failStatus });
       return;
     }
-    if (
-      ex.method === 'POST' &&
-      ex.body &&
-      isRequest(ex.body) &&
-      ex.body.method === 'initialize' &&
-      !ex.sessionId
-    ) {
-      this.initialize(conn, ex.body);
+    const sessionId = ex.sessionId ?? null;
+    const headers = admitHttp(
+      {
+        ...CLIENT_HEADERS,
+        method: ex.method,
+        contentType: ex.method === 'POST' ? 'application/json' : null,
+        protocolVersion: ex.protocolVersion ?? null,
+        sessionId,
+        localBind: true,
+      },
+      POLICY,
+    );
+    if (!headers.ok) {
+      this.refuse(conn, headers);
       return;
     }
-    const session = ex.sessionId === undefined ? undefined : this.sessions.get(ex.sessionId);
-    if (!session) {
-      conn.send({ type: 'http.response', status: ex.sessionId === undefined ? 400 : 404 });
-      return;
-    }
-    session.actor.send({ type: 'session.activity' });
+    let posted: ReturnType<typeof admitBody> | undefined;
     if (ex.method === 'POST') {
-      if (ex.body && isRequest(ex.body)) this.request(session, conn, ex.body);
-      else conn.send({ type: 'http.response', status: 202 });
-      return;
+      posted = admitBody(ex.body, true, sessionId, DEFAULT_SERVER_LIMITS);
+      if ('ok' in posted) {
+        this.refuse(conn, posted);
+        return;
+      }
     }
-    if (ex.lastEventId !== undefined) this.resume(session, conn, ex.lastEventId);
-    else this.attachStandalone(session, conn);
+    const kind = posted && !('ok' in posted) ? posted.kind : undefined;
+    const session = sessionId === null ? undefined : this.sessions.get(sessionId);
+    const route = routeCall({
+      method: ex.method,
+      posted: kind,
+      sessionFound: session !== undefined,
+      lastEventId: ex.lastEventId ?? null,
+    });
+    switch (route.kind) {
+      case 'create-session':
+        this.initialize(conn, ex.body as JsonRpcRequest);
+        return;
+      case 'not-found':
+        this.reply(conn, SESSION_NOT_FOUND);
+        return;
+      case 'request':
+        this.request(session as SimSession, conn, ex.body as JsonRpcRequest);
+        return;
+      case 'accept': {
+        const { accepted } = this.ask(
+          session as SimSession,
+          { type: 'message.received' },
+          'decision.message',
+        );
+        this.execute(session as SimSession, conn, planMessage(accepted));
+        return;
+      }
+      case 'delete':
+        this.delete(sessionId as string);
+        conn.send({ type: 'http.response', status: 200 });
+        return;
+      case 'standalone': {
+        const s = session as SimSession;
+        const { decision } = this.ask(s, { type: 'standalone.requested' }, 'decision.attach');
+        this.observe({ kind: 'attach', decision });
+        this.noteHeadAttach(s, decision);
+        this.execute(s, conn, planStandalone(decision, { sharedStore: false }));
+        return;
+      }
+      case 'resume':
+        this.resume(session as SimSession, conn, route.lastEventId);
+        return;
+    }
+  }
+
+  /**
+   * The open finding excused in checks.ts: events a GET without a cursor never offers, nor reports lost. A
+   * later GET starts at the head; the first one replays only what was not yet evicted. (A first GET at the
+   * head is not excused: that is a wrong decision.)
+   */
+  private noteHeadAttach(session: SimSession, decision: AttachDecision): void {
+    if (decision.kind !== 'attach') return;
+    const window = session.logs.get(STANDALONE_STREAM)?.window ?? EMPTY_WINDOW;
+    if (decision.from === 'head' && session.attachedBefore)
+      this.recorder.headAttaches.push({ sessionId: session.id, head: window.head });
+    else if (decision.from === 'start' && window.oldest > 1)
+      this.recorder.headAttaches.push({ sessionId: session.id, head: window.oldest - 1 });
+    session.attachedBefore = true;
+  }
+
+  private refuse(conn: SimConnection, refusal: Exclude<Admission, { ok: true }>): void {
+    this.reply(conn, refusal);
+  }
+
+  private reply(conn: SimConnection, error: ErrorReply): void {
+    conn.send({
+      type: 'http.response',
+      status: error.status,
+      body: errorBody(error.code, error.message, error.data),
+    });
   }
 
   private initialize(conn: SimConnection, request: JsonRpcRequest): void {
@@ -140,7 +241,7 @@ export class SimServer {
       clock: this.clock,
       input: { sessionId: id, epoch, idleTtlMs: this.config.idleTtlMs },
     });
-    const session: SimSession = { id, actor, epoch, logs: new Map(), running: new Map(), standaloneCount: 0 };
+    const session: SimSession = { id, actor, epoch, logs: new Map(), standaloneCount: 0 };
     this.watchEnd(session);
     actor.start();
     this.sessions.set(id, session);
@@ -162,145 +263,134 @@ export class SimServer {
 
   private ask<T extends ServerSessionEmitted['type']>(
     session: SimSession,
-    event: Parameters<SimSession['actor']['send']>[0],
+    event: ServerSessionEvent,
     type: T,
   ): Extract<ServerSessionEmitted, { type: T }> {
-    let answer: Extract<ServerSessionEmitted, { type: T }> | undefined;
-    const sub = session.actor.on(type, (e) => {
-      answer = e as Extract<ServerSessionEmitted, { type: T }>;
-    });
-    session.actor.send(event);
-    sub.unsubscribe();
-    if (!answer) throw new Error(`server session machine gave no ${type} for ${event.type}`);
-    return answer;
+    return askMachine(session.actor, event, type);
   }
 
   private request(session: SimSession, conn: SimConnection, request: JsonRpcRequest): void {
     // A server that does not de-duplicate admits every POST as new: it is keyed per connection.
     const key = this.config.dedupe ? requestKey(request.id) : `${requestKey(request.id)}@${conn.id}`;
     const { decision } = this.ask(session, { type: 'request.received', requestKey: key }, 'decision.request');
-    this.observe(
-      admissionRow(`request → ${decision.kind === 'unknown-session' ? 'unknown session' : decision.kind}`),
+    this.observe({ kind: 'request', decision });
+    // The simulated sessions have no bound on running requests (no `maxInFlight`).
+    this.execute(
+      session,
+      conn,
+      planRequest(decision, key, { sharedStore: false }, DEFAULT_SERVER_LIMITS),
+      request,
     );
-    if (decision.kind === 'unknown-session') {
-      conn.send({ type: 'http.response', status: 404 });
-      return;
-    }
-    if (decision.kind === 'limited') {
-      // Not reached: the simulated sessions have no bound on running requests (no `maxInFlight`).
-      conn.send({ type: 'http.response', status: 429 });
-      return;
-    }
-    if (decision.kind === 'duplicate') {
-      this.observe(dedupeRow('re-sent POST answered from its stream, not run'));
-      // Never run twice: answer with the original stream, replayed from its start.
-      this.resume(session, conn, formatEventId({ epoch: session.epoch, stream: decision.stream, seq: 0 }));
-      return;
-    }
-    const callKey = (request.params?.arguments as { callKey?: string } | undefined)?.callKey;
-    session.logs.set(decision.stream, {
-      window: EMPTY_WINDOW,
-      messages: new Map(),
-      streamKey: requestKey(request.id),
-      callKey,
-      requestId: request.id,
-    });
-    session.running.set(key, decision.stream);
-    if (this.recorder.countRun(session.id, requestKey(request.id), decision.stream) > 1)
-      this.observe(dedupeRow('re-sent POST run again (server without de-duplication)'));
-    this.openStream(session, conn, decision.stream, 0);
-    this.execute(session, decision.stream, request, key);
-  }
-
-  private openStream(session: SimSession, conn: SimConnection, stream: number, primeSeq: number): void {
-    conn.send({ type: 'http.stream', sessionId: session.id, advertisement: this.advertisement });
-    conn.send({ type: 'sse.retry', ms: this.config.retryMs });
-    conn.send({
-      type: 'sse.event',
-      id: formatEventId({ epoch: session.epoch, stream, seq: primeSeq }),
-      data: '',
-    });
-    this.attach(session, stream, conn);
-  }
-
-  private attach(session: SimSession, stream: number, conn: SimConnection): void {
-    const log = session.logs.get(stream);
-    if (!log) return;
-    const previous = log.conn;
-    if (previous && previous !== conn) {
-      log.conn = undefined;
-      previous.send({ type: 'net.ended' });
-    }
-    log.conn = conn;
-    session.actor.send({ type: 'stream.attached' });
-    conn.onGone = () => {
-      if (log.conn === conn) log.conn = undefined;
-      session.actor.send({ type: 'stream.detached' });
-    };
   }
 
   private resume(session: SimSession, conn: SimConnection, lastEventId: string): void {
-    const cursor = parseEventId(lastEventId);
-    const log = cursor && cursor.epoch === session.epoch ? session.logs.get(cursor.stream) : undefined;
+    const stream = cursorStream(lastEventId, session.epoch);
+    const log = stream === undefined ? undefined : session.logs.get(stream);
     if (log) this.evict(log);
     const { answer } = this.ask(
       session,
       { type: 'resume.requested', lastEventId, window: log?.window },
       'decision.resume',
     );
-    this.observe(cursorRow(answer));
-    if (answer.kind !== 'replay') {
-      conn.send({ type: 'http.response', status: RESUME_STATUS[answer.kind], body: resumeErrorBody(answer) });
-      return;
-    }
-    const target = session.logs.get(answer.stream);
-    if (!target) {
-      conn.send({ type: 'http.response', status: 500 });
-      return;
-    }
-    conn.send({ type: 'http.stream', sessionId: session.id, advertisement: this.advertisement });
-    conn.send({ type: 'sse.retry', ms: this.config.retryMs });
-    const from = Math.max(answer.afterSeq + 1 - this.config.replayOverlap, target.window.oldest);
-    for (let seq = from; seq <= target.window.head; seq++) {
-      const message = target.messages.get(seq);
-      if (message) conn.send({ type: 'sse.event', id: this.idOf(session, answer.stream, seq), message });
-    }
-    if (target.window.finished) conn.send({ type: 'net.ended' });
-    else this.attach(session, answer.stream, conn);
+    this.observe({ kind: 'resume', answer });
+    this.execute(session, conn, planResume(answer));
   }
 
-  private attachStandalone(session: SimSession, conn: SimConnection): void {
-    const { decision } = this.ask(session, { type: 'standalone.requested' }, 'decision.attach');
-    this.observe(
-      admissionRow(
-        decision.kind === 'attach' ? `GET → attach from ${decision.from}` : 'GET → unknown session',
-      ),
-    );
-    if (decision.kind === 'unknown-session') {
-      conn.send({ type: 'http.response', status: 404 });
-      return;
-    }
-    if (!session.logs.has(STANDALONE_STREAM)) {
-      session.logs.set(STANDALONE_STREAM, {
-        window: EMPTY_WINDOW,
-        messages: new Map(),
-        streamKey: 'standalone',
-      });
-    }
-    const log = session.logs.get(STANDALONE_STREAM) as StreamLog;
-    const from = decision.from === 'start' ? 0 : log.window.head;
-    // The open finding excused in checks.ts: events a GET without a cursor never offers, nor reports lost.
-    // A later GET starts at the head; the first one replays only what was not yet evicted. (A first GET
-    // at the head is not excused: that is a wrong decision.)
-    if (decision.from === 'head' && session.attachedBefore)
-      this.recorder.headAttaches.push({ sessionId: session.id, head: from });
-    else if (decision.from === 'start' && log.window.oldest > 1)
-      this.recorder.headAttaches.push({ sessionId: session.id, head: log.window.oldest - 1 });
-    session.attachedBefore = true;
-    this.openStream(session, conn, STANDALONE_STREAM, from);
-    for (let seq = Math.max(from + 1, log.window.oldest); seq <= log.window.head; seq++) {
+  /** Executes a plan as src/server/session.ts does: its bookkeeping, then the error or the open stream. */
+  /**
+   * Executes a plan with the simulated I/O, through the runtime's executor (machines/server/execute-plan.ts):
+   * the network, the in-memory log, and the simulated SDK server's tools.
+   */
+  private execute(
+    session: SimSession,
+    conn: SimConnection,
+    plan: SessionPlan,
+    request?: JsonRpcRequest,
+  ): void {
+    const io: PlanIo<void, SimConnection> = {
+      epoch: session.epoch,
+      recordActivity: () => session.actor.send({ type: 'session.activity' }),
+      runHere: (_key, stream) => {
+        // The machine's `running` is the bookkeeping, as at run time.
+        const runs = this.recorder.countRun(session.id, requestKey((request as JsonRpcRequest).id), stream);
+        if (runs > 1) this.observe({ kind: 'ran-again' });
+      },
+      openStream: (stream) => this.openStream(session, stream, request),
+      // The simulated log is its own registry: a durable restart keeps `sessions`.
+      persist: () => undefined,
+      unanswered: (key, cause) => session.actor.send({ type: 'request.unanswered', requestKey: key, cause }),
+      head: (stream) => session.logs.get(stream)?.window.head ?? 0,
+      reply: (error) => this.reply(conn, error),
+      accepted: () => conn.send({ type: 'http.response', status: 202 }),
+      resume: (lastEventId) => this.resume(session, conn, lastEventId),
+      open: (start) => {
+        conn.send({ type: 'http.stream', sessionId: session.id, advertisement: this.advertisement });
+        start(conn);
+      },
+      prime: (c, stream, seq) => {
+        c.send({ type: 'sse.retry', ms: this.config.retryMs });
+        c.send({ type: 'sse.event', id: this.idOf(session, stream, seq), data: '' });
+      },
+      retry: (c) => c.send({ type: 'sse.retry', ms: this.config.retryMs }),
+      readerOf: (stream) => session.logs.get(stream)?.conn,
+      endReader: (stream, c) => {
+        const log = session.logs.get(stream);
+        if (log?.conn === c) log.conn = undefined;
+        c.send({ type: 'net.ended' });
+      },
+      attach: (c, stream, afterSeq, readBack) => this.attach(session, c, stream, afterSeq, readBack),
+      execute: (key) => {
+        const stream = runningIn(session)[key] as number;
+        this.run(session, stream, request as JsonRpcRequest, key);
+      },
+    };
+    executePlan(plan, io);
+  }
+
+  private openStream(session: SimSession, stream: number, request?: JsonRpcRequest): void {
+    if (session.logs.has(stream)) return;
+    const standalone = stream === STANDALONE_STREAM;
+    session.logs.set(stream, {
+      window: EMPTY_WINDOW,
+      messages: new Map(),
+      streamKey: standalone || !request ? 'standalone' : requestKey(request.id),
+      callKey: standalone
+        ? undefined
+        : (request?.params?.arguments as { callKey?: string } | undefined)?.callKey,
+      requestId: standalone ? undefined : request?.id,
+    });
+  }
+
+  /** The connection becomes the stream's reader (the previous one was ended), then reads back the log. */
+  private attach(
+    session: SimSession,
+    conn: SimConnection,
+    stream: number,
+    afterSeq: number,
+    readBack: boolean,
+  ): void {
+    const log = session.logs.get(stream);
+    if (!log) return;
+    log.conn = conn;
+    session.actor.send({ type: 'stream.attached' });
+    conn.onGone = () => {
+      if (log.conn === conn) log.conn = undefined;
+      session.actor.send({ type: 'stream.detached' });
+    };
+    if (!readBack) return;
+    // This server may start a replay before the cursor (the client already has those events).
+    const lastSent = Math.max(afterSeq - this.config.replayOverlap, log.window.oldest - 1);
+    const events: Array<{ seq: number; message: JsonRpcMessage }> = [];
+    for (let seq = log.window.oldest; seq <= log.window.head; seq++) {
       const message = log.messages.get(seq);
-      if (message) conn.send({ type: 'sse.event', id: this.idOf(session, STANDALONE_STREAM, seq), message });
+      if (message) events.push({ seq, message });
+    }
+    const step = replayStep(log.window, events, lastSent);
+    for (const e of step.write)
+      conn.send({ type: 'sse.event', id: this.idOf(session, stream, e.seq), message: e.message });
+    if (step.end) {
+      if (log.conn === conn) log.conn = undefined;
+      conn.send({ type: 'net.ended' });
     }
   }
 
@@ -315,7 +405,7 @@ export class SimServer {
   }
 
   /** Store, then send: the event is in the log before any socket sees it. */
-  append(session: SimSession, stream: number, message: JsonRpcMessage, uid: string): void {
+  private append(session: SimSession, stream: number, message: JsonRpcMessage, uid: string): void {
     const log = session.logs.get(stream);
     if (!log || session.actor.getSnapshot().matches('ended')) return;
     const before = log.window.oldest;
@@ -334,31 +424,32 @@ export class SimServer {
     log.conn?.send({ type: 'sse.event', id: this.idOf(session, stream, seq), message });
   }
 
-  /** The response was appended: the stream is complete, the request no longer in flight. */
-  finish(session: SimSession, stream: number, key: string): void {
+  /** A call's answer: appended once, then the stream is finished and its reader ends. */
+  private appendFinal(session: SimSession, stream: number, message: JsonRpcMessage, uid: string): boolean {
     const log = session.logs.get(stream);
-    if (!log) return;
+    if (!log || log.window.finished) return false;
+    this.append(session, stream, message, uid);
     log.window = finishWindow(log.window);
-    session.running.delete(key);
-    session.actor.send({ type: 'request.settled', requestKey: key });
     const c = log.conn;
     log.conn = undefined;
     c?.send({ type: 'net.ended' });
+    return true;
   }
 
-  private execute(session: SimSession, stream: number, request: JsonRpcRequest, key: string): void {
+  /** The simulated SDK server runs the request; its answer settles it in the machine. */
+  private run(session: SimSession, stream: number, request: JsonRpcRequest, key: string): void {
     const incarnation = this.incarnation;
     const alive = () => this.incarnation === incarnation && this.sessions.get(session.id) === session;
     const respond = (result: Record<string, unknown>) => {
-      if (!alive() || !session.running.has(key)) return;
+      if (!alive() || runningIn(session)[key] === undefined) return;
       const uid = `${session.id}/${stream}/response`;
-      this.append(
+      this.appendFinal(
         session,
         stream,
         { jsonrpc: '2.0', id: request.id, result: { ...result, _meta: { uid } } },
         uid,
       );
-      this.finish(session, stream, key);
+      session.actor.send({ type: 'request.settled', requestKey: key });
     };
     if (request.method === 'initialize') {
       respond({
@@ -383,7 +474,7 @@ export class SimServer {
     if (tool.sideEffect === 'once') this.recorder.countSideEffect(callKey);
     for (let n = 1; n <= tool.notifications; n++) {
       this.clock.setTimeout(() => {
-        if (!alive() || !session.running.has(key)) return;
+        if (!alive() || runningIn(session)[key] === undefined) return;
         const uid = `${session.id}/${stream}/${n}`;
         this.append(
           session,
@@ -401,7 +492,8 @@ export class SimServer {
 
   /** DELETE: the session machine decides; attached streams get `event: close` (see watchEnd). */
   delete(sessionId: string): void {
-    this.sessions.get(sessionId)?.actor.send({ type: 'session.delete' });
+    const session = this.sessions.get(sessionId);
+    if (session) this.ask(session, { type: 'session.delete' }, 'decision.delete');
   }
 
   /** A server-initiated notification on the standalone stream of every session that opened one. */
@@ -410,11 +502,7 @@ export class SimServer {
       if (session.actor.getSnapshot().matches('ended')) continue;
       // Before the client's first GET the message is kept for it, as the runtime does (`standalone.used`).
       if (!session.logs.has(STANDALONE_STREAM)) {
-        session.logs.set(STANDALONE_STREAM, {
-          window: EMPTY_WINDOW,
-          messages: new Map(),
-          streamKey: 'standalone',
-        });
+        this.openStream(session, STANDALONE_STREAM);
         session.actor.send({ type: 'standalone.used' });
       }
       const n = ++session.standaloneCount;
@@ -430,7 +518,8 @@ export class SimServer {
 
   /**
    * The process restarts. Every connection resets and running tools die with it. With a durable log the
-   * sessions and their events survive, and each interrupted request gets an outcome-unknown answer.
+   * sessions and their events survive; each is restored as the runtime restores it (`session.restored`)
+   * and every call whose answer was never written gets the runtime's outcome-unknown answer.
    */
   restart(durable: boolean, graceful = false): void {
     // A graceful stop without a durable log ends every session: attached streams get `event: close`.
@@ -454,27 +543,26 @@ export class SimServer {
       });
       this.watchEnd(session);
       session.actor.start();
-      for (const [key, stream] of [...session.running]) {
-        const uid = `${session.id}/${stream}/response`;
-        const id = session.logs.get(stream)?.requestId ?? null;
-        this.append(
-          session,
-          stream,
-          {
-            jsonrpc: '2.0',
-            id,
-            error: {
-              code: JsonRpcCode.OUTCOME_UNKNOWN,
-              message: 'interrupted by a server restart',
-              data: { reason: OutcomeUnknownReason.serverRestarted, uid },
-            },
-          },
-          uid,
-        );
-        this.finish(session, stream, key);
+      session.actor.send({ type: 'session.restored' });
+      const { streams } = session.actor.getSnapshot().context;
+      const abandoned = abandonedCalls(
+        streams,
+        (n) => session.logs.get(n)?.window,
+        (owner) => isOwnerAlive(owner, undefined, new Set()),
+        false,
+      );
+      for (const call of abandoned) {
+        const uid = `${session.id}/${call.stream}/response`;
+        const answer = call.answer as { error: { data?: object } };
+        // The world tags every message with a uid, and keys requests per connection without de-duplication.
+        const id = session.logs.get(call.stream)?.requestId ?? null;
+        const tagged = {
+          ...call.answer,
+          id,
+          error: { ...answer.error, data: { ...answer.error.data, uid } },
+        };
+        this.appendFinal(session, call.stream, tagged as JsonRpcMessage, uid);
       }
-      // Restored `after` timers are not re-armed (XState): activity re-enters idle and arms the TTL.
-      session.actor.send({ type: 'session.activity' });
     }
     this.startHeartbeat();
   }
@@ -493,11 +581,6 @@ export class SimServer {
   }
 }
 
-function resumeErrorBody(answer: Exclude<ResumeAnswer, { kind: 'replay' }>): unknown {
-  const data = answer.kind === 'unknown-session' ? { reason: 'unknown_session' } : answer;
-  return {
-    jsonrpc: '2.0',
-    id: null,
-    error: { code: JsonRpcCode.RESUME_REJECTED, message: 'cannot resume', data },
-  };
-}
+/** The requests running on the session's server, as its machine counts them. */
+const runningIn = (session: SimSession): Readonly<Record<string, number>> =>
+  session.actor.getSnapshot().context.running ?? {};

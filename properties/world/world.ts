@@ -1,7 +1,7 @@
 import type { ReconnectPolicy } from '../../machines/backoff.js';
 import type { CursorRecord } from '../../machines/client/cursor.js';
 import type { serverSessionMachine } from '../../machines/server/session.machine.js';
-import type { Observe } from '../coverage.js';
+import { type Observe, serverRows } from '../coverage.js';
 import { type ClientVariant, CORRECT_CLIENT, CursorStore, SimClientProcess } from './client.js';
 import { VirtualClock } from './clock.js';
 import { SimNetwork } from './network.js';
@@ -132,7 +132,7 @@ export class World {
       this.recorder,
       serverConfig,
       variant.serverMachine,
-      observe,
+      observe && ((o) => serverRows(o).forEach(observe)),
     );
     if (!config.heartbeat) this.startLoadBalancer();
     this.process = this.spawnClient(null);

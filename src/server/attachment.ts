@@ -1,5 +1,5 @@
 import { formatEventId } from '../../machines/event-id.js';
-import { lostWhileAttached } from '../../machines/server/retention.js';
+import { replayStep } from '../../machines/server/session-commands.js';
 import type { EventLog, StoredEvent } from './event-log.js';
 import { eventFrame, HEARTBEAT_FRAME, type SseSink } from './sse.js';
 
@@ -82,12 +82,13 @@ export class Attachment {
         this.readAgain = false;
         const read = await this.log.read(this.sessionId, this.stream, this.lastSent);
         if (!read) break;
-        if (lostWhileAttached(read.window, this.lastSent)) {
+        const step = replayStep(read.window, read.events, this.lastSent);
+        if (step.end === 'lost') {
           this.sink.end();
           return;
         }
-        this.writeAll(read.events);
-        if (read.window.finished) this.streamFinished = true;
+        this.writeAll(step.write);
+        if (step.end === 'finished') this.streamFinished = true;
       } while (this.readAgain && !this.sink.closed);
     } catch {
       // The log failed (Redis unreachable, say): the client resumes from its cursor against a log that works.
@@ -108,7 +109,6 @@ export class Attachment {
   private writeAll(events: readonly StoredEvent[]): void {
     let chunk = '';
     for (const e of events) {
-      if (e.seq !== this.lastSent + 1) continue;
       this.lastSent = e.seq;
       chunk += eventFrame(formatEventId({ epoch: this.epoch, stream: this.stream, seq: e.seq }), e.message);
       if (chunk.length >= REPLAY_CHUNK) {

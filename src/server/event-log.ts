@@ -87,14 +87,14 @@ export interface EventLogObserver {
 }
 
 export interface EventLog {
-  /** Present on durable logs: sessions outlive the process that created them. */
+  /** Where a durable log without a shared store keeps session records (several instances: `shared`). */
   readonly registry?: SessionRegistry;
   /** Present on logs several server instances share (Redis): sessions are served by any of them. */
   readonly shared?: SharedSessionStore;
   /** True when the log survives a process restart (then sessions can too). */
   readonly durable: boolean;
   readonly policy: RetentionPolicy;
-  /** Registers a stream; idempotent. Appending to, or finishing, an unknown stream registers it. */
+  /** Registers a stream; idempotent. Appending to an unknown stream registers it. */
   openStream(sessionId: string, stream: number): Promise<void>;
   /** Stores one message and returns its sequence number. Evicts by count and age as it goes. */
   append(sessionId: string, stream: number, message: JsonRpcMessage): Promise<number>;
@@ -106,8 +106,6 @@ export interface EventLog {
   ): Promise<{ events: StoredEvent[]; window: StreamWindow } | undefined>;
   /** The retained window after age eviction, or undefined for a stream the log does not know. */
   window(sessionId: string, stream: number): Promise<StreamWindow | undefined>;
-  /** The stream's last message was appended (a response): nothing more will come. */
-  finish(sessionId: string, stream: number): Promise<void>;
   /**
    * Appends `message` and finishes the stream in one step, unless the stream is already finished: then
    * nothing is appended and the result is undefined. A call's answer is written exactly once even when

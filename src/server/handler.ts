@@ -5,21 +5,24 @@ import type { MessageExtraInfo } from '@modelcontextprotocol/sdk/types.js';
 import type { InspectionEvent, Observer } from 'xstate';
 import { ADVERTISEMENT_HEADER, formatAdvertisement } from '../../machines/advertisement.js';
 import { JsonRpcCode } from '../../machines/codes.js';
-import type { JsonRpcRequest } from '../../machines/jsonrpc.js';
+import type { JsonRpcMessage, JsonRpcRequest } from '../../machines/jsonrpc.js';
 import {
   type AdmissionPolicy,
   admitBody,
   admitCaller,
   admitHttp,
+  type PostedMessage,
   parseBody,
   type Rejection,
 } from '../../machines/server/admission.js';
+import { namesSession, routeCall, sessionUnavailable } from '../../machines/server/call-routing.js';
 import {
   admitNewSession,
   type LimitRefusal,
   resolveLimits,
   type ServerLimits,
 } from '../../machines/server/limits.js';
+import { limitReached } from '../../machines/server/replies.js';
 import { ownsSession } from '../../machines/server/session.machine.js';
 import type { ServerAdvertisement } from '../../machines/validity.js';
 import type { ContinuityMetrics } from '../metrics/continuity-metrics.js';
@@ -27,7 +30,7 @@ import type { EventLog, SharedSessionStore } from './event-log.js';
 import { type SseLimits, toResponse, writeNodeResponse } from './http.js';
 import { fromNodeRequest, fromWebRequest, type IncomingCall } from './incoming.js';
 import { MemoryEventLog } from './memory-event-log.js';
-import { errorReply, type Reply, sessionNotFound } from './reply.js';
+import { errorReply, type Reply, replyWith, sessionNotFound } from './reply.js';
 import { type McpServerLike, RuntimeSession, type SessionInfo, SessionUnavailableError } from './session.js';
 
 /** Who is calling, as `authenticate` decides. Sessions are bound to the principal that created them. */
@@ -204,14 +207,9 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
       if (busy.length > 0) await store.touch(busy.map((s) => s.id));
       const owners = busy.flatMap((s) => s.foreignOwners());
       if (owners.length === 0) return;
-      const alive = await store.alive(owners);
+      const leased = await store.alive(owners);
       for (const s of busy) {
-        if (s.foreignOwners().some((o) => !alive.has(o))) {
-          await s.reapAbandoned(
-            (owner) => owner === store.instanceId || (owner !== undefined && alive.has(owner)),
-            s.attachedStreams(),
-          );
-        }
+        if (s.foreignOwners().some((o) => !leased.has(o))) await s.reapAbandoned(leased);
       }
     };
     // Renewing three times per lease keeps it through one or two missed beats (a GC pause, a slow Redis).
@@ -253,7 +251,7 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
       ...sessionOptions(id),
       id,
       epoch: randomBytes(6).toString('hex'),
-      ...(log.registry ? { initialize } : {}),
+      ...(log.durable ? { initialize } : {}),
       principal: principal?.principal,
     });
     sessions.set(id, session);
@@ -283,7 +281,7 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
   ): Promise<RuntimeSession | undefined> {
     if (id === null) return undefined;
     const live = sessions.get(id);
-    if (live || !log.registry) return live;
+    if (live || !log.durable) return live;
     let pending = restoring.get(id);
     if (!pending) {
       pending = (async () => {
@@ -320,7 +318,7 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
 
   const limited = (r: LimitRefusal): Reply => {
     metrics?.requestLimited(r.reason, r.status);
-    return errorReply(r.status, r.code, r.message, undefined, { 'Retry-After': String(r.retryAfterSeconds) });
+    return replyWith(limitReached(r));
   };
 
   async function handle(call: IncomingCall, localBind: boolean): Promise<Reply> {
@@ -354,6 +352,7 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
     };
     const who = principal?.principal;
 
+    let posted: PostedMessage | undefined;
     if (call.method === 'POST') {
       const read = await call.text(policy.maxBodyBytes);
       if (read.kind === 'aborted') {
@@ -375,29 +374,43 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
       }
       const parsed = parseBody(read.text, limits);
       if (!parsed.ok) return refused(parsed);
-      const posted = admitBody(parsed.body, true, sessionId, limits);
-      if ('ok' in posted) return refused(posted);
-      if (posted.kind === 'initialize') {
+      const admitted = admitBody(parsed.body, true, sessionId, limits);
+      if ('ok' in admitted) return refused(admitted);
+      posted = admitted;
+    }
+    const session = namesSession(call.method, posted?.kind) ? await findSession(sessionId, who) : undefined;
+    const lastEventId = call.header('last-event-id');
+    const route = routeCall({
+      method: call.method,
+      posted: posted?.kind,
+      sessionFound: !!session,
+      lastEventId,
+    });
+    switch (route.kind) {
+      case 'create-session': {
         const holder = holderOf(who, call.remoteAddress);
         const room = admitNewSession(
           { sessions: sessions.size, sessionsOfPrincipal: held.get(holder) ?? 0 },
           limits,
         );
         if (!room.ok) return limited(room);
-        const session = await createSession(principal, holder, posted.message as JsonRpcRequest);
-        return session.request(posted.message as JsonRpcRequest, who, extra);
+        const initialize = posted?.message as JsonRpcRequest;
+        return (await createSession(principal, holder, initialize)).request(initialize, who, extra);
       }
-      const session = await findSession(sessionId, who);
-      if (!session) return sessionNotFound();
-      if (posted.kind === 'request') return session.request(posted.message as JsonRpcRequest, who, extra);
-      return session.accept(posted.message, who, extra);
+      case 'not-found':
+        if (route.resume) metrics?.resumeOfUnknownSession();
+        return sessionNotFound();
+      case 'request':
+        return (session as RuntimeSession).request(posted?.message as JsonRpcRequest, who, extra);
+      case 'accept':
+        return (session as RuntimeSession).accept(posted?.message as JsonRpcMessage, who, extra);
+      case 'delete':
+        return (session as RuntimeSession).delete(who);
+      case 'standalone':
+        return (session as RuntimeSession).standalone(who);
+      case 'resume':
+        return (session as RuntimeSession).resume(route.lastEventId, who);
     }
-    const session = await findSession(sessionId, who);
-    const lastEventId = call.header('last-event-id');
-    if (!session && lastEventId !== null) metrics?.resumeOfUnknownSession();
-    if (!session) return sessionNotFound();
-    if (call.method === 'DELETE') return session.delete(who);
-    return lastEventId === null ? session.standalone(who) : session.resume(lastEventId, who);
   }
 
   async function fetchHandler(call: IncomingCall, localBind = false): Promise<Response> {
@@ -415,14 +428,8 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
     try {
       return toResponse(await handle(call, localBind), options.sse);
     } catch (error) {
-      if (error instanceof SessionUnavailableError) {
-        // The session ended while the request was on its way: gone (404), or released by this stopping
-        // process, which answers as it answers every request while it stops (admitCaller).
-        const caller = admitCaller({ stopping: error.released, authRequired: false, authenticated: true });
-        return toResponse(
-          caller.ok ? sessionNotFound() : errorReply(caller.status, caller.code, caller.message),
-        );
-      }
+      if (error instanceof SessionUnavailableError)
+        return toResponse(replyWith(sessionUnavailable(error.released)));
       onError(error);
       return toResponse(errorReply(500, JsonRpcCode.INTERNAL_ERROR, 'Internal error'));
     }

@@ -122,13 +122,6 @@ export class MemoryEventLog implements EventLog {
     return s ? viewOf(s) : undefined;
   }
 
-  /** Finishing a stream the log has not seen registers it, finished, as appending would. */
-  async finish(sessionId: string, stream: number): Promise<void> {
-    this.ensureOpen();
-    const s = this.streamOf(sessionId, stream, true);
-    s.finished = true;
-  }
-
   async appendFinal(sessionId: string, stream: number, message: JsonRpcMessage): Promise<number | undefined> {
     this.ensureOpen();
     const s = this.streamOf(sessionId, stream, true);

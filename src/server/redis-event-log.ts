@@ -4,14 +4,7 @@ import {
   type RetentionPolicy,
   type StreamWindow,
 } from '../../machines/server/retention.js';
-import type {
-  EventLog,
-  EventLogObserver,
-  SessionRecord,
-  SessionRegistry,
-  SharedSessionStore,
-  StoredEvent,
-} from './event-log.js';
+import type { EventLog, EventLogObserver, SessionRecord, StoredEvent } from './event-log.js';
 import { createRedisClient, type RedisClientWith } from './redis-client.js';
 import { script } from './redis-script.js';
 import { RedisSharedStore, SHARED_SCRIPTS } from './redis-shared-store.js';
@@ -115,7 +108,6 @@ return { seq, evict(oldest, seq) - oldest }
 
 const OPEN = `${PRELUDE}
 ensure()
-if ARGV[4] == 'finish' then redis.call('HSET', W, 'finished', 1) end
 return 1
 `;
 
@@ -196,7 +188,6 @@ type ReadReply = [number, number, number, string[], (number | string)[], number]
 export class RedisEventLog implements EventLog {
   readonly durable = true;
   readonly policy: RetentionPolicy;
-  readonly registry: SessionRegistry;
   readonly shared: RedisSharedStore;
   private readonly client: Client;
   private readonly ready: Promise<unknown>;
@@ -227,19 +218,6 @@ export class RedisEventLog implements EventLog {
       this.now,
       (error) => onError?.(error),
     );
-    const shared: SharedSessionStore = this.shared;
-    this.registry = {
-      // Unconditional: over whatever version is stored (a single writer; shared writers use `commit`).
-      save: async (record: SessionRecord) => {
-        const c = await this.c();
-        await c.hSet(recordKey(record.id), { json: JSON.stringify(record), t: String(this.now()) });
-        await c.hIncrBy(recordKey(record.id), 'v', 1);
-      },
-      load: async (id: string) => (await shared.load(id))?.record,
-      remove: async (id: string) => {
-        await (await this.c()).del(recordKey(id));
-      },
-    };
   }
 
   setObserver(observer: EventLogObserver | undefined): void {
@@ -279,7 +257,7 @@ export class RedisEventLog implements EventLog {
   }
 
   async openStream(sessionId: string, stream: number): Promise<void> {
-    await (await this.c()).mcpcOpen(this.streamKeys(sessionId, stream), [...this.clock(), 'open']);
+    await (await this.c()).mcpcOpen(this.streamKeys(sessionId, stream), this.clock());
   }
 
   async append(sessionId: string, stream: number, message: JsonRpcMessage): Promise<number> {
@@ -345,11 +323,6 @@ export class RedisEventLog implements EventLog {
     afterSeq: number,
   ): Promise<{ events: StoredEvent[]; window: StreamWindow } | undefined> {
     return this.readStream(sessionId, stream, afterSeq);
-  }
-
-  async finish(sessionId: string, stream: number): Promise<void> {
-    await (await this.c()).mcpcOpen(this.streamKeys(sessionId, stream), [...this.clock(), 'finish']);
-    await this.shared.announceAppended(sessionId, stream);
   }
 
   async dropSession(sessionId: string): Promise<void> {

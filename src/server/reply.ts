@@ -1,4 +1,4 @@
-import { JsonRpcCode } from '../../machines/codes.js';
+import { type ErrorReply, errorBody, SESSION_NOT_FOUND } from '../../machines/server/replies.js';
 import type { SseSink } from './sse.js';
 
 /** What a handler answers, independent of the HTTP stack that writes it (Node `http` or fetch). */
@@ -25,12 +25,15 @@ export function errorReply(
   data?: unknown,
   headers?: Record<string, string>,
 ): Reply {
-  return {
-    kind: 'json',
-    status,
-    headers,
-    body: { jsonrpc: '2.0', id: null, error: { code, message, ...(data === undefined ? {} : { data }) } },
-  };
+  return { kind: 'json', status, headers, body: errorBody(code, message, data) };
+}
+
+/** An error decided in machines/server (replies.ts), with the session's `headers` unless it is anonymous. */
+export function replyWith(error: ErrorReply, headers?: Record<string, string>): Reply {
+  const retry =
+    error.retryAfterSeconds === undefined ? undefined : { 'Retry-After': String(error.retryAfterSeconds) };
+  const all = error.anonymous ? retry : headers || retry ? { ...headers, ...retry } : undefined;
+  return errorReply(error.status, error.code, error.message, error.data, all);
 }
 
 /**
@@ -38,5 +41,5 @@ export function errorReply(
  * both, so a stranger learns nothing about which ids exist.
  */
 export function sessionNotFound(): Reply {
-  return errorReply(404, JsonRpcCode.SESSION_NOT_FOUND, 'Session not found');
+  return replyWith(SESSION_NOT_FOUND);
 }

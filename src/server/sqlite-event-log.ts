@@ -175,11 +175,6 @@ export class SqliteEventLog implements EventLog {
     })();
   }
 
-  async finish(sessionId: string, stream: number): Promise<void> {
-    this.q.open.run(sessionId, stream);
-    this.q.finish.run(sessionId, stream);
-  }
-
   async appendFinal(sessionId: string, stream: number, message: JsonRpcMessage): Promise<number | undefined> {
     return this.db.transaction(() => {
       this.q.open.run(sessionId, stream);

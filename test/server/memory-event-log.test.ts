@@ -65,15 +65,12 @@ describe('MemoryEventLog', () => {
   it('sweep ages idle streams and forgets finished, empty ones', async () => {
     let clock = 0;
     const log = new MemoryEventLog({ retentionMs: 100, now: () => clock });
-    await log.append('a', 1, note(1));
-    await log.finish('a', 1); // finished: forgotten once aged out
+    await log.appendFinal('a', 1, note(1)); // finished: forgotten once aged out
     await log.append('a', 0, note(2)); // unfinished: kept (its head matters) but emptied
-    await log.append('b', 2, note(3));
-    await log.finish('b', 2);
+    await log.appendFinal('b', 2, note(3));
     await log.openStream('c', 0); // unfinished, never used: kept
     clock = 50;
-    await log.append('b', 3, note(4));
-    await log.finish('b', 3); // finished but still within retention: kept
+    await log.appendFinal('b', 3, note(4)); // finished but still within retention: kept
 
     clock = 101;
     log.sweep();
@@ -96,8 +93,7 @@ describe('MemoryEventLog', () => {
     const log = new MemoryEventLog({ retentionMs: 4_000, now: () => Date.now() });
     await log.openStream('s', 0);
     expect(vi.getTimerCount()).toBe(0); // lazily started
-    await log.append('s', 1, note(1));
-    await log.finish('s', 1);
+    await log.appendFinal('s', 1, note(1));
     await log.append('s', 0, note(2));
     await log.append('t', 0, note(3));
     expect(vi.getTimerCount()).toBe(1); // one timer for the whole log
@@ -121,8 +117,7 @@ describe('MemoryEventLog', () => {
   it('uses a one-second minimum sweep interval by default and honours an explicit one', async () => {
     vi.useFakeTimers({ now: 0 });
     const fast = new MemoryEventLog({ retentionMs: 100, now: () => Date.now() });
-    await fast.append('s', 0, note(1));
-    await fast.finish('s', 0);
+    await fast.appendFinal('s', 0, note(1));
     vi.advanceTimersByTime(999);
     expect(fast.stats().streams).toBe(1);
     vi.advanceTimersByTime(1);
@@ -130,8 +125,7 @@ describe('MemoryEventLog', () => {
     await fast.close();
 
     const explicit = new MemoryEventLog({ retentionMs: 100, sweepIntervalMs: 200, now: () => Date.now() });
-    await explicit.append('s', 0, note(1));
-    await explicit.finish('s', 0);
+    await explicit.appendFinal('s', 0, note(1));
     vi.advanceTimersByTime(200);
     expect(explicit.stats().streams).toBe(0);
     await explicit.close();

@@ -42,10 +42,10 @@ describe('RedisEventLog', () => {
   it('survives the client: a new log on the same server has the events, windows and sessions', async () => {
     const keyPrefix = freshPrefix();
     const first = make({ keyPrefix, maxEventsPerStream: 3 });
-    for (let i = 1; i <= 5; i++) await first.append('s', 1, note(i));
-    await first.finish('s', 1);
+    for (let i = 1; i < 5; i++) await first.append('s', 1, note(i));
+    await first.appendFinal('s', 1, note(5));
     await first.openStream('s', 0);
-    await first.registry.save(record);
+    expect(await first.shared.commit(record, 0)).toBe(true);
     await first.close();
 
     const second = make({ keyPrefix, maxEventsPerStream: 3 });
@@ -55,10 +55,10 @@ describe('RedisEventLog', () => {
       { seq: 5, message: note(5) },
     ]);
     expect(await second.window('s', 0)).toMatchObject({ oldest: 1, head: 0, finished: false });
-    expect(await second.registry.load('s')).toEqual(record);
+    expect((await second.shared.load('s'))?.record).toEqual(record);
     expect(await second.append('s', 1, note(6))).toBe(6);
     await second.dropSession('s');
-    expect(await second.registry.load('s')).toBeUndefined();
+    expect(await second.shared.load('s')).toBeUndefined();
     expect(await second.window('s', 1)).toBeUndefined();
     expect(await second.window('s', 0)).toBeUndefined();
     await second.close();
@@ -68,7 +68,7 @@ describe('RedisEventLog', () => {
     const keyPrefix = freshPrefix();
     const l = make({ keyPrefix, maxEventsPerStream: 2 });
     for (let i = 1; i <= 4; i++) await l.append('s', 7, note(i));
-    await l.registry.save(record);
+    expect(await l.shared.commit(record, 0)).toBe(true);
     const { createClient } = await import('redis');
     const raw = createClient({ url: server.url });
     raw.on('error', () => {});
@@ -197,17 +197,17 @@ describe('RedisEventLog', () => {
 
 describe('RedisEventLog across a Redis restart (AOF)', () => {
   async function fill(l: RedisEventLog): Promise<void> {
-    for (let i = 1; i <= 5; i++) await l.append('s', 1, note(i));
-    await l.finish('s', 1);
+    for (let i = 1; i < 5; i++) await l.append('s', 1, note(i));
+    await l.appendFinal('s', 1, note(5));
     await l.append('s', 0, note(100));
-    await l.registry.save(record);
+    expect(await l.shared.commit(record, 0)).toBe(true);
   }
 
   async function expectFilled(l: RedisEventLog): Promise<void> {
     expect(await l.window('s', 1)).toMatchObject({ oldest: 3, head: 5, finished: true });
     expect((await l.read('s', 1, 0))?.events.map((e) => e.seq)).toEqual([3, 4, 5]);
     expect((await l.read('s', 0, 0))?.events).toEqual([{ seq: 1, message: note(100) }]);
-    expect(await l.registry.load('s')).toEqual(record);
+    expect((await l.shared.load('s'))?.record).toEqual(record);
   }
 
   it('loses nothing over SHUTDOWN and a restart; a connected log reconnects by itself', async () => {

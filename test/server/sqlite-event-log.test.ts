@@ -21,8 +21,8 @@ describe('SqliteEventLog', () => {
   it('survives the process: a new log on the same file has the events, windows and sessions', async () => {
     const path = await file();
     const first = new SqliteEventLog({ path, maxEventsPerStream: 3 });
-    for (let i = 1; i <= 5; i++) await first.append('s', 1, { jsonrpc: '2.0', method: 'n', params: { i } });
-    await first.finish('s', 1);
+    for (let i = 1; i < 5; i++) await first.append('s', 1, { jsonrpc: '2.0', method: 'n', params: { i } });
+    await first.appendFinal('s', 1, { jsonrpc: '2.0', method: 'n', params: { i: 5 } });
     await first.registry.save({
       id: 's',
       epoch: 'ep',

@@ -1,0 +1,142 @@
+import type { JsonRpcMessage } from '../../machines/jsonrpc.js';
+import { type ExpiryRead, expiryEvent, RECORD_MISSING_MEANS } from '../../machines/server/instances.js';
+import { sharedFacts } from '../../machines/server/session.machine.js';
+import type { SessionRecord, SharedSessionStore } from './event-log.js';
+import type { SessionHost } from './session-host.js';
+
+/** What the shared-store sync of one session needs. */
+export interface SyncedSession {
+  readonly id: string;
+  readonly epoch: string;
+  readonly principal?: string;
+  readonly initialize?: JsonRpcMessage;
+  /** The version of the stored record the session's snapshot came from (0: a new session). */
+  readonly version?: number;
+  readonly onError: (error: unknown) => void;
+  /** Another instance ended the session: this instance ends its copy. */
+  readonly gone: (reason: 'expired' | 'terminated') => void;
+}
+
+/**
+ * Shared-store sync: keeps one session's machine on the newest stored record, and commits the decisions
+ * every instance must see. Without a shared store (`store` undefined) a decision is simply made.
+ */
+export class SharedSync {
+  /** The stored record's version this machine reflects. */
+  private version: number;
+  /** Decisions of this session on this instance, one at a time. */
+  private turn: Promise<unknown> = Promise.resolve();
+  /** What ran here before a decision that was discarded: the adopted machine is told this, not its effect. */
+  private runningBeforeDiscard: Record<string, number> | undefined;
+
+  constructor(
+    private readonly host: SessionHost,
+    readonly store: SharedSessionStore | undefined,
+    private readonly o: SyncedSession,
+  ) {
+    this.version = o.version ?? 0;
+  }
+
+  /**
+   * Runs `act` (which asks the machine) on the newest stored record and, when it changed what every
+   * instance must see (a request id admitted, a stream numbered), writes it back over exactly the
+   * version it was made on; when another instance wrote first, the decision is made again on theirs.
+   * Decisions of one session on one instance take turns, so they never conflict with each other.
+   */
+  async decide<R>(act: () => R): Promise<R> {
+    const shared = this.store;
+    if (!shared) return act();
+    const run = this.turn.then(async () => {
+      for (let attempt = 0; attempt < 32; attempt++) {
+        await this.sync();
+        const before = this.version;
+        const facts = sharedFacts(this.host.actor.getSnapshot());
+        const running = Object.fromEntries(this.host.running());
+        const answer = act();
+        if (this.host.ended || sharedFacts(this.host.actor.getSnapshot()) === facts) {
+          if (!this.host.ended) await shared.touch([this.o.id]);
+          return answer;
+        }
+        if (await shared.commit(this.record(), before)) {
+          this.version = before + 1;
+          return answer;
+        }
+        // Another instance wrote first: this decision is discarded with the machine it was made on, and
+        // what runs here is restated as it was before it.
+        this.version = -1;
+        this.runningBeforeDiscard = running;
+      }
+      throw new Error(`session ${this.o.id}: the shared store kept changing under every decision`);
+    });
+    this.turn = run.catch(() => {});
+    return run;
+  }
+
+  /** Runs `act` in this session's turn, between decisions (a reap, say), committing nothing. */
+  async inTurn<R>(act: () => Promise<R>): Promise<R> {
+    if (!this.store) return act();
+    const run = this.turn.then(act);
+    this.turn = run.catch(() => {});
+    return run;
+  }
+
+  /** Brings the machine up to the stored record. False when the session is gone. */
+  async sync(): Promise<boolean> {
+    const shared = this.store;
+    if (!shared || this.host.ended) return !this.host.ended;
+    if ((await shared.version(this.o.id)) === this.version) return true;
+    const stored = await shared.load(this.o.id);
+    // A new session is stored by its first commit (its initialize request).
+    if (!stored && this.version === 0) return true;
+    if (!stored) {
+      this.o.gone(RECORD_MISSING_MEANS);
+      return false;
+    }
+    if (stored.version !== this.version) this.adopt(stored.record.snapshot, stored.version);
+    return true;
+  }
+
+  /**
+   * The idle TTL ran out here; the machine decides on how long it was idle everywhere. Used elsewhere
+   * since, the idle clock here restarts from then, so a sleeping copy does not wake to ask at every sweep.
+   */
+  async checkExpiry(): Promise<void> {
+    let read: ExpiryRead;
+    try {
+      const idleMs = await this.store?.idleFor(this.o.id);
+      read = idleMs === undefined ? { kind: 'missing' } : { kind: 'idle', idleMs };
+    } catch (error) {
+      this.o.onError(error);
+      read = { kind: 'failed' };
+    }
+    if (this.host.ended) return;
+    if (read.kind === 'idle') this.host.used(Date.now() - read.idleMs);
+    const event = expiryEvent(read);
+    if (event.type === 'session.gone') this.o.gone(event.reason);
+    else this.host.send(event);
+  }
+
+  /** The record stored for this session: what a new process or another instance restores it from. */
+  record(): SessionRecord {
+    return {
+      id: this.o.id,
+      epoch: this.o.epoch,
+      principal: this.o.principal,
+      initialize: this.o.initialize as JsonRpcMessage,
+      snapshot: this.host.persisted(),
+    };
+  }
+
+  /**
+   * Another instance moved the session on; adopt its snapshot. What is attached and running here is this
+   * instance's own fact, so it is restated to the new machine.
+   */
+  private adopt(snapshot: unknown, version: number): void {
+    const running = this.runningBeforeDiscard ?? Object.fromEntries(this.host.running());
+    const attached = this.host.attached();
+    this.runningBeforeDiscard = undefined;
+    this.host.replace(snapshot);
+    this.version = version;
+    this.host.send({ type: 'session.synced', attached, running });
+  }
+}

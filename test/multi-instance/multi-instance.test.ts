@@ -208,7 +208,7 @@ describe('several instances sharing sessions through Redis, behind a round-robin
         expect(isOutcomeUnknown(error)).toBe(true);
         expect((error as McpError).data).toMatchObject({ reason: 'instance_lost' });
       } else {
-        expect(result?.ok).toBe(true);
+        expect(result, `slow${i} ran on ${ranOn}, which lived`).toMatchObject({ ok: true });
         expect(text((result as { value: unknown }).value)).toBe(`charged slow${i} @ ${ranOn}`);
       }
     }

@@ -1,11 +1,10 @@
 import http from 'node:http';
 import v8 from 'node:v8';
 import vm from 'node:vm';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ContinuityMetrics, createContinuityServer } from '../../src/index.js';
+import { freshSessionWorks } from '../support/fresh-session.js';
 import { listenOnLoopback } from '../support/listen.js';
 import { rawExchange } from '../support/raw-http.js';
 import { type DemoWorld, demoMcpServer } from './harness.js';
@@ -372,20 +371,8 @@ describe('hostile input (fuzz)', () => {
     return exchange.status;
   }
 
-  async function freshSessionWorks(): Promise<void> {
-    const client = new Client({ name: 'fresh', version: '1' });
-    const transport = new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${port}/mcp`), {
-      requestInit: { headers: { 'X-User': 'fresh' } },
-    });
-    await client.connect(transport);
-    const result = await client.callTool({ name: 'echo', arguments: { text: 'alive' } });
-    expect(result.content).toEqual([{ type: 'text', text: 'alive' }]);
-    await transport.terminateSession();
-    await client.close();
-  }
-
   it(`${RUNS} batches of ${BATCH} raw requests: never a 5xx or an error, a fresh session always works; afterwards no session and no heap is left`, async () => {
-    await freshSessionWorks(); // warm-up: the first session pays for loading code
+    await freshSessionWorks(port); // warm-up: the first session pays for loading code
     const gc = collectGarbage();
     gc();
     const heapBefore = process.memoryUsage().heapUsed;
@@ -403,7 +390,7 @@ describe('hostile input (fuzz)', () => {
         for (const status of answered)
           expect(status === undefined || status < 500, `status ${status}`).toBe(true);
         expect(errors).toEqual([]);
-        await freshSessionWorks();
+        await freshSessionWorks(port);
       }),
       { numRuns: RUNS, endOnFailure: true },
     );

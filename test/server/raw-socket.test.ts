@@ -1,9 +1,8 @@
 import http from 'node:http';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ContinuityMetrics, createContinuityServer } from '../../src/index.js';
 import { serveFetch } from '../support/fetch-adapter.js';
+import { freshSessionWorks } from '../support/fresh-session.js';
 import { listenOnLoopback } from '../support/listen.js';
 import { rawExchange } from '../support/raw-http.js';
 import { type DemoWorld, demoMcpServer } from './harness.js';
@@ -225,18 +224,6 @@ for (const stack of ['node', 'fetch'] as const) {
       await new Promise<void>((r) => server.close(() => r()));
     });
 
-    async function freshSessionWorks(): Promise<void> {
-      const client = new Client({ name: 'fresh', version: '1' });
-      const transport = new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${port}/mcp`), {
-        requestInit: { headers: { 'X-User': 'fresh' } },
-      });
-      await client.connect(transport);
-      const result = await client.callTool({ name: 'echo', arguments: { text: 'alive' } });
-      expect(result.content).toEqual([{ type: 'text', text: 'alive' }]);
-      await transport.terminateSession();
-      await client.close();
-    }
-
     it.each(cases)('$name', async (c) => {
       const before = metrics.figures();
       const exchange = await rawExchange(port, c.send(port), c.options);
@@ -253,7 +240,7 @@ for (const stack of ['node', 'fetch'] as const) {
         const key = `mcp_continuity.server.rejected_requests{reason=${c.counted}}`;
         expect(metrics.figures()[key] ?? 0).toBe((before[key] ?? 0) + 1);
       }
-      await freshSessionWorks();
+      await freshSessionWorks(port);
       expect(errors).toEqual([]);
     });
 

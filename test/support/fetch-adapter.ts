@@ -1,5 +1,6 @@
 import http from 'node:http';
 import { Readable } from 'node:stream';
+import { writeNodeResponse } from '../../src/server/http.js';
 
 type FetchHandler = (request: Request, info: { remoteAddress?: string }) => Promise<Response>;
 
@@ -43,26 +44,7 @@ export function serveFetch(handler: FetchHandler, errors: unknown[]): http.Serve
       res.destroy();
       return;
     }
-    const headers: Record<string, string> = {};
-    response.headers.forEach((v, k) => {
-      headers[k] = v;
-    });
-    res.writeHead(response.status, headers);
-    if (!response.body) {
-      res.end();
-      return;
-    }
-    const reader = response.body.getReader();
-    res.on('close', () => void reader.cancel().catch(() => undefined));
-    try {
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        res.write(value);
-      }
-    } catch {
-      // The client went away.
-    }
-    res.end();
+    // Written as the Node handler writes any response; the writing is not what these tests are about.
+    await writeNodeResponse(response, res).catch(() => undefined);
   });
 }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   defaultRetryPolicy,
+  inboundOf,
   learnAnnotations,
   ledgerAdd,
   ledgerOnSessionLost,
@@ -8,7 +9,8 @@ import {
   outcomeUnknownError,
   pendingEntries,
 } from '../machines/client/ledger.js';
-import type { JsonRpcRequest } from '../machines/jsonrpc.js';
+import type { JsonRpcMessage, JsonRpcRequest } from '../machines/jsonrpc.js';
+import { clientOwner, tagRequestId } from '../machines/request-tag.js';
 
 const call = (id: number, name: string): JsonRpcRequest => ({
   jsonrpc: '2.0',
@@ -69,6 +71,36 @@ describe('request ledger', () => {
     expect(outcomeUnknownError(3, 'session_lost')).toMatchObject({
       id: 3,
       error: { code: -32050, data: { reason: 'session_lost' } },
+    });
+  });
+});
+
+describe('the one orphan rule (inboundOf)', () => {
+  const me = clientOwner('0123456789ab');
+  const other = clientOwner('ba9876543210');
+  const progress = (token: string | number): JsonRpcMessage => ({
+    jsonrpc: '2.0',
+    method: 'notifications/progress',
+    params: { progressToken: token, progress: 1 },
+  });
+
+  it('a response to a pending request is its answer; any other response is an orphan', () => {
+    const l = ledgerAdd({}, call(1, 'charge'));
+    expect(inboundOf(l, me, { jsonrpc: '2.0', id: 1, result: {} })).toMatchObject({ kind: 'answer' });
+    expect(inboundOf(l, me, { jsonrpc: '2.0', id: 2, result: {} })).toEqual({ kind: 'orphan' });
+    expect(inboundOf(l, me, { jsonrpc: '2.0', id: '1', result: {} })).toEqual({ kind: 'orphan' });
+    ledgerSettle(l, 1, 'answered');
+    // A replay of an answer already delivered is never delivered twice.
+    expect(inboundOf(l, me, { jsonrpc: '2.0', id: 1, result: {} })).toEqual({ kind: 'orphan' });
+  });
+
+  it('progress tagged by another owner is an orphan; our own, untagged and other messages are not', () => {
+    expect(inboundOf({}, me, progress(tagRequestId(other, 2)))).toEqual({ kind: 'orphan' });
+    expect(inboundOf({}, me, progress(tagRequestId(me, 2)))).toEqual({ kind: 'message' });
+    expect(inboundOf({}, me, progress(2))).toEqual({ kind: 'message' });
+    expect(inboundOf({}, undefined, progress(2))).toEqual({ kind: 'message' });
+    expect(inboundOf({}, me, { jsonrpc: '2.0', method: 'notifications/message' })).toEqual({
+      kind: 'message',
     });
   });
 });

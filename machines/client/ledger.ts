@@ -1,6 +1,7 @@
 import { JsonRpcCode, type OutcomeUnknownReason } from '../codes.js';
-import type { JsonRpcError, JsonRpcRequest, RequestId } from '../jsonrpc.js';
-import { requestKey } from '../jsonrpc.js';
+import type { JsonRpcError, JsonRpcMessage, JsonRpcRequest, RequestId } from '../jsonrpc.js';
+import { isResponse, requestKey } from '../jsonrpc.js';
+import { taggedByAnother } from '../request-tag.js';
 
 /**
  * The client's request ledger: every request the application sent, until it is settled. A request is
@@ -85,6 +86,36 @@ export function ledgerSettle(
   const key = requestKey(id);
   if (ledger[key]?.status === 'pending') delete ledger[key];
   return ledger;
+}
+
+/** What an incoming message is to this process (see `inboundOf`). */
+export type Inbound =
+  | { readonly kind: 'answer'; readonly entry: LedgerEntry }
+  | { readonly kind: 'orphan' }
+  | { readonly kind: 'message' };
+
+/**
+ * The client's one orphan rule: a message is an orphan when it concerns a request this process does not
+ * wait for, and it then goes to `onOrphanResult`, never to a caller.
+ * - A response to a pending request is its answer.
+ * - Any other response is an orphan: an answer to a request this process never sent (a replay of a dead
+ *   process's stream, after a restart) or already settled (a replay must never be delivered twice).
+ * - A progress notification whose token another owner tagged (machines/request-tag.ts) is an orphan: it
+ *   belongs to a dead process's call, and must not reach a live call whose untagged token is the same.
+ * - Anything else is for the application.
+ * `owner`: this process's tag (undefined when ids are not tagged, as in the simulations).
+ */
+export function inboundOf(ledger: Ledger, owner: string | undefined, message: JsonRpcMessage): Inbound {
+  if (isResponse(message)) {
+    const entry = message.id === null ? undefined : ledgerGet(ledger, message.id);
+    return entry?.status === 'pending' ? { kind: 'answer', entry } : { kind: 'orphan' };
+  }
+  if ('method' in message && message.method === 'notifications/progress') {
+    const token = message.params?.progressToken;
+    if ((typeof token === 'string' || typeof token === 'number') && taggedByAnother(owner, token))
+      return { kind: 'orphan' };
+  }
+  return { kind: 'message' };
 }
 
 export function pendingEntries(ledger: Ledger): LedgerEntry[] {

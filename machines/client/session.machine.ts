@@ -15,10 +15,10 @@ import type { ServerAdvertisement } from '../validity.js';
 import { type CursorRecord, recordBelongsTo, type StreamCursor } from './cursor.js';
 import {
   defaultRetryPolicy,
+  inboundOf,
   type Ledger,
   learnAnnotations,
   ledgerAdd,
-  ledgerGet,
   ledgerOnSessionLost,
   ledgerSettle,
   outcomeUnknownError,
@@ -34,6 +34,7 @@ import {
   MIN_DERIVED_STALL_MS,
   timerMs,
 } from './limits.js';
+import type { PostFacts } from './post-failure.js';
 import {
   type StreamInput,
   type StreamKind,
@@ -63,6 +64,11 @@ export interface ClientConfig {
    * used: its session id and cursors are never sent here. Undefined: any record is used (simulations).
    */
   readonly serverUrl?: string;
+  /**
+   * This process's tag on the request ids it sends (machines/request-tag.ts): a progress notification
+   * tagged by another owner is an orphan. Undefined: ids are not tagged (simulations).
+   */
+  readonly requestOwner?: string;
 }
 
 export interface ClientInput extends Partial<ClientConfig> {
@@ -294,19 +300,20 @@ export const clientSessionMachine = setup({
     sendDelete: (_, _params: { sessionId: string }) => undefined,
     /** …report a transport error that belongs to no request (SDK `onerror`)… */
     reportError: (_, _params: { message: string; detail?: unknown }) => undefined,
-    /** …and report that the transport has failed for good (SDK `onerror`, then `onclose`). */
+    /** …report that the transport has failed for good (SDK `onerror`, then `onclose`)… */
     reportFailure: (_, _params: { message: string; detail?: unknown }) => undefined,
+    /** …and that the server ended the session (`event: close`): the transport is closed (SDK `onclose`). */
+    reportTerminated: (_, _params: undefined) => undefined,
 
     /** Starts a stream: on an ended actor from the pool, else on a new one. */
     spawnStream: enqueueActions(({ context, enqueue }, args: SpawnArgs) => {
       const body = args.body;
-      const resendSafe =
-        args.kind === 'request' &&
-        body !== undefined &&
-        isRequest(body) &&
-        (body.method === 'initialize' ||
-          context.advertisement?.duplicateRequestProtection === true ||
-          context.config.retryPolicy(body, context.annotations));
+      const request = args.kind === 'request' && body !== undefined && isRequest(body) ? body : undefined;
+      const post: PostFacts = {
+        initialize: request?.method === 'initialize',
+        serverDeduplicates: context.advertisement?.duplicateRequestProtection === true,
+        readOnly: request !== undefined && context.config.retryPolicy(request, context.annotations),
+      };
       const input: StreamInput = {
         key: args.key,
         streamId: `${args.key}#${context.spawned}`,
@@ -318,7 +325,7 @@ export const clientSessionMachine = setup({
         policy: context.config.policy,
         stallTimeoutMs: stallTimeoutFor(context.config, context.advertisement),
         jitterSeed: (context.config.seed + context.spawned * 7919) >>> 0,
-        resendSafe,
+        post,
       };
       if (args.kind !== 'message')
         context.cursors[args.key] = { kind: args.kind, lastEventId: args.lastEventId };
@@ -422,19 +429,17 @@ export const clientSessionMachine = setup({
       // Learned across the whole batch, then assigned once: each assign would start from the old context.
       let annotations = context.annotations;
       for (const { message } of messages) {
-        if (!isResponse(message)) {
-          named(enqueue)({ type: 'deliver', params: { message } });
-          continue;
-        }
-        const entry = message.id === null ? undefined : ledgerGet(context.ledger, message.id);
-        if (entry?.status !== 'pending') {
+        const inbound = inboundOf(context.ledger, context.config.requestOwner, message);
+        if (inbound.kind === 'orphan') {
           named(enqueue)({ type: 'deliverOrphan', params: { message } });
           continue;
         }
-        const answered = 'result' in message;
-        ledgerSettle(context.ledger, entry.request.id, answered ? 'answered' : 'failed');
-        if (answered && entry.request.method === 'tools/list')
-          annotations = learnAnnotations(annotations, message.result);
+        if (inbound.kind === 'answer' && isResponse(message)) {
+          const answered = 'result' in message;
+          ledgerSettle(context.ledger, inbound.entry.request.id, answered ? 'answered' : 'failed');
+          if (answered && inbound.entry.request.method === 'tools/list')
+            annotations = learnAnnotations(annotations, message.result);
+        }
         named(enqueue)({ type: 'deliver', params: { message } });
       }
       if (annotations !== context.annotations) enqueue.assign({ annotations });
@@ -818,6 +823,7 @@ export const clientSessionMachine = setup({
       retryPolicy: input.retryPolicy ?? defaultRetryPolicy,
       seed: input.seed ?? 1,
       serverUrl: input.serverUrl,
+      requestOwner: input.requestOwner,
     },
     restored: input.restored && recordBelongsTo(input.restored, input.serverUrl) ? input.restored : undefined,
     foreignRecord: input.restored !== undefined && !recordBelongsTo(input.restored, input.serverUrl),
@@ -946,6 +952,7 @@ export const clientSessionMachine = setup({
         { type: 'settleAllUnknown', params: { reason: OutcomeUnknownReason.serverClosedSession } },
         'rejectQueued',
         'persist',
+        'reportTerminated',
       ],
       on: { 'app.send': { actions: 'rejectAfterEnd' } },
     },

@@ -1,12 +1,13 @@
 import { and, assign, enqueueActions, fromCallback, sendParent, setup } from 'xstate';
 import { type ReconnectPolicy, reconnectDelay } from '../backoff.js';
-import { ReconnectReason } from '../codes.js';
-import { type CloseDecision, classifyClose, decidePostFailure, type GapDetails } from '../decide.js';
+import { StopReason } from '../codes.js';
+import { type CloseDecision, classifyClose, type GapDetails } from '../decide.js';
 import type { JsonRpcMessage } from '../jsonrpc.js';
 import type { ServerAdvertisement } from '../validity.js';
 import { type Absorbed, absorbEvents, type DeliveredMessage, rememberIds } from './absorb.js';
 import type { Exchange, IoEvent, SseEvent } from './io.js';
 import { serverRetryFloor } from './limits.js';
+import { decidePostFailure, type PostFacts } from './post-failure.js';
 import { asJsonRpcMessage } from './wire.js';
 
 /**
@@ -37,8 +38,8 @@ export interface StreamInput {
    */
   readonly stallTimeoutMs: number;
   readonly jitterSeed: number;
-  /** Re-sending this POST cannot run it twice (server de-duplicates, or the call only reads). */
-  readonly resendSafe: boolean;
+  /** What the session knew of the POSTed request, for `decidePostFailure` (machines/client/post-failure.ts). */
+  readonly post: PostFacts;
 }
 
 /** How a stream ended, reported to the parent. */
@@ -229,10 +230,14 @@ export const streamMachine = setup({
       // polling at the longest delay while the session lives (as EventSource does).
       if (context.stream.kind === 'standalone') return true;
       if (context.attempt >= context.stream.policy.maxRetries) return false;
-      if (context.stream.kind === 'message') return d.reason === ReconnectReason.refused;
-      if (context.lastEventId !== undefined) return true;
-      const fault = d.reason === ReconnectReason.refused ? 'refused' : 'reset';
-      return decidePostFailure(fault, context.stream.resendSafe) === 'resend';
+      return (
+        decidePostFailure({
+          reason: d.reason,
+          kind: context.stream.kind,
+          hasCursor: context.lastEventId !== undefined,
+          facts: context.stream.post,
+        }) !== 'outcome-unknown'
+      );
     },
     reconnectsExhausted: ({ context }) =>
       context.decision?.action === 'reconnect' &&
@@ -253,6 +258,9 @@ export const streamMachine = setup({
     canResumeAfterGap: ({ context }) =>
       context.decision?.action === 'events-lost' && context.decision.gap.resumeAfter !== undefined,
     isStop: ({ context }) => context.decision?.action === 'stop',
+    /** The server sent `event: close`: its session is ending, which the parent (not this stream) acts on. */
+    isSessionClosing: ({ context }) =>
+      context.decision?.action === 'stop' && context.decision.reason === StopReason.closeEvent,
     isEpochChange: ({ context }) =>
       context.decision?.action === 'events-lost' && context.decision.gap.reason === 'epoch_changed',
   },
@@ -277,6 +285,7 @@ export const streamMachine = setup({
       mayHaveRun: true,
     }),
     classifyEnd: assign({ decision: () => classifyClose({ kind: 'end-of-stream' }) }),
+    classifyCloseEvent: assign({ decision: () => classifyClose({ kind: 'close-event' }) }),
     // A stall can strike after the request left (waiting for headers): it may have run.
     classifyStall: assign({
       decision: () => classifyClose({ kind: 'network', fault: 'stall' }),
@@ -436,7 +445,8 @@ export const streamMachine = setup({
           always: [
             // A request stream is done once its answer is in, whether or not the server ends it.
             { guard: 'responseSeen', target: '#stream.done' },
-            { guard: 'closeReceived', target: '#stream.closedByServer' },
+            // `event: close` is decided like every other close (`classifyClose`), in `deciding`.
+            { guard: 'closeReceived', target: '#stream.deciding', actions: 'classifyCloseEvent' },
             { guard: 'answeredInSession', target: '#stream.answered' },
           ],
           after: {
@@ -499,6 +509,7 @@ export const streamMachine = setup({
         },
         { guard: 'isEpochChange', target: 'epochChanged', actions: 'reportGap' },
         { guard: 'isEventsLost', target: 'responseEvicted', actions: 'reportGap' },
+        { guard: 'isSessionClosing', target: 'closedByServer' },
         { guard: 'isStop', target: 'stopped' },
         { target: 'refused' },
       ],

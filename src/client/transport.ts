@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage, MessageExtraInfo } from '@modelcontextprotocol/sdk/types.js';
 import { type Actor, createActor, type InspectionEvent, type Observer } from 'xstate';
@@ -12,6 +13,7 @@ import {
 } from '../../machines/client/session.machine.js';
 import { streamMachine } from '../../machines/client/stream.machine.js';
 import type { JsonRpcMessage } from '../../machines/jsonrpc.js';
+import { clientOwner, tagOutgoing, untagIncoming } from '../../machines/request-tag.js';
 import {
   assessContinuity,
   type ContinuityAssessment,
@@ -21,7 +23,6 @@ import { ContinuityError, ErrorCode } from '../errors.js';
 import type { ContinuityMetrics } from '../metrics/continuity-metrics.js';
 import { type CursorStore, MemoryCursorStore } from './cursor-store.js';
 import { createExchangeActor, type FetchLike } from './exchange.js';
-import { RequestIds } from './request-ids.js';
 
 export interface ContinuityClientOptions {
   /** Where the cursor is kept. Default: in memory (resumes across drops, not across restarts). */
@@ -80,7 +81,12 @@ export class ContinuityClientTransport implements Transport {
   private deleting: Promise<void> = Promise.resolve();
   private warned = false;
   private readonly inbox: JsonRpcMessage[] = [];
-  private readonly ids = new RequestIds();
+  /**
+   * This process's tag on the request ids it sends (machines/request-tag.ts): a restarted SDK Client numbers
+   * its requests from 0 again, and the server de-duplicates by id, so its first call would otherwise be
+   * answered with the replay of an old one.
+   */
+  private readonly owner = clientOwner(randomBytes(6).toString('hex'));
   private draining = false;
   /** A notification was handed over since the last yield; an answer must wait for its handler. */
   private notifiedSinceYield = false;
@@ -143,6 +149,7 @@ export class ContinuityClientTransport implements Transport {
         },
         reportError: (_, { message, detail }) => this.report(ErrorCode.transport, message, detail),
         reportFailure: (_, { message, detail }) => this.fail(message, detail),
+        reportTerminated: () => this.terminated(),
       },
     });
     const actor = createActor(machine, {
@@ -153,6 +160,7 @@ export class ContinuityClientTransport implements Transport {
         seed: Math.floor(Math.random() * 0x7fffffff),
         restored: restored ?? undefined,
         serverUrl: this.url.href,
+        requestOwner: this.owner,
       },
       inspect: this.options.inspect,
     });
@@ -166,7 +174,7 @@ export class ContinuityClientTransport implements Transport {
 
   async send(message: JSONRPCMessage): Promise<void> {
     if (this.closed) throw new Error('ContinuityClientTransport: closed');
-    this.actor.send({ type: 'app.send', message: this.ids.outgoing(message as JsonRpcMessage) });
+    this.actor.send({ type: 'app.send', message: tagOutgoing(this.owner, message as JsonRpcMessage) });
   }
 
   setProtocolVersion(version: string): void {
@@ -201,6 +209,20 @@ export class ContinuityClientTransport implements Transport {
     this.closed = true;
     // After the calls' endings are handed over (the SDK rejects what is still pending on close), and after
     // the machine's transition: onclose may call close().
+    void this.delivered().then(() => {
+      this.running?.stop();
+      this.notifyClosed();
+    });
+  }
+
+  /**
+   * The server ended the session (`event: close`, after a DELETE or its expiry): the session is gone for
+   * every client, so nothing is resumed or re-initialized. Every call has ended; the transport closes
+   * (no DELETE: there is nothing left to delete) and later sends are refused.
+   */
+  private terminated(): void {
+    this.closed = true;
+    // As in `fail`: after the calls' endings are handed over, and after the machine's transition.
     void this.delivered().then(() => {
       this.running?.stop();
       this.notifyClosed();
@@ -268,9 +290,7 @@ export class ContinuityClientTransport implements Transport {
             await new Promise((r) => setImmediate(r));
             this.notifiedSinceYield = false;
           }
-          const { message, orphan } = this.ids.incoming(m);
-          if (orphan) this.orphan(message);
-          else this.onmessage?.(message as JSONRPCMessage);
+          this.onmessage?.(untagIncoming(this.owner, m) as JSONRPCMessage);
           if ('method' in m && !('id' in m)) this.notifiedSinceYield = true;
         }
       }

@@ -134,7 +134,10 @@ export interface StreamContext {
   gapSinceOpen: boolean;
   /** Some attempt of this stream may have reached the server (anything but a refusal or a 404). */
   mayHaveRun: boolean;
-  /** What the last run of SSE events did (`absorbEvents`); read by the actions and guards after it. */
+  /**
+   * What the last run of SSE events did (`absorbEvents`); read by the actions and guards after it, and
+   * forgotten when the exchange ends.
+   */
   absorbed: Absorbed | undefined;
 }
 
@@ -390,6 +393,7 @@ export const streamMachine = setup({
       const gap = (context.decision as Extract<CloseDecision, { action: 'events-lost' }>).gap;
       return { lastEventId: gap.resumeAfter, serverStreamComplete: gap.streamComplete };
     }),
+    forgetAbsorbed: assign({ absorbed: undefined }),
     /** A standalone stream whose log was reset starts over: there is nothing left to resume. */
     forgetCursor: assign({ lastEventId: undefined, recentIds: [] }),
     /** A new stream in this actor: everything from the previous one is forgotten. */
@@ -407,6 +411,8 @@ export const streamMachine = setup({
   states: {
     connecting: {
       invoke: { src: 'exchange', input: ({ context }) => exchangeFor(context) },
+      // Once the exchange is over, what its last run of events did is read by nothing more.
+      exit: 'forgetAbsorbed',
       initial: 'awaitingResponse',
       states: {
         awaitingResponse: {

@@ -23,6 +23,7 @@ import { ContinuityError, ErrorCode } from '../errors.js';
 import type { ContinuityMetrics } from '../metrics/continuity-metrics.js';
 import { type CursorStore, MemoryCursorStore } from './cursor-store.js';
 import { createExchangeActor, type FetchLike } from './exchange.js';
+import { LatestWrite } from './latest-write.js';
 
 export interface ContinuityClientOptions {
   /** Where the cursor is kept. Default: in memory (resumes across drops, not across restarts). */
@@ -76,8 +77,7 @@ export class ContinuityClientTransport implements Transport {
   private readonly store: CursorStore;
   private readonly policy: ReconnectPolicy;
   private saving: Promise<void> = Promise.resolve();
-  /** The newest cursor record not yet handed to the store. */
-  private unsaved: { record: CursorRecord | null } | undefined;
+  private readonly saves: LatestWrite<CursorRecord | null>;
   private deleting: Promise<void> = Promise.resolve();
   private warned = false;
   private readonly inbox: JsonRpcMessage[] = [];
@@ -99,6 +99,7 @@ export class ContinuityClientTransport implements Transport {
     private readonly options: ContinuityClientOptions = {},
   ) {
     this.store = options.cursorStore ?? new MemoryCursorStore();
+    this.saves = new LatestWrite((record) => this.store.save(record));
     this.policy = { ...DEFAULT_RECONNECT_POLICY, ...options.reconnect };
   }
 
@@ -236,19 +237,12 @@ export class ContinuityClientTransport implements Transport {
   }
 
   /**
-   * The machine persists after every event; a save chained per event cost two promises each. Records that
-   * arrive before the previous save started are coalesced: only the newest is written (the store's contract).
+   * The machine persists after every event; a save chained per event cost two promises each. Saves go one at
+   * a time, and of the records that arrive meanwhile only the newest is written (the store's contract).
    */
   private persist(record: CursorRecord | null): void {
-    const queued = this.unsaved !== undefined;
-    this.unsaved = { record };
-    if (queued) return;
-    this.saving = this.saving
-      .then(() => {
-        const next = this.unsaved;
-        this.unsaved = undefined;
-        return next && this.store.save(next.record);
-      })
+    this.saving = this.saves
+      .push(record)
       .catch((e) => this.report(ErrorCode.cursorStore, `cursor store: ${String(e)}`, e));
   }
 

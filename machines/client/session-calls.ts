@@ -66,6 +66,9 @@ function cancelledKey(message: JsonRpcMessage): string | undefined {
 
 const act = enqueueIn<typeof sessionStreams>();
 
+/** A stream's end, as `stream.ended` reports it. */
+export type StreamEnd = { readonly key: string; readonly outcome: StreamOutcome };
+
 /**
  * The application's calls: answers settle the ledger and reach the application (or the orphan path), a
  * cancelled call stops its stream, and a call whose stream ended without an answer is settled.
@@ -146,24 +149,21 @@ export const sessionCalls = sessionStreams.extend({
      * `stream.ended` (`done`) did, less the cursor write in between, which the stream's end removes again
      * before anyone could read it.
      */
-    endAnswered: act(({ context, enqueue, event }) => {
-      if (event.type !== 'stream.answered') return;
-      forgetStream(context, event.key);
+    endAnswered: act(({ context, enqueue }, { key }: { key: string }) => {
+      forgetStream(context, key);
       enqueue({ type: 'persistCursor', params: { record: cursorRecordOf(context) } });
     }),
     /** A stream ended: forget it, and settle its request if it ended without an answer. */
-    settleEndedStream: act(({ context, enqueue, event }) => {
-      if (event.type !== 'stream.ended') return;
-      const entry = forgetStream(context, event.key);
-      const outcome = event.outcome;
-      const pending = entry?.kind === 'request' ? pendingByKey(context.ledger, event.key) : undefined;
+    settleEndedStream: act(({ context, enqueue }, { key, outcome }: StreamEnd) => {
+      const entry = forgetStream(context, key);
+      const pending = entry?.kind === 'request' ? pendingByKey(context.ledger, key) : undefined;
       // A request stream that ended without its answer (a 202, a 204 or 405 to its resume) still ends its
       // call: nothing else will, short of the SDK's own timeout.
       if ((outcome.kind === 'done' || outcome.kind === 'stopped') && !pending) return;
       if (!pending) {
         enqueue({
           type: 'reportError',
-          params: { message: `stream ${event.key} ended: ${outcome.kind}`, detail: outcome },
+          params: { message: `stream ${key} ended: ${outcome.kind}`, detail: outcome },
         });
         // Whatever that stream would still have carried will not arrive: say so, size unknown. (A request
         // stream with no pending entry was restored from another process: its answer is lost too.)
@@ -171,7 +171,7 @@ export const sessionCalls = sessionStreams.extend({
           enqueue({
             type: 'notifyGap',
             params: {
-              streamKey: event.key,
+              streamKey: key,
               reason: outcome.kind,
               lostCount: null,
               sessionId: context.sessionId,
@@ -216,18 +216,19 @@ export const sessionCalls = sessionStreams.extend({
       }
       enqueue.assign({ queue: [] });
     }),
-    rejectAfterEnd: act(({ enqueue, event }) => {
-      if (event.type !== 'app.send' || !isRequest(event.message)) return;
+    /** A request sent after the session ended fails at once. */
+    rejectAfterEnd: act(({ enqueue }, { message }: { message: JsonRpcMessage }) => {
+      if (!isRequest(message)) return;
       enqueue({
         type: 'deliver',
-        params: { message: requestFailed(event.message.id, 'The session has ended; create a new transport') },
+        params: { message: requestFailed(message.id, 'The session has ended; create a new transport') },
       });
     }),
-    noteUnexecuted: assign({
-      provenUnexecuted: ({ context, event }) =>
-        event.type === 'stream.ended' && event.outcome.kind === 'session-terminated' && event.outcome.neverRan
-          ? [...context.provenUnexecuted, event.key]
-          : context.provenUnexecuted,
-    }),
+    /** A 404 that answered a call's own POST proves the call never ran: it may be sent again. */
+    noteUnexecuted: assign(({ context }, { key, outcome }: StreamEnd) =>
+      outcome.kind === 'session-terminated' && outcome.neverRan
+        ? { provenUnexecuted: [...context.provenUnexecuted, key] }
+        : {},
+    ),
   },
 });

@@ -2,6 +2,7 @@ import { assign } from 'xstate';
 import { reconnectDelay } from '../backoff.js';
 import { OutcomeUnknownReason } from '../codes.js';
 import { requestKey } from '../jsonrpc.js';
+import type { ServerAdvertisement } from '../validity.js';
 import { ledgerOnSessionLost, outcomeUnknownError, type RetryPolicy } from './ledger.js';
 import { acceptableSessionId } from './limits.js';
 import { initKey, STANDALONE_KEY } from './session-context.js';
@@ -16,20 +17,25 @@ const act = enqueueIn<typeof sessionSending>();
  */
 export const sessionLifecycle = sessionSending.extend({
   actions: {
-    adoptSession: act(({ context, enqueue, event }) => {
-      if (event.type !== 'stream.opened' || event.sessionId === undefined) return;
-      if (!acceptableSessionId(event.sessionId)) {
-        enqueue({
-          type: 'reportError',
-          params: { message: 'the server sent a session id that is too long or not visible ASCII; not used' },
+    /** The server named the session (the initialize's response headers): kept, if it is acceptable. */
+    adoptSession: act(
+      ({ context, enqueue }, opened: { sessionId?: string; advertisement?: ServerAdvertisement }) => {
+        if (opened.sessionId === undefined) return;
+        if (!acceptableSessionId(opened.sessionId)) {
+          enqueue({
+            type: 'reportError',
+            params: {
+              message: 'the server sent a session id that is too long or not visible ASCII; not used',
+            },
+          });
+          return;
+        }
+        enqueue.assign({
+          sessionId: opened.sessionId,
+          advertisement: opened.advertisement ?? context.advertisement,
         });
-        return;
-      }
-      enqueue.assign({
-        sessionId: event.sessionId,
-        advertisement: event.advertisement ?? context.advertisement,
-      });
-    }),
+      },
+    ),
     /**
      * The session is gone (404). Settle what was in flight: re-send what the policy allows, declare the
      * rest outcome unknown. Then initialize a new session with the application's original parameters.
@@ -182,10 +188,7 @@ export const sessionLifecycle = sessionSending.extend({
       if (!restored.streams[STANDALONE_KEY])
         enqueue({ type: 'spawnStream', params: { key: STANDALONE_KEY, kind: 'standalone' } });
     }),
-    rememberProtocolVersion: assign({
-      protocolVersion: ({ context, event }) =>
-        event.type === 'app.protocolVersion' ? event.version : context.protocolVersion,
-    }),
+    rememberProtocolVersion: assign((_, { version }: { version: string }) => ({ protocolVersion: version })),
     deleteSession: act(({ context, enqueue }) => {
       if (context.sessionId !== undefined)
         enqueue({ type: 'sendDelete', params: { sessionId: context.sessionId } });

@@ -35,18 +35,18 @@ export const sessionSending = sessionCalls.extend({
         enqueue({ type: 'spawnStream', params: { key: STANDALONE_KEY, kind: 'standalone' } });
       }
     }),
-    queueMessage: act(({ enqueue, event }) => {
-      if (event.type !== 'app.send') return;
-      enqueue({ type: 'cancelCall', params: { message: event.message } });
-      enqueue.assign(({ context: now }) => ({ queue: [...now.queue, event.message] }));
+    /** Held until the session is (re-)established; a cancellation still stops its call at once. */
+    queueMessage: act(({ enqueue }, { message }: { message: JsonRpcMessage }) => {
+      enqueue({ type: 'cancelCall', params: { message } });
+      enqueue.assign(({ context: now }) => ({ queue: [...now.queue, message] }));
     }),
-    startInitialize: act(({ context, enqueue, event }) => {
-      if (event.type !== 'app.send' || !isRequest(event.message)) return;
-      ledgerAdd(context.ledger, event.message);
-      enqueue.assign({ initializeRequest: event.message });
+    startInitialize: act(({ context, enqueue }, { message }: { message: JsonRpcMessage }) => {
+      if (!isRequest(message)) return;
+      ledgerAdd(context.ledger, message);
+      enqueue.assign({ initializeRequest: message });
       enqueue({
         type: 'spawnStream',
-        params: { key: requestKey(event.message.id), kind: 'request', body: event.message },
+        params: { key: requestKey(message.id), kind: 'request', body: message },
       });
     }),
   },

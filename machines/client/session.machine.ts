@@ -1,6 +1,6 @@
 import { and } from 'xstate';
 import { OutcomeUnknownReason } from '../codes.js';
-import { initialClientContext } from './session-context.js';
+import { type ClientEvent, initialClientContext } from './session-context.js';
 import { sessionLifecycle } from './session-lifecycle.js';
 
 export {
@@ -16,6 +16,20 @@ export {
   stallTimeoutFor,
 } from './session-context.js';
 
+type EventOf<T extends ClientEvent['type']> = Extract<ClientEvent, { type: T }>;
+
+/** Event data handed to the actions as their params. */
+const sent = ({ event }: { event: EventOf<'app.send'> }) => ({ message: event.message });
+const opened = ({ event }: { event: EventOf<'stream.opened'> }) => ({
+  sessionId: event.sessionId,
+  advertisement: event.advertisement,
+});
+const streamKey = ({ event }: { event: { key: string } }) => ({ key: event.key });
+const streamEnd = ({ event }: { event: EventOf<'stream.ended'> }) => ({
+  key: event.key,
+  outcome: event.outcome,
+});
+
 /**
  * The client's session chart: uninitialized → initializing → active ⇄ reinitializing, ending terminated
  * (server said `event: close`), failed (could not re-establish it) or closed (the application closed it).
@@ -29,12 +43,20 @@ export const clientSessionMachine = sessionLifecycle.createMachine({
   on: {
     'stream.message': { guard: 'isStaleReport' },
     'stream.messages': { guard: 'isStaleReport' },
-    'stream.answered': [{ guard: 'isStaleReport' }, { actions: ['receive', 'endAnswered'] }],
+    'stream.answered': [
+      { guard: 'isStaleReport' },
+      { actions: ['receive', { type: 'endAnswered', params: streamKey }] },
+    ],
     'stream.cursor': [{ guard: 'isStaleReport' }, { actions: 'recordCursor' }],
     'stream.gap': [{ guard: 'isStaleReport' }, { actions: 'forwardGap' }],
     'stream.opened': { guard: 'isStaleReport' },
-    'stream.ended': [{ guard: 'isStaleReport' }, { actions: ['settleEndedStream', 'persist'] }],
-    'app.protocolVersion': { actions: 'rememberProtocolVersion' },
+    'stream.ended': [
+      { guard: 'isStaleReport' },
+      { actions: [{ type: 'settleEndedStream', params: streamEnd }, 'persist'] },
+    ],
+    'app.protocolVersion': {
+      actions: { type: 'rememberProtocolVersion', params: ({ event }) => ({ version: event.version }) },
+    },
     'app.close': {
       target: '.closed',
       actions: [
@@ -51,14 +73,18 @@ export const clientSessionMachine = sessionLifecycle.createMachine({
       always: { guard: 'hasRestoredSession', target: 'active', actions: ['resumeRestored', 'persist'] },
       on: {
         'app.send': [
-          { guard: 'isInitialize', target: 'initializing', actions: 'startInitialize' },
-          { guard: 'isRequestMessage', actions: 'rejectAfterEnd' },
+          {
+            guard: 'isInitialize',
+            target: 'initializing',
+            actions: { type: 'startInitialize', params: sent },
+          },
+          { guard: 'isRequestMessage', actions: { type: 'rejectAfterEnd', params: sent } },
         ],
       },
     },
     initializing: {
       on: {
-        'stream.opened': { actions: 'adoptSession' },
+        'stream.opened': { actions: { type: 'adoptSession', params: opened } },
         'stream.message': [
           { guard: 'isStaleReport' },
           {
@@ -75,10 +101,10 @@ export const clientSessionMachine = sessionLifecycle.createMachine({
           {
             guard: 'initStreamFailed',
             target: 'uninitialized',
-            actions: ['settleEndedStream', 'rejectQueued'],
+            actions: [{ type: 'settleEndedStream', params: streamEnd }, 'rejectQueued'],
           },
         ],
-        'app.send': { actions: 'queueMessage' },
+        'app.send': { actions: { type: 'queueMessage', params: sent } },
       },
     },
     active: {
@@ -90,16 +116,20 @@ export const clientSessionMachine = sessionLifecycle.createMachine({
         // A stale stream's answer is still delivered, as a stale `stream.message` is here.
         'stream.answered': [
           { guard: 'isStaleReport', actions: 'receive' },
-          { actions: ['receive', 'endAnswered'] },
+          { actions: ['receive', { type: 'endAnswered', params: streamKey }] },
         ],
         'stream.ended': [
           { guard: 'isStaleReport' },
           {
             guard: and(['sessionTerminated', 'reinitsExhausted']),
             target: 'failed',
-            actions: 'noteUnexecuted',
+            actions: { type: 'noteUnexecuted', params: streamEnd },
           },
-          { guard: 'sessionTerminated', target: 'reinitializing', actions: 'noteUnexecuted' },
+          {
+            guard: 'sessionTerminated',
+            target: 'reinitializing',
+            actions: { type: 'noteUnexecuted', params: streamEnd },
+          },
           { guard: 'closedByServer', target: 'terminated' },
         ],
       },
@@ -110,7 +140,7 @@ export const clientSessionMachine = sessionLifecycle.createMachine({
       entry: ['stopAllStreams', 'loseSession', { type: 'spawnReinitialize', params: { now: true } }],
       after: { reinitDelay: { actions: { type: 'spawnReinitialize', params: { now: false } } } },
       on: {
-        'stream.opened': { actions: 'adoptSession' },
+        'stream.opened': { actions: { type: 'adoptSession', params: opened } },
         'stream.message': [
           { guard: 'isStaleReport' },
           {
@@ -123,7 +153,7 @@ export const clientSessionMachine = sessionLifecycle.createMachine({
         ],
         'stream.messages': { actions: 'receiveOneByOne' },
         'stream.ended': [{ guard: 'isStaleReport' }, { guard: 'reinitStreamFailed', target: 'failed' }],
-        'app.send': { actions: 'queueMessage' },
+        'app.send': { actions: { type: 'queueMessage', params: sent } },
       },
     },
     terminated: {
@@ -134,7 +164,7 @@ export const clientSessionMachine = sessionLifecycle.createMachine({
         'persist',
         'reportTerminated',
       ],
-      on: { 'app.send': { actions: 'rejectAfterEnd' } },
+      on: { 'app.send': { actions: { type: 'rejectAfterEnd', params: sent } } },
     },
     /**
      * The session could not be re-established: its new initialize failed, or it kept being lost soon after
@@ -149,7 +179,7 @@ export const clientSessionMachine = sessionLifecycle.createMachine({
         'forgetSession',
         'reportGivenUp',
       ],
-      on: { 'app.send': { actions: 'rejectAfterEnd' } },
+      on: { 'app.send': { actions: { type: 'rejectAfterEnd', params: sent } } },
     },
     closed: { type: 'final' },
   },

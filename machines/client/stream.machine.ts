@@ -125,7 +125,6 @@ export interface StreamContext {
   /** Ids already delivered, for servers whose ids are opaque (bounded). */
   recentIds: string[];
   serverRetryMs: number | undefined;
-  responseSeen: boolean;
   /** The server said (in a 410 body) that this stream has ended on its side. */
   serverStreamComplete: boolean;
   decision: CloseDecision | undefined;
@@ -165,7 +164,6 @@ function initialContext(input: StreamInput): StreamContext {
     lastEventId: input.lastEventId,
     recentIds: [],
     serverRetryMs: undefined,
-    responseSeen: false,
     serverStreamComplete: false,
     decision: undefined,
     nextDelayMs: 0,
@@ -216,14 +214,17 @@ export const streamMachine = setup({
      * exists only while its session is active, so its parent needs no `stream.opened` and takes the answer
      * and the end as one event.
      */
-    answeredInSession: ({ context }) => context.absorbed?.end?.kind === 'answered',
+    answeredInSession: ({ context }) =>
+      context.absorbed?.end?.kind === 'answered' && context.absorbed.end.inSession,
+    /** The last run ended with the request's own answer on a stream without a session: handed on as a message. */
+    answeredWithoutSession: ({ context }) =>
+      context.absorbed?.end?.kind === 'answered' && !context.absorbed.end.inSession,
     /** `stream.opened` tells the parent a session id and advertisement; a stream that has one needs no report. */
     hasSession: ({ context }) => context.stream.sessionId !== undefined,
     firstGapSinceOpen: ({ context }) => !context.gapSinceOpen,
     isStandaloneGap: ({ context }) =>
       context.stream.kind === 'standalone' && context.decision?.action === 'events-lost',
     stallDetectionOn: ({ context }) => context.stream.stallTimeoutMs > 0,
-    responseSeen: ({ context }) => context.responseSeen,
     serverSaidComplete: ({ context }) => context.serverStreamComplete,
     // The deciding state's guards read the decision the `classify*` actions stored.
     mayReconnect: ({ context }) => {
@@ -324,11 +325,7 @@ export const streamMachine = setup({
       const absorbed = absorbEvents(context.stream, context, sseEventsOf(event));
       const progress =
         absorbed.messages.length > 0 || absorbed.newIds.length > 0 || absorbed.end !== undefined;
-      return {
-        absorbed,
-        responseSeen: context.responseSeen || absorbed.responseSeen,
-        attempt: progress ? 0 : context.attempt,
-      };
+      return { absorbed, attempt: progress ? 0 : context.attempt };
     }),
     /**
      * Records the run's cursor; the parent persists it. Overlaps never move it. `recentIds` is updated in
@@ -359,9 +356,9 @@ export const streamMachine = setup({
         enqueue.sendParent({ type: 'stream.message', ...report(context), ...first, cursor });
       else if (messages.length > 1)
         enqueue.sendParent({ type: 'stream.messages', ...report(context), messages, cursor });
-      else if (absorbed.newIds.length > 0 && end?.kind !== 'answered')
+      else if (absorbed.newIds.length > 0 && !(end?.kind === 'answered' && end.inSession))
         enqueue.sendParent({ type: 'stream.cursor', ...report(context), lastEventId: context.lastEventId });
-      if (end?.kind === 'answered')
+      if (end?.kind === 'answered' && end.inSession)
         enqueue.sendParent({ type: 'stream.answered', ...report(context), ...end.answer });
     }),
     forwardCursor: sendParent(({ context }) => ({
@@ -450,7 +447,7 @@ export const streamMachine = setup({
         streaming: {
           always: [
             // A request stream is done once its answer is in, whether or not the server ends it.
-            { guard: 'responseSeen', target: '#stream.done' },
+            { guard: 'answeredWithoutSession', target: '#stream.done' },
             // `event: close` is decided like every other close (`classifyClose`), in `deciding`.
             { guard: 'closeReceived', target: '#stream.deciding', actions: 'classifyCloseEvent' },
             { guard: 'answeredInSession', target: '#stream.answered' },
@@ -474,7 +471,6 @@ export const streamMachine = setup({
               actions: ['rememberRetry', 'absorb', 'recordCursor', 'forwardAbsorbed'],
             },
             'net.ended': [
-              { guard: 'responseSeen', target: '#stream.done' },
               { guard: 'serverSaidComplete', target: '#stream.responseEvicted' },
               { target: '#stream.deciding', actions: 'classifyEnd' },
             ],
@@ -485,7 +481,6 @@ export const streamMachine = setup({
     },
     deciding: {
       always: [
-        { guard: 'responseSeen', target: 'done' },
         { guard: 'mayReconnect', target: 'backoff' },
         { guard: 'reconnectsExhausted', target: 'givenUp' },
         { guard: 'isTransportFault', target: 'unresumable' },

@@ -9,9 +9,11 @@ import { DEFAULT_STALL_TIMEOUT_MS, MAX_DERIVED_STALL_MS, MIN_DERIVED_STALL_MS, t
 import type { StreamKind, StreamReport, streamMachine } from './stream.machine.js';
 
 /**
- * The client's session: uninitialized → initializing → active ⇄ reinitializing, ending terminated
- * (server said `event: close`) or closed (the application closed it). Streams are child actors; their
- * faults never move this machine. Only a successful initialize, a 404, a close event or `app.close` do.
+ * The client session's context, input and events (the chart is in session.machine.ts). Streams are child
+ * actors; their faults never move the session. Only a successful initialize, a 404, a close event or
+ * `app.close` do.
+ *
+ * How the session behaves: from the transport's options, fixed for its life.
  */
 export interface ClientConfig {
   readonly policy: ReconnectPolicy;

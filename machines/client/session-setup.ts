@@ -100,4 +100,3 @@ export const enqueueIn =
       EventObject
     >(collect);
 
-export type { CursorRecord, GapReport, JsonRpcMessage };

@@ -99,4 +99,3 @@ export const enqueueIn =
       never,
       EventObject
     >(collect);
-

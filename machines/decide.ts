@@ -106,18 +106,3 @@ function errorData(body: unknown): Record<string, unknown> {
   const data = (error as { data?: unknown }).data;
   return typeof data === 'object' && data !== null ? (data as Record<string, unknown>) : {};
 }
-
-/**
- * A POST that failed before any response byte: was the request possibly received?
- * `refused` means the connection never opened, so re-sending cannot duplicate anything. Otherwise the
- * server may be running it; only a server that de-duplicates request ids makes a re-send safe.
- */
-export type PostFailureDecision = 'resend' | 'outcome-unknown';
-
-export function decidePostFailure(
-  fault: 'reset' | 'timeout' | 'stall' | 'refused',
-  serverDeduplicatesRequests: boolean,
-): PostFailureDecision {
-  if (fault === 'refused') return 'resend';
-  return serverDeduplicatesRequests ? 'resend' : 'outcome-unknown';
-}

@@ -95,6 +95,7 @@ const key = (group: string, name: string) => `${group}: ${name}`;
 /** The close table's row for a decision, as `classifyClose` made it. */
 function closeRow(d: CloseDecision | undefined, target: string, ctx: StreamContext): string | undefined {
   if (target === 'givenUp') return 'reconnects exhausted → given up';
+  if (target === 'closedByServer') return 'event: close → closed by server';
   if (!d) return undefined;
   switch (d.action) {
     case 'reconnect': {
@@ -158,8 +159,7 @@ export function inspectClient(observe: Observe): (ev: InspectionEvent) => void {
             if (row) observe(key('close table', row));
             const rule = postFailureRow(ctx, to);
             if (rule) observe(key('POST-failure rule', rule));
-          } else if (to === 'closedByServer') observe(key('close table', 'event: close → closed by server'));
-          else if (from === 'streaming' && to === 'responseEvicted')
+          } else if (from === 'streaming' && to === 'responseEvicted')
             observe(key('close table', '410 → gap, response evicted'));
         } else if (id === 'client') {
           const move = SESSION_MOVES[`${from}→${to}`];

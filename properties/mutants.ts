@@ -289,7 +289,9 @@ export const MUTANTS: readonly Mutant[] = [
               event.type === 'sse.events' ? event.events : event.type === 'sse.event' ? [event] : [];
             // Judges every event as new: the cursor it compares against is forgotten.
             const absorbed = absorbEvents(context.stream, { lastEventId: undefined, recentIds: [] }, events);
-            return { absorbed, responseSeen: context.responseSeen || absorbed.responseSeen };
+            const progress =
+              absorbed.messages.length > 0 || absorbed.newIds.length > 0 || absorbed.end !== undefined;
+            return { absorbed, attempt: progress ? 0 : context.attempt };
           }),
         },
       }),

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { classifyClose, decidePostFailure, gapFromBody } from '../machines/decide.js';
+import { classifyClose, gapFromBody } from '../machines/decide.js';
 
 /** The design note's decision boundary, row by row. */
 describe('classifyClose', () => {
@@ -132,19 +132,6 @@ describe('classifyClose', () => {
       expect(['reconnect', 'session-terminated', 'events-lost', 'stop', 'refuse']).toContain(d.action);
     }
   });
-});
-
-describe('decidePostFailure', () => {
-  it('a refused connection never carried the request: always safe to re-send', () => {
-    expect(decidePostFailure('refused', false)).toBe('resend');
-  });
-  it.each(['reset', 'timeout', 'stall'] as const)(
-    '%s before any byte: re-send only to a de-duplicating server',
-    (f) => {
-      expect(decidePostFailure(f, false)).toBe('outcome-unknown');
-      expect(decidePostFailure(f, true)).toBe('resend');
-    },
-  );
 });
 
 describe('admitCaller', () => {

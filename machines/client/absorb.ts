@@ -34,16 +34,15 @@ export interface Absorbed {
   readonly lastEventId: string | undefined;
   /** The ids that moved the cursor, in order (the stream remembers them for opaque-id servers). */
   readonly newIds: string[];
-  /** The request's own answer is among `messages`: the stream is done. */
-  readonly responseSeen: boolean;
   /**
    * What ended the stream inside the run; events after it are not read. `close`: the server sent
-   * `event: close`. `answered`: the request's own answer on a stream that has a session, which the
-   * parent takes together with the stream's end (it is not in `messages`).
+   * `event: close`. `answered`: the request's own answer. On a stream that has a session (`inSession`)
+   * the parent takes it together with the stream's end, so it is not in `messages` and does not move the
+   * cursor; on a stream without one (the initialize's) it is the last of `messages`, like any message.
    */
   readonly end:
     | { readonly kind: 'close' }
-    | { readonly kind: 'answered'; readonly answer: DeliveredMessage }
+    | { readonly kind: 'answered'; readonly answer: DeliveredMessage; readonly inSession: boolean }
     | undefined;
 }
 
@@ -86,10 +85,10 @@ export const answersOwnRequest = (view: StreamView, message: JsonRpcMessage | un
  * - `event: close` ends the stream; nothing after it is read;
  * - an event whose id was delivered before is a replay overlap: dropped (still proof of life);
  * - an event without data is a priming event: it only moves the cursor;
- * - the request's own answer on a stream with a session ends the stream with it (`end.answered`): such a
- *   stream exists only while its session is active, so the parent takes answer and end as one;
- * - any other message is handed on and moves the cursor; once the request's own answer is among them the
- *   stream is done, and nothing after it is read.
+ * - the request's own answer ends the stream (`end.answered`). On a stream with a session, which exists
+ *   only while its session is active, the parent takes answer and end as one; on a stream without one
+ *   it is handed on as the last message;
+ * - any other message is handed on and moves the cursor.
  */
 export function absorbEvents(
   view: StreamView,
@@ -108,8 +107,7 @@ export function absorbEvents(
     return recent;
   };
   for (const event of events) {
-    if (event.event === 'close')
-      return { messages, lastEventId, newIds, responseSeen: false, end: { kind: 'close' } };
+    if (event.event === 'close') return { messages, lastEventId, newIds, end: { kind: 'close' } };
     // An over-long id is a protocol error: the event counts, its id is never kept nor sent back.
     const id = acceptableEventId(event.id) ? event.id : undefined;
     if (id !== undefined) {
@@ -118,7 +116,7 @@ export function absorbEvents(
     const message = event.message ?? malformedOwnAnswer(view, event);
     if (message !== undefined && view.sessionId !== undefined && answersOwnRequest(view, message)) {
       const answer = { eventId: id, message };
-      return { messages, lastEventId, newIds, responseSeen: false, end: { kind: 'answered', answer } };
+      return { messages, lastEventId, newIds, end: { kind: 'answered', answer, inSession: true } };
     }
     if (id !== undefined) {
       lastEventId = id;
@@ -126,11 +124,17 @@ export function absorbEvents(
       if (recent) rememberIds(recent, [id]);
     }
     if (message === undefined) continue;
-    messages.push({ eventId: id, message });
+    const delivered = { eventId: id, message };
+    messages.push(delivered);
     if (answersOwnRequest(view, message))
-      return { messages, lastEventId, newIds, responseSeen: true, end: undefined };
+      return {
+        messages,
+        lastEventId,
+        newIds,
+        end: { kind: 'answered', answer: delivered, inSession: false },
+      };
   }
-  return { messages, lastEventId, newIds, responseSeen: false, end: undefined };
+  return { messages, lastEventId, newIds, end: undefined };
 }
 
 /** An event that is not JSON-RPC but names this stream's request: its answer, unreadable. The call ends. */

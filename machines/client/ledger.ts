@@ -1,21 +1,21 @@
 import { JsonRpcCode, type OutcomeUnknownReason } from '../codes.js';
-import type { JsonRpcError, JsonRpcRequest, RequestId } from '../jsonrpc.js';
-import { requestKey } from '../jsonrpc.js';
+import type { JsonRpcError, JsonRpcMessage, JsonRpcRequest, RequestId } from '../jsonrpc.js';
+import { isResponse, requestKey } from '../jsonrpc.js';
+import { taggedByAnother } from '../request-tag.js';
 
 /**
  * The client's request ledger: every request the application sent, until it is settled. A request is
- * settled exactly once: answered, failed, or outcome unknown. Plain data and functions, no I/O.
+ * settled exactly once (answered, failed, or outcome unknown) by leaving the ledger: it holds only what is
+ * in flight, so it stays as small as the calls outstanding, and an entry is pending by being there. Plain
+ * data and functions, no I/O.
  *
- * The ledger is updated in place and each function returns the same object. Copying it on every call
- * (spread to add, computed-key rest to remove) cost ~66 µs per update with 50 calls in flight, three
- * updates per call (docs/benchmarks.md, row 2); in place it is O(1). Only the client session machine
- * holds a ledger, and nothing outside it keeps a reference that could see it change.
+ * The ledger is updated in place, so these functions return nothing. Copying it on every call (spread to
+ * add, computed-key rest to remove) cost ~66 µs per update with 50 calls in flight, three updates per call
+ * (docs/benchmarks.md, row 2); in place it is O(1). Only the client session machine holds a ledger, and
+ * nothing outside it keeps a reference that could see it change.
  */
-export type LedgerStatus = 'pending' | 'answered' | 'failed' | 'outcome-unknown';
-
 export interface LedgerEntry {
   readonly request: JsonRpcRequest;
-  readonly status: LedgerStatus;
   /** Times this request was put on the wire on a new session after a session loss. */
   readonly resends: number;
 }
@@ -53,9 +53,8 @@ export const defaultRetryPolicy: RetryPolicy = (request, annotations) => {
   return hints?.readOnlyHint === true || hints?.idempotentHint === true;
 };
 
-export function ledgerAdd(ledger: Ledger, request: JsonRpcRequest): Ledger {
-  ledger[requestKey(request.id)] = { request, status: 'pending', resends: 0 };
-  return ledger;
+export function ledgerAdd(ledger: Ledger, request: JsonRpcRequest): void {
+  ledger[requestKey(request.id)] = { request, resends: 0 };
 }
 
 export function ledgerGet(ledger: Ledger, id: RequestId): LedgerEntry | undefined {
@@ -64,31 +63,49 @@ export function ledgerGet(ledger: Ledger, id: RequestId): LedgerEntry | undefine
 
 /** The pending entry under a request key (a request stream's key is its request's key). */
 export function pendingByKey(ledger: Ledger, key: string): LedgerEntry | undefined {
-  const entry = ledger[key];
-  return entry?.status === 'pending' ? entry : undefined;
-}
-
-export function isPending(ledger: Ledger, id: RequestId): boolean {
-  return ledgerGet(ledger, id)?.status === 'pending';
+  return ledger[key];
 }
 
 /**
- * Settles a pending entry by removing it: the ledger holds only what is in flight, so it stays as small
- * as the calls outstanding. Settling twice is a no-op, and a replayed answer for a settled id finds no
- * entry, so it goes to the orphan path and is never delivered to the caller twice.
+ * Settles a pending entry by removing it. Settling twice is a no-op, and a replayed answer for a settled
+ * id finds no entry, so it goes to the orphan path (`inboundOf`) and never reaches the caller twice.
  */
-export function ledgerSettle(
-  ledger: Ledger,
-  id: RequestId,
-  _status: Exclude<LedgerStatus, 'pending'>,
-): Ledger {
-  const key = requestKey(id);
-  if (ledger[key]?.status === 'pending') delete ledger[key];
-  return ledger;
+export function ledgerSettle(ledger: Ledger, id: RequestId): void {
+  delete ledger[requestKey(id)];
+}
+
+/** What an incoming message is to this process (see `inboundOf`). */
+export type Inbound =
+  | { readonly kind: 'answer'; readonly entry: LedgerEntry }
+  | { readonly kind: 'orphan' }
+  | { readonly kind: 'message' };
+
+/**
+ * The client's one orphan rule: a message is an orphan when it concerns a request this process does not
+ * wait for, and it then goes to `onOrphanResult`, never to a caller.
+ * - A response to a pending request is its answer.
+ * - Any other response is an orphan: an answer to a request this process never sent (a replay of a dead
+ *   process's stream, after a restart) or already settled (a replay must never be delivered twice).
+ * - A progress notification whose token another owner tagged (machines/request-tag.ts) is an orphan: it
+ *   belongs to a dead process's call, and must not reach a live call whose untagged token is the same.
+ * - Anything else is for the application.
+ * `owner`: this process's tag (undefined when ids are not tagged, as in the simulations).
+ */
+export function inboundOf(ledger: Ledger, owner: string | undefined, message: JsonRpcMessage): Inbound {
+  if (isResponse(message)) {
+    const entry = message.id === null ? undefined : ledgerGet(ledger, message.id);
+    return entry ? { kind: 'answer', entry } : { kind: 'orphan' };
+  }
+  if ('method' in message && message.method === 'notifications/progress') {
+    const token = message.params?.progressToken;
+    if ((typeof token === 'string' || typeof token === 'number') && taggedByAnother(owner, token))
+      return { kind: 'orphan' };
+  }
+  return { kind: 'message' };
 }
 
 export function pendingEntries(ledger: Ledger): LedgerEntry[] {
-  return Object.values(ledger).filter((e) => e.status === 'pending');
+  return Object.values(ledger);
 }
 
 /**
@@ -99,7 +116,7 @@ export function ledgerOnSessionLost(
   ledger: Ledger,
   policy: RetryPolicy,
   annotations: ToolAnnotations,
-): { ledger: Ledger; resend: JsonRpcRequest[]; unknown: JsonRpcRequest[] } {
+): { resend: JsonRpcRequest[]; unknown: JsonRpcRequest[] } {
   const resend: JsonRpcRequest[] = [];
   const unknown: JsonRpcRequest[] = [];
   for (const entry of pendingEntries(ledger)) {
@@ -108,10 +125,10 @@ export function ledgerOnSessionLost(
       ledger[requestKey(entry.request.id)] = { ...entry, resends: entry.resends + 1 };
     } else {
       unknown.push(entry.request);
-      ledgerSettle(ledger, entry.request.id, 'outcome-unknown');
+      ledgerSettle(ledger, entry.request.id);
     }
   }
-  return { ledger, resend, unknown };
+  return { resend, unknown };
 }
 
 /** The JSON-RPC error the application receives for a call whose outcome is unknown. */

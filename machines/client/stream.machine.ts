@@ -1,12 +1,13 @@
 import { and, assign, enqueueActions, fromCallback, sendParent, setup } from 'xstate';
 import { type ReconnectPolicy, reconnectDelay } from '../backoff.js';
-import { ReconnectReason } from '../codes.js';
-import { type CloseDecision, classifyClose, decidePostFailure, type GapDetails } from '../decide.js';
+import { StopReason } from '../codes.js';
+import { type CloseDecision, classifyClose, type GapDetails } from '../decide.js';
 import type { JsonRpcMessage } from '../jsonrpc.js';
 import type { ServerAdvertisement } from '../validity.js';
 import { type Absorbed, absorbEvents, type DeliveredMessage, rememberIds } from './absorb.js';
 import type { Exchange, IoEvent, SseEvent } from './io.js';
 import { serverRetryFloor } from './limits.js';
+import { decidePostFailure, type PostFacts } from './post-failure.js';
 import { asJsonRpcMessage } from './wire.js';
 
 /**
@@ -37,8 +38,8 @@ export interface StreamInput {
    */
   readonly stallTimeoutMs: number;
   readonly jitterSeed: number;
-  /** Re-sending this POST cannot run it twice (server de-duplicates, or the call only reads). */
-  readonly resendSafe: boolean;
+  /** What the session knew of the POSTed request, for `decidePostFailure` (machines/client/post-failure.ts). */
+  readonly post: PostFacts;
 }
 
 /** How a stream ended, reported to the parent. */
@@ -124,7 +125,6 @@ export interface StreamContext {
   /** Ids already delivered, for servers whose ids are opaque (bounded). */
   recentIds: string[];
   serverRetryMs: number | undefined;
-  responseSeen: boolean;
   /** The server said (in a 410 body) that this stream has ended on its side. */
   serverStreamComplete: boolean;
   decision: CloseDecision | undefined;
@@ -133,7 +133,10 @@ export interface StreamContext {
   gapSinceOpen: boolean;
   /** Some attempt of this stream may have reached the server (anything but a refusal or a 404). */
   mayHaveRun: boolean;
-  /** What the last run of SSE events did (`absorbEvents`); read by the actions and guards after it. */
+  /**
+   * What the last run of SSE events did (`absorbEvents`); read by the actions and guards after it, and
+   * forgotten when the exchange ends.
+   */
   absorbed: Absorbed | undefined;
 }
 
@@ -161,7 +164,6 @@ function initialContext(input: StreamInput): StreamContext {
     lastEventId: input.lastEventId,
     recentIds: [],
     serverRetryMs: undefined,
-    responseSeen: false,
     serverStreamComplete: false,
     decision: undefined,
     nextDelayMs: 0,
@@ -212,14 +214,17 @@ export const streamMachine = setup({
      * exists only while its session is active, so its parent needs no `stream.opened` and takes the answer
      * and the end as one event.
      */
-    answeredInSession: ({ context }) => context.absorbed?.end?.kind === 'answered',
+    answeredInSession: ({ context }) =>
+      context.absorbed?.end?.kind === 'answered' && context.absorbed.end.inSession,
+    /** The last run ended with the request's own answer on a stream without a session: handed on as a message. */
+    answeredWithoutSession: ({ context }) =>
+      context.absorbed?.end?.kind === 'answered' && !context.absorbed.end.inSession,
     /** `stream.opened` tells the parent a session id and advertisement; a stream that has one needs no report. */
     hasSession: ({ context }) => context.stream.sessionId !== undefined,
     firstGapSinceOpen: ({ context }) => !context.gapSinceOpen,
     isStandaloneGap: ({ context }) =>
       context.stream.kind === 'standalone' && context.decision?.action === 'events-lost',
     stallDetectionOn: ({ context }) => context.stream.stallTimeoutMs > 0,
-    responseSeen: ({ context }) => context.responseSeen,
     serverSaidComplete: ({ context }) => context.serverStreamComplete,
     // The deciding state's guards read the decision the `classify*` actions stored.
     mayReconnect: ({ context }) => {
@@ -229,10 +234,14 @@ export const streamMachine = setup({
       // polling at the longest delay while the session lives (as EventSource does).
       if (context.stream.kind === 'standalone') return true;
       if (context.attempt >= context.stream.policy.maxRetries) return false;
-      if (context.stream.kind === 'message') return d.reason === ReconnectReason.refused;
-      if (context.lastEventId !== undefined) return true;
-      const fault = d.reason === ReconnectReason.refused ? 'refused' : 'reset';
-      return decidePostFailure(fault, context.stream.resendSafe) === 'resend';
+      return (
+        decidePostFailure({
+          reason: d.reason,
+          kind: context.stream.kind,
+          hasCursor: context.lastEventId !== undefined,
+          facts: context.stream.post,
+        }) !== 'outcome-unknown'
+      );
     },
     reconnectsExhausted: ({ context }) =>
       context.decision?.action === 'reconnect' &&
@@ -253,6 +262,9 @@ export const streamMachine = setup({
     canResumeAfterGap: ({ context }) =>
       context.decision?.action === 'events-lost' && context.decision.gap.resumeAfter !== undefined,
     isStop: ({ context }) => context.decision?.action === 'stop',
+    /** The server sent `event: close`: its session is ending, which the parent (not this stream) acts on. */
+    isSessionClosing: ({ context }) =>
+      context.decision?.action === 'stop' && context.decision.reason === StopReason.closeEvent,
     isEpochChange: ({ context }) =>
       context.decision?.action === 'events-lost' && context.decision.gap.reason === 'epoch_changed',
   },
@@ -277,6 +289,7 @@ export const streamMachine = setup({
       mayHaveRun: true,
     }),
     classifyEnd: assign({ decision: () => classifyClose({ kind: 'end-of-stream' }) }),
+    classifyCloseEvent: assign({ decision: () => classifyClose({ kind: 'close-event' }) }),
     // A stall can strike after the request left (waiting for headers): it may have run.
     classifyStall: assign({
       decision: () => classifyClose({ kind: 'network', fault: 'stall' }),
@@ -312,11 +325,7 @@ export const streamMachine = setup({
       const absorbed = absorbEvents(context.stream, context, sseEventsOf(event));
       const progress =
         absorbed.messages.length > 0 || absorbed.newIds.length > 0 || absorbed.end !== undefined;
-      return {
-        absorbed,
-        responseSeen: context.responseSeen || absorbed.responseSeen,
-        attempt: progress ? 0 : context.attempt,
-      };
+      return { absorbed, attempt: progress ? 0 : context.attempt };
     }),
     /**
      * Records the run's cursor; the parent persists it. Overlaps never move it. `recentIds` is updated in
@@ -347,9 +356,9 @@ export const streamMachine = setup({
         enqueue.sendParent({ type: 'stream.message', ...report(context), ...first, cursor });
       else if (messages.length > 1)
         enqueue.sendParent({ type: 'stream.messages', ...report(context), messages, cursor });
-      else if (absorbed.newIds.length > 0 && end?.kind !== 'answered')
+      else if (absorbed.newIds.length > 0 && !(end?.kind === 'answered' && end.inSession))
         enqueue.sendParent({ type: 'stream.cursor', ...report(context), lastEventId: context.lastEventId });
-      if (end?.kind === 'answered')
+      if (end?.kind === 'answered' && end.inSession)
         enqueue.sendParent({ type: 'stream.answered', ...report(context), ...end.answer });
     }),
     forwardCursor: sendParent(({ context }) => ({
@@ -381,6 +390,7 @@ export const streamMachine = setup({
       const gap = (context.decision as Extract<CloseDecision, { action: 'events-lost' }>).gap;
       return { lastEventId: gap.resumeAfter, serverStreamComplete: gap.streamComplete };
     }),
+    forgetAbsorbed: assign({ absorbed: undefined }),
     /** A standalone stream whose log was reset starts over: there is nothing left to resume. */
     forgetCursor: assign({ lastEventId: undefined, recentIds: [] }),
     /** A new stream in this actor: everything from the previous one is forgotten. */
@@ -398,6 +408,8 @@ export const streamMachine = setup({
   states: {
     connecting: {
       invoke: { src: 'exchange', input: ({ context }) => exchangeFor(context) },
+      // Once the exchange is over, what its last run of events did is read by nothing more.
+      exit: 'forgetAbsorbed',
       initial: 'awaitingResponse',
       states: {
         awaitingResponse: {
@@ -435,8 +447,9 @@ export const streamMachine = setup({
         streaming: {
           always: [
             // A request stream is done once its answer is in, whether or not the server ends it.
-            { guard: 'responseSeen', target: '#stream.done' },
-            { guard: 'closeReceived', target: '#stream.closedByServer' },
+            { guard: 'answeredWithoutSession', target: '#stream.done' },
+            // `event: close` is decided like every other close (`classifyClose`), in `deciding`.
+            { guard: 'closeReceived', target: '#stream.deciding', actions: 'classifyCloseEvent' },
             { guard: 'answeredInSession', target: '#stream.answered' },
           ],
           after: {
@@ -458,7 +471,6 @@ export const streamMachine = setup({
               actions: ['rememberRetry', 'absorb', 'recordCursor', 'forwardAbsorbed'],
             },
             'net.ended': [
-              { guard: 'responseSeen', target: '#stream.done' },
               { guard: 'serverSaidComplete', target: '#stream.responseEvicted' },
               { target: '#stream.deciding', actions: 'classifyEnd' },
             ],
@@ -469,7 +481,6 @@ export const streamMachine = setup({
     },
     deciding: {
       always: [
-        { guard: 'responseSeen', target: 'done' },
         { guard: 'mayReconnect', target: 'backoff' },
         { guard: 'reconnectsExhausted', target: 'givenUp' },
         { guard: 'isTransportFault', target: 'unresumable' },
@@ -499,6 +510,7 @@ export const streamMachine = setup({
         },
         { guard: 'isEpochChange', target: 'epochChanged', actions: 'reportGap' },
         { guard: 'isEventsLost', target: 'responseEvicted', actions: 'reportGap' },
+        { guard: 'isSessionClosing', target: 'closedByServer' },
         { guard: 'isStop', target: 'stopped' },
         { target: 'refused' },
       ],

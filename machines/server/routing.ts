@@ -1,4 +1,5 @@
 import { isNotification, isResponse, type JsonRpcMessage, type RequestId, requestKey } from '../jsonrpc.js';
+import { untagRequestId } from '../request-tag.js';
 
 /**
  * Several instances share a session; a client message POSTed to one of them may belong to another.
@@ -8,29 +9,10 @@ import { isNotification, isResponse, type JsonRpcMessage, type RequestId, reques
  *
  * Each instance's SDK server numbers its requests from 0, so two instances of one session would send
  * the client the same ids. An instance therefore tags the ids of the requests it sends with its name
- * (`mcpc~<instance>~<the original id as JSON>`); the answer carries the tag back, and the instance
- * restores the original id before its SDK server sees it.
+ * (the one scheme of both sides, machines/request-tag.ts); the answer carries the tag back, and the
+ * instance restores the original id before its SDK server sees it.
  */
-const TAG = 'mcpc~';
-
-export function tagRequestId(instance: string, id: RequestId): string {
-  return `${TAG}${instance}~${JSON.stringify(id)}`;
-}
-
-/** The instance and original id of a tagged id; undefined for an id this scheme did not make. */
-export function untagRequestId(id: RequestId | null): { instance: string; id: RequestId } | undefined {
-  if (typeof id !== 'string' || !id.startsWith(TAG)) return undefined;
-  const rest = id.slice(TAG.length);
-  const cut = rest.indexOf('~');
-  if (cut <= 0) return undefined;
-  try {
-    const original = JSON.parse(rest.slice(cut + 1)) as unknown;
-    if (typeof original !== 'string' && typeof original !== 'number') return undefined;
-    return { instance: rest.slice(0, cut), id: original };
-  } catch {
-    return undefined;
-  }
-}
+export { tagRequestId, untagRequestId } from '../request-tag.js';
 
 export type InboundRoute =
   /** Hand it to this instance's SDK server (the id restored, if it was tagged). */

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { open, readFile, rename, stat, unlink } from 'node:fs/promises';
 import type { CursorRecord } from '../../machines/client/cursor.js';
+import { LatestWrite } from './latest-write.js';
 
 /**
  * Where the client keeps its cursor (session id and last event id per stream), written once the events
@@ -40,8 +41,7 @@ export const MAX_CURSOR_FILE_BYTES = 4 * 1024 * 1024;
  */
 export class FileCursorStore implements CursorStore {
   readonly durable = true;
-  private pending: { record: CursorRecord | null } | undefined;
-  private writing: Promise<void> | undefined;
+  private readonly saves = new LatestWrite<CursorRecord | null>((record) => this.write(record));
 
   constructor(readonly path: string) {}
 
@@ -65,21 +65,7 @@ export class FileCursorStore implements CursorStore {
   }
 
   save(record: CursorRecord | null): Promise<void> {
-    this.pending = { record };
-    this.writing ??= this.drain();
-    return this.writing;
-  }
-
-  private async drain(): Promise<void> {
-    try {
-      while (this.pending) {
-        const { record } = this.pending;
-        this.pending = undefined;
-        await this.write(record);
-      }
-    } finally {
-      this.writing = undefined;
-    }
+    return this.saves.push(record);
   }
 
   private async write(record: CursorRecord | null): Promise<void> {

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage, MessageExtraInfo } from '@modelcontextprotocol/sdk/types.js';
 import { type Actor, createActor, type InspectionEvent, type Observer } from 'xstate';
@@ -12,6 +13,7 @@ import {
 } from '../../machines/client/session.machine.js';
 import { streamMachine } from '../../machines/client/stream.machine.js';
 import type { JsonRpcMessage } from '../../machines/jsonrpc.js';
+import { clientOwner, tagOutgoing, untagIncoming } from '../../machines/request-tag.js';
 import {
   assessContinuity,
   type ContinuityAssessment,
@@ -21,7 +23,7 @@ import { ContinuityError, ErrorCode } from '../errors.js';
 import type { ContinuityMetrics } from '../metrics/continuity-metrics.js';
 import { type CursorStore, MemoryCursorStore } from './cursor-store.js';
 import { createExchangeActor, type FetchLike } from './exchange.js';
-import { RequestIds } from './request-ids.js';
+import { LatestWrite } from './latest-write.js';
 
 export interface ContinuityClientOptions {
   /** Where the cursor is kept. Default: in memory (resumes across drops, not across restarts). */
@@ -75,12 +77,16 @@ export class ContinuityClientTransport implements Transport {
   private readonly store: CursorStore;
   private readonly policy: ReconnectPolicy;
   private saving: Promise<void> = Promise.resolve();
-  /** The newest cursor record not yet handed to the store. */
-  private unsaved: { record: CursorRecord | null } | undefined;
+  private readonly saves: LatestWrite<CursorRecord | null>;
   private deleting: Promise<void> = Promise.resolve();
   private warned = false;
   private readonly inbox: JsonRpcMessage[] = [];
-  private readonly ids = new RequestIds();
+  /**
+   * This process's tag on the request ids it sends (machines/request-tag.ts): a restarted SDK Client numbers
+   * its requests from 0 again, and the server de-duplicates by id, so its first call would otherwise be
+   * answered with the replay of an old one.
+   */
+  private readonly owner = clientOwner(randomBytes(6).toString('hex'));
   private draining = false;
   /** A notification was handed over since the last yield; an answer must wait for its handler. */
   private notifiedSinceYield = false;
@@ -93,6 +99,7 @@ export class ContinuityClientTransport implements Transport {
     private readonly options: ContinuityClientOptions = {},
   ) {
     this.store = options.cursorStore ?? new MemoryCursorStore();
+    this.saves = new LatestWrite((record) => this.store.save(record));
     this.policy = { ...DEFAULT_RECONNECT_POLICY, ...options.reconnect };
   }
 
@@ -143,6 +150,7 @@ export class ContinuityClientTransport implements Transport {
         },
         reportError: (_, { message, detail }) => this.report(ErrorCode.transport, message, detail),
         reportFailure: (_, { message, detail }) => this.fail(message, detail),
+        reportTerminated: () => this.terminated(),
       },
     });
     const actor = createActor(machine, {
@@ -153,6 +161,7 @@ export class ContinuityClientTransport implements Transport {
         seed: Math.floor(Math.random() * 0x7fffffff),
         restored: restored ?? undefined,
         serverUrl: this.url.href,
+        requestOwner: this.owner,
       },
       inspect: this.options.inspect,
     });
@@ -166,7 +175,7 @@ export class ContinuityClientTransport implements Transport {
 
   async send(message: JSONRPCMessage): Promise<void> {
     if (this.closed) throw new Error('ContinuityClientTransport: closed');
-    this.actor.send({ type: 'app.send', message: this.ids.outgoing(message as JsonRpcMessage) });
+    this.actor.send({ type: 'app.send', message: tagOutgoing(this.owner, message as JsonRpcMessage) });
   }
 
   setProtocolVersion(version: string): void {
@@ -207,6 +216,20 @@ export class ContinuityClientTransport implements Transport {
     });
   }
 
+  /**
+   * The server ended the session (`event: close`, after a DELETE or its expiry): the session is gone for
+   * every client, so nothing is resumed or re-initialized. Every call has ended; the transport closes
+   * (no DELETE: there is nothing left to delete) and later sends are refused.
+   */
+  private terminated(): void {
+    this.closed = true;
+    // As in `fail`: after the calls' endings are handed over, and after the machine's transition.
+    void this.delivered().then(() => {
+      this.running?.stop();
+      this.notifyClosed();
+    });
+  }
+
   /** Resolves once every message handed to `enqueue` so far has reached the application (bounded). */
   private async delivered(): Promise<void> {
     for (let i = 0; i < 100 && (this.draining || this.inbox.length > 0); i++)
@@ -214,19 +237,12 @@ export class ContinuityClientTransport implements Transport {
   }
 
   /**
-   * The machine persists after every event; a save chained per event cost two promises each. Records that
-   * arrive before the previous save started are coalesced: only the newest is written (the store's contract).
+   * The machine persists after every event; a save chained per event cost two promises each. Saves go one at
+   * a time, and of the records that arrive meanwhile only the newest is written (the store's contract).
    */
   private persist(record: CursorRecord | null): void {
-    const queued = this.unsaved !== undefined;
-    this.unsaved = { record };
-    if (queued) return;
-    this.saving = this.saving
-      .then(() => {
-        const next = this.unsaved;
-        this.unsaved = undefined;
-        return next && this.store.save(next.record);
-      })
+    this.saving = this.saves
+      .push(record)
       .catch((e) => this.report(ErrorCode.cursorStore, `cursor store: ${String(e)}`, e));
   }
 
@@ -268,9 +284,7 @@ export class ContinuityClientTransport implements Transport {
             await new Promise((r) => setImmediate(r));
             this.notifiedSinceYield = false;
           }
-          const { message, orphan } = this.ids.incoming(m);
-          if (orphan) this.orphan(message);
-          else this.onmessage?.(message as JSONRPCMessage);
+          this.onmessage?.(untagIncoming(this.owner, m) as JSONRPCMessage);
           if ('method' in m && !('id' in m)) this.notifiedSinceYield = true;
         }
       }

@@ -142,10 +142,17 @@ describe('ContinuityClientTransport with the SDK Client', () => {
     expect(progress).toEqual([...progress].sort((a, b) => a - b));
   });
 
-  it('event: close from the server ends the session: no reconnects, later calls fail', async () => {
+  it('event: close from the server ends the session: no reconnects, onclose, later calls fail', async () => {
     const p = await serverProcess();
     const net = networkFetch();
     const { client, transport } = await connect(p.url, { fetch: net.fetch });
+    // The SDK's handler stays in place; the test counts the calls.
+    const sdkOnClose = transport.onclose;
+    let closes = 0;
+    transport.onclose = () => {
+      closes++;
+      sdkOnClose?.();
+    };
     await new Promise((r) => setTimeout(r, 50)); // the standalone GET stream opens
     const del = await fetch(p.url, {
       method: 'DELETE',
@@ -154,10 +161,13 @@ describe('ContinuityClientTransport with the SDK Client', () => {
     expect(del.status).toBe(200);
     await new Promise((r) => setTimeout(r, 100));
     expect(transport.actor.getSnapshot().value).toBe('terminated');
+    // The session is terminating (design note): the transport closes, so the SDK Client is disconnected.
+    await expect.poll(() => closes, { timeout: 2_000 }).toBe(1);
     const before = net.seen.length;
     await expect(client.callTool({ name: 'echo', arguments: { text: 'x' } })).rejects.toThrow(
-      /session has ended/,
+      /Not connected/,
     );
+    await expect(transport.send({ jsonrpc: '2.0', id: 99, method: 'ping' })).rejects.toThrow(/closed/);
     await new Promise((r) => setTimeout(r, 200));
     expect(net.seen.length).toBe(before);
   });

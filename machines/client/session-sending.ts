@@ -1,0 +1,58 @@
+import { isRequest, type JsonRpcMessage, requestKey } from '../jsonrpc.js';
+import { ledgerAdd } from './ledger.js';
+import { sessionCalls } from './session-calls.js';
+import { STANDALONE_KEY } from './session-context.js';
+import { enqueueIn } from './session-setup.js';
+
+const act = enqueueIn<typeof sessionCalls>();
+
+/**
+ * What the application sends: the initialize, then requests (each on its own stream) and notifications;
+ * held in a queue while the session is being (re-)established.
+ */
+export const sessionSending = sessionCalls.extend({
+  actions: {
+    /** Sends an application message on the current session: a request gets its own stream. */
+    dispatch: act(({ context, enqueue }, { message }: { message: JsonRpcMessage }) => {
+      enqueue({ type: 'cancelCall', params: { message } });
+      if (isRequest(message)) {
+        ledgerAdd(context.ledger, message);
+        enqueue({
+          type: 'spawnStream',
+          params: { key: requestKey(message.id), kind: 'request', body: message },
+        });
+        return;
+      }
+      enqueue({
+        type: 'spawnStream',
+        params: { key: `message:${context.spawned}`, kind: 'message', body: message },
+      });
+      if (
+        'method' in message &&
+        message.method === 'notifications/initialized' &&
+        !context.streams[STANDALONE_KEY]
+      ) {
+        enqueue({ type: 'spawnStream', params: { key: STANDALONE_KEY, kind: 'standalone' } });
+      }
+    }),
+    /** Held until the session is (re-)established; a cancellation still stops its call at once. */
+    queueMessage: act(({ enqueue }, { message }: { message: JsonRpcMessage }) => {
+      enqueue({ type: 'cancelCall', params: { message } });
+      enqueue.assign(({ context: now }) => ({ queue: [...now.queue, message] }));
+    }),
+    startInitialize: act(({ context, enqueue }, { message }: { message: JsonRpcMessage }) => {
+      if (!isRequest(message)) return;
+      ledgerAdd(context.ledger, message);
+      enqueue.assign({ initializeRequest: message });
+      enqueue({
+        type: 'spawnStream',
+        params: { key: requestKey(message.id), kind: 'request', body: message },
+      });
+    }),
+  },
+  guards: {
+    isInitialize: ({ event }) =>
+      event.type === 'app.send' && isRequest(event.message) && event.message.method === 'initialize',
+    isRequestMessage: ({ event }) => event.type === 'app.send' && isRequest(event.message),
+  },
+});

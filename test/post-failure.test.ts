@@ -1,0 +1,48 @@
+import { describe, expect, it } from 'vitest';
+import { decidePostFailure, type PostFacts, type PostFailure } from '../machines/client/post-failure.js';
+import { ReconnectReason } from '../machines/codes.js';
+
+const none: PostFacts = { initialize: false, serverDeduplicates: false, readOnly: false };
+const failure = (over: Partial<PostFailure>): PostFailure => ({
+  reason: ReconnectReason.reset,
+  kind: 'request',
+  hasCursor: false,
+  facts: none,
+  ...over,
+});
+const mayHaveRun = [
+  ReconnectReason.reset,
+  ReconnectReason.timeout,
+  ReconnectReason.stall,
+  ReconnectReason.serverError,
+  ReconnectReason.throttled,
+];
+
+describe('what happens when a POST fails (decidePostFailure)', () => {
+  it('a refused connection never carried the request: always re-sent, call or notification', () => {
+    for (const kind of ['request', 'message'] as const)
+      expect(decidePostFailure(failure({ reason: ReconnectReason.refused, kind }))).toBe('resend');
+  });
+
+  it.each(mayHaveRun)('%s: a call with side effects is never re-sent; its outcome is unknown', (reason) => {
+    expect(decidePostFailure(failure({ reason }))).toBe('outcome-unknown');
+  });
+
+  it.each(mayHaveRun)('%s: re-sent to a de-duplicating server, for a read, and for initialize', (reason) => {
+    expect(decidePostFailure(failure({ reason, facts: { ...none, serverDeduplicates: true } }))).toBe(
+      'resend',
+    );
+    expect(decidePostFailure(failure({ reason, facts: { ...none, readOnly: true } }))).toBe('resend');
+    expect(decidePostFailure(failure({ reason, facts: { ...none, initialize: true } }))).toBe('resend');
+  });
+
+  it('a notification that may have arrived is never sent twice, whatever the server advertises', () => {
+    const all: PostFacts = { initialize: false, serverDeduplicates: true, readOnly: true };
+    expect(decidePostFailure(failure({ kind: 'message', facts: all }))).toBe('outcome-unknown');
+  });
+
+  it('a call whose stream delivered an event id is resumed, not re-sent', () => {
+    for (const reason of [ReconnectReason.refused, ...mayHaveRun])
+      expect(decidePostFailure(failure({ reason, hasCursor: true }))).toBe('resume');
+  });
+});

@@ -273,7 +273,7 @@ describe('call routing and replies', () => {
 });
 
 describe('executePlan: one executor, synchronous or not as its I/O is', () => {
-  const record = (async: boolean, failOpen = false) => {
+  const record = (async: boolean, failOpen = false, failAttach = false) => {
     const log: string[] = [];
     const readers = new Map<number, string>([[0, 'old-sink']]);
     const step = (entry: string, fail = false) => {
@@ -295,8 +295,14 @@ describe('executePlan: one executor, synchronous or not as its I/O is', () => {
       reply: (error) => `reply ${error.status}`,
       accepted: () => 'reply 202',
       resume: (id) => `resume ${id}`,
+      // As the runtime's response does: a start that fails ends the response.
       open: (start) => {
-        void start('sink');
+        try {
+          const started = start('sink');
+          if (started instanceof Promise) started.catch(() => log.push('response ended'));
+        } catch {
+          log.push('response ended');
+        }
         return 'sse';
       },
       prime: (sink, stream, seq) => void log.push(`prime ${sink} ${stream} ${seq}`),
@@ -305,7 +311,7 @@ describe('executePlan: one executor, synchronous or not as its I/O is', () => {
       endReader: (stream, reader) => void log.push(`end ${reader} on ${stream}`),
       attach: (sink, stream, after, readBack) => {
         readers.set(stream, sink);
-        return step(`attach ${stream} ${after} ${readBack}`);
+        return step(`attach ${stream} ${after} ${readBack}`, failAttach);
       },
       execute: (key) => void log.push(`execute ${key}`),
     };
@@ -363,6 +369,19 @@ describe('executePlan: one executor, synchronous or not as its I/O is', () => {
     const async = record(true, true);
     await expect(executePlan(plan, async.io)).rejects.toThrow('open-stream 3');
     expect(async.log.at(-1)).toBe('unanswered n:7 failed');
+  });
+
+  it('a request whose response fails before it reaches the SDK server is settled as failed', async () => {
+    const plan = planRequest({ kind: 'execute', stream: 3 }, 'n:7', alone, limits);
+    const sync = record(false, false, true);
+    executePlan(plan, sync.io);
+    expect(sync.log.slice(-2)).toEqual(['unanswered n:7 failed', 'response ended']);
+    expect(sync.log).not.toContain('execute n:7');
+    const async = record(true, false, true);
+    await executePlan(plan, async.io);
+    await new Promise((r) => setTimeout(r, 0));
+    expect(async.log.slice(-2)).toEqual(['unanswered n:7 failed', 'response ended']);
+    expect(async.log).not.toContain('execute n:7');
   });
 
   it('asks the machine and returns its answer of the type asked for', () => {

@@ -45,14 +45,19 @@ export interface PlanIo<R, S> {
 /**
  * Executes a session plan (machines/server/session-commands.ts) on `io`, in order: its bookkeeping and
  * storage, then the error, the replay of a repeated request, or the response's commands. A request
- * admitted but never handed to the SDK server (its stream could not be stored) is settled as `failed`,
- * or it would pin the session. Synchronous when `io` is.
+ * admitted but never handed to the SDK server (its stream could not be stored, or its response failed
+ * before `execute`) is settled as `failed`, or it would pin the session. Synchronous when `io` is.
  */
 export function executePlan<R, S>(plan: SessionPlan, io: PlanIo<R, S>): R | Promise<R> {
   let admitted: string | undefined;
   const failed = (error: unknown): never => {
     if (admitted !== undefined) io.unanswered(admitted, 'failed');
+    admitted = undefined;
     throw error;
+  };
+  // Once the SDK server has the request, its own answer (or its failure) settles it.
+  const handedOver = () => {
+    admitted = undefined;
   };
   const prepare = plan.prepare.map((c) => (): Step => {
     if (c.kind === 'record-activity') return io.recordActivity();
@@ -69,11 +74,16 @@ export function executePlan<R, S>(plan: SessionPlan, io: PlanIo<R, S>): R | Prom
   } catch (error) {
     return failed(error);
   }
-  const then = () => answer(plan, io);
+  const then = () => answer(plan, io, handedOver, failed);
   return prepared instanceof Promise ? prepared.then(then, failed) : then();
 }
 
-function answer<R, S>(plan: SessionPlan, io: PlanIo<R, S>): R | Promise<R> {
+function answer<R, S>(
+  plan: SessionPlan,
+  io: PlanIo<R, S>,
+  handedOver: () => void,
+  failed: (error: unknown) => never,
+): R | Promise<R> {
   if (plan.kind === 'error') return io.reply(plan.error);
   if (plan.kind === 'accept') return io.accepted();
   if (plan.kind === 'resume') {
@@ -86,17 +96,26 @@ function answer<R, S>(plan: SessionPlan, io: PlanIo<R, S>): R | Promise<R> {
   const open = (head: number) =>
     io.open((sink) => {
       const at = (seq: number | 'head') => (seq === 'head' ? head : seq);
-      return inOrder(
-        respond.map((c) => (): Step => {
-          if (c.kind === 'prime') return io.prime(sink, c.stream, at(c.seq));
-          if (c.kind === 'retry') return io.retry(sink);
-          if (c.kind === 'execute') return io.execute(c.requestKey);
-          // One reader per stream: a new one (the client reconnected) ends the previous.
-          const previous = io.readerOf(c.stream);
-          if (previous !== undefined && previous !== sink) io.endReader(c.stream, previous);
-          return io.attach(sink, c.stream, at(c.afterSeq), c.readBack);
-        }),
-      );
+      let steps: Step;
+      try {
+        steps = inOrder(
+          respond.map((c) => (): Step => {
+            if (c.kind === 'prime') return io.prime(sink, c.stream, at(c.seq));
+            if (c.kind === 'retry') return io.retry(sink);
+            if (c.kind === 'execute') {
+              handedOver();
+              return io.execute(c.requestKey);
+            }
+            // One reader per stream: a new one (the client reconnected) ends the previous.
+            const previous = io.readerOf(c.stream);
+            if (previous !== undefined && previous !== sink) io.endReader(c.stream, previous);
+            return io.attach(sink, c.stream, at(c.afterSeq), c.readBack);
+          }),
+        );
+      } catch (error) {
+        return failed(error);
+      }
+      return steps instanceof Promise ? steps.then(undefined, failed) : steps;
     });
   if (!fromHead) return open(0);
   const head = io.head(STANDALONE_STREAM);

@@ -68,7 +68,12 @@ export function toResponse(reply: Reply, limits: SseLimits = {}): Response {
           paceBytes: limits.paceBytes ?? SSE_PACE_BYTES,
           stallMs: limits.stallMs ?? SSE_WRITE_STALL_MS,
         });
-        void Promise.resolve(reply.start(sink)).catch(() => sink?.end());
+        // A start that fails, at once or later, ends the response (the executor settles its request).
+        try {
+          void Promise.resolve(reply.start(sink)).catch(() => sink?.end());
+        } catch {
+          sink.end();
+        }
       },
       // The reader took a chunk: producers waiting for it may go on.
       pull() {

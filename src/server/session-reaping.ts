@@ -39,12 +39,13 @@ export class SessionReaping {
     const windows = new Map<number, StreamWindow | undefined>();
     for (const n of numbers) windows.set(n, await this.log.window(this.id, n));
     const self = this.shared?.instanceId;
+    // Decided on the machine's streams as they are now: the window reads above gave other events time.
     const abandoned = abandonedCalls(
-      streams,
+      this.host.actor.getSnapshot().context.streams,
       (n) => windows.get(n),
       (owner) => isOwnerAlive(owner, self, leased),
       this.shared !== undefined,
-      only,
+      only ?? new Set(numbers),
     );
     for (const call of abandoned) {
       if (await this.streams.storeFinal(call.stream, call.answer)) this.metrics?.outcomeUnknown(call.reason);
@@ -62,7 +63,9 @@ export class SessionReaping {
     const owners = this.foreignOwners([stream]);
     if (owners.length === 0) return;
     const leased = await this.leased(owners);
-    if (owners.some((owner) => !leased.has(owner))) await this.reap(leased, new Set([stream]));
+    const self = this.shared?.instanceId;
+    if (owners.some((owner) => !isOwnerAlive(owner, self, leased)))
+      await this.reap(leased, new Set([stream]));
   }
 
   private async leased(owners: readonly string[]): Promise<ReadonlySet<string>> {

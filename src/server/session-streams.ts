@@ -12,8 +12,6 @@ export interface StreamsOptions {
   readonly log: EventLog;
   readonly heartbeatMs: number;
   readonly retryMs: number;
-  /** Shared store: read attached streams this often too, in case a change report went missing. 0: never. */
-  readonly pollMs: number;
   readonly metrics?: ServerMetrics;
 }
 
@@ -28,6 +26,8 @@ export class SessionStreams {
   constructor(
     private readonly o: StreamsOptions,
     private readonly host: SessionHost,
+    /** Shared store: read attached streams this often too, in case a change report went missing. 0: never. */
+    private readonly pollMs: number,
   ) {}
 
   attachedStreams(): ReadonlySet<number> {
@@ -84,7 +84,16 @@ export class SessionStreams {
   /** The sink becomes the stream's reader (the previous one was ended: execute-plan.ts). */
   attach(stream: number, sink: SseSink, lastSent: number): Attachment {
     const o = this.o;
-    const attachment = new Attachment(sink, o.log, o.id, o.epoch, stream, lastSent, o.heartbeatMs, o.pollMs);
+    const attachment = new Attachment(
+      sink,
+      o.log,
+      o.id,
+      o.epoch,
+      stream,
+      lastSent,
+      o.heartbeatMs,
+      this.pollMs,
+    );
     this.attachedHere ??= new Map();
     this.attachedHere.set(stream, attachment);
     this.host.send({ type: 'stream.attached' });

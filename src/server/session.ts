@@ -128,11 +128,10 @@ export class RuntimeSession {
         unanswered: (e) => void this.giveUp(e.requestKey, e.stream, e.answer),
       },
     );
-    this.streams = new SessionStreams({ ...o, pollMs: shared ? (o.pollMs ?? 1000) : 0 }, this.host);
-    this.sync = new SharedSync(this.host, shared, {
-      ...o,
-      gone: (reason) => this.gone(reason),
-    });
+    // The options themselves, not copies: a spread copy of this many keys is a dictionary-mode object,
+    // kilobytes per idle session (docs/benchmarks.md, row 4).
+    this.streams = new SessionStreams(o, this.host, shared ? (o.pollMs ?? 1000) : 0);
+    this.sync = new SharedSync(this.host, shared, o, (reason) => this.gone(reason));
     this.reaping = new SessionReaping(o.id, o.log, this.host, this.streams, o.metrics);
   }
 

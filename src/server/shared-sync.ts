@@ -13,8 +13,6 @@ export interface SyncedSession {
   /** The version of the stored record the session's snapshot came from (0: a new session). */
   readonly version?: number;
   readonly onError: (error: unknown) => void;
-  /** Another instance ended the session: this instance ends its copy. */
-  readonly gone: (reason: 'expired' | 'terminated') => void;
 }
 
 /**
@@ -33,6 +31,8 @@ export class SharedSync {
     private readonly host: SessionHost,
     readonly store: SharedSessionStore | undefined,
     private readonly o: SyncedSession,
+    /** Another instance ended the session: this instance ends its copy. */
+    private readonly gone: (reason: 'expired' | 'terminated') => void,
   ) {
     this.version = o.version ?? 0;
   }
@@ -89,7 +89,7 @@ export class SharedSync {
     // A new session is stored by its first commit (its initialize request).
     if (!stored && this.version === 0) return true;
     if (!stored) {
-      this.o.gone(RECORD_MISSING_MEANS);
+      this.gone(RECORD_MISSING_MEANS);
       return false;
     }
     if (stored.version !== this.version) this.adopt(stored.record.snapshot, stored.version);
@@ -112,7 +112,7 @@ export class SharedSync {
     if (this.host.ended) return;
     if (read.kind === 'idle') this.host.used(Date.now() - read.idleMs);
     const event = expiryEvent(read);
-    if (event.type === 'session.gone') this.o.gone(event.reason);
+    if (event.type === 'session.gone') this.gone(event.reason);
     else this.host.send(event);
   }
 

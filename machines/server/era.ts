@@ -174,3 +174,41 @@ export function requestedVersion(facts: EraFacts): string | undefined {
   if (typeof claimed === 'string') return claimed;
   return facts.protocolVersion === null ? undefined : stripOws(facts.protocolVersion);
 }
+
+/** The methods the continuity extension sees first (src/server/modern/keyed-hook.ts). */
+const KEYED_HOOK_METHODS = new Set(['tools/call', 'notifications/cancelled']);
+
+/** `Mcp-Name` in the spec's Base64 sentinel form (`=?base64?…?=`) decoded; undefined when it is invalid. */
+export function decodeMcpName(value: string): string | undefined {
+  const m = /^=\?base64\?([A-Za-z0-9+/]*={0,2})\?=$/.exec(value);
+  if (!m) return value.startsWith('=?base64?') ? undefined : value;
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(
+      Uint8Array.from(atob(m[1] ?? ''), (c) => c.charCodeAt(0)),
+    );
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Whether a modern message goes to the keyed-requests hook before the SDK: a `tools/call` request or a
+ * `notifications/cancelled`, whose standard headers agree with its body. The SDK checks those headers on
+ * what it serves; a keyed call may be answered from the memo without reaching the SDK, so a call whose
+ * headers disagree is left to the SDK, which answers -32020 (the gap the hook would otherwise open).
+ */
+export function handsToKeyed(body: unknown, headers: { get(name: string): string | null }): boolean {
+  if (!isObject(body) || typeof body.method !== 'string' || !KEYED_HOOK_METHODS.has(body.method))
+    return false;
+  const isCall = body.method === 'tools/call';
+  if (isCall ? !isRequest(body) : !isNotification(body)) return false;
+  const claimed = metaOf(body.params)?.[PROTOCOL_VERSION_META_KEY];
+  const version = headers.get('mcp-protocol-version');
+  if (typeof claimed !== 'string' || version === null || stripOws(version) !== claimed) return false;
+  const method = headers.get('mcp-method');
+  if (method === null || stripOws(method) !== body.method) return false;
+  if (!isCall) return true;
+  const name = headers.get('mcp-name');
+  const params = body.params as Json | undefined;
+  return name !== null && typeof params?.name === 'string' && decodeMcpName(stripOws(name)) === params.name;
+}

@@ -212,3 +212,17 @@ export function handsToKeyed(body: unknown, headers: { get(name: string): string
   const params = body.params as Json | undefined;
   return name !== null && typeof params?.name === 'string' && decodeMcpName(stripOws(name)) === params.name;
 }
+
+/**
+ * A `server/discover` result that lists `legacy` (the 2025 versions the same endpoint serves through
+ * sessions) after the SDK's modern ones. The v2 SDK lists only modern revisions there (it negotiates 2025
+ * through `initialize`); the spec has `server/discover` advertise the versions the server supports, and
+ * this endpoint supports both eras. Anything that is not such a result is returned unchanged.
+ */
+export function withLegacyVersions(message: unknown, legacy: readonly string[]): unknown {
+  if (!isObject(message) || !isObject(message.result) || !Array.isArray(message.result.supportedVersions))
+    return message;
+  const listed = message.result.supportedVersions as unknown[];
+  const added = legacy.filter((v) => !listed.includes(v));
+  return { ...message, result: { ...message.result, supportedVersions: [...listed, ...added] } };
+}

@@ -196,12 +196,15 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
   /** The 2026-07-28 side, loaded on the first modern request (a load failure is retried next time). */
   let modern: Promise<ModernEndpoint> | undefined;
   const modernEndpoint = (spec: ModernOptions) => {
-    modern ??= createModernEndpoint(spec, { maxBodyBytes: policy.maxBodyBytes, heartbeatMs, onError }).catch(
-      (error: unknown) => {
-        modern = undefined;
-        throw error;
-      },
-    );
+    modern ??= createModernEndpoint(spec, {
+      legacyVersions: SUPPORTED_PROTOCOL_VERSIONS,
+      maxBodyBytes: policy.maxBodyBytes,
+      heartbeatMs,
+      onError,
+    }).catch((error: unknown) => {
+      modern = undefined;
+      throw error;
+    });
     return modern;
   };
   let loadedModern: ModernEndpoint | undefined;

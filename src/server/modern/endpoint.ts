@@ -8,7 +8,7 @@ import type {
 } from '@modelcontextprotocol/server';
 import { continuityCapability } from '../../../machines/continuity-extension.js';
 import type { JsonRpcRequest } from '../../../machines/jsonrpc.js';
-import { handsToKeyed } from '../../../machines/server/era.js';
+import { handsToKeyed, withLegacyVersions } from '../../../machines/server/era.js';
 import { loadOptional } from '../../optional-peer.js';
 import type { KeyedRequests, RunOnSdk } from './keyed-hook.js';
 
@@ -66,6 +66,8 @@ export interface ModernEndpoint {
 export async function createModernEndpoint(
   options: ModernOptions,
   settings: {
+    /** The 2025 versions the endpoint also serves: `server/discover` lists them after 2026-07-28. */
+    readonly legacyVersions: readonly string[];
     readonly maxBodyBytes: number;
     readonly heartbeatMs: number;
     readonly onError: (e: unknown) => void;
@@ -153,13 +155,34 @@ export async function createModernEndpoint(
           );
         }
       }
-      return cancelOnClose(await call(handler, request, input, input.body), gone);
+      const response = await call(handler, request, input, input.body);
+      if ((input.body as { method?: unknown }).method === 'server/discover')
+        return listLegacyVersions(response, settings.legacyVersions);
+      return cancelOnClose(response, gone);
     },
     notify: handler.notify,
     close: async () => {
       await Promise.all([handler.close(), detached?.close(), keyed?.close()]);
     },
   };
+}
+
+/** A JSON `server/discover` answer with our 2025 versions added (machines/server/era.ts). */
+async function listLegacyVersions(response: Response, legacy: readonly string[]): Promise<Response> {
+  if (!response.headers.get('content-type')?.includes('application/json')) return response;
+  const text = await response.text();
+  let message: unknown;
+  try {
+    message = JSON.parse(text);
+  } catch {
+    return new Response(text, { status: response.status, headers: response.headers });
+  }
+  const headers = new Headers(response.headers);
+  headers.delete('content-length');
+  return new Response(JSON.stringify(withLegacyVersions(message, legacy)), {
+    status: response.status,
+    headers,
+  });
 }
 
 /**

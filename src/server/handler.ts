@@ -443,6 +443,7 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
           text: read.text,
           body: facts.body,
           principal: who,
+          gone: call.gone,
           authInfo: principal?.authInfo as ModernInput['authInfo'],
         });
       }
@@ -519,7 +520,7 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
     res.on('error', () => undefined);
     try {
       const localBind = LOOPBACK.test(req.socket.localAddress ?? '');
-      const response = await fetchHandler(fromNodeRequest(req), localBind);
+      const response = await fetchHandler(fromNodeRequest(req, res), localBind);
       await writeNodeResponse(response, res, options.sse?.stallMs, options.sse?.maxBufferedBytes);
     } catch (error) {
       onError(error);

@@ -42,6 +42,8 @@ export interface ModernInput {
   readonly text: string;
   readonly body: unknown;
   readonly principal: string | undefined;
+  /** Fires when the client goes away before its response ended. */
+  readonly gone: AbortSignal;
   readonly authInfo: AuthInfo | undefined;
 }
 
@@ -121,8 +123,11 @@ export async function createModernEndpoint(
   return {
     async serve(input) {
       // The exchange's signal: the SDK cancels the request when it fires (spec: close = cancel). It fires
-      // when the response body is cancelled, which our writers do when the client goes away.
+      // when the client goes away, before the response exists (`input.gone`) or while its body streams
+      // (the body is cancelled).
       const gone = new AbortController();
+      if (input.gone.aborted) gone.abort();
+      else input.gone.addEventListener('abort', () => gone.abort(), { once: true });
       const request = new Request(input.url, {
         method: 'POST',
         headers: input.headers,

@@ -214,15 +214,21 @@ export function handsToKeyed(body: unknown, headers: { get(name: string): string
 }
 
 /**
- * A `server/discover` result that lists `legacy` (the 2025 versions the same endpoint serves through
- * sessions) after the SDK's modern ones. The v2 SDK lists only modern revisions there (it negotiates 2025
- * through `initialize`); the spec has `server/discover` advertise the versions the server supports, and
- * this endpoint supports both eras. Anything that is not such a result is returned unchanged.
+ * A `server/discover` result, or an `UnsupportedProtocolVersionError` (-32022), that lists `legacy` (the
+ * 2025 versions the same endpoint serves through sessions) after the SDK's modern ones. The v2 SDK lists
+ * only modern revisions there (it negotiates 2025 through `initialize`); the spec has both advertise the
+ * versions the server supports, and this endpoint supports both eras. Anything else is returned unchanged.
  */
 export function withLegacyVersions(message: unknown, legacy: readonly string[]): unknown {
-  if (!isObject(message) || !isObject(message.result) || !Array.isArray(message.result.supportedVersions))
-    return message;
-  const listed = message.result.supportedVersions as unknown[];
-  const added = legacy.filter((v) => !listed.includes(v));
-  return { ...message, result: { ...message.result, supportedVersions: [...listed, ...added] } };
+  const add = (listed: unknown[]) => [...listed, ...legacy.filter((v) => !listed.includes(v))];
+  if (!isObject(message)) return message;
+  if (isObject(message.result) && Array.isArray(message.result.supportedVersions))
+    return {
+      ...message,
+      result: { ...message.result, supportedVersions: add(message.result.supportedVersions) },
+    };
+  const error = message.error;
+  if (isObject(error) && error.code === -32022 && isObject(error.data) && Array.isArray(error.data.supported))
+    return { ...message, error: { ...error, data: { ...error.data, supported: add(error.data.supported) } } };
+  return message;
 }

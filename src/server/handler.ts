@@ -447,9 +447,9 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
           authInfo: principal?.authInfo as ModernInput['authInfo'],
         });
       }
+      if (!parsed.ok) return refused(parsed);
       const version = admitProtocolVersion(protocolVersion);
       if (!version.ok) return refused(version);
-      if (!parsed.ok) return refused(parsed);
       const admitted = admitBody(parsed.body, true, sessionId, limits);
       if ('ok' in admitted) return refused(admitted);
       posted = admitted;

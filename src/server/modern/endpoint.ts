@@ -92,7 +92,12 @@ export async function createModernEndpoint(
     legacy: 'reject' as const,
     maxRequestBodySize: settings.maxBodyBytes,
     keepAliveMs: options.keepAliveMs ?? settings.heartbeatMs,
-    onerror: (e: Error) => settings.onError(e),
+    // The SDK also reports every request it refused (header mismatch, bad envelope, unknown version):
+    // those are the client's doing and were answered 4xx, not errors of this server.
+    onerror: (e: Error) => {
+      if (e.name === 'ProtocolError' || e.message.startsWith('Rejected inbound request')) return;
+      settings.onError(e);
+    },
   };
   const handler: McpHttpHandler = sdk.createMcpHandler(factory, {
     ...common,
@@ -161,7 +166,7 @@ export async function createModernEndpoint(
         }
       }
       const response = await call(handler, request, input, input.body);
-      if ((input.body as { method?: unknown }).method === 'server/discover')
+      if ((input.body as { method?: unknown }).method === 'server/discover' || response.status === 400)
         return listLegacyVersions(response, settings.legacyVersions);
       return cancelOnClose(response, gone);
     },
@@ -172,7 +177,7 @@ export async function createModernEndpoint(
   };
 }
 
-/** A JSON `server/discover` answer with our 2025 versions added (machines/server/era.ts). */
+/** A JSON `server/discover` answer or -32022 error with our 2025 versions added (machines/server/era.ts). */
 async function listLegacyVersions(response: Response, legacy: readonly string[]): Promise<Response> {
   if (!response.headers.get('content-type')?.includes('application/json')) return response;
   const text = await response.text();

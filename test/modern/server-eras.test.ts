@@ -242,3 +242,36 @@ describe('with keyed requests configured (a test fixture, not the extension)', (
     await v2.close();
   });
 });
+
+describe('one v2 factory for both eras', () => {
+  let continuity: ContinuityServer;
+  let http: HttpServer;
+  let url: URL;
+  beforeAll(async () => {
+    // The same v2 McpServer factory serves 2025 sessions (through our session transport) and 2026 requests.
+    continuity = createContinuityServer({
+      createMcpServer: () => modernServer(),
+      modern: { createServer: modernServer },
+    });
+    ({ http, url } = await start(continuity));
+  });
+  afterAll(async () => {
+    await continuity.close();
+    http.closeAllConnections();
+    await new Promise((r) => http.close(r));
+  });
+
+  it('a v1 client on 2025-11-25 gets a session served by the v2 McpServer, with progress', async () => {
+    const v1 = new ClientV1({ name: 'v1', version: '1.0.0' });
+    await v1.connect(new TransportV1(url));
+    expect((v1.transport as TransportV1).sessionId).toBeTruthy();
+    expect(textOf(await v1.callTool({ name: 'echo', arguments: { text: 'one' } }))).toBe('2026:one');
+    const progress: number[] = [];
+    const done = await v1.callTool({ name: 'steps', arguments: { n: 2 } }, undefined, {
+      onprogress: (p) => progress.push(p.progress),
+    });
+    expect(textOf(done)).toBe('done 2');
+    expect(progress).toEqual([1, 2]);
+    await v1.close();
+  });
+});

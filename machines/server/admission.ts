@@ -23,6 +23,12 @@ export interface RequestFacts {
   readonly bodyBytes?: number;
   /** The connection arrived on a loopback address: DNS-rebinding protection applies by default. */
   readonly localBind: boolean;
+  /**
+   * A POST's protocol version is checked once its era is known (machines/server/era.ts): a 2026-07-28
+   * request is not refused as an unknown 2025 version. The handler then calls {@link admitProtocolVersion}
+   * for legacy requests.
+   */
+  readonly versionDeferred?: boolean;
 }
 
 export interface AdmissionPolicy {
@@ -133,16 +139,9 @@ export function admitHttp(facts: RequestFacts, policy: AdmissionPolicy): Admissi
       'method_not_allowed',
     );
   }
-  if (
-    facts.protocolVersion !== null &&
-    !(SUPPORTED_PROTOCOL_VERSIONS as readonly string[]).includes(facts.protocolVersion)
-  ) {
-    return reject(
-      400,
-      JsonRpcCode.INVALID_REQUEST,
-      `Unsupported MCP-Protocol-Version ${facts.protocolVersion}; supported: ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')}`,
-      'unsupported_protocol_version',
-    );
+  if (!facts.versionDeferred) {
+    const version = admitProtocolVersion(facts.protocolVersion);
+    if (!version.ok) return version;
   }
   if (facts.method === 'POST') {
     if (!accepts(facts.accept, 'application/json') || !accepts(facts.accept, 'text/event-stream')) {
@@ -187,6 +186,21 @@ export function admitHttp(facts: RequestFacts, policy: AdmissionPolicy): Admissi
       'session_id_required',
     );
   return { ok: true };
+}
+
+/** A 2025-era request's `MCP-Protocol-Version`: absent (2025-03-26) or one of ours. */
+export function admitProtocolVersion(protocolVersion: string | null): Admission {
+  if (
+    protocolVersion === null ||
+    (SUPPORTED_PROTOCOL_VERSIONS as readonly string[]).includes(protocolVersion)
+  )
+    return { ok: true };
+  return reject(
+    400,
+    JsonRpcCode.INVALID_REQUEST,
+    `Unsupported MCP-Protocol-Version ${protocolVersion}; supported: ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')}`,
+    'unsupported_protocol_version',
+  );
 }
 
 /**

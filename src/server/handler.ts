@@ -11,11 +11,14 @@ import {
   admitBody,
   admitCaller,
   admitHttp,
+  admitProtocolVersion,
   type PostedMessage,
   parseBody,
   type Rejection,
+  SUPPORTED_PROTOCOL_VERSIONS,
 } from '../../machines/server/admission.js';
 import { namesSession, routeCall, sessionUnavailable } from '../../machines/server/call-routing.js';
+import { classifyEra, requestedVersion, unsupportedVersion } from '../../machines/server/era.js';
 import {
   admitNewSession,
   type LimitRefusal,
@@ -30,6 +33,12 @@ import type { EventLog, SharedSessionStore } from './event-log.js';
 import { type SseLimits, toResponse, writeNodeResponse } from './http.js';
 import { fromNodeRequest, fromWebRequest, type IncomingCall } from './incoming.js';
 import { MemoryEventLog } from './memory-event-log.js';
+import {
+  createModernEndpoint,
+  type ModernEndpoint,
+  type ModernInput,
+  type ModernOptions,
+} from './modern/endpoint.js';
 import { errorReply, type Reply, replyWith, sessionNotFound } from './reply.js';
 import { type McpServerLike, RuntimeSession, type SessionInfo, SessionUnavailableError } from './session.js';
 
@@ -96,6 +105,13 @@ export interface ContinuityServerOptions {
    * JSON nested 128 deep, `Retry-After: 5`.
    */
   readonly limits?: Partial<ServerLimits>;
+  /**
+   * Serve MCP 2026-07-28 on the same endpoint (README, "Two eras on one endpoint") with the official v2
+   * `@modelcontextprotocol/server` (an optional peer, loaded on the first modern request). Omitted: a
+   * 2026-07-28 request is answered 400 `UnsupportedProtocolVersionError` naming the 2025 versions served
+   * here, and a negotiating v2 client falls back to a 2025 session.
+   */
+  readonly modern?: ModernOptions;
 }
 
 export interface ContinuityServer {
@@ -114,6 +130,11 @@ export interface ContinuityServer {
   readonly sessionCount: () => number;
   /** Live sessions that are asleep: idle, their machine kept as a snapshot until a request wakes it. */
   readonly sleepingSessionCount: () => number;
+  /**
+   * 2026-07-28: tells every open `subscriptions/listen` stream that opted in (no-op before the first
+   * modern request, when no stream can be open). 2025 sessions hear changes from their own SDK server.
+   */
+  readonly notifyModern: ModernEndpoint['notify'];
 }
 
 const DEFAULTS = {
@@ -172,6 +193,27 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
   };
   let closing = false;
   const metrics = options.metrics?.server.observe(log);
+  /** The 2026-07-28 side, loaded on the first modern request (a load failure is retried next time). */
+  let modern: Promise<ModernEndpoint> | undefined;
+  const modernEndpoint = (spec: ModernOptions) => {
+    modern ??= createModernEndpoint(spec, {
+      legacyVersions: SUPPORTED_PROTOCOL_VERSIONS,
+      maxBodyBytes: policy.maxBodyBytes,
+      heartbeatMs,
+      onError,
+    }).catch((error: unknown) => {
+      modern = undefined;
+      throw error;
+    });
+    return modern;
+  };
+  let loadedModern: ModernEndpoint | undefined;
+  const notifyModern: ModernEndpoint['notify'] = {
+    toolsChanged: () => loadedModern?.notify.toolsChanged(),
+    promptsChanged: () => loadedModern?.notify.promptsChanged(),
+    resourcesChanged: () => loadedModern?.notify.resourcesChanged(),
+    resourceUpdated: (uri) => loadedModern?.notify.resourceUpdated(uri),
+  };
 
   const headersFor = (id: string) => ({ 'Mcp-Session-Id': id, [ADVERTISEMENT_HEADER]: advertised });
 
@@ -321,8 +363,9 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
     return replyWith(limitReached(r));
   };
 
-  async function handle(call: IncomingCall, localBind: boolean): Promise<Reply> {
+  async function handle(call: IncomingCall, localBind: boolean): Promise<Reply | Response> {
     const sessionId = call.header('mcp-session-id');
+    const protocolVersion = call.header('mcp-protocol-version');
     const admission = admitHttp(
       {
         method: call.method,
@@ -330,10 +373,12 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
         contentType: call.header('content-type'),
         origin: call.header('origin'),
         host: call.host,
-        protocolVersion: call.header('mcp-protocol-version'),
+        protocolVersion,
         sessionId,
         bodyBytes: Number(call.header('content-length') ?? 0),
         localBind,
+        // A POST may be 2026-07-28: its version is checked once the body tells the era.
+        versionDeferred: call.method === 'POST',
       },
       policy,
     );
@@ -373,7 +418,38 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
         });
       }
       const parsed = parseBody(read.text, limits);
+      const facts = { method: call.method, protocolVersion, body: parsed.ok ? parsed.body : undefined };
+      const era = classifyEra(facts);
+      if (era.era === 'modern' && (era.reason !== 'malformed' || options.modern)) {
+        if (!options.modern) {
+          const e = unsupportedVersion(SUPPORTED_PROTOCOL_VERSIONS, requestedVersion(facts));
+          metrics?.requestRejected('unsupported_protocol_version', e.status);
+          const id = (facts.body as { id?: unknown } | undefined)?.id;
+          return {
+            kind: 'json',
+            status: e.status,
+            body: {
+              jsonrpc: '2.0',
+              id: typeof id === 'string' || typeof id === 'number' ? id : null,
+              error: { code: e.code, message: e.message, data: e.data },
+            },
+          };
+        }
+        const endpoint = await modernEndpoint(options.modern);
+        loadedModern = endpoint;
+        return endpoint.serve({
+          url: `http://${call.host ?? 'localhost'}${path}`,
+          headers: new Headers(call.headers()),
+          text: read.text,
+          body: facts.body,
+          principal: who,
+          gone: call.gone,
+          authInfo: principal?.authInfo as ModernInput['authInfo'],
+        });
+      }
       if (!parsed.ok) return refused(parsed);
+      const version = admitProtocolVersion(protocolVersion);
+      if (!version.ok) return refused(version);
       const admitted = admitBody(parsed.body, true, sessionId, limits);
       if ('ok' in admitted) return refused(admitted);
       posted = admitted;
@@ -426,7 +502,8 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
     }
     if (call.pathname !== path) return new Response('Not Found', { status: 404 });
     try {
-      return toResponse(await handle(call, localBind), options.sse);
+      const handled = await handle(call, localBind);
+      return handled instanceof Response ? handled : toResponse(handled, options.sse);
     } catch (error) {
       if (error instanceof SessionUnavailableError)
         return toResponse(replyWith(sessionUnavailable(error.released)));
@@ -443,7 +520,7 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
     res.on('error', () => undefined);
     try {
       const localBind = LOOPBACK.test(req.socket.localAddress ?? '');
-      const response = await fetchHandler(fromNodeRequest(req), localBind);
+      const response = await fetchHandler(fromNodeRequest(req, res), localBind);
       await writeNodeResponse(response, res, options.sse?.stallMs, options.sse?.maxBufferedBytes);
     } catch (error) {
       onError(error);
@@ -458,6 +535,7 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
 
   return {
     advertisement,
+    notifyModern,
     sessionCount: () => sessions.size,
     sleepingSessionCount: () => [...sessions.values()].filter((s) => s.sleeping).length,
     fetch: (request, info) => fetchHandler(fromWebRequest(request, info?.remoteAddress)),
@@ -467,6 +545,7 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
       clearInterval(sweeper);
       for (const session of [...sessions.values()]) session.stop();
       await stopSharing?.();
+      if (modern) await modern.then((m) => m.close()).catch(onError);
       await log.close();
     },
   };

@@ -1,4 +1,4 @@
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { readLimited, toWebRequest } from './http.js';
 
 /**
@@ -25,6 +25,11 @@ export interface IncomingCall {
   text(limit: number): Promise<BodyRead>;
   /** The request as a Web `Request` (built on first use). */
   request(): Request;
+  /**
+   * Fires when the client goes away before its response has ended (a 2026-07-28 request is cancelled
+   * then: the spec's close = cancel). Never fires for a response that ended normally.
+   */
+  readonly gone: AbortSignal;
 }
 
 export type BodyRead =
@@ -44,6 +49,7 @@ export function fromWebRequest(request: Request, remoteAddress?: string): Incomi
     headers: () => Object.fromEntries(request.headers.entries()),
     text: (limit) => readLimited(request, limit),
     request: () => request,
+    gone: request.signal,
   };
 }
 
@@ -56,7 +62,12 @@ function targetUrl(target: string, base: string): URL | undefined {
   }
 }
 
-export function fromNodeRequest(req: IncomingMessage): IncomingCall {
+export function fromNodeRequest(req: IncomingMessage, res?: ServerResponse): IncomingCall {
+  const gone = new AbortController();
+  // 'close' also follows a response that ended normally; only one that did not finish means the client left.
+  res?.once('close', () => {
+    if (!res.writableFinished) gone.abort();
+  });
   let request: Request | undefined;
   const target = req.url ?? '/';
   // Parsed as a URL would be (dot segments, `//`), not compared as the raw request target.
@@ -94,6 +105,7 @@ export function fromNodeRequest(req: IncomingMessage): IncomingCall {
       );
       return request;
     },
+    gone: gone.signal,
   };
 }
 

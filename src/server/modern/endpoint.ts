@@ -1,0 +1,226 @@
+import type {
+  AuthInfo,
+  McpHttpHandler,
+  McpRequestContext,
+  McpServer,
+  PerRequestResponseMode,
+  Server,
+} from '@modelcontextprotocol/server';
+import { continuityCapability } from '../../../machines/continuity-extension.js';
+import type { JsonRpcRequest } from '../../../machines/jsonrpc.js';
+import { handsToKeyed, withLegacyVersions } from '../../../machines/server/era.js';
+import { loadOptional } from '../../optional-peer.js';
+import type { KeyedRequests, RunOnSdk } from './keyed-hook.js';
+
+/** Builds the application's v2 SDK server for one 2026-07-28 request (`createMcpHandler`'s factory). */
+export type ModernServerFactory = (
+  ctx: McpRequestContext,
+) => McpServer | Server | Promise<McpServer | Server>;
+
+/** How `createContinuityServer` serves 2026-07-28 requests (README, "Two eras on one endpoint"). */
+export interface ModernOptions {
+  /** A fresh v2 `McpServer` (or `Server`) from `@modelcontextprotocol/server` for each modern request. */
+  readonly createServer: ModernServerFactory;
+  /**
+   * The continuity extension (docs/continuity-extension.md): advertised in `server/discover`, and given
+   * every modern `tools/call` and `notifications/cancelled` first. Omitted: the spec's behaviour only
+   * (closing a response stream cancels its request).
+   */
+  readonly keyed?: KeyedRequests;
+  /** The SDK's response shaping for unkeyed requests. Default `auto` (JSON unless something streams). */
+  readonly responseMode?: PerRequestResponseMode;
+  /** SSE keep-alive comments on modern streams. Default: the server's `heartbeatMs`. */
+  readonly keepAliveMs?: number;
+}
+
+/** One admitted modern request, as the handler read it. */
+export interface ModernInput {
+  /** The endpoint URL as the client addressed it. */
+  readonly url: string;
+  readonly headers: Headers;
+  /** The body as sent (already within the size and depth limits) and parsed. */
+  readonly text: string;
+  readonly body: unknown;
+  readonly principal: string | undefined;
+  /** Fires when the client goes away before its response ended. */
+  readonly gone: AbortSignal;
+  readonly authInfo: AuthInfo | undefined;
+}
+
+export interface ModernEndpoint {
+  serve(input: ModernInput): Promise<Response>;
+  /** Publishes a change to every open `subscriptions/listen` stream that opted in. */
+  readonly notify: {
+    toolsChanged(): void;
+    promptsChanged(): void;
+    resourcesChanged(): void;
+    resourceUpdated(uri: string): void;
+  };
+  close(): Promise<void>;
+}
+
+/**
+ * The 2026-07-28 side of the endpoint: the official v2 `createMcpHandler` (strict, `legacy: 'reject'`:
+ * 2025 traffic never reaches it) does `server/discover`, the `_meta` envelope, the header checks,
+ * `subscriptions/listen` and `resultType`. `@modelcontextprotocol/server` is loaded here, on the first
+ * modern request, so a server without `modern` never needs it.
+ */
+export async function createModernEndpoint(
+  options: ModernOptions,
+  settings: {
+    /** The 2025 versions the endpoint also serves: `server/discover` lists them after 2026-07-28. */
+    readonly legacyVersions: readonly string[];
+    readonly maxBodyBytes: number;
+    readonly heartbeatMs: number;
+    readonly onError: (e: unknown) => void;
+  },
+): Promise<ModernEndpoint> {
+  const sdk = await loadOptional(() => import('@modelcontextprotocol/server'));
+  const keyed = options.keyed;
+  const factory = async (ctx: McpRequestContext) => {
+    const server = await options.createServer(ctx);
+    if (keyed) {
+      const low = 'server' in server ? server.server : server;
+      // The settings are JSON numbers; the SDK types extension values as JSON objects.
+      low.registerCapabilities(
+        continuityCapability(keyed.settings) as Parameters<typeof low.registerCapabilities>[0],
+      );
+    }
+    return server;
+  };
+  const common = {
+    legacy: 'reject' as const,
+    maxRequestBodySize: settings.maxBodyBytes,
+    keepAliveMs: options.keepAliveMs ?? settings.heartbeatMs,
+    // The SDK also reports every request it refused (header mismatch, bad envelope, unknown version):
+    // those are the client's doing and were answered 4xx, not errors of this server.
+    onerror: (e: Error) => {
+      if (e.name === 'ProtocolError' || e.message.startsWith('Rejected inbound request')) return;
+      settings.onError(e);
+    },
+  };
+  const handler: McpHttpHandler = sdk.createMcpHandler(factory, {
+    ...common,
+    responseMode: options.responseMode ?? 'auto',
+  });
+  // Keyed runs are detached from any client connection and always stream, so progress is recorded as it
+  // happens; they share the subscription bus so a list change reaches every listener once.
+  const detached: McpHttpHandler | undefined = keyed
+    ? sdk.createMcpHandler(factory, { ...common, responseMode: 'sse', bus: handler.bus })
+    : undefined;
+
+  /** Calls an SDK handler, never throwing: its failure is a 500 with a JSON-RPC error. */
+  const call = async (h: McpHttpHandler, request: Request, input: ModernInput, parsed?: unknown) => {
+    try {
+      return await h.fetch(request, {
+        ...(input.authInfo ? { authInfo: input.authInfo } : {}),
+        ...(parsed !== undefined ? { parsedBody: parsed } : {}),
+      });
+    } catch (error) {
+      settings.onError(error);
+      return Response.json(
+        { jsonrpc: '2.0', id: null, error: { code: -32603, message: 'Internal error' } },
+        { status: 500 },
+      );
+    }
+  };
+
+  return {
+    async serve(input) {
+      // The exchange's signal: the SDK cancels the request when it fires (spec: close = cancel). It fires
+      // when the client goes away, before the response exists (`input.gone`) or while its body streams
+      // (the body is cancelled).
+      const gone = new AbortController();
+      if (input.gone.aborted) gone.abort();
+      else input.gone.addEventListener('abort', () => gone.abort(), { once: true });
+      const request = new Request(input.url, {
+        method: 'POST',
+        headers: input.headers,
+        body: input.text,
+        signal: gone.signal,
+      });
+      if (keyed && detached && handsToKeyed(input.body, input.headers)) {
+        const run: RunOnSdk = (message: JsonRpcRequest, signal: AbortSignal) =>
+          call(
+            detached,
+            new Request(input.url, {
+              method: 'POST',
+              headers: input.headers,
+              body: JSON.stringify(message),
+              signal,
+            }),
+            input,
+          );
+        try {
+          const served = keyed.serve(
+            { message: input.body as JsonRpcRequest, principal: input.principal, request },
+            run,
+          );
+          if (served) return cancelOnClose(await served, gone);
+        } catch (error) {
+          settings.onError(error);
+          return Response.json(
+            { jsonrpc: '2.0', id: null, error: { code: -32603, message: 'Internal error' } },
+            { status: 500 },
+          );
+        }
+      }
+      const response = await call(handler, request, input, input.body);
+      if ((input.body as { method?: unknown }).method === 'server/discover' || response.status === 400)
+        return listLegacyVersions(response, settings.legacyVersions);
+      return cancelOnClose(response, gone);
+    },
+    notify: handler.notify,
+    close: async () => {
+      await Promise.all([handler.close(), detached?.close(), keyed?.close()]);
+    },
+  };
+}
+
+/** A JSON `server/discover` answer or -32022 error with our 2025 versions added (machines/server/era.ts). */
+async function listLegacyVersions(response: Response, legacy: readonly string[]): Promise<Response> {
+  if (!response.headers.get('content-type')?.includes('application/json')) return response;
+  const text = await response.text();
+  let message: unknown;
+  try {
+    message = JSON.parse(text);
+  } catch {
+    return new Response(text, { status: response.status, headers: response.headers });
+  }
+  const headers = new Headers(response.headers);
+  headers.delete('content-length');
+  return new Response(JSON.stringify(withLegacyVersions(message, legacy)), {
+    status: response.status,
+    headers,
+  });
+}
+
+/**
+ * The same response, whose body's cancellation (the client went away: `writeNodeResponse` cancels the
+ * reader) aborts `gone`. A body that ends normally aborts nothing.
+ */
+function cancelOnClose(response: Response, gone: AbortController): Response {
+  const body = response.body;
+  if (body === null) return response;
+  const reader = body.getReader();
+  const relayed = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const { done, value } = await reader.read();
+        if (done) controller.close();
+        else controller.enqueue(value);
+      } catch (error) {
+        controller.error(error);
+      }
+    },
+    async cancel(reason) {
+      gone.abort(reason);
+      await reader.cancel(reason).catch(() => undefined);
+    },
+  });
+  return new Response(relayed, {
+    status: response.status,
+    statusText: response.statusText,
+    headers: response.headers,
+  });
+}

@@ -1,0 +1,94 @@
+import { createServer, type Server as HttpServer } from 'node:http';
+import {
+  Client as ClientV2,
+  StreamableHTTPClientTransport as TransportV2,
+} from '@modelcontextprotocol/client';
+import { McpServer as McpServerV1 } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { McpServer as McpServerV2 } from '@modelcontextprotocol/server';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { type ContinuityServer, createContinuityServer } from '../../src/server/handler.js';
+import { FaultProxy } from '../../src/testing/fault-proxy.js';
+import { listenOnLoopback } from '../support/listen.js';
+
+/**
+ * Without the continuity extension a 2026-07-28 request follows the spec: closing its response stream
+ * cancels it. A balancer that cuts idle connections after 300 ms, during a 1.5 s `charge`.
+ */
+describe('2026-07-28 without the extension: a cut stream is a cancellation', () => {
+  const CHARGE_MS = 1_500;
+  const IDLE_MS = 300;
+  let continuity: ContinuityServer;
+  let http: HttpServer;
+  let proxy: FaultProxy;
+  let charges = 0;
+  const aborts: number[] = [];
+  let started = 0;
+  let finished!: Promise<void>;
+  let finish!: () => void;
+
+  beforeAll(async () => {
+    finished = new Promise((r) => {
+      finish = r;
+    });
+    continuity = createContinuityServer({
+      createMcpServer: () => new McpServerV1({ name: 'cut', version: '1.0.0' }),
+      modern: {
+        createServer: () => {
+          const server = new McpServerV2({ name: 'cut', version: '1.0.0' });
+          server.registerTool(
+            'charge',
+            { inputSchema: z.object({ cents: z.number() }) },
+            async (_args, ctx) => {
+              started = Date.now();
+              ctx.mcpReq.signal.addEventListener('abort', () => aborts.push(Date.now() - started), {
+                once: true,
+              });
+              // A tool that ignores its signal: the side effect happens anyway.
+              await new Promise((r) => setTimeout(r, CHARGE_MS));
+              charges++;
+              finish();
+              return { content: [{ type: 'text', text: 'charged' }] };
+            },
+          );
+          return server;
+        },
+      },
+    });
+    http = createServer(continuity.nodeHandler);
+    const port = await listenOnLoopback(http);
+    proxy = await FaultProxy.start({ target: { host: '127.0.0.1', port }, idleTimeoutMs: IDLE_MS });
+  });
+  afterAll(async () => {
+    await proxy.close();
+    await continuity.close();
+    http.closeAllConnections();
+    await new Promise((r) => http.close(r));
+  });
+
+  it('the tool’s abort signal fires at the cut, the caller gets fetch failed, the charge completes anyway', async () => {
+    const client = new ClientV2(
+      { name: 'v2', version: '1.0.0' },
+      { versionNegotiation: { mode: { pin: '2026-07-28' } } },
+    );
+    // The client's connection setup (discover) is quick; the 1.5 s call is what sits idle.
+    await client.connect(new TransportV2(proxy.url()));
+    const t0 = Date.now();
+    const outcome = await client.callTool({ name: 'charge', arguments: { cents: 100 } }).then(
+      () => 'result',
+      (e: unknown) => String((e as Error).message ?? e),
+    );
+    const callMs = Date.now() - t0;
+    expect(outcome).toMatch(/fetch failed/);
+    expect(callMs).toBeLessThan(CHARGE_MS);
+    await finished;
+    expect(aborts).toHaveLength(1);
+    expect(aborts[0]).toBeGreaterThan(0);
+    expect(aborts[0]).toBeLessThan(CHARGE_MS);
+    expect(charges).toBe(1);
+    console.log(
+      `cut: caller got "${outcome}" after ${callMs} ms; abort signal at ${aborts[0]} ms; charges ${charges}`,
+    );
+    await client.close();
+  }, 20_000);
+});

@@ -59,7 +59,7 @@ describe('keyed requests on SQLite: the memo and the key logs survive a restart'
     expect(
       r.events
         .filter((e) => 'method' in e.message)
-        .map((e) => (e.message as { params: { progressToken: string } }).params.progressToken),
+        .map((e) => (e.message as unknown as { params: { progressToken: string } }).params.progressToken),
     ).toEqual(['b', 'b']);
     expect(ledger.started).toBe(1);
     expect(ledger.charges).toBe(1);

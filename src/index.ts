@@ -3,6 +3,13 @@
  * lost session. The pure core (machines and decisions) and the runtime built on it.
  */
 export * from '../machines/index.js';
+export {
+  classifyEra,
+  type Era,
+  type EraFacts,
+  isModernVersion,
+  MODERN_PROTOCOL_VERSION,
+} from '../machines/server/era.js';
 export { type CursorStore, FileCursorStore, MemoryCursorStore } from './client/cursor-store.js';
 export type { FetchLike } from './client/exchange.js';
 export { isOutcomeUnknown, OUTCOME_UNKNOWN } from './client/outcome.js';
@@ -43,5 +50,7 @@ export {
 } from './server/handler.js';
 export { SSE_MAX_BUFFERED_BYTES, SSE_WRITE_STALL_MS, type SseLimits } from './server/http.js';
 export { MemoryEventLog } from './server/memory-event-log.js';
+export type { ModernEndpoint, ModernOptions, ModernServerFactory } from './server/modern/endpoint.js';
+export type { KeyedRequests, ModernCall, RunOnSdk } from './server/modern/keyed-hook.js';
 export type { McpServerLike, SessionInfo } from './server/session.js';
 export { SSE_PACE_BYTES } from './server/sse.js';

@@ -204,10 +204,16 @@ export function handsToKeyed(body: unknown, headers: { get(name: string): string
   if (isCall ? !isRequest(body) : !isNotification(body)) return false;
   const claimed = metaOf(body.params)?.[PROTOCOL_VERSION_META_KEY];
   const version = headers.get('mcp-protocol-version');
-  if (typeof claimed !== 'string' || version === null || stripOws(version) !== claimed) return false;
   const method = headers.get('mcp-method');
+  if (typeof claimed !== 'string') return false;
+  // The SDK requires the standard headers on requests only; on a notification, present ones must agree.
+  if (!isCall)
+    return (
+      (version === null || stripOws(version) === claimed) &&
+      (method === null || stripOws(method) === body.method)
+    );
+  if (version === null || stripOws(version) !== claimed) return false;
   if (method === null || stripOws(method) !== body.method) return false;
-  if (!isCall) return true;
   const name = headers.get('mcp-name');
   const params = body.params as Json | undefined;
   return name !== null && typeof params?.name === 'string' && decodeMcpName(stripOws(name)) === params.name;

@@ -1,7 +1,12 @@
 import { fc, test } from '@fast-check/vitest';
 import { isLegacyRequest } from '@modelcontextprotocol/server';
 import { describe, expect, it } from 'vitest';
-import { classifyEra, type EraFacts, PROTOCOL_VERSION_META_KEY } from '../../machines/server/era.js';
+import {
+  classifyEra,
+  type EraFacts,
+  handsToKeyed,
+  PROTOCOL_VERSION_META_KEY,
+} from '../../machines/server/era.js';
 
 /** The official v2 server's predicate on the same facts, through a real Request. */
 async function sdkSaysLegacy(
@@ -214,4 +219,35 @@ describe('era: one row per case', () => {
       expect(await sdkSaysLegacy(facts, headers, text)).toBe(expected === 'legacy');
     });
   }
+});
+
+describe('handsToKeyed: only calls whose standard headers agree reach the keyed hook', () => {
+  const meta = { _meta: envelope('2026-07-28') };
+  const call = { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'charge', ...meta } };
+  const cancel = { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 1, ...meta } };
+  const h = (o: Record<string, string>) => new Headers(o);
+  const good = { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'charge' };
+  it.each([
+    ['a call with agreeing headers', call, good, true],
+    [
+      'Mcp-Name in the Base64 sentinel form',
+      call,
+      { ...good, 'mcp-name': `=?base64?${btoa('charge')}?=` },
+      true,
+    ],
+    ['Mcp-Name disagreeing', call, { ...good, 'mcp-name': 'other' }, false],
+    ['Mcp-Method missing', call, { 'mcp-protocol-version': '2026-07-28', 'mcp-name': 'charge' }, false],
+    ['version header disagreeing', call, { ...good, 'mcp-protocol-version': '2027-01-01' }, false],
+    [
+      'tools/list is not for the hook',
+      { ...call, method: 'tools/list' },
+      { ...good, 'mcp-method': 'tools/list' },
+      false,
+    ],
+    ['a cancellation with no standard headers', cancel, {}, true],
+    ['a cancellation whose Mcp-Method disagrees', cancel, { 'mcp-method': 'tools/call' }, false],
+    ['a cancellation without the envelope', { ...cancel, params: { requestId: 1 } }, {}, false],
+  ])('%s', (_name, body, headers, expected) => {
+    expect(handsToKeyed(body, h(headers))).toBe(expected);
+  });
 });

@@ -202,7 +202,9 @@ describe('subscriptions/listen survives a cut (official v2 client and server, 20
     await until('a list_changed after the re-open', () => changes.length >= 2);
     await client.autoOpenedSubscription?.close();
     await client.close();
-    console.log(`black-holed listen stream re-opened ${reopenMs} ms after the black hole (stall 1000 ms)`);
+    console.log(
+      `black-holed listen stream re-opened ${reopenMs} ms after the black hole (stall 1000 ms, ${gap.attempts} attempts)`,
+    );
   });
 
   it('one body across the cut: the ack once, the re-list marked as ours, everything stamped with the first id', async () => {

@@ -79,12 +79,19 @@ export interface ListenInput {
   readonly request: JsonRpcRequest;
   readonly policy?: ReconnectPolicy;
   readonly jitterSeed: number;
+  /**
+   * No byte (not even a keep-alive comment) for this long counts as a break, before the headers or on
+   * the stream: a connection that died silently (a black-holed route) is re-opened instead of waited
+   * on forever. 0 turns it off. The official server sends a keep-alive every 15 s by default.
+   */
+  readonly stallTimeoutMs?: number;
 }
 
 export interface ListenContext {
   readonly request: JsonRpcRequest;
   readonly policy: ReconnectPolicy;
   readonly jitterSeed: number;
+  readonly stallTimeoutMs: number;
   /** The id of the attempt in flight (the first id, then one per re-open). */
   currentId: RequestId;
   /** The application holds the stream: from now on every answer is ours to handle. */
@@ -243,8 +250,11 @@ export const listenMachine = setup({
   delays: {
     /** The wait before a re-open: full jitter under the backoff ceiling, the server's `retry:` a floor. */
     listenBackoff: ({ context }) => context.nextDelayMs,
+    /** Silence that counts as a dead connection. */
+    listenStall: ({ context }) => context.stallTimeoutMs,
   },
   guards: {
+    stallDetectionOn: ({ context }) => context.stallTimeoutMs > 0,
     handedOver: ({ context }) => context.handedOver,
     permanentRefusal: ({ event }) => event.type === 'http.response' && isPermanentRefusal(event.status),
     /** A JSON answer that is the listen request's own answer: the server ended or refused the subscription. */
@@ -341,6 +351,7 @@ export const listenMachine = setup({
     request: input.request,
     policy: input.policy ?? DEFAULT_RECONNECT_POLICY,
     jitterSeed: input.jitterSeed,
+    stallTimeoutMs: input.stallTimeoutMs ?? 0,
     currentId: input.request.id,
     handedOver: false,
     acknowledged: false,
@@ -361,7 +372,11 @@ export const listenMachine = setup({
       initial: 'connecting',
       states: {
         connecting: {
+          // Silent before the headers: a stall. Before the handover that is the first attempt failing
+          // (the application gets the error), after it a break.
+          after: { listenStall: { guard: 'stallDetectionOn', target: '#listen.stalled' } },
           on: {
+            'sse.activity': { target: 'connecting', reenter: true },
             'http.stream': { target: 'streaming', actions: 'handOver' },
             'http.response': [
               // The first attempt's answer is the server's to give: the application gets it unchanged.
@@ -376,16 +391,19 @@ export const listenMachine = setup({
         },
         /** Reading the stream; acknowledged or not yet (`context.acknowledged`). */
         streaming: {
+          // Every unit that arrives re-enters this state, which restarts the stall timer.
+          after: { listenStall: { guard: 'stallDetectionOn', target: '#listen.broken' } },
           on: {
             'sse.events': [
               { guard: 'streamAnswered', target: '#listen.endedByServer', actions: ['noteRetry', 'absorb'] },
-              { actions: ['noteRetry', 'absorb'] },
+              { target: 'streaming', reenter: true, actions: ['noteRetry', 'absorb'] },
             ],
             'sse.event': [
               { guard: 'streamAnswered', target: '#listen.endedByServer', actions: 'absorb' },
-              { actions: 'absorb' },
+              { target: 'streaming', reenter: true, actions: 'absorb' },
             ],
-            'sse.retry': { actions: 'noteRetry' },
+            'sse.retry': { target: 'streaming', reenter: true, actions: 'noteRetry' },
+            'sse.activity': { target: 'streaming', reenter: true },
             'net.ended': '#listen.broken',
             'net.failed': '#listen.broken',
           },
@@ -399,6 +417,10 @@ export const listenMachine = setup({
         { guard: 'permanentRefusal', target: 'givenUp', actions: 'noteRefusal' },
         { target: 'backoff', actions: 'scheduleReopen' },
       ],
+    },
+    /** No byte before the headers for `stallTimeoutMs`. */
+    stalled: {
+      always: [{ guard: 'handedOver', target: 'broken' }, { target: 'notOpened' }],
     },
     /** The stream broke: a gap opens if it had been acknowledged. */
     broken: {

@@ -38,7 +38,7 @@ afterEach(async () => {
   for (const w of worlds.splice(0)) await w.close();
 });
 
-async function startWorld(): Promise<World> {
+async function startWorld(keepAliveMs = 0): Promise<World> {
   const handler = createMcpHandler(
     () => {
       const server = new McpServer({ name: 'listen-test', version: '1.0.0' });
@@ -47,7 +47,7 @@ async function startWorld(): Promise<World> {
       }));
       return server;
     },
-    { legacy: 'reject', keepAliveMs: 0 },
+    { legacy: 'reject', keepAliveMs },
   );
   const node = toNodeHandler(handler);
   const httpServer = http.createServer((req, res) => void node(req, res));
@@ -71,7 +71,11 @@ async function startWorld(): Promise<World> {
 /** The wrapper the real `continuityFetch` replaces at merge: listen POSTs go through `reopeningListen`. */
 function listenFetch(
   world: World,
-  hooks: { onGap?: (gap: ListenGap) => void; onRelist?: (what: readonly string[]) => void },
+  hooks: {
+    onGap?: (gap: ListenGap) => void;
+    onRelist?: (what: readonly string[]) => void;
+    stallTimeoutMs?: number;
+  },
 ): typeof fetch {
   const counted: typeof fetch = async (input, init) => {
     const body = typeof init?.body === 'string' ? safeJson(init.body) : undefined;
@@ -164,6 +168,43 @@ describe('subscriptions/listen survives a cut (official v2 client and server, 20
     expect(errors.map((e) => e.message)).toEqual([]);
     await client.close();
     console.log(`listen re-opened ${reopenMs} ms after the cut; ${world.listenIds.length} listen POSTs`);
+  });
+
+  it('a black-holed listen stream (no reset, just silence) is re-opened once the keep-alives stop', async () => {
+    const world = await startWorld(100);
+    const gaps: ListenGap[] = [];
+    const changes: number[] = [];
+    const client = new Client(
+      { name: 'listen-client', version: '1.0.0' },
+      {
+        versionNegotiation: { mode: { pin: '2026-07-28' } },
+        listChanged: { tools: { debounceMs: 0, onChanged: () => changes.push(Date.now()) } },
+      },
+    );
+    await client.connect(
+      new StreamableHTTPClientTransport(world.proxy.url(), {
+        fetch: listenFetch(world, { onGap: (g) => gaps.push(g), stallTimeoutMs: 1_000 }),
+      }),
+    );
+    // Past several keep-alives, the stream is not taken for dead.
+    await new Promise((r) => setTimeout(r, 1_500));
+    expect(world.listenIds).toHaveLength(1);
+    const holedAt = Date.now();
+    expect(world.proxy.blackhole()).toBeGreaterThan(0);
+    const gap = await until('onGap after the stall', () => gaps[0]);
+    const reopenMs = gap.reopenedAt - holedAt;
+    expect(gap.missed).toEqual({ kind: 'unknown' });
+    // At least the stall timeout, then at most a ceiling and a connection (generous under load).
+    expect(reopenMs).toBeGreaterThanOrEqual(1_000);
+    expect(reopenMs).toBeLessThan(8_000);
+    await until('the re-list', () => changes.length >= 1);
+    world.handler.notify.toolsChanged();
+    await until('a list_changed after the re-open', () => changes.length >= 2);
+    await client.autoOpenedSubscription?.close();
+    await client.close();
+    console.log(
+      `black-holed listen stream re-opened ${reopenMs} ms after the black hole (stall 1000 ms, ${gap.attempts} attempts)`,
+    );
   });
 
   it('one body across the cut: the ack once, the re-list marked as ours, everything stamped with the first id', async () => {

@@ -35,7 +35,9 @@ const REQUEST: JsonRpcRequest = {
   params: { notifications: { toolsListChanged: true } },
 };
 
-function world(opts: { policy?: ReconnectPolicy; seed?: number; request?: JsonRpcRequest } = {}) {
+function world(
+  opts: { policy?: ReconnectPolicy; seed?: number; request?: JsonRpcRequest; stallTimeoutMs?: number } = {},
+) {
   const clock = new SimulatedClock();
   const exchanges: Exchange[] = [];
   let live = 0;
@@ -51,7 +53,12 @@ function world(opts: { policy?: ReconnectPolicy; seed?: number; request?: JsonRp
     },
   });
   const actor = createActor(machine, {
-    input: { request: opts.request ?? REQUEST, policy: opts.policy ?? POLICY, jitterSeed: opts.seed ?? 1 },
+    input: {
+      request: opts.request ?? REQUEST,
+      policy: opts.policy ?? POLICY,
+      jitterSeed: opts.seed ?? 1,
+      stallTimeoutMs: opts.stallTimeoutMs,
+    },
     clock,
   });
   const emitted: ListenEmitted[] = [];
@@ -364,6 +371,45 @@ describe('listenMachine: endings', () => {
     expect(w.live()).toBe(0);
     w.clock.increment(10 * POLICY.maxDelayMs);
     expect(w.exchanges).toHaveLength(exchanges);
+  });
+});
+
+describe('listenMachine: stalls', () => {
+  const STALL = 5_000;
+
+  it('silence on an open stream for stallTimeoutMs is a break; any unit (a keep-alive) restarts the timer', () => {
+    const w = world({ stallTimeoutMs: STALL });
+    w.openAndAck();
+    w.clock.increment(STALL - 1);
+    w.io({ type: 'sse.activity' });
+    w.clock.increment(STALL - 1);
+    w.messages(w.change(FIRST));
+    w.clock.increment(STALL - 1);
+    expect(w.state()).toBe('{"exchanging":"streaming"}');
+    w.clock.increment(1);
+    expect(w.state()).toBe('"backoff"');
+    expect(w.of('listen.broken')).toHaveLength(1);
+    expect(w.live()).toBe(0);
+  });
+
+  it('no headers for stallTimeoutMs: the first attempt fails (notOpened), a re-open is a break', () => {
+    const first = world({ stallTimeoutMs: STALL });
+    first.clock.increment(STALL);
+    expect(first.state()).toBe('"notOpened"');
+    const again = world({ stallTimeoutMs: STALL });
+    again.openAndAck();
+    again.io({ type: 'net.ended' });
+    again.waitBackoff();
+    again.clock.increment(STALL);
+    expect(again.state()).toBe('"backoff"');
+    expect(again.snap().context.attempt).toBe(2);
+  });
+
+  it('off when 0 (the machine default): silence is waited on', () => {
+    const w = world();
+    w.openAndAck();
+    w.clock.increment(100 * STALL);
+    expect(w.state()).toBe('{"exchanging":"streaming"}');
   });
 });
 

@@ -1,5 +1,6 @@
 import { createActor } from 'xstate';
 import type { ReconnectPolicy } from '../../../machines/backoff.js';
+import { DEFAULT_STALL_TIMEOUT_MS } from '../../../machines/client/limits.js';
 import {
   asListenRequest,
   isListenStream,
@@ -31,6 +32,11 @@ export interface ReopeningListenArgs {
   readonly onGap?: (gap: ListenGap) => void;
   /** Called with what to re-list (`tools`, `prompts`, `resources`, `resource:<uri>`), with `onGap`. */
   readonly onRelist?: (what: readonly string[]) => void;
+  /**
+   * Silence (not even a keep-alive) that counts as a dead connection, then re-opened; 0 turns it off.
+   * Default `DEFAULT_STALL_TIMEOUT_MS` (5 min); the official server sends a keep-alive every 15 s.
+   */
+  readonly stallTimeoutMs?: number;
   /** Seeds the jitter (replayable runs); random when absent. */
   readonly jitterSeed?: number;
 }
@@ -117,7 +123,14 @@ export async function reopeningListen(args: ReopeningListenArgs): Promise<Respon
           }),
         },
       }),
-      { input: { request, policy: args.policy, jitterSeed: args.jitterSeed ?? randomSeed() } },
+      {
+        input: {
+          request,
+          policy: args.policy,
+          jitterSeed: args.jitterSeed ?? randomSeed(),
+          stallTimeoutMs: args.stallTimeoutMs ?? DEFAULT_STALL_TIMEOUT_MS,
+        },
+      },
     );
 
     const body = new ReadableStream<Uint8Array>({
@@ -176,6 +189,10 @@ export async function reopeningListen(args: ReopeningListenArgs): Promise<Respon
         endBody(
           new Error(`subscriptions/listen: the re-open was refused (HTTP ${snapshot.context.refusal})`),
         );
+      } else if (state === 'notOpened') {
+        // The first attempt's answer was passed through; if there was none, it stalled.
+        settle({ error: new Error('subscriptions/listen: no response within the stall timeout') });
+        endBody();
       } else {
         // endedByServer: its answer was delivered; notOpened: the answer was passed through.
         endBody();

@@ -158,6 +158,53 @@ describe('continuityFetch with the official v2 client on 2026-07-28 (official se
     await client.close();
   });
 
+  it('a stalled stream (no byte for the stall timeout) counts as a cut: outcome unknown, promptly', async () => {
+    proxy.setIdleTimeout(undefined);
+    let blackholedAt = 0;
+    const client = await connect(
+      proxy.url(),
+      continuityFetch({ stallTimeoutMs: 500, onCallEnded: (e) => endings.push(e) }),
+    );
+    const call = settle(
+      client.callTool(
+        { name: 'charge_with_progress', arguments: { cents: 9 } },
+        {
+          onprogress: () => {
+            blackholedAt = performance.now();
+            proxy.blackhole();
+          },
+        },
+      ),
+    );
+    const r = await call;
+    expect(isOutcomeUnknown(r.error)).toBe(true);
+    expect((r.error as { data: { reason: string } }).data.reason).toBe(StatelessReason.stalled);
+    // The stall timeout (500 ms) after the last byte, with margin for a busy machine.
+    expect(r.at - blackholedAt).toBeGreaterThanOrEqual(450);
+    expect(r.at - blackholedAt).toBeLessThan(1_500);
+    expect(endings).toMatchObject([
+      { outcome: 'outcome-unknown', reason: StatelessReason.stalled, attempts: 0 },
+    ]);
+    await client.close();
+  });
+
+  it("the application's cancel ends the call at once as cancelled by the application, never re-issued", async () => {
+    const client = await connect(server.url);
+    const abort = new AbortController();
+    setTimeout(() => abort.abort(new Error('user pressed stop')), 200);
+    const started = performance.now();
+    const r = await settle(
+      client.callTool({ name: 'charge', arguments: { cents: 5 } }, { signal: abort.signal }),
+    );
+    expect(r.error).toBeDefined();
+    expect(r.at - started).toBeLessThan(1_000);
+    await until(() => endings.length === 1, 2_000);
+    expect(endings).toMatchObject([
+      { outcome: 'outcome-unknown', reason: StatelessReason.cancelledByApplication, attempts: 0 },
+    ]);
+    await client.close();
+  });
+
   it('without faults a call answers as it would without continuityFetch, progress included', async () => {
     const client = await connect(server.url);
     const progress: unknown[] = [];

@@ -38,6 +38,10 @@ export interface ContinuityFetchOptions {
   readonly onGap?: (gap: GapDetails, call: { readonly toolName: string }) => void;
   /** Every 2026-07-28 call's ending, for logs and metrics (the SDK sees only the answer or the error). */
   readonly onCallEnded?: (ending: StatelessCallOutput & { readonly toolName: string }) => void;
+  /** A `subscriptions/listen` stream broke and was re-opened: what may have been missed (listen.ts). */
+  readonly onListenGap?: (gap: unknown) => void;
+  /** What to re-list after a listen stream's gap (`tools`, `prompts`, `resources`, `resource:<uri>`). */
+  readonly onRelist?: (what: readonly string[]) => void;
   /** Makes idempotency keys. Default: a random UUID (122 random bits). */
   readonly newKey?: () => string;
 }
@@ -93,9 +97,18 @@ export function continuityFetch(options: ContinuityFetchOptions = {}): typeof fe
     const facts = factsFor(String(input));
     switch (route.kind) {
       case 'pass':
-      case 'listen':
-        // subscriptions/listen: passed through until the re-opening listen stream (listen.ts) is merged.
         return inner(input, init);
+      case 'listen': {
+        const reopeningListen = await loadListen();
+        if (!reopeningListen) return inner(input, init);
+        return reopeningListen({
+          input,
+          init,
+          fetch: inner,
+          ...(options.onListenGap ? { onGap: options.onListenGap } : {}),
+          ...(options.onRelist ? { onRelist: options.onRelist } : {}),
+        });
+      }
       case 'discover':
       case 'tools-list': {
         const { messages, copy } = await readThrough(await inner(input, init));
@@ -212,6 +225,30 @@ export function continuityFetch(options: ContinuityFetchOptions = {}): typeof fe
   }
 
   return continuity as typeof fetch;
+}
+
+/** `reopeningListen` of `./listen.js`, as that module declares it. */
+type ReopeningListen = (args: {
+  readonly input: string | URL | Request;
+  readonly init: RequestInit | undefined;
+  readonly fetch: typeof fetch;
+  readonly onGap?: (gap: never) => void;
+  readonly onRelist?: (what: readonly string[]) => void;
+}) => Promise<Response>;
+
+/**
+ * The re-opening listen stream (`./listen.js`) is built beside this file on another branch. It is loaded
+ * by a dynamic import, so this module works with it (2026 listen POSTs re-open through it) and without it
+ * (they pass through untouched). Once both are merged this becomes a static import.
+ */
+const LISTEN_MODULE = './listen.js';
+let listenModule: Promise<ReopeningListen | undefined> | undefined;
+function loadListen(): Promise<ReopeningListen | undefined> {
+  listenModule ??= import(LISTEN_MODULE).then(
+    (m: { reopeningListen?: ReopeningListen }) => m.reopeningListen,
+    () => undefined,
+  );
+  return listenModule;
 }
 
 function learn(facts: EndpointFacts, kind: 'discover' | 'tools-list', m: JsonRpcMessage): void {

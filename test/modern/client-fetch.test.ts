@@ -1,3 +1,4 @@
+import http from 'node:http';
 import net from 'node:net';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -6,6 +7,7 @@ import { StatelessReason } from '../../machines/client/stateless-decide.js';
 import { continuityFetch } from '../../src/client/modern/continuity-fetch.js';
 import { isOutcomeUnknown, OUTCOME_UNKNOWN } from '../../src/client/outcome.js';
 import { FaultProxy } from '../../src/testing/fault-proxy.js';
+import { listenOnLoopback } from '../support/listen.js';
 import { type OfficialServer, startOfficialServer } from './client-official-server.js';
 
 /**
@@ -155,6 +157,85 @@ describe('continuityFetch with the official v2 client on 2026-07-28 (official se
     expect(result.content).toEqual([{ type: 'text', text: 'charged 100' }]);
     expect(endings).toMatchObject([{ outcome: 'answered', attempts: 1 }]);
     expect(server.chargeStarts()).toBe(1);
+    await client.close();
+  });
+
+  it('a definite refusal before any message reaches the SDK as it came (here a 403), not as outcome unknown', async () => {
+    // A gateway in front of the server refuses the first tools/call with a JSON-RPC body.
+    const gateway = http.createServer((_req, res) => {
+      res.writeHead(403, { 'content-type': 'application/json' });
+      res.end(
+        JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32600, message: 'forbidden by policy' } }),
+      );
+    });
+    const gatewayPort = await listenOnLoopback(gateway);
+    let refuseNext = false;
+    const network: typeof fetch = (input, init) => {
+      if (!refuseNext) return fetch(input, init);
+      refuseNext = false;
+      return fetch(`http://127.0.0.1:${gatewayPort}/mcp`, init);
+    };
+    const client = await connect(
+      server.url,
+      continuityFetch({ fetch: network, onCallEnded: (e) => endings.push(e) }),
+    );
+    refuseNext = true;
+    const r = await settle(client.callTool({ name: 'charge', arguments: { cents: 2 } }));
+    expect(isOutcomeUnknown(r.error)).toBe(false);
+    // The SDK's own error for a refused POST, with the status and body it would have seen without us.
+    expect(r.error).toMatchObject({ data: { status: 403 } });
+    expect(String((r.error as Error).message)).toContain('forbidden by policy');
+    expect(endings).toMatchObject([{ outcome: 'failed', reason: StatelessReason.forbidden, attempts: 0 }]);
+    expect(server.chargeStarts()).toBe(0);
+    await client.close();
+    gateway.closeAllConnections();
+    await new Promise<void>((resolve) => gateway.close(() => resolve()));
+  });
+
+  it('a stalled stream (no byte for the stall timeout) counts as a cut: outcome unknown, promptly', async () => {
+    proxy.setIdleTimeout(undefined);
+    let blackholedAt = 0;
+    const client = await connect(
+      proxy.url(),
+      continuityFetch({ stallTimeoutMs: 500, onCallEnded: (e) => endings.push(e) }),
+    );
+    const call = settle(
+      client.callTool(
+        { name: 'charge_with_progress', arguments: { cents: 9 } },
+        {
+          onprogress: () => {
+            blackholedAt = performance.now();
+            proxy.blackhole();
+          },
+        },
+      ),
+    );
+    const r = await call;
+    expect(isOutcomeUnknown(r.error)).toBe(true);
+    expect((r.error as { data: { reason: string } }).data.reason).toBe(StatelessReason.stalled);
+    // The stall timeout (500 ms) after the last byte, with margin for a busy machine.
+    expect(r.at - blackholedAt).toBeGreaterThanOrEqual(450);
+    expect(r.at - blackholedAt).toBeLessThan(1_500);
+    expect(endings).toMatchObject([
+      { outcome: 'outcome-unknown', reason: StatelessReason.stalled, attempts: 0 },
+    ]);
+    await client.close();
+  });
+
+  it("the application's cancel ends the call at once as cancelled by the application, never re-issued", async () => {
+    const client = await connect(server.url);
+    const abort = new AbortController();
+    setTimeout(() => abort.abort(new Error('user pressed stop')), 200);
+    const started = performance.now();
+    const r = await settle(
+      client.callTool({ name: 'charge', arguments: { cents: 5 } }, { signal: abort.signal }),
+    );
+    expect(r.error).toBeDefined();
+    expect(r.at - started).toBeLessThan(1_000);
+    await until(() => endings.length === 1, 2_000);
+    expect(endings).toMatchObject([
+      { outcome: 'outcome-unknown', reason: StatelessReason.cancelledByApplication, attempts: 0 },
+    ]);
     await client.close();
   });
 

@@ -22,6 +22,7 @@ import {
   type JsonRpcRequest,
 } from '../../../machines/jsonrpc.js';
 import { type AttemptIo, attemptExchange } from './attempt-exchange.js';
+import { type ListenGap, reopeningListen } from './listen.js';
 import { messagesOf, readThrough } from './read-messages.js';
 import { SdkResponse } from './sdk-response.js';
 
@@ -38,6 +39,10 @@ export interface ContinuityFetchOptions {
   readonly onGap?: (gap: GapDetails, call: { readonly toolName: string }) => void;
   /** Every 2026-07-28 call's ending, for logs and metrics (the SDK sees only the answer or the error). */
   readonly onCallEnded?: (ending: StatelessCallOutput & { readonly toolName: string }) => void;
+  /** A `subscriptions/listen` stream broke and was re-opened: what may have been missed (listen.ts). */
+  readonly onListenGap?: (gap: ListenGap) => void;
+  /** What to re-list after a listen stream's gap (`tools`, `prompts`, `resources`, `resource:<uri>`). */
+  readonly onRelist?: (what: readonly string[]) => void;
   /** Makes idempotency keys. Default: a random UUID (122 random bits). */
   readonly newKey?: () => string;
 }
@@ -93,9 +98,16 @@ export function continuityFetch(options: ContinuityFetchOptions = {}): typeof fe
     const facts = factsFor(String(input));
     switch (route.kind) {
       case 'pass':
-      case 'listen':
-        // subscriptions/listen: passed through until the re-opening listen stream (listen.ts) is merged.
         return inner(input, init);
+      case 'listen': {
+        return reopeningListen({
+          input,
+          init,
+          fetch: inner,
+          ...(options.onListenGap ? { onGap: options.onListenGap } : {}),
+          ...(options.onRelist ? { onRelist: options.onRelist } : {}),
+        });
+      }
       case 'discover':
       case 'tools-list': {
         const { messages, copy } = await readThrough(await inner(input, init));

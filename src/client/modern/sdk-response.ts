@@ -63,12 +63,12 @@ export class SdkResponse {
       return;
     }
     this.settled = true;
+    const headers = new Headers(answer.headers);
+    // The text is decoded: its length and encoding are no longer those of the wire.
+    headers.delete('content-encoding');
+    headers.delete('content-length');
     this.resolve(
-      new Response(answer.text, {
-        status: answer.status,
-        statusText: answer.statusText,
-        headers: answer.headers,
-      }),
+      new Response(answer.text, { status: answer.status, statusText: answer.statusText, headers }),
     );
   }
 

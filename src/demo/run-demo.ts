@@ -238,17 +238,18 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoSummary> {
     );
     log(`  lost silently                  ${summary.lostSilently}`);
     const { official: a, continuity: b } = modern;
-    log(`  2026-07-28, official v2 client alone (the spec):`);
-    log(
-      `    charges made for ${OFFICIAL_KEY}        ${a.charges}   (the caller got ${a.error ? `"${a.error}" after ${Math.round(a.endedAfterMs)} ms` : 'a result'})`,
+    const row = (label: string, value: string) => log(`${`    ${label}`.padEnd(33)}${value}`);
+    log('  2026-07-28, the official v2 client alone (the spec):');
+    row(
+      `charges made for ${OFFICIAL_KEY}`,
+      `${a.charges}   (the caller got ${a.error ? `"${a.error}" after ${Math.round(a.endedAfterMs)} ms` : `a result: ${a.result}`})`,
     );
-    log(`  2026-07-28, with continuityFetch() and the continuity extension:`);
-    log(
-      `    charges made for ${CONTINUITY_KEY}        ${b.charges}   (${b.reissues} re-issues, all with the same key; ${b.cuts} connections cut meanwhile)`,
+    log('  2026-07-28, with continuityFetch() and the continuity extension:');
+    row(
+      `charges made for ${CONTINUITY_KEY}`,
+      `${b.charges}   (${b.reissues} re-issues, all with the same key; ${b.cuts} connections cut meanwhile)`,
     );
-    log(
-      `    result                       ${b.result || `none: ${b.error}`} (after ${Math.round(b.endedAfterMs)} ms)`,
-    );
+    row('result', `${b.result || `none: ${b.error}`} (after ${Math.round(b.endedAfterMs)} ms)`);
     return summary;
   } finally {
     await client.close().catch(() => undefined);

@@ -182,7 +182,9 @@ async function callWithContinuity(
   });
   const fetchImpl = continuityFetch({
     fetch: watched,
-    // As part 1's client: prompt re-issues, with room for a charge that outlives several idle cuts.
+    // As part 1's client: prompt re-issues, with room for a charge that outlives several idle cuts. (The
+    // default, 3 re-issues with full-jitter backoff, ends this charge as outcome unknown now and then when
+    // the jitter is short: safe, never a second charge, but not the story this part tells.)
     policy: {
       maxReissues: 10,
       backoff: { initialDelayMs: 100, maxDelayMs: 1_000, factor: 2, maxRetries: 10, jitter: 'none' },

@@ -1,7 +1,8 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { runDemo } from '../src/demo/run-demo.js';
+import { CONTINUITY_KEY } from '../src/demo/part-modern.js';
+import { guaranteesHeld, runDemo } from '../src/demo/run-demo.js';
 
 /** `npm start`: the design note's scenario runs live and every guarantee holds. */
 describe('the demo', () => {
@@ -21,6 +22,29 @@ describe('the demo', () => {
     expect(s.duplicates).toBe(0);
     expect(lines.some((l) => l.includes('resume: GET with Last-Event-ID'))).toBe(true);
     expect(lines.some((l) => l.includes('gap flagged'))).toBe(true);
+
+    // Part 3, 2026-07-28. (a) The official v2 client alone: the spec's behaviour, measured.
+    const { official, continuity } = s.modern;
+    expect(official.cuts).toBeGreaterThan(0);
+    expect(official.error).toContain('fetch failed');
+    expect(official.result).toBe('');
+    expect(official.endedAfterMs).toBeLessThan(1_500); // the cut, not the charge's end
+    expect(official.charges).toBe(1); // charged anyway
+    // (b) With continuityFetch() and the extension: same-key re-issues, one charge, the real result.
+    expect(continuity.cuts).toBeGreaterThan(0);
+    expect(continuity.reissues).toBeGreaterThan(0);
+    expect(continuity.keyChanges).toBe(0);
+    expect(continuity.attempts).toBe(continuity.reissues);
+    expect(continuity.outcome).toBe('answered');
+    expect(continuity.charges).toBe(1);
+    expect(continuity.result).toBe(`charged ${CONTINUITY_KEY}`);
+    expect(continuity.error).toBe('');
+    expect(continuity.endedAfterMs).toBeGreaterThanOrEqual(1_500); // it waited for the real result
+    const reissueLines = lines.filter((l) => /re-issue \d+: new id .*, same key .*, last event id/.test(l));
+    expect(reissueLines).toHaveLength(continuity.reissues);
+    expect(lines.some((l) => l.includes('callTool failed') && l.includes('fetch failed'))).toBe(true);
+    expect(lines.some((l) => l.includes(`result: charged ${CONTINUITY_KEY}`))).toBe(true);
+    expect(guaranteesHeld(s)).toBe(true);
   });
 
   it('the CLI runs the demo, and `npm run verify` (from the repository) the model, exiting 0', async () => {

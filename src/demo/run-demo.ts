@@ -3,24 +3,37 @@ import type { AddressInfo } from 'node:net';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { InspectionEvent, Observer } from 'xstate';
 import type { GapReport } from '../../machines/client/session.machine.js';
+import { DEFAULT_CONTINUITY_SETTINGS } from '../../machines/continuity-extension.js';
 import { ContinuityClientTransport } from '../client/transport.js';
 import type { ContinuityMetrics } from '../metrics/continuity-metrics.js';
 import { createContinuityServer } from '../server/handler.js';
+import { createKeyedRequests } from '../server/keyed/index.js';
 import { MemoryEventLog } from '../server/memory-event-log.js';
+import { MemoryMemoStore } from '../server/memory-memo-store.js';
 import { FaultProxy } from '../testing/fault-proxy.js';
 import { type DemoLedger, demoServer } from './demo-server.js';
+import { modernDemoServer } from './demo-server-modern.js';
+import {
+  CONTINUITY_KEY,
+  type ModernPartSummary,
+  modernChargeWatch,
+  OFFICIAL_KEY,
+  runModernPart,
+} from './part-modern.js';
 
 /**
  * The design note's scenario, live, in one process: server, load balancer (a fault proxy) and client on
  * loopback. Part 1: a slow charge through a balancer that cuts idle connections. Part 2: a chatty tool
- * through a buffer too small for a long disconnect. Every step is printed as a timeline.
+ * through a buffer too small for a long disconnect. Part 3: part 1's charge again on MCP 2026-07-28 (the
+ * same server and balancer), with the official v2 client alone and then with `continuityFetch()`. Every
+ * step is printed as a timeline.
  */
 export interface DemoOptions {
   /** Where timeline lines go. Default: stdout. */
   readonly log?: (line: string) => void;
   /** The balancer's idle timeout. */
   readonly idleTimeoutMs?: number;
-  /** How long the slow charge takes. */
+  /** How long the slow charge takes (parts 1 and 3). Default 1.5 s: several idle cuts. */
   readonly chargeMs?: number;
   /** Notifications the chatty tool sends, and events the server keeps per stream. */
   readonly chattyCount?: number;
@@ -50,6 +63,21 @@ export interface DemoSummary {
   readonly lostFlagged: number;
   readonly lostSilently: number;
   readonly gaps: readonly GapReport[];
+  /** Part 3, on 2026-07-28. */
+  readonly modern: ModernPartSummary;
+}
+
+/** Our guarantees, all of them: what `npm start` exits 0 on. (Part 3 (a) is the spec's behaviour, shown.) */
+export function guaranteesHeld(s: DemoSummary): boolean {
+  return (
+    s.charges === 1 &&
+    s.sessionKept &&
+    s.lostSilently === 0 &&
+    s.duplicates === 0 &&
+    s.modern.continuity.charges === 1 &&
+    s.modern.continuity.result === `charged ${CONTINUITY_KEY}` &&
+    s.modern.continuity.keyChanges === 0
+  );
 }
 
 export async function runDemo(options: DemoOptions = {}): Promise<DemoSummary> {
@@ -57,11 +85,13 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoSummary> {
   const idleTimeoutMs = options.idleTimeoutMs ?? 250;
   const chattyCount = options.chattyCount ?? 300;
   const bufferSize = options.bufferSize ?? 100;
+  const chargeMs = options.chargeMs ?? 1_500;
   const start = Date.now();
   const say = (who: string, what: string) =>
     log(`${((Date.now() - start) / 1000).toFixed(3).padStart(7)}s  ${who.padEnd(8)} ${what}`);
 
   const ledger: DemoLedger = { charges: new Map() };
+  const watch = modernChargeWatch(say);
   let sessionsCreated = 0;
   const continuity = createContinuityServer({
     createMcpServer: () => {
@@ -73,6 +103,14 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoSummary> {
     retryMs: 50,
     inspect: options.inspect,
     metrics: options.metrics,
+    // Part 3: 2026-07-28 on the same server, with the continuity extension (docs/continuity-extension.md).
+    modern: {
+      createServer: () => modernDemoServer(ledger, watch.events),
+      keyed: createKeyedRequests({
+        log: new MemoryEventLog(),
+        memo: new MemoryMemoStore({ memoWindowMs: DEFAULT_CONTINUITY_SETTINGS.memoWindowMs }),
+      }),
+    },
   });
   const server = http.createServer(continuity.nodeHandler);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -133,7 +171,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoSummary> {
     log('\n-- part 1: a long charge through a balancer that cuts idle connections');
     const charge = await client.callTool({
       name: 'charge',
-      arguments: { key: 'card-4242', ms: options.chargeMs ?? 900 },
+      arguments: { key: 'card-4242', ms: chargeMs },
     });
     const chargeResult = (charge.content as Array<{ text: string }>)[0]?.text ?? '';
     say('client', `result: ${chargeResult}`);
@@ -161,24 +199,35 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoSummary> {
 
     const unique = new Set(received);
     const lostFlagged = gaps.reduce((sum, g) => sum + (g.lostCount ?? 0), 0);
+    const sessionKept = transport.sessionId === session;
+    // The 2025 client is done: closed, and its pooled connections left to the balancer, so that part 3's
+    // traffic runs on connections of its own (the balancer names a connection by its first request).
+    await client.close().catch(() => undefined);
+    await drained(proxy, 3_000);
+    const cutsIn2025 = cuts;
+
+    await pause(options.pauseMs);
+    const modern = await runModernPart({ proxy, ledger, say, log, chargeMs, charged: watch.charged });
+
     const summary: DemoSummary = {
       charges: ledger.charges.get('card-4242') ?? 0,
       chargeResult,
       sessionsCreated,
-      sessionKept: transport.sessionId === session,
+      sessionKept,
       resumes,
-      cuts,
+      cuts: cutsIn2025,
       chattySent: chattyCount,
       delivered: unique.size,
       duplicates: received.length - unique.size,
       lostFlagged,
       lostSilently: chattyCount - unique.size - lostFlagged,
       gaps,
+      modern,
     };
     log('\n-- what happened');
     log(`  charges made for card-4242     ${summary.charges}   (the call was never sent twice)`);
     log(
-      `  sessions created               ${summary.sessionsCreated}   (kept through ${cuts} cuts: ${summary.sessionKept})`,
+      `  sessions created               ${summary.sessionsCreated}   (kept through ${cutsIn2025} cuts: ${summary.sessionKept})`,
     );
     log(`  resumes with Last-Event-ID     ${summary.resumes}`);
     log(
@@ -188,6 +237,19 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoSummary> {
       `  lost and flagged               ${summary.lostFlagged} (in ${gaps.length} gap${gaps.length === 1 ? '' : 's'})`,
     );
     log(`  lost silently                  ${summary.lostSilently}`);
+    const { official: a, continuity: b } = modern;
+    const row = (label: string, value: string) => log(`${`    ${label}`.padEnd(33)}${value}`);
+    log('  2026-07-28, the official v2 client alone (the spec):');
+    row(
+      `charges made for ${OFFICIAL_KEY}`,
+      `${a.charges}   (the caller got ${a.error ? `"${a.error}" after ${Math.round(a.endedAfterMs)} ms` : `a result: ${a.result}`})`,
+    );
+    log('  2026-07-28, with continuityFetch() and the continuity extension:');
+    row(
+      `charges made for ${CONTINUITY_KEY}`,
+      `${b.charges}   (${b.reissues} re-issues, all with the same key; ${b.cuts} connections cut meanwhile)`,
+    );
+    row('result', `${b.result || `none: ${b.error}`} (after ${Math.round(b.endedAfterMs)} ms)`);
     return summary;
   } finally {
     await client.close().catch(() => undefined);
@@ -196,6 +258,12 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoSummary> {
     server.closeAllConnections();
     await new Promise<void>((r) => server.close(() => r()));
   }
+}
+
+/** Until the balancer holds no connection (idle ones are cut after its idle timeout), at most `ms`. */
+async function drained(proxy: FaultProxy, ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (proxy.connections.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
 }
 
 const pause = (ms = 0) => (ms > 0 ? new Promise<void>((r) => setTimeout(r, ms)) : Promise.resolve());

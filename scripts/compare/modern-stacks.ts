@@ -220,14 +220,26 @@ export const officialV2Reissuing: ModernStackFactory = async (config) => {
 
 /**
  * (B) mcp-continuity on 2026-07-28: the official v2 `Client` with `fetch: continuityFetch()`
- * (src/client/modern/continuity-fetch.ts), against `createContinuityServer` serving 2026-07-28 with the
- * continuity extension advertised in `server/discover`, the same tools on a v2 `McpServer`.
+ * (src/client/modern/continuity-fetch.ts, branch h-client), against `createContinuityServer` serving
+ * 2026-07-28 (`modern`, branch h-era) with the continuity extension (`createKeyedRequests`, branch
+ * h-keyed), the same tools (`modernToolServer`) behind the same `FaultProxy`.
  *
- * TO BE COMPLETED BY THE LEAD when the client (h-client) and the modern endpoint (h-era, h-keyed) are
- * merged: the shape is `officialV2` with `officialServer` replaced by a `createContinuityServer({
- * modern: ... modernToolServer(world) ... })` behind the same `FaultProxy`, and `officialClient(url,
- * errors, continuityFetch())`. Until then it refuses to run rather than stand in for a stack that does
- * not exist, and `MODERN_STACKS` leaves it out.
+ * TO BE COMPLETED BY THE LEAD once those three branches are merged (they are not on this branch, so this
+ * cannot import them yet). The body is `officialV2` with two changes:
+ *
+ *   const log = new MemoryEventLog();
+ *   const make = () => createContinuityServer({
+ *     createMcpServer: () => { throw new Error('2025 sessions are not used here'); },
+ *     eventLog: log, heartbeatMs: 0, onError: () => undefined,
+ *     modern: { createServer: () => modernToolServer(world), keepAliveMs: 0,
+ *               keyed: createKeyedRequests({ log, memo: new MemoryMemoStore() }) },
+ *   });
+ *   // restart(): a new `make()` with the SAME log and memo would be a durable restart; a memory-only
+ *   // restart (what the official row gets) is a new log and memo too. Say which in the row's label.
+ *   const client = await officialClient(proxy.url(), errors, continuityFetch());
+ *
+ * and `call` reports `isOutcomeUnknown(error)` as such (incidents.ts `settle` already does). Until then it
+ * refuses to run rather than stand in for a stack that does not exist, and `MODERN_STACKS` leaves it out.
  */
 export const oursModern: ModernStackFactory = async () => {
   throw new Error(

@@ -65,21 +65,24 @@ async function withStack<T>(
   }
 }
 
-/** Watches the proxy for its first cut of a connection (the balancer's idle timeout). */
-function firstCut(s: ModernStack): { at: () => number | undefined; count: () => number } {
-  let at: number | undefined;
-  let count = 0;
+/**
+ * Watches the proxy's cuts (the balancer's idle timeout). The fault a call's outcome answers is the last
+ * cut before that outcome: an idle keep-alive connection left from connecting may be cut first.
+ */
+function cuts(s: ModernStack): { before: (t: number) => number | undefined; count: () => number } {
+  const at: number[] = [];
   s.proxy.on('fault', (e) => {
-    if (e.type !== 'cut') return;
-    count++;
-    at ??= performance.now();
+    if (e.type === 'cut') at.push(performance.now());
   });
-  return { at: () => at, count: () => count };
+  return {
+    before: (t) => at.filter((x) => x <= t).at(-1),
+    count: () => at.length,
+  };
 }
 
 async function idleCut(factory: ModernStackFactory, progress: boolean): Promise<ModernRow> {
   return withStack(factory, { idleTimeoutMs: IDLE_CUT_MS }, async (s) => {
-    const cut = firstCut(s);
+    const cut = cuts(s);
     const seen: number[] = [];
     const callAt = performance.now();
     const outcome = await settle(
@@ -93,7 +96,7 @@ async function idleCut(factory: ModernStackFactory, progress: boolean): Promise<
       stack: s.label,
       charges: plural(charges, 'charge'),
       got: got(outcome),
-      time: time(outcome, cut.at(), callAt),
+      time: time(outcome, cut.before(callAt + outcome.ms), callAt),
       hangs: outcome.kind === 'hang' ? 1 : 0,
       notes: [
         `the balancer cut ${plural(cut.count(), 'connection')}; ${plural(seen.length, 'progress notification')} delivered`,

@@ -153,7 +153,8 @@ progress notification, and answers after \`ms\`; it does not stop on its abort s
 Every wait is bounded: no outcome within ${HANG_MS / 1000} s counts as a hang (the client's own request timeout
 is 60 s). "Time" is from the call to its outcome, and from the fault (the proxy's last cut before the outcome, or the
 restart) to the outcome. mcp-continuity's 2026-07-28 rows (the v2 \`Client\` with \`fetch: continuityFetch()\` against
-\`createContinuityServer\` with the continuity extension) join as one more stack in \`MODERN_STACKS\`.`;
+\`createContinuityServer\` with the continuity extension) are not in this run yet: they plug in as \`oursModern\`
+(scripts/compare/modern-stacks.ts), one more entry of \`MODERN_STACKS\`.`;
 
 function table2026(rows: readonly ModernRow[]): string {
   const head = ['incident', 'stack', 'side effects', 'what the caller got', 'time', 'hangs'];

@@ -196,6 +196,9 @@ interface Section {
   readonly notes: string[];
 }
 
+const V2_NOTIFY_LABEL = '(v) MCP 2026-07-28: official v2 server + v2 `Client` (pinned)';
+const V2_CALLS_LABEL = 'MCP 2026-07-28: official v2 server + v2 `Client` (pinned)';
+
 async function row1(): Promise<Section> {
   progress(`row 1: notification throughput (${int(SIZES.notifications)} notifications)`);
   const count = SIZES.notifications;
@@ -261,9 +264,17 @@ async function row1(): Promise<Section> {
       },
     ),
   );
+  // MCP 2026-07-28: the official v2 server and v2 `Client` (no sessions; the call's response is its stream).
+  outcomes.set(
+    'v',
+    await task<ThroughputResult>(V2_NOTIFY_LABEL, 'notify-v2', {
+      count,
+    }),
+  );
   const rate = (k: string) => outcomes.get(k)?.result?.perSecond;
   const rows = [
     ...stacks,
+    { key: 'v', label: V2_NOTIFY_LABEL },
     { key: 'f', label: '(f) reference: SDK `Client` alone, in-memory transport, no HTTP' },
     { key: 'g', label: '(g) reference: raw Node http → fetch + eventsource-parser, no MCP client' },
   ].map((s) => {
@@ -312,7 +323,7 @@ async function row1(): Promise<Section> {
     body: [
       `### 1. Notification throughput on one session`,
       '',
-      `One \`tools/call\` of \`stream {count: ${int(count)}}\`: the tool awaits \`sendNotification\` of a small \`notifications/progress\` ${int(count)} times, then answers. The reader is always an SDK \`Client\` counting \`onprogress\` (all must arrive, in order); timed from the call to its result, after a 2,000-notification warm-up call. Server and client run in separate processes. The ceiling, (e) and (e′), is bare \`node:http\` writing the same frames (\`id:\` + \`data:\` JSON, one \`res.write\` each, honouring backpressure) with just enough MCP for the client (initialize answered in JSON, 202 for notifications): no session state, no log, no McpServer, no validation. Each stack is compared with the ceiling that has the same client, so the ratio is what the server side costs. Two references are not stacks: (f) is the same call into an SDK \`Client\` whose transport hands it the messages as objects (100 per macrotask; no HTTP, no SSE, no JSON), the most any stack ending in an SDK \`Client\` can reach here; (g) is the frames read by \`fetch\` + \`eventsource-parser\` + \`JSON.parse\` with no MCP client, how fast this machine moves the bytes. No stack ending in an SDK \`Client\` comes near (g): the \`Client\` alone (f) is ${ratio(rate('f'), rate('g'))} of it in this run.`,
+      `One \`tools/call\` of \`stream {count: ${int(count)}}\`: the tool awaits \`sendNotification\` of a small \`notifications/progress\` ${int(count)} times, then answers. The reader is always an SDK \`Client\` counting \`onprogress\` (all must arrive, in order); timed from the call to its result, after a 2,000-notification warm-up call. Server and client run in separate processes. The ceiling, (e) and (e′), is bare \`node:http\` writing the same frames (\`id:\` + \`data:\` JSON, one \`res.write\` each, honouring backpressure) with just enough MCP for the client (initialize answered in JSON, 202 for notifications): no session state, no log, no McpServer, no validation. Each stack is compared with the ceiling that has the same client, so the ratio is what the server side costs. Two references are not stacks: (f) is the same call into an SDK \`Client\` whose transport hands it the messages as objects (100 per macrotask; no HTTP, no SSE, no JSON), the most any stack ending in an SDK \`Client\` can reach here; (g) is the frames read by \`fetch\` + \`eventsource-parser\` + \`JSON.parse\` with no MCP client, how fast this machine moves the bytes. (v) is MCP 2026-07-28 on the official v2 packages: the same tool on a v2 \`McpServer\` (\`createMcpHandler\`, defaults) streaming to a v2 \`Client\` pinned to 2026-07-28; there is no session, the call's response is its stream. No stack ending in an SDK \`Client\` comes near (g): the \`Client\` alone (f) is ${ratio(rate('f'), rate('g'))} of it in this run.`,
       '',
       table(['stack', 'time', 'notifications/s', 'vs SDK (c)', 'vs the ceiling with the same client'], rows),
       ...limits,
@@ -331,11 +342,13 @@ async function row2(): Promise<Section> {
     { label: 'cross: our server + SDK client', server: 'ours', client: 'sdk', total: SIZES.crossCalls },
     { label: 'cross: SDK server + our client', server: 'sdk', client: 'ours', total: SIZES.crossCalls },
   ] as const;
-  type Stack = (typeof main)[number] | (typeof cross)[number];
+  // MCP 2026-07-28, run once like the cross stacks: every call is its own HTTP request.
+  const modern = [{ label: V2_CALLS_LABEL, server: 'v2', client: 'v2', total: SIZES.crossCalls }] as const;
+  type Stack = (typeof main)[number] | (typeof cross)[number] | (typeof modern)[number];
   const run = (s: Stack, round?: number) =>
     task<CallsResult>(
       `${s.label} (${int(s.total)} calls${round === undefined ? '' : `, run ${round} of ${SIZES.callRounds}`})`,
-      'calls',
+      s.server === 'v2' ? 'calls-v2' : 'calls',
       { server: s.server, client: s.client, total: s.total, concurrency: SIZES.concurrency },
     );
   // The main pair alternates (and swaps who goes first each round), so a slow spell of this shared machine
@@ -358,7 +371,7 @@ async function row2(): Promise<Section> {
       all: (runs[i] ?? []).map((o) => (o.result ? int(o.result.perSecond) : 'failed')).join(', '),
     })),
   ];
-  for (const stack of cross) {
+  for (const stack of [...cross, ...modern]) {
     const outcome = await run(stack);
     results.push({ stack, outcome, all: outcome.result ? int(outcome.result.perSecond) : 'failed' });
   }
@@ -393,7 +406,7 @@ async function row2(): Promise<Section> {
     body: [
       `### 2. Tool calls per second`,
       '',
-      `${SIZES.concurrency} callers share one SDK \`Client\` (one session) and call \`echo {text}\` until the total is reached; after a 500-call warm-up. Server in its own process. The two main stacks run ${SIZES.callRounds} times each, alternating (who goes first swaps every round); the row shows the median run, and "every run" lists them all. "Per 1,000 calls" is the rate over each consecutive 1,000 completions: every stack warms up (its JIT compiles, its heap grows), ours more slowly at first, having more code on the path of a call.${SIZES.crossCalls !== SIZES.calls ? ` The cross stacks run once and make ${int(SIZES.crossCalls)} calls (BENCH_CROSS_CALLS; scaled down to fit the time budget): compare them with the first 1,000 of the others.` : ''}`,
+      `${SIZES.concurrency} callers share one SDK \`Client\` (one session) and call \`echo {text}\` until the total is reached; after a 500-call warm-up. Server in its own process. The MCP 2026-07-28 stack (official v2 server, \`createMcpHandler\` defaults, and a v2 \`Client\` pinned to 2026-07-28: every call its own HTTP request, a fresh \`McpServer\` per request) runs once, like the cross stacks. The two main stacks run ${SIZES.callRounds} times each, alternating (who goes first swaps every round); the row shows the median run, and "every run" lists them all. "Per 1,000 calls" is the rate over each consecutive 1,000 completions: every stack warms up (its JIT compiles, its heap grows), ours more slowly at first, having more code on the path of a call.${SIZES.crossCalls !== SIZES.calls ? ` The cross stacks run once and make ${int(SIZES.crossCalls)} calls (BENCH_CROSS_CALLS; scaled down to fit the time budget): compare them with the first 1,000 of the others.` : ''}`,
       '',
       table(
         [
@@ -449,6 +462,16 @@ async function row3(): Promise<Section> {
       ]);
     }
   }
+  // MCP 2026-07-28 has no Last-Event-ID and no sessions: with the official v2 packages a broken stream
+  // cancels its request, so there is nothing to resume (what that costs: docs/compare.md, 2026-07-28).
+  rows.push([
+    'MCP 2026-07-28: official v2 server + v2 `Client`',
+    '—',
+    '—',
+    'no resume',
+    '—',
+    'the revision has no `Last-Event-ID`; a broken stream cancels its request',
+  ]);
   const tenK = ours.result?.find((r) => r.events === 10_000);
   const ok = tenK ? tenK.medianMs < 100 : undefined;
   const p99ok = tenK ? tenK.p99Ms < 100 : undefined;

@@ -3,11 +3,12 @@
  * channel). Clients run in another process: on 2 cores client and server work in parallel, and each side
  * can be profiled on its own (`BENCH_PROF_DIR=/tmp/prof npm run bench` adds `--cpu-prof` to these).
  *
- * argv: <kind> [json options]. Kinds: ours | sdk | sdk-store | raw. Options: { maxEventsPerStream, mcp: 'bench' | 'bare' }.
+ * argv: <kind> [json options]. Kinds: ours | sdk | sdk-store | raw | v2 (the official v2 server, 2026-07-28). Options: { maxEventsPerStream, mcp: 'bench' | 'bare' }.
  * IPC requests (each answered with the same `seq`): heap (gc'd heapUsed), drop-logs (ours: forget every
  * session's events), stats, exit.
  */
 import { MemoryEventLog } from '../src/index.js';
+import { startModernOfficial } from './lib/modern.js';
 import { startRawSse } from './lib/raw.js';
 import { type RunningServer, type ServerKind, startOurs, startSdk } from './lib/stacks.js';
 import { settledHeap } from './lib/stats.js';
@@ -20,7 +21,7 @@ export interface ServeOptions {
 
 export type ServeRequest = { seq: number; type: 'heap' | 'drop-logs' | 'stats' | 'exit' };
 
-const [kind, json] = process.argv.slice(2) as [ServerKind | 'raw', string | undefined];
+const [kind, json] = process.argv.slice(2) as [ServerKind | 'raw' | 'v2', string | undefined];
 const options = JSON.parse(json ?? '{}') as ServeOptions;
 const createMcp = options.mcp === 'bare' ? bareMcpServer : benchMcpServer;
 const send = (m: unknown) => process.send?.(m);
@@ -29,6 +30,7 @@ let server: Pick<RunningServer, 'url' | 'close'> & Partial<Pick<RunningServer, '
 let log: MemoryEventLog | undefined;
 const sessionIds: string[] = [];
 if (kind === 'raw') server = await startRawSse();
+else if (kind === 'v2') server = await startModernOfficial();
 else if (kind === 'ours') {
   log = new MemoryEventLog(
     options.maxEventsPerStream === undefined ? {} : { maxEventsPerStream: options.maxEventsPerStream },

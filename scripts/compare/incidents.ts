@@ -18,14 +18,14 @@ export interface Row {
   readonly notes: string[];
 }
 
-type Outcome =
+export type Outcome =
   | { kind: 'result'; ms: number; text: string }
   | { kind: 'outcome unknown'; ms: number; message: string }
   | { kind: 'error'; ms: number; message: string; code?: unknown }
   | { kind: 'hang'; ms: number };
 
 /** Waits for a call at most HANG_MS. The call's promise is always handled, so a late rejection is harmless. */
-async function settle(call: Promise<unknown>, ms = HANG_MS): Promise<Outcome> {
+export async function settle(call: Promise<unknown>, ms = HANG_MS): Promise<Outcome> {
   const start = performance.now();
   const elapsed = () => Math.round(performance.now() - start);
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -51,7 +51,7 @@ function resultText(value: unknown): string {
   return content?.[0]?.text ?? JSON.stringify(value);
 }
 
-const short = (s: string, n = 90) => {
+export const short = (s: string, n = 90) => {
   const one = s.replace(/\s+/g, ' ');
   return one.length > n ? `${one.slice(0, n - 1)}…` : one;
 };
@@ -76,7 +76,7 @@ function describe(o: Outcome): string {
   }
 }
 
-const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
+export const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Duplicate call outcomes: responses the SDK Client received for a request already settled. */

@@ -198,6 +198,9 @@ interface Section {
 
 const V2_NOTIFY_LABEL = '(v) MCP 2026-07-28: official v2 server + v2 `Client` (pinned)';
 const V2_CALLS_LABEL = 'MCP 2026-07-28: official v2 server + v2 `Client` (pinned)';
+const OURS_2026_NOTIFY_LABEL =
+  '(v′) MCP 2026-07-28: mcp-continuity server (continuity extension) + v2 `Client` with `continuityFetch()`';
+const OURS_2026_CALLS_LABEL = 'MCP 2026-07-28: mcp-continuity server + v2 `Client` with `continuityFetch()`';
 
 async function row1(): Promise<Section> {
   progress(`row 1: notification throughput (${int(SIZES.notifications)} notifications)`);
@@ -271,10 +274,15 @@ async function row1(): Promise<Section> {
       count,
     }),
   );
+  outcomes.set(
+    'v′',
+    await task<ThroughputResult>(OURS_2026_NOTIFY_LABEL, 'notify-v2', { server: 'ours-2026', count }),
+  );
   const rate = (k: string) => outcomes.get(k)?.result?.perSecond;
   const rows = [
     ...stacks,
     { key: 'v', label: V2_NOTIFY_LABEL },
+    { key: 'v′', label: OURS_2026_NOTIFY_LABEL },
     { key: 'f', label: '(f) reference: SDK `Client` alone, in-memory transport, no HTTP' },
     { key: 'g', label: '(g) reference: raw Node http → fetch + eventsource-parser, no MCP client' },
   ].map((s) => {
@@ -343,12 +351,15 @@ async function row2(): Promise<Section> {
     { label: 'cross: SDK server + our client', server: 'sdk', client: 'ours', total: SIZES.crossCalls },
   ] as const;
   // MCP 2026-07-28, run once like the cross stacks: every call is its own HTTP request.
-  const modern = [{ label: V2_CALLS_LABEL, server: 'v2', client: 'v2', total: SIZES.crossCalls }] as const;
+  const modern = [
+    { label: V2_CALLS_LABEL, server: 'v2', client: 'v2', total: SIZES.crossCalls },
+    { label: OURS_2026_CALLS_LABEL, server: 'ours-2026', client: 'v2', total: SIZES.crossCalls },
+  ] as const;
   type Stack = (typeof main)[number] | (typeof cross)[number] | (typeof modern)[number];
   const run = (s: Stack, round?: number) =>
     task<CallsResult>(
       `${s.label} (${int(s.total)} calls${round === undefined ? '' : `, run ${round} of ${SIZES.callRounds}`})`,
-      s.server === 'v2' ? 'calls-v2' : 'calls',
+      s.server === 'v2' || s.server === 'ours-2026' ? 'calls-v2' : 'calls',
       { server: s.server, client: s.client, total: s.total, concurrency: SIZES.concurrency },
     );
   // The main pair alternates (and swaps who goes first each round), so a slow spell of this shared machine

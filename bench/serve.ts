@@ -8,7 +8,7 @@
  * session's events), stats, exit.
  */
 import { MemoryEventLog } from '../src/index.js';
-import { startModernOfficial } from './lib/modern.js';
+import { startModernOfficial, startModernOurs } from './lib/modern.js';
 import { startRawSse } from './lib/raw.js';
 import { type RunningServer, type ServerKind, startOurs, startSdk } from './lib/stacks.js';
 import { settledHeap } from './lib/stats.js';
@@ -21,7 +21,7 @@ export interface ServeOptions {
 
 export type ServeRequest = { seq: number; type: 'heap' | 'drop-logs' | 'stats' | 'exit' };
 
-const [kind, json] = process.argv.slice(2) as [ServerKind | 'raw' | 'v2', string | undefined];
+const [kind, json] = process.argv.slice(2) as [ServerKind | 'raw' | 'v2' | 'ours-2026', string | undefined];
 const options = JSON.parse(json ?? '{}') as ServeOptions;
 const createMcp = options.mcp === 'bare' ? bareMcpServer : benchMcpServer;
 const send = (m: unknown) => process.send?.(m);
@@ -31,6 +31,7 @@ let log: MemoryEventLog | undefined;
 const sessionIds: string[] = [];
 if (kind === 'raw') server = await startRawSse();
 else if (kind === 'v2') server = await startModernOfficial();
+else if (kind === 'ours-2026') server = await startModernOurs();
 else if (kind === 'ours') {
   log = new MemoryEventLog(
     options.maxEventsPerStream === undefined ? {} : { maxEventsPerStream: options.maxEventsPerStream },

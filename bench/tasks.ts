@@ -1,7 +1,7 @@
 import type { ClientKind, ServerKind } from './lib/stacks.js';
 import { callsStack } from './rows/calls.js';
 import { appendCost, eventsMemory, manySessions, sessionBreakdown, sessionsMemory } from './rows/memory.js';
-import { callsModern, notifyModern } from './rows/modern.js';
+import { callsModern, type ModernKind, notifyModern } from './rows/modern.js';
 import { resumeLatency } from './rows/resume.js';
 import { notifyRaw, notifySdkClientOnly, notifyStack } from './rows/throughput.js';
 import { exploreSpeed, propertyRuns } from './rows/verification.js';
@@ -21,9 +21,19 @@ export const TASKS: Record<string, (args: Args) => Promise<unknown>> = {
       num(a, 'timeoutMs', 120_000),
     ),
   'notify-client-only': (a) => notifySdkClientOnly(num(a, 'count', 100_000), num(a, 'timeoutMs', 120_000)),
-  'notify-v2': (a) => notifyModern(num(a, 'count', 100_000), num(a, 'timeoutMs', 120_000)),
+  'notify-v2': (a) =>
+    notifyModern(
+      (a.server as ModernKind | undefined) ?? 'v2',
+      num(a, 'count', 100_000),
+      num(a, 'timeoutMs', 120_000),
+    ),
   'calls-v2': (a) =>
-    callsModern(num(a, 'total', 5_000), num(a, 'concurrency', 50), num(a, 'timeoutMs', 120_000)),
+    callsModern(
+      (a.server as ModernKind | undefined) ?? 'v2',
+      num(a, 'total', 5_000),
+      num(a, 'concurrency', 50),
+      num(a, 'timeoutMs', 120_000),
+    ),
   'notify-raw': (a) => notifyRaw(num(a, 'count', 100_000), num(a, 'timeoutMs', 120_000)),
   calls: (a) =>
     callsStack(

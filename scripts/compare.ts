@@ -152,9 +152,10 @@ progress notification, and answers after \`ms\`; it does not stop on its abort s
 
 Every wait is bounded: no outcome within ${HANG_MS / 1000} s counts as a hang (the client's own request timeout
 is 60 s). "Time" is from the call to its outcome, and from the fault (the proxy's last cut before the outcome, or the
-restart) to the outcome. mcp-continuity's 2026-07-28 rows (the v2 \`Client\` with \`fetch: continuityFetch()\` against
-\`createContinuityServer\` with the continuity extension) are not in this run yet: they plug in as \`oursModern\`
-(scripts/compare/modern-stacks.ts), one more entry of \`MODERN_STACKS\`.`;
+restart) to the outcome. mcp-continuity is the same v2 \`Client\` with \`fetch: continuityFetch()\` (the one line an application
+changes) against \`createContinuityServer\` serving 2026-07-28 with the continuity extension (\`MemoryEventLog\`,
+\`MemoryMemoStore\`, heartbeats off); "memory only" restarts with an empty log and memo, "store kept" keeps them
+(what a durable SQLite or Redis store gives).`;
 
 function table2026(rows: readonly ModernRow[]): string {
   const head = ['incident', 'stack', 'side effects', 'what the caller got', 'time', 'hangs'];

@@ -2,6 +2,9 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { toNodeHandler } from '@modelcontextprotocol/node';
 import { createMcpHandler, McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
+import { continuityFetch, createContinuityServer, MemoryEventLog } from '../../src/index.js';
+import { createKeyedRequests } from '../../src/server/keyed/index.js';
+import { MemoryMemoStore } from '../../src/server/memory-memo-store.js';
 import { closeHttp, listen, type RunningServer } from './stacks.js';
 
 /**
@@ -53,9 +56,38 @@ export async function startModernOfficial(): Promise<RunningServer> {
   };
 }
 
-/** The official v2 `Client`, pinned to 2026-07-28 (connect = `server/discover`). */
+/** mcp-continuity serving 2026-07-28 with the continuity extension (library defaults, memory stores). */
+export async function startModernOurs(): Promise<RunningServer> {
+  const errors: string[] = [];
+  const log = new MemoryEventLog();
+  const continuity = createContinuityServer({
+    createMcpServer: () => {
+      throw new Error('no 2025 sessions in this bench');
+    },
+    eventLog: log,
+    onError: (e) => errors.push(String(e)),
+    modern: {
+      createServer: () => modernBenchServer(),
+      keyed: createKeyedRequests({ log, memo: new MemoryMemoStore({ memoWindowMs: 10 * 60_000 }) }),
+    },
+  });
+  const { server, port } = await listen(continuity.nodeHandler);
+  return {
+    url: `http://127.0.0.1:${port}/mcp`,
+    http: server,
+    errors,
+    sessionCount: () => 0,
+    async close() {
+      await Promise.race([continuity.close(), new Promise((r) => setTimeout(r, 2_000).unref())]);
+      await closeHttp(server);
+    },
+  };
+}
+
+/** The official v2 `Client`, pinned to 2026-07-28 (connect = `server/discover`); `ours`: with `continuityFetch()`. */
 export async function connectModernClient(
   url: string,
+  ours = false,
 ): Promise<{ client: Client; errors: string[]; close(): Promise<void> }> {
   const errors: string[] = [];
   const client = new Client(
@@ -63,7 +95,10 @@ export async function connectModernClient(
     { versionNegotiation: { mode: { pin: PROTOCOL_2026 } } },
   );
   client.onerror = (e) => errors.push(e.message);
-  const transport = new StreamableHTTPClientTransport(new URL(url));
+  const transport = new StreamableHTTPClientTransport(
+    new URL(url),
+    ours ? { fetch: continuityFetch() } : undefined,
+  );
   const ok = await Promise.race([
     client.connect(transport).then(() => true),
     new Promise<false>((r) => setTimeout(() => r(false), 10_000).unref()),

@@ -28,7 +28,7 @@ export function benchExecArgv(): string[] {
 }
 
 export async function startRemote(
-  kind: ServerKind | 'raw' | 'v2',
+  kind: ServerKind | 'raw' | 'v2' | 'ours-2026',
   options: ServeOptions = {},
   startTimeoutMs = 20_000,
 ): Promise<RemoteServer> {

@@ -11,10 +11,17 @@ import type { ThroughputResult } from './throughput.js';
 
 const WARMUP = 2_000;
 
+/** `v2`: the official server and client; `ours-2026`: createContinuityServer + the v2 Client with continuityFetch. */
+export type ModernKind = 'v2' | 'ours-2026';
+
 /** Row 1: one `stream {count}` call; every progress notification must arrive, in order. */
-export async function notifyModern(count: number, timeoutMs: number): Promise<ThroughputResult> {
-  const server = await startRemote('v2');
-  const c = await connectModernClient(server.url);
+export async function notifyModern(
+  kind: ModernKind,
+  count: number,
+  timeoutMs: number,
+): Promise<ThroughputResult> {
+  const server = await startRemote(kind);
+  const c = await connectModernClient(server.url, kind === 'ours-2026');
   try {
     const run = async (n: number) => {
       let received = 0;
@@ -61,12 +68,13 @@ export async function notifyModern(count: number, timeoutMs: number): Promise<Th
 
 /** Row 2: `echo` calls, `concurrency` callers sharing one v2 `Client`; after a 500-call warm-up. */
 export async function callsModern(
+  kind: ModernKind,
   total: number,
   concurrency: number,
   timeoutMs: number,
 ): Promise<CallsResult> {
-  const server = await startRemote('v2');
-  const c = await connectModernClient(server.url);
+  const server = await startRemote(kind);
+  const c = await connectModernClient(server.url, kind === 'ours-2026');
   try {
     const latencies: number[] = [];
     const completions: number[] = [];

@@ -4,6 +4,14 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { toNodeHandler } from '@modelcontextprotocol/node';
 import { createMcpHandler, McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
+import {
+  type ContinuityServer,
+  continuityFetch,
+  createContinuityServer,
+  MemoryEventLog,
+} from '../../src/index.js';
+import { createKeyedRequests } from '../../src/server/keyed/index.js';
+import { MemoryMemoStore } from '../../src/server/memory-memo-store.js';
 import { FaultProxy } from '../../src/testing/index.js';
 
 /**
@@ -219,33 +227,74 @@ export const officialV2Reissuing: ModernStackFactory = async (config) => {
 };
 
 /**
- * (B) mcp-continuity on 2026-07-28: the official v2 `Client` with `fetch: continuityFetch()`
- * (src/client/modern/continuity-fetch.ts, branch h-client), against `createContinuityServer` serving
- * 2026-07-28 (`modern`, branch h-era) with the continuity extension (`createKeyedRequests`, branch
- * h-keyed), the same tools (`modernToolServer`) behind the same `FaultProxy`.
- *
- * TO BE COMPLETED BY THE LEAD once those three branches are merged (they are not on this branch, so this
- * cannot import them yet). The body is `officialV2` with two changes:
- *
- *   const log = new MemoryEventLog();
- *   const make = () => createContinuityServer({
- *     createMcpServer: () => { throw new Error('2025 sessions are not used here'); },
- *     eventLog: log, heartbeatMs: 0, onError: () => undefined,
- *     modern: { createServer: () => modernToolServer(world), keepAliveMs: 0,
- *               keyed: createKeyedRequests({ log, memo: new MemoryMemoStore() }) },
- *   });
- *   // restart(): a new `make()` with the SAME log and memo would be a durable restart; a memory-only
- *   // restart (what the official row gets) is a new log and memo too. Say which in the row's label.
- *   const client = await officialClient(proxy.url(), errors, continuityFetch());
- *
- * and `call` reports `isOutcomeUnknown(error)` as such (incidents.ts `settle` already does). Until then it
- * refuses to run rather than stand in for a stack that does not exist, and `MODERN_STACKS` leaves it out.
+ * (B) mcp-continuity on 2026-07-28: the official v2 `Client` with `fetch: continuityFetch()`, against
+ * `createContinuityServer` serving 2026-07-28 (`modern`) with the continuity extension
+ * (`createKeyedRequests` on a `MemoryEventLog` and a `MemoryMemoStore`), the same tools
+ * (`modernToolServer`) behind the same `FaultProxy`. `keepStore`: a restart keeps the log and the memo (what
+ * a durable SQLite or Redis store gives); otherwise the new process starts with empty ones (memory only).
  */
-export const oursModern: ModernStackFactory = async () => {
-  throw new Error(
-    'oursModern: not wired yet (needs continuityFetch and the 2026-07-28 createContinuityServer)',
-  );
-};
+const oursModernWith =
+  (keepStore: boolean): ModernStackFactory =>
+  async (config) => {
+    const world: ModernWorld = { charges: new Map() };
+    let log = new MemoryEventLog();
+    let memo = new MemoryMemoStore({ memoWindowMs: 10 * 60_000 });
+    const make = () =>
+      createContinuityServer({
+        createMcpServer: () => {
+          throw new Error('no 2025 sessions here');
+        },
+        eventLog: log,
+        heartbeatMs: 0,
+        onError: () => undefined,
+        modern: {
+          createServer: () => modernToolServer(world),
+          keepAliveMs: 0,
+          keyed: createKeyedRequests({ log, memo }),
+        },
+      });
+    let current = make();
+    const retired: ContinuityServer[] = [];
+    const { server, port } = await listen((req, res) => current.nodeHandler(req, res));
+    const proxy = await FaultProxy.start({
+      target: { host: '127.0.0.1', port },
+      idleTimeoutMs: config.idleTimeoutMs,
+    });
+    const errors: string[] = [];
+    const client = await officialClient(proxy.url(), errors, continuityFetch());
+    return {
+      label: keepStore ? 'mcp-continuity, store kept across restart' : 'mcp-continuity, memory only',
+      world,
+      proxy,
+      call: callWith(client),
+      errors,
+      notes: () => [],
+      restart() {
+        retired.push(current);
+        if (!keepStore) {
+          log = new MemoryEventLog();
+          memo = new MemoryMemoStore({ memoWindowMs: 10 * 60_000 });
+        }
+        current = make();
+        proxy.reset();
+        server.closeAllConnections();
+      },
+      async close() {
+        await within(client.close(), 2_000);
+        await proxy.close();
+        for (const c of [...retired, current]) await within(c.close(), 1_000);
+        await closeHttp(server);
+      },
+    };
+  };
+
+export const oursModern = oursModernWith(false);
+export const oursModernKept = oursModernWith(true);
 
 /** The stacks `--era 2026` runs, in this order. Add `oursModern` once it is wired. */
-export const MODERN_STACKS: readonly ModernStackFactory[] = [officialV2, officialV2Reissuing];
+export const MODERN_STACKS: readonly ModernStackFactory[] = [
+  officialV2,
+  officialV2Reissuing,
+  oursModern,
+  oursModernKept,
+];

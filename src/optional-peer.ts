@@ -4,6 +4,7 @@
  * them in, and a missing one is named with the command that installs it.
  */
 export const OPTIONAL_PEERS = {
+  '@modelcontextprotocol/client': "the demo's 2026-07-28 part (mcp-continuity demo)",
   '@modelcontextprotocol/server': 'the 2026-07-28 endpoint (createContinuityServer({ modern }))',
   commander: 'the mcp-continuity command line',
   ws: 'the inspector (startInspectorServer, createInspectorFeed, mcp-continuity inspect)',

@@ -8,7 +8,11 @@ import {
   statelessCallMachine,
   type ToolHints,
 } from '../../machines/client/stateless-call.machine.js';
-import { StatelessReason, type StatelessStreamEnd } from '../../machines/client/stateless-decide.js';
+import {
+  DEFAULT_STATELESS_POLICY,
+  StatelessReason,
+  type StatelessStreamEnd,
+} from '../../machines/client/stateless-decide.js';
 import { JsonRpcCode } from '../../machines/codes.js';
 import {
   CONTINUITY_EXTENSION,
@@ -142,7 +146,7 @@ describe('the stateless call machine', () => {
 
   it('a refused connection is re-issued after a backoff delay, then fails as unreachable when the budget runs out', () => {
     const h = start({ policy: undefined });
-    for (let i = 0; i < 3; i++) {
+    for (let i = 0; i < DEFAULT_STATELESS_POLICY.maxReissues; i++) {
       h.send(ended({ kind: 'refused' }));
       expect(h.output()).toBeUndefined();
       h.advance(60_000);
@@ -376,12 +380,13 @@ describe('the stateless call machine, with the extension', () => {
 
   it('the re-issue budget ends as outcome unknown', () => {
     const h = start({ extension: EXT, idempotencyKey: KEY });
-    for (let i = 0; i < 3; i++) {
+    const budget = DEFAULT_STATELESS_POLICY.maxReissues;
+    for (let i = 0; i < budget; i++) {
       h.send(ended({ kind: 'cut-mid-stream' }));
       h.advance(60_000);
     }
     h.send(ended({ kind: 'cut-mid-stream' }));
     expect(h.output()).toMatchObject({ outcome: 'outcome-unknown', reason: StatelessReason.reissueGivenUp });
-    expect(h.attempts).toHaveLength(4);
+    expect(h.attempts).toHaveLength(budget + 1);
   });
 });

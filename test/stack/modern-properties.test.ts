@@ -28,7 +28,10 @@ describe('the model properties hold on the real 2026-07-28 stack', () => {
       const started = Date.now();
       const details = await checkModernProperties({ runs: RUNS, shrink: SHRINK });
       console.info(`modern stack properties: ${details.numRuns} schedules in ${Date.now() - started} ms`);
-      if (details.failed) throw new Error(fc.defaultReportMessage(details));
+      if (details.failed)
+        throw new Error(
+          `${fc.defaultReportMessage(details)}\n${(details.errorInstance as Error | undefined)?.message ?? ''}`,
+        );
     },
     Math.max(120_000, RUNS * 10_000),
   );

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { McpServer as McpServerV1 } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { McpServer } from '@modelcontextprotocol/server';
+import Database from 'better-sqlite3';
 import fc from 'fast-check';
 import { z } from 'zod';
 import { continuityCapability, DEFAULT_CONTINUITY_SETTINGS } from '../../machines/continuity-extension.js';
@@ -194,6 +195,21 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const never = () => new Promise<never>(() => {});
 
 /**
+ * The deployment is older than its memo window: the SQLite memo has kept every key for longer than the
+ * window, so it can tell a lost first attempt (an unknown key: run it) from an evicted one. A brand-new
+ * memo cannot (docs/continuity-extension.md §4: outcome unknown), which `realResultAfterFaults` allows for.
+ * Written the way SqliteMemoStore keeps it (`memo_meta.since`), before the store first opens the file.
+ */
+function ageMemo(path: string): void {
+  const db = new Database(path);
+  db.exec('CREATE TABLE IF NOT EXISTS memo_meta (k TEXT PRIMARY KEY, v INTEGER NOT NULL) WITHOUT ROWID');
+  db.prepare("INSERT OR REPLACE INTO memo_meta (k, v) VALUES ('since', ?)").run(
+    Date.now() - MEMO_WINDOW_MS - 60_000,
+  );
+  db.close();
+}
+
+/**
  * A store as a process that can die sees it: once `isDead()`, every call hangs forever (a dead process
  * never completes a write, nor reads again), so nothing it did not finish before its death lands.
  */
@@ -257,6 +273,7 @@ export class ModernStackWorld {
 
   private async boot(): Promise<void> {
     this.dir = await mkdtemp(join(tmpdir(), 'mcpc-modern-stack-'));
+    if (this.config.memo === 'sqlite') ageMemo(join(this.dir, 'memo.db'));
     this.gen = this.makeGeneration();
     this.httpServer = http.createServer((req, res) => this.gen.server.nodeHandler(req, res));
     await new Promise<void>((r) => this.httpServer.listen(0, '127.0.0.1', r));
@@ -473,7 +490,10 @@ export class ModernStackWorld {
         break;
       case 'blackhole': {
         const target = pick([...this.proxy.connections], cmd.pick);
-        if (target) this.proxy.blackhole((c) => c === target);
+        if (target) {
+          this.proxy.blackhole((c) => c === target);
+          this.faultUntilClosed(target);
+        }
         break;
       }
       case 'serverRestart':
@@ -520,6 +540,21 @@ export class ModernStackWorld {
           settle(isOutcomeUnknown(e) ? { kind: 'unknown', detail } : { kind: 'error', detail });
         },
       );
+  }
+
+  /**
+   * A black-holed connection stays a fault until it closes (an idle cut, the client's stall timer): a
+   * pooled keep-alive connection may carry a call made long after the black hole began.
+   */
+  private faultUntilClosed(target: FaultProxy['connections'] extends Set<infer C> ? C : never): void {
+    const started = Date.now();
+    const watch = setInterval(() => {
+      if (this.closing || Date.now() - started > SETTLE_BOUND_MS * 2) return clearInterval(watch);
+      if (this.proxy.connections.has(target)) return;
+      clearInterval(watch);
+      this.fault(`black-holed #${target.id} closed`);
+    }, 10);
+    watch.unref();
   }
 
   /** The process dies (its stores and bodies freeze), a new one takes the port, every connection drops. */
@@ -661,17 +696,23 @@ export const noDuplicateDelivery: ModernCheck = (o) => {
 };
 
 /**
- * With the extension, a call that began after the last fault (restart, reset, refusal, black hole, outage;
- * the balancer's idle cuts and latency are the weather, not faults) ends with the real result.
+ * With the extension, a call that began after the last fault (restart, reset, refusal, outage, a black hole
+ * until its connection closed; the balancer's idle cuts and latency are the weather, not faults) ends with
+ * the real result.
  */
 export const realResultAfterFaults: ModernCheck = (o) => {
   if (o.config.memo === 'none') return [];
-  return [...o.calls.values()]
-    .filter((c) => c.startedAt > o.lastFaultAt && c.outcome?.kind !== 'result')
-    .map(
-      (c) =>
-        `${c.key} (${c.tool}) began at ${c.startedAt}ms, after the last fault (${o.lastFaultAt}ms), but ended ${JSON.stringify(c.outcome)}; attempts ${c.attempts.join(',')}`,
-    );
+  return (
+    [...o.calls.values()]
+      .filter((c) => c.startedAt > o.lastFaultAt && c.outcome?.kind !== 'result')
+      // A memory memo is younger than its window: a re-issue of a key it never saw (the first attempt was
+      // lost before it reached the server) may have been run by a forgotten process, so outcome unknown.
+      .filter((c) => !(o.config.memo === 'memory' && c.outcome?.kind === 'unknown' && !o.starts.get(c.key)))
+      .map(
+        (c) =>
+          `${c.key} (${c.tool}) began at ${c.startedAt}ms, after the last fault (${o.lastFaultAt}ms), but ended ${JSON.stringify(c.outcome)}; attempts ${c.attempts.join(',')}`,
+      )
+  );
 };
 
 export const MODERN_CHECKS = {

@@ -15,10 +15,10 @@ import {
  * v2 `McpServer`, with the continuity extension (SQLite memo + log, or a memory memo) and without it.
  * fast-check generates schedules of calls (a counted charge, a progress stream, a read-only lookup), resets,
  * outages, refusals, black holes, latency and server restarts; every run is judged by every check.
- * Environment: MCPC_MODERN_STACK_RUNS (default 16), MCPC_MODERN_STACK_SEED and MCPC_MODERN_STACK_PATH
+ * Environment: MCPC_MODERN_STACK_RUNS (default 20), MCPC_MODERN_STACK_SEED and MCPC_MODERN_STACK_PATH
  * replay a reported failure; MCPC_MODERN_STACK_SHRINK=1 shrinks it (each step is a real run).
  */
-const RUNS = Number(process.env.MCPC_MODERN_STACK_RUNS ?? 16);
+const RUNS = Number(process.env.MCPC_MODERN_STACK_RUNS ?? 20);
 const SHRINK = process.env.MCPC_MODERN_STACK_SHRINK === '1';
 
 describe('the model properties hold on the real 2026-07-28 stack', () => {

@@ -296,7 +296,8 @@ export class ModernStackWorld {
       fetch: (url, init) => this.observedFetch(url, init),
       stallTimeoutMs: STALL_MS,
       policy: {
-        backoff: { initialDelayMs: 10, maxDelayMs: 100, factor: 2, maxRetries: 8, jitter: 'full' },
+        // Short, so a schedule stays short; long enough that some re-issues outlive a short outage.
+        backoff: { initialDelayMs: 40, maxDelayMs: 400, factor: 2, maxRetries: 8, jitter: 'full' },
       },
       onGap: (gap, call) => {
         this.gaps.push({ toolName: call.toolName, lost: gap, at: this.now() });
@@ -776,12 +777,25 @@ export async function checkModernProperties(o: {
   console.info(
     `${o.label ?? 'modern stack properties'}: ${o.runs} schedules, seed ${seed} (replay: MCPC_MODERN_STACK_SEED=${seed})`,
   );
-  return fc.check(
+  const tally = new Map<string, number>();
+  const count = (k: string) => tally.set(k, (tally.get(k) ?? 0) + 1);
+  const details = await fc.check(
     fc.asyncProperty(modernConfigArb, modernScheduleArb, async (config, schedule) => {
       const outcome = await runModernStack(schedule, { ...config, ...o.config }, o.variant);
+      count(`memo ${outcome.config.memo}`);
+      for (const c of outcome.calls.values()) count(`${c.tool} → ${c.outcome?.kind ?? 'none'}`);
+      for (const cmd of outcome.commands) if (cmd.kind === 'serverRestart') count('server restarts');
       const violations = judgeModern(outcome);
       if (Object.keys(violations).length > 0) throw new Error(reportModern(outcome, violations));
     }),
     { numRuns: o.runs, endOnFailure: !o.shrink, seed, ...(path ? { path } : {}) },
   );
+  // What the runs exercised: evidence the schedules reach the interesting endings, not only results.
+  console.info(
+    `${o.label ?? 'modern stack properties'}: ${[...tally]
+      .sort()
+      .map(([k, n]) => `${k}: ${n}`)
+      .join('; ')}`,
+  );
+  return details;
 }

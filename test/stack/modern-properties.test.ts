@@ -37,7 +37,7 @@ describe('the model properties hold on the real 2026-07-28 stack', () => {
   );
 });
 
-describe('the checks can fail: a server that advertises the extension without keyed requests', () => {
+describe('the checks can fail: two deliberately wrong servers', () => {
   /** A charge longer than the proxy's idle cut: the client re-issues it with its key, the server runs it again. */
   const cutCharge: ModernCommand[] = [
     { kind: 'charge', ms: 400 },
@@ -62,6 +62,18 @@ describe('the checks can fail: a server that advertises the extension without ke
     expect(violations, reportModern(outcome, violations)).toEqual({});
     expect(outcome.calls.get('c1')?.outcome).toEqual({ kind: 'result', text: 'charged c1' });
     expect(outcome.effects.get('c1')).toBe(1);
+  }, 30_000);
+
+  it('keyed runs cancelled when the stream closes: the idle cut ends the charge as outcome unknown, and the check says so', async () => {
+    const outcome = await runModernStack(
+      cutCharge,
+      { memo: 'sqlite', keepAlive: false, idleCut: true },
+      { cancelKeyedOnClose: true },
+    );
+    const violations = judgeModern(outcome);
+    expect(violations['the real result after the faults'], reportModern(outcome, violations)).toEqual([
+      expect.stringMatching(/^c1 \(charge\) began at .* but ended \{"kind":"unknown"/),
+    ]);
   }, 30_000);
 
   it('random schedules against the lying server find a counterexample', async () => {

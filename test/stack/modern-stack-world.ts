@@ -13,7 +13,7 @@ import { continuityFetch } from '../../src/client/modern/continuity-fetch.js';
 import { isOutcomeUnknown } from '../../src/client/outcome.js';
 import type { EventLog } from '../../src/server/event-log.js';
 import { type ContinuityServer, createContinuityServer } from '../../src/server/handler.js';
-import { createKeyedRequests } from '../../src/server/keyed/index.js';
+import { createKeyedRequests, type KeyedRequests } from '../../src/server/keyed/index.js';
 import type { MemoStore } from '../../src/server/memo-store.js';
 import { MemoryEventLog } from '../../src/server/memory-event-log.js';
 import { MemoryMemoStore } from '../../src/server/memory-memo-store.js';
@@ -75,6 +75,21 @@ export interface ModernVariant {
    * client trusts the advertisement and re-issues a cut charge with its key, and the server runs it again.
    */
   readonly advertiseWithoutKeyed?: boolean;
+  /**
+   * Keyed requests whose runs are tied to the client's connection: a closed stream cancels the work (the
+   * spec's rule without the extension), so a balancer's idle cut cancels a keyed charge mid-run.
+   */
+  readonly cancelKeyedOnClose?: boolean;
+}
+
+/** The wrong variant `cancelKeyedOnClose`: every keyed run also aborts when the client's request goes away. */
+function cancellingOnClose(keyed: KeyedRequests): KeyedRequests {
+  return {
+    settings: keyed.settings,
+    close: () => keyed.close(),
+    serve: (call, run) =>
+      keyed.serve(call, (message, signal) => run(message, AbortSignal.any([signal, call.request.signal]))),
+  };
 }
 
 export const PROXY_IDLE_MS = 250;
@@ -316,7 +331,7 @@ export class ModernStackWorld {
     const stores: Generation['stores'] = [];
     const generation: Generation = { g, dead: false, server: undefined as never, stores, running: 0 };
     const isDead = () => generation.dead;
-    let keyed: ReturnType<typeof createKeyedRequests> | undefined;
+    let keyed: KeyedRequests | undefined;
     if (this.config.memo !== 'none') {
       const log: EventLog =
         this.config.memo === 'sqlite'
@@ -327,12 +342,13 @@ export class ModernStackWorld {
           ? new SqliteMemoStore({ path: join(this.dir, 'memo.db'), memoWindowMs: MEMO_WINDOW_MS })
           : new MemoryMemoStore({ memoWindowMs: MEMO_WINDOW_MS });
       stores.push(log, memo);
-      keyed = createKeyedRequests({
+      const real = createKeyedRequests({
         log: mortal(log, isDead),
         memo: mortal(memo, isDead),
         pollMs: 50,
         onError: (e) => this.note(`g${g} keyed error: ${(e as Error).message}`),
       });
+      keyed = this.variant.cancelKeyedOnClose ? cancellingOnClose(real) : real;
     }
     const keepAliveMs = this.config.keepAlive ? HEARTBEAT_MS : 0;
     const server = createContinuityServer({

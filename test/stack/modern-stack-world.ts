@@ -1,0 +1,817 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import http from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { McpServer as McpServerV1 } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { McpServer } from '@modelcontextprotocol/server';
+import Database from 'better-sqlite3';
+import fc from 'fast-check';
+import { z } from 'zod';
+import { continuityCapability, DEFAULT_CONTINUITY_SETTINGS } from '../../machines/continuity-extension.js';
+import { continuityFetch } from '../../src/client/modern/continuity-fetch.js';
+import { isOutcomeUnknown } from '../../src/client/outcome.js';
+import type { EventLog } from '../../src/server/event-log.js';
+import { type ContinuityServer, createContinuityServer } from '../../src/server/handler.js';
+import { createKeyedRequests, type KeyedRequests } from '../../src/server/keyed/index.js';
+import type { MemoStore } from '../../src/server/memo-store.js';
+import { MemoryEventLog } from '../../src/server/memory-event-log.js';
+import { MemoryMemoStore } from '../../src/server/memory-memo-store.js';
+import { SqliteEventLog } from '../../src/server/sqlite-event-log.js';
+import { SqliteMemoStore } from '../../src/server/sqlite-memo-store.js';
+import { FaultProxy } from '../../src/testing/fault-proxy.js';
+
+/**
+ * The model's properties on the REAL stack for MCP 2026-07-28: the official v2 `Client` pinned to
+ * 2026-07-28 with `continuityFetch()` → FaultProxy → `createContinuityServer({ modern })` on a v2
+ * `McpServer`, with the continuity extension (keyed requests on a durable SQLite memo + log, or on a memory
+ * memo that a restart forgets) or without it (the official v2 server path through our endpoint, unkeyed).
+ * Commands are data, so fast-check generates, shrinks and prints them. What the checks judge is recorded
+ * outside the system under test: side effects in the tool bodies, progress as the application's
+ * `onprogress` receives it, outcomes as `client.callTool` settles.
+ */
+export type ModernCommand =
+  /** Not idempotent, not read-only: its side effect (counted per call) lands after `ms`. */
+  | { readonly kind: 'charge'; readonly ms: number }
+  /** Not read-only: sends progress 1..count, `intervalMs` apart, then answers. Its start is counted. */
+  | { readonly kind: 'stream'; readonly count: number; readonly intervalMs: number }
+  /** `readOnlyHint: true`: may be re-issued freely; answers after `ms`. */
+  | { readonly kind: 'lookup'; readonly ms: number }
+  | { readonly kind: 'wait'; readonly ms: number }
+  /** One open proxied connection resets (chosen by position, so it stays valid while shrinking). */
+  | { readonly kind: 'reset'; readonly pick: number }
+  /** A load balancer recycles: every connection resets. */
+  | { readonly kind: 'resetAll' }
+  /** No healthy backend for `ms`: open connections reset, new ones get 503. */
+  | { readonly kind: 'outage'; readonly ms: number }
+  /** The next `count` new connections get 503. */
+  | { readonly kind: 'serverError'; readonly count: number }
+  /** One open connection stops forwarding without closing. */
+  | { readonly kind: 'blackhole'; readonly pick: number }
+  /** Every chunk is delayed this much from now on, if more than now (never less: TCP keeps order). */
+  | { readonly kind: 'latency'; readonly ms: number }
+  /**
+   * The server process dies and a new one takes the port: every connection drops; the dead process does
+   * nothing more (its tool bodies stop before their side effect, its stores never answer again). SQLite:
+   * the new process opens the same files. Memory: the new process remembers nothing.
+   */
+  | { readonly kind: 'serverRestart' };
+
+export type CallKind = 'charge' | 'stream' | 'lookup';
+
+export interface ModernConfig {
+  /** The continuity extension on a durable SQLite memo + log, on a memory memo + log, or off (`none`). */
+  readonly memo: 'sqlite' | 'memory' | 'none';
+  /** SSE keep-alive comments every HEARTBEAT_MS on modern streams, or none. */
+  readonly keepAlive: boolean;
+  /** The proxy cuts connections idle for PROXY_IDLE_MS (a load balancer), or never. */
+  readonly idleCut: boolean;
+}
+
+/** Deliberately wrong systems, to show the checks can fail. */
+export interface ModernVariant {
+  /**
+   * The server advertises the continuity extension in `server/discover` but has no keyed requests: the
+   * client trusts the advertisement and re-issues a cut charge with its key, and the server runs it again.
+   */
+  readonly advertiseWithoutKeyed?: boolean;
+  /**
+   * Keyed requests whose runs are tied to the client's connection: a closed stream cancels the work (the
+   * spec's rule without the extension), so a balancer's idle cut cancels a keyed charge mid-run.
+   */
+  readonly cancelKeyedOnClose?: boolean;
+}
+
+/** The wrong variant `cancelKeyedOnClose`: every keyed run also aborts when the client's request goes away. */
+function cancellingOnClose(keyed: KeyedRequests): KeyedRequests {
+  return {
+    settings: keyed.settings,
+    close: () => keyed.close(),
+    serve: (call, run) =>
+      keyed.serve(call, (message, signal) => run(message, AbortSignal.any([signal, call.request.signal]))),
+  };
+}
+
+export const PROXY_IDLE_MS = 250;
+export const HEARTBEAT_MS = 100;
+export const STALL_MS = 400;
+export const SETTLE_BOUND_MS = 8_000;
+/** After the calls settled: tool bodies still running in the live process finish within this. */
+const DRAIN_BOUND_MS = 2_000;
+const BREATH_MS = 5;
+/** The advertised memo window: longer than the client's memo margin, or it never re-issues through the extension. */
+const MEMO_WINDOW_MS = DEFAULT_CONTINUITY_SETTINGS.memoWindowMs;
+const MODERN = '2026-07-28';
+
+const callArb: fc.Arbitrary<ModernCommand> = fc.oneof(
+  {
+    arbitrary: fc.record({ kind: fc.constant('charge' as const), ms: fc.integer({ min: 0, max: 400 }) }),
+    weight: 3,
+  },
+  {
+    arbitrary: fc.record({
+      kind: fc.constant('stream' as const),
+      count: fc.integer({ min: 2, max: 8 }),
+      intervalMs: fc.integer({ min: 10, max: 80 }),
+    }),
+    weight: 2,
+  },
+  {
+    arbitrary: fc.record({ kind: fc.constant('lookup' as const), ms: fc.integer({ min: 0, max: 300 }) }),
+    weight: 1,
+  },
+);
+
+const commandArb: fc.Arbitrary<ModernCommand> = fc.oneof(
+  { arbitrary: callArb, weight: 4 },
+  {
+    arbitrary: fc.record({ kind: fc.constant('wait' as const), ms: fc.integer({ min: 10, max: 300 }) }),
+    weight: 3,
+  },
+  { arbitrary: fc.record({ kind: fc.constant('reset' as const), pick: fc.nat({ max: 7 }) }), weight: 1 },
+  { arbitrary: fc.constant({ kind: 'resetAll' as const }), weight: 1 },
+  {
+    arbitrary: fc.record({ kind: fc.constant('outage' as const), ms: fc.integer({ min: 20, max: 300 }) }),
+    weight: 1,
+  },
+  {
+    arbitrary: fc.record({
+      kind: fc.constant('serverError' as const),
+      count: fc.integer({ min: 1, max: 3 }),
+    }),
+    weight: 1,
+  },
+  { arbitrary: fc.record({ kind: fc.constant('blackhole' as const), pick: fc.nat({ max: 7 }) }), weight: 1 },
+  {
+    arbitrary: fc.record({ kind: fc.constant('latency' as const), ms: fc.integer({ min: 0, max: 40 }) }),
+    weight: 1,
+  },
+  { arbitrary: fc.constant({ kind: 'serverRestart' as const }), weight: 1 },
+);
+
+/** Schedules of 2–8 commands that start with a call, so there is something in flight to break. */
+export const modernScheduleArb: fc.Arbitrary<ModernCommand[]> = fc
+  .tuple(callArb, fc.array(commandArb, { minLength: 1, maxLength: 7 }))
+  .map(([first, rest]) => [first, ...rest]);
+
+export const modernConfigArb: fc.Arbitrary<ModernConfig> = fc.record({
+  memo: fc.constantFrom('sqlite' as const, 'memory' as const, 'none' as const),
+  keepAlive: fc.boolean(),
+  idleCut: fc.boolean(),
+});
+
+export type ModernOutcomeKind =
+  | { readonly kind: 'result'; readonly text: string | undefined }
+  | { readonly kind: 'unknown'; readonly detail: string }
+  | { readonly kind: 'error'; readonly detail: string };
+
+export interface ModernCallRecord {
+  readonly key: string;
+  readonly tool: CallKind;
+  readonly args: Record<string, unknown>;
+  readonly startedAt: number;
+  /** How each HTTP attempt of this call ended, as the client's inner fetch saw it. */
+  readonly attempts: string[];
+  /** Progress numbers in the order the application's `onprogress` received them. */
+  readonly delivered: number[];
+  outcome?: ModernOutcomeKind;
+  settledAt?: number;
+}
+
+export interface ModernOutcome {
+  readonly config: ModernConfig;
+  readonly variant: ModernVariant;
+  readonly commands: readonly ModernCommand[];
+  readonly calls: Map<string, ModernCallRecord>;
+  /** Side effects per call key: charges that landed, stream bodies that started. */
+  readonly effects: Map<string, number>;
+  /** Tool bodies started per call key (any tool, any process). */
+  readonly starts: Map<string, number>;
+  /** When the last fault happened (a restart, a reset, a refusal, a black hole; idle cuts excluded). */
+  readonly lastFaultAt: number;
+  readonly gaps: Array<{ readonly toolName: string; readonly lost: unknown; readonly at: number }>;
+  readonly hung: string[];
+  readonly settledAfterMs: number;
+  readonly log: string[];
+}
+
+interface Generation {
+  readonly g: number;
+  dead: boolean;
+  readonly server: ContinuityServer;
+  /** The raw stores (closed at teardown, after the servers). */
+  readonly stores: Array<{ close(): Promise<void> }>;
+  /** Tool bodies of this process still running (not counting the dead process's frozen ones). */
+  running: number;
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+/** What a dead process's pending work awaits: nothing ever again. */
+const never = () => new Promise<never>(() => {});
+
+/**
+ * The deployment is older than its memo window: the SQLite memo has kept every key for longer than the
+ * window, so it can tell a lost first attempt (an unknown key: run it) from an evicted one. A brand-new
+ * memo cannot (docs/continuity-extension.md §4: outcome unknown), which `realResultAfterFaults` allows for.
+ * Written the way SqliteMemoStore keeps it (`memo_meta.since`), before the store first opens the file.
+ */
+function ageMemo(path: string): void {
+  const db = new Database(path);
+  db.exec('CREATE TABLE IF NOT EXISTS memo_meta (k TEXT PRIMARY KEY, v INTEGER NOT NULL) WITHOUT ROWID');
+  db.prepare("INSERT OR REPLACE INTO memo_meta (k, v) VALUES ('since', ?)").run(
+    Date.now() - MEMO_WINDOW_MS - 60_000,
+  );
+  db.close();
+}
+
+/**
+ * A store as a process that can die sees it: once `isDead()`, every call hangs forever (a dead process
+ * never completes a write, nor reads again), so nothing it did not finish before its death lands.
+ */
+function mortal<T extends object>(target: T, isDead: () => boolean): T {
+  return new Proxy(target, {
+    get(t, p) {
+      const v = Reflect.get(t, p, t);
+      if (typeof v !== 'function') return v;
+      return (...args: unknown[]) => (isDead() ? never() : v.apply(t, args));
+    },
+  });
+}
+
+export class ModernStackWorld {
+  private readonly t0 = Date.now();
+  private readonly generations: Generation[] = [];
+  private gen!: Generation;
+  private httpServer!: http.Server;
+  private proxy!: FaultProxy;
+  private client!: Client;
+  private dir!: string;
+  private latencyMs = 0;
+  private callCount = 0;
+  private closing = false;
+  lastFaultAt = -1;
+  readonly calls = new Map<string, ModernCallRecord>();
+  readonly effects = new Map<string, number>();
+  readonly starts = new Map<string, number>();
+  readonly gaps: ModernOutcome['gaps'] = [];
+  readonly log: string[] = [];
+  readonly commands: ModernCommand[] = [];
+
+  private constructor(
+    readonly config: ModernConfig,
+    readonly variant: ModernVariant,
+  ) {}
+
+  static async start(config: ModernConfig, variant: ModernVariant = {}): Promise<ModernStackWorld> {
+    const world = new ModernStackWorld(config, variant);
+    try {
+      await world.boot();
+    } catch (error) {
+      await world.close();
+      throw error;
+    }
+    return world;
+  }
+
+  private now(): number {
+    return Date.now() - this.t0;
+  }
+
+  private note(line: string): void {
+    this.log.push(`${String(this.now()).padStart(5)}ms ${line}`);
+  }
+
+  private fault(what: string): void {
+    this.lastFaultAt = this.now();
+    this.note(what);
+  }
+
+  private async boot(): Promise<void> {
+    this.dir = await mkdtemp(join(tmpdir(), 'mcpc-modern-stack-'));
+    if (this.config.memo === 'sqlite') ageMemo(join(this.dir, 'memo.db'));
+    this.gen = this.makeGeneration();
+    this.httpServer = http.createServer((req, res) => this.gen.server.nodeHandler(req, res));
+    await new Promise<void>((r) => this.httpServer.listen(0, '127.0.0.1', r));
+    const port = (this.httpServer.address() as { port: number }).port;
+    this.proxy = await FaultProxy.start({
+      target: { host: '127.0.0.1', port },
+      ...(this.config.idleCut ? { idleTimeoutMs: PROXY_IDLE_MS } : {}),
+    });
+    this.proxy.on('fault', (e) => {
+      if (e.type === 'cut' && e.reason === 'idle') this.note(`proxy cut #${e.id} ${e.label} (idle)`);
+      else if (e.type === 'cut') this.fault(`proxy cut #${e.id} ${e.label} (${e.reason})`);
+      else if (e.type === 'refused') this.fault(`proxy refused #${e.id} with ${e.status}`);
+      else if (e.type === 'blackhole') this.fault(`proxy black-holed #${e.id} ${e.label}`);
+    });
+    this.client = new Client(
+      { name: 'modern-stack', version: '1.0.0' },
+      { versionNegotiation: { mode: { pin: MODERN } } },
+    );
+    const fetchImpl = continuityFetch({
+      fetch: (url, init) => this.observedFetch(url, init),
+      stallTimeoutMs: STALL_MS,
+      policy: {
+        // Short, so a schedule stays short; long enough that some re-issues outlive a short outage.
+        backoff: { initialDelayMs: 40, maxDelayMs: 400, factor: 2, maxRetries: 8, jitter: 'full' },
+      },
+      onGap: (gap, call) => {
+        this.gaps.push({ toolName: call.toolName, lost: gap, at: this.now() });
+        this.note(`gap ${call.toolName} ${JSON.stringify(gap)}`);
+      },
+      onCallEnded: (ending) => this.note(`ended ${ending.toolName}: ${JSON.stringify(ending).slice(0, 160)}`),
+    });
+    await this.client.connect(new StreamableHTTPClientTransport(this.proxy.url(), { fetch: fetchImpl }));
+    // continuityFetch learns the tools' annotations (lookup is read-only) from the list as it passes.
+    await this.client.listTools();
+  }
+
+  /** One server process: its stores (wrapped so they die with it), its keyed requests, its endpoint. */
+  private makeGeneration(): Generation {
+    const g = this.generations.length + 1;
+    const stores: Generation['stores'] = [];
+    const generation: Generation = { g, dead: false, server: undefined as never, stores, running: 0 };
+    const isDead = () => generation.dead;
+    let keyed: KeyedRequests | undefined;
+    if (this.config.memo !== 'none') {
+      const log: EventLog =
+        this.config.memo === 'sqlite'
+          ? new SqliteEventLog({ path: join(this.dir, 'log.db') })
+          : new MemoryEventLog();
+      const memo: MemoStore =
+        this.config.memo === 'sqlite'
+          ? new SqliteMemoStore({ path: join(this.dir, 'memo.db'), memoWindowMs: MEMO_WINDOW_MS })
+          : new MemoryMemoStore({ memoWindowMs: MEMO_WINDOW_MS });
+      stores.push(log, memo);
+      const real = createKeyedRequests({
+        log: mortal(log, isDead),
+        memo: mortal(memo, isDead),
+        pollMs: 50,
+        onError: (e) => this.note(`g${g} keyed error: ${(e as Error).message}`),
+      });
+      keyed = this.variant.cancelKeyedOnClose ? cancellingOnClose(real) : real;
+    }
+    const keepAliveMs = this.config.keepAlive ? HEARTBEAT_MS : 0;
+    const server = createContinuityServer({
+      // The 2025 side is never used here; the endpoint needs one.
+      createMcpServer: () => new McpServerV1({ name: 'modern-stack-2025', version: '1.0.0' }),
+      heartbeatMs: keepAliveMs,
+      modern: {
+        createServer: () => this.mcpServer(generation),
+        keepAliveMs,
+        ...(keyed ? { keyed } : {}),
+      },
+      onError: (e) => this.note(`g${g} server error: ${(e as Error).message}`),
+    });
+    Object.assign(generation, { server });
+    this.generations.push(generation);
+    this.note(`server g${g} up (${this.config.memo})`);
+    return generation;
+  }
+
+  /** The application's v2 McpServer: three tools whose effects are counted here, outside the stack. */
+  private mcpServer(gen: Generation): McpServer {
+    const server = new McpServer({ name: 'modern-stack', version: '1.0.0' });
+    if (this.variant.advertiseWithoutKeyed) {
+      server.server.registerCapabilities(
+        continuityCapability(DEFAULT_CONTINUITY_SETTINGS) as Parameters<
+          typeof server.server.registerCapabilities
+        >[0],
+      );
+    }
+    const body = async <T>(key: string, work: () => Promise<T>): Promise<T> => {
+      this.starts.set(key, (this.starts.get(key) ?? 0) + 1);
+      gen.running++;
+      try {
+        return await work();
+      } finally {
+        gen.running--;
+      }
+    };
+    // A dead process does nothing more: the body stops where it is, before its side effect.
+    const alive = async () => {
+      if (gen.dead) await never();
+    };
+    server.registerTool(
+      'charge',
+      { inputSchema: z.object({ call: z.string(), ms: z.number() }) },
+      // It ignores every abort signal: a cut connection does not stop a card being charged.
+      ({ call, ms }) =>
+        body(call, async () => {
+          await sleep(ms);
+          await alive();
+          this.effects.set(call, (this.effects.get(call) ?? 0) + 1);
+          this.note(`g${gen.g} charged ${call}`);
+          return { content: [{ type: 'text' as const, text: `charged ${call}` }] };
+        }),
+    );
+    server.registerTool(
+      'stream',
+      { inputSchema: z.object({ call: z.string(), count: z.number(), intervalMs: z.number() }) },
+      ({ call, count, intervalMs }, ctx) =>
+        body(call, async () => {
+          await alive();
+          this.effects.set(call, (this.effects.get(call) ?? 0) + 1);
+          const token = ctx.mcpReq._meta?.progressToken;
+          for (let i = 1; i <= count; i++) {
+            await sleep(intervalMs);
+            await alive();
+            if (token !== undefined)
+              await ctx.mcpReq.notify({
+                method: 'notifications/progress',
+                params: { progressToken: token, progress: i, total: count },
+              });
+          }
+          return { content: [{ type: 'text' as const, text: `streamed ${call} ${count}` }] };
+        }),
+    );
+    server.registerTool(
+      'lookup',
+      {
+        inputSchema: z.object({ call: z.string(), ms: z.number() }),
+        annotations: { readOnlyHint: true },
+      },
+      ({ call, ms }) =>
+        body(call, async () => {
+          await sleep(ms);
+          await alive();
+          return { content: [{ type: 'text' as const, text: `looked ${call}` }] };
+        }),
+    );
+    return server;
+  }
+
+  /** The client's inner fetch: notes how each attempt of a call ends. */
+  private async observedFetch(url: string | URL | Request, init: RequestInit | undefined): Promise<Response> {
+    const call = this.callOf(init);
+    const record = call ? this.calls.get(call) : undefined;
+    try {
+      const response = await fetch(url, init);
+      if (record) {
+        record.attempts.push(String(response.status));
+        this.note(`POST ${call} → ${response.status}`);
+      }
+      return response;
+    } catch (error) {
+      if (record) {
+        record.attempts.push((error as Error).name);
+        this.note(`POST ${call} → ${(error as Error).name}: ${(error as Error).message}`);
+      }
+      throw error;
+    }
+  }
+
+  private callOf(init: RequestInit | undefined): string | undefined {
+    if (init?.method !== 'POST' || typeof init.body !== 'string') return;
+    try {
+      const body = JSON.parse(init.body) as { method?: string; params?: { arguments?: { call?: unknown } } };
+      const call = body.params?.arguments?.call;
+      return body.method === 'tools/call' && typeof call === 'string' ? call : undefined;
+    } catch {
+      return;
+    }
+  }
+
+  async apply(cmd: ModernCommand): Promise<void> {
+    this.commands.push(cmd);
+    this.note(`> ${JSON.stringify(cmd)}`);
+    const pick = <T>(xs: T[], i: number): T | undefined => (xs.length === 0 ? undefined : xs[i % xs.length]);
+    switch (cmd.kind) {
+      case 'charge':
+      case 'stream':
+      case 'lookup':
+        this.call(cmd);
+        break;
+      case 'wait':
+        await sleep(cmd.ms);
+        break;
+      case 'latency':
+        this.latencyMs = Math.max(this.latencyMs, cmd.ms);
+        this.proxy.setLatency(this.latencyMs);
+        break;
+      case 'reset': {
+        const target = pick([...this.proxy.connections], cmd.pick);
+        if (target) this.proxy.reset((c) => c === target);
+        break;
+      }
+      case 'resetAll':
+        this.proxy.reset();
+        break;
+      case 'outage':
+        this.fault(`outage for ${cmd.ms} ms`);
+        this.proxy.outage(cmd.ms);
+        // The outage lasts: it is a fault until it ends.
+        setTimeout(() => this.fault('outage over'), cmd.ms).unref();
+        break;
+      case 'serverError':
+        this.proxy.failNext(cmd.count);
+        break;
+      case 'blackhole': {
+        const target = pick([...this.proxy.connections], cmd.pick);
+        if (target) {
+          this.proxy.blackhole((c) => c === target);
+          this.faultUntilClosed(target);
+        }
+        break;
+      }
+      case 'serverRestart':
+        this.restartServer();
+        break;
+    }
+    await sleep(BREATH_MS);
+  }
+
+  private call(cmd: Extract<ModernCommand, { kind: CallKind }>): void {
+    const key = `c${++this.callCount}`;
+    const args: Record<string, unknown> =
+      cmd.kind === 'stream'
+        ? { call: key, count: cmd.count, intervalMs: cmd.intervalMs }
+        : { call: key, ms: cmd.ms };
+    const record: ModernCallRecord = {
+      key,
+      tool: cmd.kind,
+      args,
+      startedAt: this.now(),
+      attempts: [],
+      delivered: [],
+    };
+    this.calls.set(key, record);
+    const settle = (outcome: ModernOutcomeKind) => {
+      if (this.closing) return;
+      record.outcome = outcome;
+      record.settledAt = this.now();
+      this.note(`${key} (${cmd.kind}) → ${JSON.stringify(outcome)}`);
+    };
+    this.client
+      .callTool(
+        { name: cmd.kind, arguments: args },
+        { onprogress: (p) => void record.delivered.push(p.progress) },
+      )
+      .then(
+        (r) => {
+          const content = r.content as Array<{ text?: string }> | undefined;
+          if (r.isError) settle({ kind: 'error', detail: `isError ${content?.[0]?.text}` });
+          else settle({ kind: 'result', text: content?.[0]?.text });
+        },
+        (e: unknown) => {
+          const detail = `${(e as { code?: unknown }).code ?? ''} ${(e as Error).message ?? String(e)}`;
+          settle(isOutcomeUnknown(e) ? { kind: 'unknown', detail } : { kind: 'error', detail });
+        },
+      );
+  }
+
+  /**
+   * A black-holed connection stays a fault until it closes (an idle cut, the client's stall timer): a
+   * pooled keep-alive connection may carry a call made long after the black hole began.
+   */
+  private faultUntilClosed(target: FaultProxy['connections'] extends Set<infer C> ? C : never): void {
+    const started = Date.now();
+    const watch = setInterval(() => {
+      if (this.closing || Date.now() - started > SETTLE_BOUND_MS * 2) return clearInterval(watch);
+      if (this.proxy.connections.has(target)) return;
+      clearInterval(watch);
+      this.fault(`black-holed #${target.id} closed`);
+    }, 10);
+    watch.unref();
+  }
+
+  /** The process dies (its stores and bodies freeze), a new one takes the port, every connection drops. */
+  private restartServer(): void {
+    this.gen.dead = true;
+    this.gen = this.makeGeneration();
+    this.httpServer.closeAllConnections();
+    this.fault(`server restarted as g${this.gen.g}`);
+  }
+
+  private unsettled(): string[] {
+    return [...this.calls.values()].filter((c) => !c.outcome).map((c) => c.key);
+  }
+
+  /** Faults stop; waits (bounded) until every call has settled and the live process's bodies finished. */
+  async settle(): Promise<ModernOutcome> {
+    const start = Date.now();
+    this.note('settle');
+    while (this.unsettled().length > 0 && Date.now() - start < SETTLE_BOUND_MS) await sleep(20);
+    const settledAfterMs = Date.now() - start;
+    // A body still running may yet land its side effect: the checks judge what finally happened.
+    const drain = Date.now();
+    while (this.gen.running > 0 && Date.now() - drain < DRAIN_BOUND_MS) await sleep(20);
+    await sleep(50);
+    return {
+      config: this.config,
+      variant: this.variant,
+      commands: this.commands,
+      calls: this.calls,
+      effects: this.effects,
+      starts: this.starts,
+      lastFaultAt: this.lastFaultAt,
+      gaps: this.gaps,
+      hung: this.unsettled(),
+      settledAfterMs,
+      log: this.log,
+    };
+  }
+
+  async close(): Promise<void> {
+    this.closing = true;
+    await this.client?.close().catch(() => undefined);
+    if (this.proxy) await Promise.race([this.proxy.close().catch(() => undefined), sleep(250)]);
+    for (const g of this.generations) {
+      g.dead = true;
+      await g.server.close().catch(() => undefined);
+    }
+    if (this.httpServer) {
+      this.httpServer.closeAllConnections();
+      await new Promise<void>((r) => this.httpServer.close(() => r()));
+    }
+    for (const g of this.generations) for (const s of g.stores) await s.close().catch(() => undefined);
+    if (this.dir) await rm(this.dir, { recursive: true, force: true, maxRetries: 3 });
+  }
+}
+
+/** Runs one schedule on a fresh stack, settles, and tears everything down. */
+export async function runModernStack(
+  commands: readonly ModernCommand[],
+  config: ModernConfig,
+  variant: ModernVariant = {},
+): Promise<ModernOutcome> {
+  const world = await ModernStackWorld.start(config, variant);
+  try {
+    for (const cmd of commands) await world.apply(cmd);
+    return await world.settle();
+  } finally {
+    await world.close();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The checks: the model's invariants, judged on what the real stack recorded.
+// ---------------------------------------------------------------------------------------------------
+
+export type ModernCheck = (o: ModernOutcome) => string[];
+
+const effectful = (c: ModernCallRecord) => c.tool === 'charge' || c.tool === 'stream';
+const effectsOf = (o: ModernOutcome, c: ModernCallRecord) => o.effects.get(c.key) ?? 0;
+
+/** A charge never lands twice for one application call; a stream body never starts twice. */
+export const atMostOnce: ModernCheck = (o) =>
+  [...o.calls.values()]
+    .filter((c) => effectful(c) && effectsOf(o, c) > 1)
+    .map((c) => `${c.key} (${c.tool}) ran ${effectsOf(o, c)} times; outcome ${JSON.stringify(c.outcome)}`);
+
+/**
+ * A call that failed definitely never ran; one that ran ended with its result or outcome unknown; a result
+ * is the real one (its text, and the effect happened exactly once).
+ */
+export const honestErrors: ModernCheck = (o) => {
+  const out: string[] = [];
+  for (const c of o.calls.values()) {
+    const ran = effectsOf(o, c);
+    if (effectful(c) && c.outcome?.kind === 'error' && ran > 0)
+      out.push(`${c.key} (${c.tool}) failed with ${JSON.stringify(c.outcome)} but it ran ${ran} time(s)`);
+    if (c.outcome?.kind === 'result') {
+      const expected =
+        c.tool === 'charge'
+          ? `charged ${c.key}`
+          : c.tool === 'stream'
+            ? `streamed ${c.key} ${c.args.count}`
+            : `looked ${c.key}`;
+      if (c.outcome.text !== expected)
+        out.push(
+          `${c.key} (${c.tool}) answered ${JSON.stringify(c.outcome.text)}, not ${JSON.stringify(expected)}`,
+        );
+      if (effectful(c) && ran !== 1)
+        out.push(`${c.key} (${c.tool}) answered with a result but ran ${ran} times`);
+    }
+  }
+  return out;
+};
+
+/** Every call ends (result, error or outcome unknown) within SETTLE_BOUND_MS after the faults stop. */
+export const noHang: ModernCheck = (o) =>
+  o.hung.map((k) => {
+    const c = o.calls.get(k);
+    return `${k} (${c?.tool} ${JSON.stringify(c?.args)}) has no outcome ${SETTLE_BOUND_MS} ms after faults stopped; attempts ${c?.attempts.join(',')}`;
+  });
+
+/** Progress reaches the application once each, in order; a streamed result comes with all of it (or a gap). */
+export const noDuplicateDelivery: ModernCheck = (o) => {
+  const out: string[] = [];
+  for (const c of o.calls.values()) {
+    const ns = c.delivered;
+    if (ns.some((n, i) => i > 0 && n <= (ns[i - 1] as number)))
+      out.push(`${c.key} (${c.tool}): progress delivered duplicated or out of order (${ns.join(',')})`);
+    if (c.tool === 'stream' && c.outcome?.kind === 'result') {
+      const count = c.args.count as number;
+      const flagged = o.gaps.some((g) => g.toolName === 'stream');
+      if (!flagged && new Set(ns).size !== count)
+        out.push(
+          `${c.key}: result after ${new Set(ns).size} of ${count} progress notifications, no gap reported`,
+        );
+    }
+  }
+  return out;
+};
+
+/**
+ * With the extension, a call that began after the last fault (restart, reset, refusal, outage, a black hole
+ * until its connection closed; the balancer's idle cuts and latency are the weather, not faults) ends with
+ * the real result.
+ */
+export const realResultAfterFaults: ModernCheck = (o) => {
+  if (o.config.memo === 'none') return [];
+  return (
+    [...o.calls.values()]
+      .filter((c) => c.startedAt > o.lastFaultAt && c.outcome?.kind !== 'result')
+      // A memory memo is younger than its window: a re-issue of a key it never saw (the first attempt was
+      // lost before it reached the server) may have been run by a forgotten process, so outcome unknown.
+      .filter((c) => !(o.config.memo === 'memory' && c.outcome?.kind === 'unknown' && !o.starts.get(c.key)))
+      .map(
+        (c) =>
+          `${c.key} (${c.tool}) began at ${c.startedAt}ms, after the last fault (${o.lastFaultAt}ms), but ended ${JSON.stringify(c.outcome)}; attempts ${c.attempts.join(',')}`,
+      )
+  );
+};
+
+export const MODERN_CHECKS = {
+  'at most once': atMostOnce,
+  'honest errors': honestErrors,
+  'no hang': noHang,
+  'no duplicate or out-of-order progress': noDuplicateDelivery,
+  'the real result after the faults': realResultAfterFaults,
+} as const satisfies Record<string, ModernCheck>;
+
+export type ModernCheckName = keyof typeof MODERN_CHECKS;
+
+/** Runs every check and returns the violations found, by check. */
+export function judgeModern(o: ModernOutcome): Partial<Record<ModernCheckName, string[]>> {
+  const found: Partial<Record<ModernCheckName, string[]>> = {};
+  for (const [name, check] of Object.entries(MODERN_CHECKS) as Array<[ModernCheckName, ModernCheck]>) {
+    const v = check(o);
+    if (v.length > 0) found[name] = v;
+  }
+  return found;
+}
+
+/** A readable account of a run: the violations, then what happened, in order. */
+export function reportModern(
+  o: ModernOutcome,
+  violations: Partial<Record<ModernCheckName, string[]>>,
+): string {
+  return [
+    `config ${JSON.stringify(o.config)}; variant ${JSON.stringify(o.variant)}; schedule ${JSON.stringify(o.commands)}`,
+    ...Object.entries(violations).flatMap(([name, vs]) => [
+      `✗ ${name}:`,
+      ...(vs ?? []).map((v) => `    ${v}`),
+    ]),
+    `effects ${JSON.stringify([...o.effects])}; starts ${JSON.stringify([...o.starts])}; settled after ${o.settledAfterMs} ms`,
+    'timeline:',
+    ...o.log.map((l) => `  ${l}`),
+  ].join('\n');
+}
+
+/**
+ * fast-check over random configs and schedules, each on a fresh stack and judged by every check; a failure
+ * throws the violations and the run's timeline. Seed and path from the arguments or MCPC_MODERN_STACK_SEED /
+ * MCPC_MODERN_STACK_PATH; the seed is printed before the run, so any run can be replayed.
+ */
+export async function checkModernProperties(o: {
+  readonly runs: number;
+  readonly seed?: number;
+  readonly path?: string;
+  readonly shrink?: boolean;
+  readonly config?: Partial<ModernConfig>;
+  readonly variant?: ModernVariant;
+  readonly label?: string;
+}): Promise<fc.RunDetails<[ModernConfig, ModernCommand[]]>> {
+  const env = process.env;
+  const seed =
+    o.seed ??
+    (env.MCPC_MODERN_STACK_SEED === undefined
+      ? (Date.now() ^ Math.floor(Math.random() * 0x7fffffff)) | 0
+      : Number(env.MCPC_MODERN_STACK_SEED));
+  const path = o.path ?? env.MCPC_MODERN_STACK_PATH;
+  console.info(
+    `${o.label ?? 'modern stack properties'}: ${o.runs} schedules, seed ${seed} (replay: MCPC_MODERN_STACK_SEED=${seed})`,
+  );
+  const tally = new Map<string, number>();
+  const count = (k: string) => tally.set(k, (tally.get(k) ?? 0) + 1);
+  const details = await fc.check(
+    fc.asyncProperty(modernConfigArb, modernScheduleArb, async (config, schedule) => {
+      const outcome = await runModernStack(schedule, { ...config, ...o.config }, o.variant);
+      count(`memo ${outcome.config.memo}`);
+      for (const c of outcome.calls.values()) count(`${c.tool} → ${c.outcome?.kind ?? 'none'}`);
+      for (const cmd of outcome.commands) if (cmd.kind === 'serverRestart') count('server restarts');
+      const violations = judgeModern(outcome);
+      if (Object.keys(violations).length > 0) throw new Error(reportModern(outcome, violations));
+    }),
+    { numRuns: o.runs, endOnFailure: !o.shrink, seed, ...(path ? { path } : {}) },
+  );
+  // What the runs exercised: evidence the schedules reach the interesting endings, not only results.
+  console.info(
+    `${o.label ?? 'modern stack properties'}: ${[...tally]
+      .sort()
+      .map(([k, n]) => `${k}: ${n}`)
+      .join('; ')}`,
+  );
+  return details;
+}

@@ -4,6 +4,7 @@ import {
   caseOf,
   DEFAULT_STATELESS_POLICY,
   decideStatelessEnd,
+  keysCall,
   mayHaveRun,
   STATELESS_DECISION_TABLE,
   type StatelessCallContext,
@@ -436,5 +437,21 @@ describe('safety property', () => {
       { numRuns: 3_000, seed: 7 },
     );
     expect(out.failed).toBe(true);
+  });
+});
+
+describe('keysCall: which calls carry an idempotency key', () => {
+  const ext = { memoWindowMs: 86_400_000 };
+  it('only when the extension is advertised and the tool is not safe by its trusted annotations', () => {
+    expect(keysCall(undefined, undefined)).toBe(false);
+    expect(keysCall(undefined, ext)).toBe(true);
+    expect(keysCall({}, ext)).toBe(true);
+    expect(keysCall({ readOnlyHint: true }, ext)).toBe(false);
+    expect(keysCall({ idempotentHint: true }, ext)).toBe(false);
+    expect(keysCall({ readOnlyHint: true }, undefined)).toBe(false);
+    // Hints from an untrusted server are not relied on: the key stays.
+    expect(
+      keysCall({ readOnlyHint: true }, ext, { ...DEFAULT_STATELESS_POLICY, trustToolAnnotations: false }),
+    ).toBe(true);
   });
 });

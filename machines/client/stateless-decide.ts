@@ -402,6 +402,23 @@ export function safeReissueBasis(
   return undefined;
 }
 
+/**
+ * Whether a call goes through the continuity extension (carries an idempotency key). Only when the server
+ * advertises it and the call is not already safe to re-issue by the tool's trusted annotations: a read-only
+ * or idempotent tool gains nothing from a key and would lose by it (a memo entry per call, and after a
+ * server restart with a young memo the key's re-issue is answered outcome unknown, where a fresh re-issue
+ * simply succeeds).
+ */
+export function keysCall(
+  tool: StatelessCallContext['tool'],
+  extension: StatelessCallContext['extension'],
+  policy: StatelessPolicy = DEFAULT_STATELESS_POLICY,
+): boolean {
+  if (extension === undefined) return false;
+  const safeByHints = tool !== undefined && (tool.readOnlyHint === true || tool.idempotentHint === true);
+  return !(policy.trustToolAnnotations && safeByHints);
+}
+
 /** The decision for one stream end. `table` is a parameter only so tests can show a wrong table is caught. */
 export function decideStatelessEnd(
   end: StatelessStreamEnd,

@@ -9,7 +9,7 @@ import { McpServer as McpServerV1 } from '@modelcontextprotocol/sdk/server/mcp.j
 import { McpServer as McpServerV2 } from '@modelcontextprotocol/server';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { DEFAULT_CONTINUITY_SETTINGS } from '../../machines/continuity-extension.js';
+import { ContinuityMeta, DEFAULT_CONTINUITY_SETTINGS } from '../../machines/continuity-extension.js';
 import { continuityFetch } from '../../src/client/modern/continuity-fetch.js';
 import { isOutcomeUnknown } from '../../src/client/outcome.js';
 import { type ContinuityServer, createContinuityServer } from '../../src/server/handler.js';
@@ -31,6 +31,7 @@ const CHARGE_MS = 1_500;
 
 let charges = 0;
 let progressSent = 0;
+let lookups = 0;
 const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function modernServer(): McpServerV2 {
@@ -58,6 +59,16 @@ function modernServer(): McpServerV2 {
       return { content: [{ type: 'text', text: `charged ${cents}` }] };
     },
   );
+  // Read-only by its annotations; its first run outlasts the balancer's idle timeout, later ones are quick.
+  server.registerTool(
+    'lookup',
+    { inputSchema: z.object({ q: z.string() }), annotations: { readOnlyHint: true } },
+    async ({ q }) => {
+      lookups++;
+      await wait(lookups === 1 ? 700 : 10);
+      return { content: [{ type: 'text', text: `found ${q}` }] };
+    },
+  );
   return server;
 }
 
@@ -77,6 +88,7 @@ let cuts: number;
 beforeEach(async () => {
   charges = 0;
   progressSent = 0;
+  lookups = 0;
   cuts = 0;
   continuity = createContinuityServer({
     createMcpServer: legacyServer,
@@ -144,6 +156,23 @@ describe('2026-07-28 with the continuity extension, end to end', () => {
     await wait(CHARGE_MS + 300);
     expect(charges).toBe(1);
     expect(progressSent).toBe(1);
+    await client.close();
+  });
+
+  it('a read-only tool goes without a key: re-issued after the cut, it succeeds', async () => {
+    const keys: unknown[] = [];
+    const watching: typeof fetch = async (input, init) => {
+      const body = typeof init?.body === 'string' ? JSON.parse(init.body) : undefined;
+      if (body?.method === 'tools/call') keys.push(body.params?._meta?.[ContinuityMeta.idempotencyKey]);
+      return fetch(input, init);
+    };
+    const client = await modernClient(continuityFetch({ fetch: watching }));
+    await client.listTools(); // the hints come from tools/list
+    const result = await client.callTool({ name: 'lookup', arguments: { q: 'x' } });
+    expect(textOf(result)).toBe('found x');
+    expect(lookups).toBeGreaterThanOrEqual(2);
+    expect(keys.length).toBe(lookups);
+    expect(keys.every((k) => k === undefined)).toBe(true);
     await client.close();
   });
 

@@ -6,7 +6,11 @@ import {
   statelessCallMachine,
   type ToolHints,
 } from '../../../machines/client/stateless-call.machine.js';
-import { DEFAULT_STATELESS_POLICY, type StatelessPolicy } from '../../../machines/client/stateless-decide.js';
+import {
+  DEFAULT_STATELESS_POLICY,
+  keysCall,
+  type StatelessPolicy,
+} from '../../../machines/client/stateless-decide.js';
 import {
   hintsFromToolsList,
   libraryEnding,
@@ -152,12 +156,14 @@ export function continuityFetch(options: ContinuityFetchOptions = {}): typeof fe
         reportGap: (_, { gap }) => options.onGap?.(gap, { toolName }),
       },
     });
+    const tool = facts.hints.get(toolName);
+    const keyed = keysCall(tool, extension, policy);
     const actor = createActor(machine, {
       input: {
         request,
-        tool: facts.hints.get(toolName),
-        extension,
-        idempotencyKey: extension ? (options.newKey ?? randomUUID)() : undefined,
+        tool,
+        extension: keyed ? extension : undefined,
+        idempotencyKey: keyed ? (options.newKey ?? randomUUID)() : undefined,
         policy,
         stallTimeoutMs: options.stallTimeoutMs ?? 30_000,
         startedAt: now(),

@@ -198,6 +198,30 @@ export const officialV2: ModernStackFactory = async (config) => {
   };
 };
 
+/**
+ * (A'') Our client alone: the official v2 `Client` with `fetch: continuityFetch()` against the official v2
+ * server (no extension). It cannot make a cut charge safe, so it must say so at once: outcome unknown.
+ */
+export const oursClientOfficialServer: ModernStackFactory = async (config) => {
+  const world: ModernWorld = { charges: new Map() };
+  const server = await officialServer(world, config);
+  const errors: string[] = [];
+  const client = await officialClient(server.proxy.url(), errors, continuityFetch());
+  return {
+    label: 'official v2 server, our client (continuityFetch)',
+    world,
+    proxy: server.proxy,
+    call: callWith(client),
+    errors,
+    notes: () => [],
+    restart: server.restart,
+    async close() {
+      await within(client.close(), 2_000);
+      await server.close();
+    },
+  };
+};
+
 /** Attempts an application following the spec's "re-issue with a new id" makes in all. */
 const REISSUE_ATTEMPTS = 3;
 
@@ -291,10 +315,11 @@ const oursModernWith =
 export const oursModern = oursModernWith(false);
 export const oursModernKept = oursModernWith(true);
 
-/** The stacks `--era 2026` runs, in this order. Add `oursModern` once it is wired. */
+/** The stacks `--era 2026` runs, in this order. */
 export const MODERN_STACKS: readonly ModernStackFactory[] = [
   officialV2,
   officialV2Reissuing,
+  oursClientOfficialServer,
   oursModern,
   oursModernKept,
 ];

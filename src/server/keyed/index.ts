@@ -196,21 +196,23 @@ class KeyedRuntime implements KeyedRequests {
         await this.record(entry as MemoEntry, { type: 'instance.died' });
         continue;
       }
+      const epoch = randomBytes(8).toString('hex');
+      const digest = createHash('sha256').update(mk).digest('hex').slice(0, 24);
       const fresh: MemoEntry = {
         memoKey: mk,
         principal,
         fingerprint,
         state: 'running',
         owner: this.memo.instanceId,
-        logId: keyedLogId(createHash('sha256').update(mk).digest('hex').slice(0, 40)),
-        epoch: randomBytes(8).toString('hex'),
+        // One log per entry (the epoch in its name): a key used again after its window never shares the
+        // forgotten entry's log, which the sweep may still be dropping.
+        logId: keyedLogId(`${digest}-${epoch}`),
+        epoch,
         createdAt: this.now(),
       };
       const created = await this.memo.create(fresh, this.maxEntries);
       if (created.kind === 'full') return json(memoFullReply(created.retryAfterSeconds), attempt.id);
       if (created.kind === 'exists') continue;
-      // A key forgotten and used again: its old events must not show through the new epoch.
-      await this.log.dropSession(fresh.logId);
       await this.log.openStream(fresh.logId, KEYED_STREAM);
       void this.runBody(fresh, message, (signal) => run(message, signal)).catch(this.onError);
       return this.respond(fresh, attempt, 0);

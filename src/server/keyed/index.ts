@@ -210,10 +210,13 @@ class KeyedRuntime implements KeyedRequests {
         epoch,
         createdAt: this.now(),
       };
+      // The log exists before the entry does: a re-issue that finds the entry always finds its log
+      // (else its cursor would read as pointing into a swept log: a 410 for nothing lost).
+      await this.log.openStream(fresh.logId, KEYED_STREAM);
       const created = await this.memo.create(fresh, this.maxEntries);
+      if (created.kind !== 'created') await this.log.dropSession(fresh.logId);
       if (created.kind === 'full') return json(memoFullReply(created.retryAfterSeconds), attempt.id);
       if (created.kind === 'exists') continue;
-      await this.log.openStream(fresh.logId, KEYED_STREAM);
       void this.runBody(fresh, message, (signal) => run(message, signal)).catch(this.onError);
       return this.respond(fresh, attempt, 0);
     }

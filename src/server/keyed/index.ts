@@ -10,6 +10,7 @@ import {
 } from '../../../machines/continuity-extension.js';
 import type { JsonRpcMessage, JsonRpcRequest } from '../../../machines/jsonrpc.js';
 import { isOwnerAlive } from '../../../machines/server/instances.js';
+import { driveKeyedCall, keyedCallSteps } from '../../../machines/server/keyed-execute.js';
 import {
   KEYED_STREAM,
   keyedLogId,
@@ -24,12 +25,10 @@ import {
   invalidKeyReply,
   type KeyedReply,
   keyedEventId,
-  memoFullReply,
   nextEntry,
   outcomeMessage,
   outcomeOf,
   outcomeUnknownReply,
-  planKeyedCall,
   planKeyedCancel,
   replyMessage,
 } from '../../../machines/server/keyed-plan.js';
@@ -65,9 +64,6 @@ export interface KeyedRequestsOptions {
   /** Errors the runtime met and answered for (a store failing, say); never thrown to the client. */
   readonly onError?: (error: unknown) => void;
 }
-
-/** How many times one request re-reads the memo after losing a race (creation, a declared death). */
-const MAX_PLAN_ROUNDS = 4;
 
 /**
  * The continuity extension's server runtime (docs/continuity-extension.md): keyed `tools/call` requests
@@ -178,49 +174,58 @@ class KeyedRuntime implements KeyedRequests {
     const mk = memoKey(principal, reading.key);
     const fingerprint = requestFingerprint(message.method, message.params);
     const attempt = attemptOf(message);
-    for (let round = 0; round < MAX_PLAN_ROUNDS; round++) {
-      const entry = await this.memo.get(mk);
-      const window = entry ? await this.log.window(entry.logId, KEYED_STREAM) : undefined;
-      const plan = planKeyedCall({
-        reading,
-        fingerprint,
-        entry,
-        window,
-        ownerAlive: entry?.state === 'running' ? await this.alive(entry.owner) : true,
-        memoCompleteForMs: await this.memo.completeForMs(),
-        memoWindowMs: this.memo.memoWindowMs,
-      });
-      if (plan.kind === 'reply') return json(plan.reply, attempt.id);
-      if (plan.kind === 'serve') return this.respond(entry as MemoEntry, attempt, plan.afterSeq);
-      if (plan.kind === 'declare-died') {
-        await this.record(entry as MemoEntry, { type: 'instance.died' });
-        continue;
+    const steps = keyedCallSteps({
+      reading,
+      fingerprint,
+      memoWindowMs: this.memo.memoWindowMs,
+      now: this.now(),
+    });
+    const end = await driveKeyedCall(steps, async (c) => {
+      switch (c.kind) {
+        case 'read-entry':
+          return this.memo.get(mk);
+        case 'read-window':
+          return this.log.window(c.entry.logId, KEYED_STREAM);
+        case 'owner-alive':
+          return this.alive(c.owner);
+        case 'memo-complete-for':
+          return this.memo.completeForMs();
+        case 'new-entry': {
+          const epoch = randomBytes(8).toString('hex');
+          const digest = createHash('sha256').update(mk).digest('hex').slice(0, 24);
+          return {
+            memoKey: mk,
+            principal,
+            fingerprint,
+            state: 'running',
+            owner: this.memo.instanceId,
+            // One log per entry (the epoch in its name): a key used again after its window never
+            // shares the forgotten entry's log, which the sweep may still be dropping.
+            logId: keyedLogId(`${digest}-${epoch}`),
+            epoch,
+            createdAt: this.now(),
+          } satisfies MemoEntry;
+        }
+        case 'open-log':
+          await this.log.openStream(c.entry.logId, KEYED_STREAM);
+          return undefined;
+        case 'create-entry':
+          return this.memo.create(c.entry, this.maxEntries);
+        case 'drop-log':
+          await this.log.dropSession(c.entry.logId);
+          return undefined;
+        case 'replace-entry':
+          await this.memo.replace(c.next, c.entry.state);
+          this.wakeups.ring(c.entry.logId);
+          return undefined;
+        case 'start-run':
+          void this.runBody(c.entry, message, (signal) => run(message, signal)).catch(this.onError);
+          return undefined;
       }
-      const epoch = randomBytes(8).toString('hex');
-      const digest = createHash('sha256').update(mk).digest('hex').slice(0, 24);
-      const fresh: MemoEntry = {
-        memoKey: mk,
-        principal,
-        fingerprint,
-        state: 'running',
-        owner: this.memo.instanceId,
-        // One log per entry (the epoch in its name): a key used again after its window never shares the
-        // forgotten entry's log, which the sweep may still be dropping.
-        logId: keyedLogId(`${digest}-${epoch}`),
-        epoch,
-        createdAt: this.now(),
-      };
-      // The log exists before the entry does: a re-issue that finds the entry always finds its log
-      // (else its cursor would read as pointing into a swept log: a 410 for nothing lost).
-      await this.log.openStream(fresh.logId, KEYED_STREAM);
-      const created = await this.memo.create(fresh, this.maxEntries);
-      if (created.kind !== 'created') await this.log.dropSession(fresh.logId);
-      if (created.kind === 'full') return json(memoFullReply(created.retryAfterSeconds), attempt.id);
-      if (created.kind === 'exists') continue;
-      void this.runBody(fresh, message, (signal) => run(message, signal)).catch(this.onError);
-      return this.respond(fresh, attempt, 0);
-    }
-    return json(outcomeUnknownReply(), attempt.id);
+    });
+    return end.kind === 'reply'
+      ? json(end.reply, attempt.id)
+      : this.respond(end.entry, attempt, end.afterSeq);
   }
 
   /** Runs the body once, detached from every client stream; its messages go to the key's log. */

@@ -199,6 +199,56 @@ describe('keyed requests over real HTTP on the official v2 server', () => {
     expect(s.ledger.started).toBe(1);
   }, 20_000);
 
+  it('malformed keyed requests are answered 400 -32602 and nothing runs', async () => {
+    const s = await server();
+    const bad = (mutate: (meta: Record<string, unknown>) => void) => {
+      const call = keyedCall(1, 'charge', { amount: 1 }, 'key-bad');
+      mutate(call.params?._meta as Record<string, unknown>);
+      return post(s.url, call);
+    };
+    for (const r of [
+      await bad((m) => {
+        m[ContinuityMeta.idempotencyKey] = 'has space';
+      }),
+      await bad((m) => {
+        m[ContinuityMeta.idempotencyKey] = 'k'.repeat(256);
+      }),
+      await bad((m) => {
+        m[ContinuityMeta.lastEventId] = 7;
+      }),
+      await bad((m) => {
+        delete m[ContinuityMeta.idempotencyKey];
+        m[ContinuityMeta.lastEventId] = 'x-1-1';
+      }),
+    ]) {
+      expect(r.status).toBe(400);
+      expect(r.response).toMatchObject({ id: 1, error: { code: -32602 } });
+    }
+    expect(s.ledger.started).toBe(0);
+    expect(s.memo.stats().entries).toBe(0);
+  });
+
+  it('keys are scoped by principal: the same key of two principals runs twice; one cannot cancel the other', async () => {
+    const s = await server();
+    const as = (p: string) => ({ 'x-test-principal': p });
+    const alice = post(s.url, keyedCall(1, 'charge', { amount: 1 }, 'key-shared'), 20_000, as('alice'));
+    const bob = post(s.url, keyedCall(1, 'charge', { amount: 2 }, 'key-shared'), 20_000, as('bob'));
+    await new Promise((r) => setTimeout(r, 200));
+    const c = await fetch(s.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-test-principal': 'mallory' },
+      body: JSON.stringify(cancelFor(1, 'key-shared')),
+    });
+    expect(c.status).toBe(202);
+    expect((await alice).response).toMatchObject({
+      result: { content: [{ text: expect.stringMatching(/^charged 1/) }] },
+    });
+    expect((await bob).response).toMatchObject({
+      result: { content: [{ text: expect.stringMatching(/^charged 2/) }] },
+    });
+    expect(s.ledger.charges).toBe(2);
+  }, 20_000);
+
   it('unkeyed requests are left to the endpoint', async () => {
     const s = await server();
     const call = keyedCall(1, 'chatty', { count: 1 }, 'x');

@@ -216,6 +216,21 @@ describe('keyed call steps (the procedure src/ and the simulated world drive ali
     expect(end).toMatchObject({ kind: 'reply', reply: { status: 429, retryAfterSeconds: 3 } });
   });
 
+  it('after the events aged out, the recorded final still counts as retained: exact count, resumeAfter reaches it', () => {
+    const done = entry({ state: 'committed', outcome: recorded, finalSeq: 5, finishedAt: 1 });
+    // The log swept the finished stream entirely (memory log), or aged out all but nothing (SQLite).
+    for (const window of [undefined, win(6, 5, true)]) {
+      expect(planKeyedCall(facts({ entry: done, window }))).toMatchObject({
+        reply: { status: 410, error: { data: { lostCount: 2, resumeAfter: 'ep1-1-4' } } },
+      });
+      const after4 = { kind: 'keyed' as const, key: 'k', reissue: true, lastEventId: 'ep1-1-4' };
+      expect(planKeyedCall(facts({ entry: done, window, reading: after4 }))).toEqual({
+        kind: 'serve',
+        afterSeq: 4,
+      });
+    }
+  });
+
   it('a duplicate first attempt (no lastEventId) of running work attaches from the start', () => {
     expect(planKeyedCall(facts({ reading: { kind: 'keyed', key: 'k', reissue: false } }))).toEqual({
       kind: 'serve',

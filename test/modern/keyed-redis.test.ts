@@ -4,7 +4,14 @@ import { RedisEventLog } from '../../src/server/redis-event-log.js';
 import { RedisMemoStore } from '../../src/server/redis-memo-store.js';
 import { FaultProxy } from '../../src/testing/fault-proxy.js';
 import { type RedisServer, startRedisServer } from '../support/redis-server.js';
-import { CHARGE_PROGRESS_AT, keyedCall, type Ledger, post, startKeyedServer } from './keyed-harness.js';
+import {
+  CHARGE_PROGRESS_AT,
+  cancelFor,
+  keyedCall,
+  type Ledger,
+  post,
+  startKeyedServer,
+} from './keyed-harness.js';
 
 // One throwaway redis-server for the file. Without redis-server installed this fails, never skips.
 let redis: RedisServer;
@@ -106,6 +113,28 @@ describe('keyed requests on Redis: instances share the memo and the key logs', (
     );
     expect(again.response).toMatchObject({ id: 3, error: { code: ContinuityErrorCode.OUTCOME_UNKNOWN } });
     expect(ledger.started).toBe(1);
+  }, 20_000);
+
+  it('an explicit cancel on the other instance aborts the body where it runs; every attempt gets -32013', async () => {
+    const { a, b, ledger } = await fleet(600);
+    const first = post(a.s.url, keyedCall(1, 'charge', { amount: 5 }, 'key-xcancel'));
+    const deadline = Date.now() + 5000;
+    while (ledger.started === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    const c = await fetch(b.s.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(cancelFor(1, 'key-xcancel')),
+    });
+    expect(c.status).toBe(202);
+    expect((await first).response).toMatchObject({ id: 1, error: { code: ContinuityErrorCode.CANCELLED } });
+    while (ledger.aborted === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect(ledger.aborted).toBe(1);
+    expect(ledger.charges).toBe(0);
+    const again = await post(
+      b.s.url,
+      keyedCall(2, 'charge', { amount: 5 }, 'key-xcancel', { lastEventId: null }),
+    );
+    expect(again.response).toMatchObject({ id: 2, error: { code: ContinuityErrorCode.CANCELLED } });
   }, 20_000);
 
   it('finished entries survive every instance: a new instance on the same Redis answers with the recorded result', async () => {

@@ -4,8 +4,10 @@ import { RedisEventLog } from '../../src/server/redis-event-log.js';
 import { RedisMemoStore } from '../../src/server/redis-memo-store.js';
 import { FaultProxy } from '../../src/testing/fault-proxy.js';
 import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+import { startRoundRobinProxy } from '../support/round-robin-proxy.js';
 import {
   CHARGE_PROGRESS_AT,
+  callWithReissues,
   cancelFor,
   keyedCall,
   type Ledger,
@@ -81,6 +83,34 @@ describe('keyed requests on Redis: instances share the memo and the key logs', (
     expect(ledger.started).toBe(1);
     expect(ledger.charges).toBe(1);
   }, 20_000);
+
+  it('a balancer cutting every 300 ms idle, round robin over two instances: one charge, one result, each progress once', async () => {
+    const { a, b, ledger } = await fleet();
+    const rr = await startRoundRobinProxy([a.s.port, b.s.port]);
+    cleanup.push(() => rr.close());
+    const proxy = await FaultProxy.start({
+      target: { host: '127.0.0.1', port: Number(new URL(rr.url).port) },
+      idleTimeoutMs: 300,
+    });
+    cleanup.push(() => proxy.close());
+    const r = await callWithReissues(
+      proxy.url(new URL(rr.url).pathname).toString(),
+      'charge',
+      { amount: 6 },
+      'key-rr',
+    );
+    expect(r.response).toMatchObject({ result: { content: [{ text: 'charged 6 (#1)' }] } });
+    expect(r.attempts.length).toBeGreaterThan(1);
+    expect(rr.routed.every((n) => n > 0)).toBe(true);
+    expect(ledger.started).toBe(1);
+    expect(ledger.charges).toBe(1);
+    expect(progressOf(r.events).map((m) => m.params?.progress)).toEqual(
+      CHARGE_PROGRESS_AT.map((_, i) => i + 1),
+    );
+    console.log(
+      `[keyed redis] ${r.attempts.length} attempts, routed ${rr.routed.join('/')}, charges ${ledger.charges}`,
+    );
+  }, 30_000);
 
   it('two first attempts of one key racing on two instances run it once; both get the result', async () => {
     const { a, b, ledger } = await fleet();

@@ -110,8 +110,9 @@ class KeyedRuntime implements KeyedRequests {
       ),
       maxKeyLength: options.maxKeyLength ?? DEFAULT_CONTINUITY_SETTINGS.maxKeyLength,
     };
-    // Another instance's appends wake the responses attached here (a hint; they also poll).
+    // A store that forgets entries by itself (memory) takes their events with them.
     this.memo.onForget?.((logId) => void this.log.dropSession(logId).catch(this.onError));
+    // Another instance's appends wake the responses attached here (a hint; they also poll).
     this.stopWatching = this.log.shared?.watch((change) => {
       if (change.kind === 'appended') this.wakeups.ring(change.sessionId);
     });
@@ -154,7 +155,9 @@ class KeyedRuntime implements KeyedRequests {
   /** Nothing from the network may throw out of the handler: a failure here is a JSON-RPC 500. */
   private async guard(work: () => Promise<Response>, id: JsonRpcRequest['id'] | null): Promise<Response> {
     try {
-      await this.ready;
+      // A failed start (the store unreachable) is retried by the lease tick; requests still get their
+      // own answer from the store, or a 500 if it is still down.
+      await this.ready.catch(() => {});
       return await work();
     } catch (error) {
       this.onError(error);

@@ -82,6 +82,11 @@ describe('keyed requests over real HTTP on the official v2 server', () => {
     for (const [i, a] of r.attempts.entries()) {
       for (const m of progressOf(a.events)) expect(m.params?.progressToken).toBe(`p${i + 1}`);
     }
+    // Every cut attempt's response was let go on the server: nothing waits, nothing runs.
+    const deadline = Date.now() + 5000;
+    while (s.keyed.stats().waitingLogs > 0 && Date.now() < deadline)
+      await new Promise((res) => setTimeout(res, 25));
+    expect(s.keyed.stats()).toEqual({ runningHere: 0, waitingLogs: 0 });
     console.log(`[keyed] cut ${cuts.length}x, ${r.attempts.length} attempts, charges ${s.ledger.charges}`);
   }, 30_000);
 
@@ -175,6 +180,7 @@ describe('keyed requests over real HTTP on the official v2 server', () => {
       await new Promise((r) => setTimeout(r, 50));
     expect(s.memo.stats()).toEqual({ entries: 0, principals: 0, timers: 0 });
     expect(s.log.stats().sessions).toBe(0);
+    expect(s.keyed.stats()).toEqual({ runningHere: 0, waitingLogs: 0 });
     // The process has been up longer than the window: a re-issue of a forgotten key runs (its first
     // attempt was more than a window ago, which the client's own rule excludes).
     const b = await post(s.url, keyedCall(2, 'chatty', { count: 1 }, 'key-expire-2', { lastEventId: null }));

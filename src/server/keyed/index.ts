@@ -71,11 +71,16 @@ export interface KeyedRequestsOptions {
  * (first attempt or re-issue) is served from that log. I/O only: every decision is in
  * `machines/server/keyed-plan.ts` and `keyed-memo.ts` (the keyed-request machine).
  */
-export function createKeyedRequests(options: KeyedRequestsOptions): KeyedRequests {
+export function createKeyedRequests(options: KeyedRequestsOptions): KeyedRequests & KeyedRuntimeStats {
   return new KeyedRuntime(options);
 }
 
-class KeyedRuntime implements KeyedRequests {
+/** What the runtime holds in memory now, for tests and metrics: all of it goes with its requests. */
+export interface KeyedRuntimeStats {
+  stats(): { readonly runningHere: number; readonly waitingLogs: number };
+}
+
+class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
   readonly settings: ContinuitySettings;
   private readonly log: EventLog;
   private readonly memo: MemoStore;
@@ -143,6 +148,10 @@ class KeyedRuntime implements KeyedRequests {
     if (reading.kind === 'invalid') return Promise.resolve(json(invalidKeyReply(reading.why), id));
     if (id === null) return Promise.resolve(json(invalidKeyReply('a keyed tools/call needs an id'), null));
     return this.guard(() => this.call(call.message, principal, reading, run), id);
+  }
+
+  stats(): { readonly runningHere: number; readonly waitingLogs: number } {
+    return { runningHere: this.local.size, waitingLogs: this.wakeups.size };
   }
 
   async close(): Promise<void> {

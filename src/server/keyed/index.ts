@@ -279,8 +279,12 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
     const head = (await this.log.window(entry.logId, KEYED_STREAM))?.head ?? 0;
     // Recorded durably first, under the id the final response gets in the log: no stream ever writes an
     // outcome the memo does not hold.
-    const won = await this.record(current, { type: 'tool.finished', outcome, finalSeq: head + 1 });
-    if (won?.state === 'committed' && won.finalSeq === head + 1) {
+    const won = await this.record(
+      current,
+      { type: 'tool.finished', outcome, finalSeq: head + 1 },
+      this.wakeups.waiting(entry.logId),
+    );
+    if ((won?.state === 'committed' || won?.state === 'answered') && won.finalSeq === head + 1) {
       await this.log.appendFinal(entry.logId, KEYED_STREAM, final);
     }
     this.wakeups.ring(entry.logId);
@@ -290,8 +294,9 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
   private async record(
     entry: MemoEntry,
     event: Parameters<typeof nextEntry>[1],
+    watched = false,
   ): Promise<MemoEntry | undefined> {
-    const next = nextEntry(entry, event, this.now());
+    const next = nextEntry(entry, event, this.now(), watched);
     if (!next) return entry;
     const stored = await this.memo.replace(next, entry.state);
     this.wakeups.ring(entry.logId);

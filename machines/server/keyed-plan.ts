@@ -338,3 +338,45 @@ export function nextEntry(
     ...(step.emitted.some((e) => e.type === 'keyed.memo-armed') ? { finishedAt: now } : {}),
   };
 }
+
+/** What the instance running a body does when the body's response ended (`final`: its answer, if any). */
+export type KeyedRunEnd =
+  /** The entry moved on meanwhile (cancelled, or declared dead by another instance): it says so already. */
+  | { readonly kind: 'nothing' }
+  /** The SDK ended without an answer (its stream broke, it threw): the side effect may have happened. */
+  | { readonly kind: 'declare-died' }
+  /** Record the outcome (compare-and-set from running), then append the final response to the log. */
+  | { readonly kind: 'record'; readonly outcome: RecordedOutcome };
+
+export function keyedRunEnd(
+  current: Pick<MemoEntry, 'state' | 'owner'> | undefined,
+  self: string,
+  final: JsonRpcMessage | undefined,
+): KeyedRunEnd {
+  if (current?.state !== 'running' || current.owner !== self) return { kind: 'nothing' };
+  const outcome = final === undefined ? undefined : outcomeOf(final);
+  return outcome === undefined ? { kind: 'declare-died' } : { kind: 'record', outcome };
+}
+
+/** The final response goes to the log only when this instance's recording won, under the seq it recorded. */
+export function appendsFinal(
+  stored: Pick<MemoEntry, 'state' | 'finalSeq'> | undefined,
+  finalSeq: number,
+): boolean {
+  return (stored?.state === 'committed' || stored?.state === 'answered') && stored.finalSeq === finalSeq;
+}
+
+/** A body running here is aborted once its entry is no longer running here (cancelled, declared dead). */
+export function abortsLocalRun(entry: Pick<MemoEntry, 'state' | 'owner'> | undefined, self: string): boolean {
+  return entry?.state !== 'running' || entry.owner !== self;
+}
+
+/** Whether the owner's liveness matters for what is answered: only while the entry runs. */
+export function needsOwnerLiveness(entry: Pick<MemoEntry, 'state'> | undefined): boolean {
+  return entry?.state === 'running';
+}
+
+/** Whether a message of the SDK's response is the body's final answer (to the request it was handed). */
+export function isFinalAnswer(message: JsonRpcMessage, requestId: RequestId): boolean {
+  return outcomeOf(message) !== undefined && 'id' in message && message.id === requestId;
+}

@@ -13,8 +13,12 @@ import {
   stepMemoEntry,
 } from '../../machines/server/keyed-memo.js';
 import {
+  abortsLocalRun,
+  appendsFinal,
   attachStep,
   deliverAs,
+  isFinalAnswer,
+  keyedRunEnd,
   nextEntry,
   planKeyedCall,
   planKeyedCancel,
@@ -244,5 +248,24 @@ describe('committed or answered: the machine decides from who watches', () => {
     const ev = { type: 'tool.finished' as const, outcome: recorded, finalSeq: 2 };
     expect(nextEntry(entry(), ev, 1, true)?.state).toBe('answered');
     expect(nextEntry(entry(), ev, 1, false)?.state).toBe('committed');
+  });
+});
+
+describe('the runner: what the instance running a body does when it ends', () => {
+  const final = { jsonrpc: '2.0' as const, id: 1, result: { content: [] } };
+  it('records an answer, declares a missing one outcome unknown, leaves an entry that moved on alone', () => {
+    expect(keyedRunEnd(entry(), 'me', final)).toEqual({
+      kind: 'record',
+      outcome: { kind: 'result', result: final.result },
+    });
+    expect(keyedRunEnd(entry(), 'me', undefined)).toEqual({ kind: 'declare-died' });
+    expect(keyedRunEnd(entry({ state: 'cancelled' }), 'me', final)).toEqual({ kind: 'nothing' });
+    expect(keyedRunEnd(entry({ owner: 'other' }), 'me', final)).toEqual({ kind: 'nothing' });
+    expect(appendsFinal(entry({ state: 'committed', finalSeq: 3 }), 3)).toBe(true);
+    expect(appendsFinal(entry({ state: 'outcomeUnknown' }), 3)).toBe(false);
+    expect(abortsLocalRun(entry({ state: 'cancelled' }), 'me')).toBe(true);
+    expect(abortsLocalRun(entry(), 'me')).toBe(false);
+    expect(isFinalAnswer(final, 1)).toBe(true);
+    expect(isFinalAnswer({ ...final, id: 2 }, 1)).toBe(false);
   });
 });

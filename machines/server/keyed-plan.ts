@@ -1,5 +1,10 @@
 import { JsonRpcCode } from '../codes.js';
-import { CONTINUITY_ERROR_STATUS, ContinuityErrorCode, type KeyReading } from '../continuity-extension.js';
+import {
+  CONTINUITY_ERROR_STATUS,
+  ContinuityErrorCode,
+  type KeyReading,
+  readContinuityMeta,
+} from '../continuity-extension.js';
 import { isResponse, type JsonRpcMessage, type RequestId } from '../jsonrpc.js';
 import { KEYED_STREAM, keyedEventId, type MemoEntry, stepMemoEntry } from './keyed-memo.js';
 import { admitUnknownKey, keyedResume, type RecordedOutcome } from './keyed-request.machine.js';
@@ -379,4 +384,37 @@ export function needsOwnerLiveness(entry: Pick<MemoEntry, 'state'> | undefined):
 /** Whether a message of the SDK's response is the body's final answer (to the request it was handed). */
 export function isFinalAnswer(message: JsonRpcMessage, requestId: RequestId): boolean {
   return outcomeOf(message) !== undefined && 'id' in message && message.id === requestId;
+}
+
+/** What the keyed runtime does with a message the modern endpoint hands it. */
+export type KeyedRoute =
+  /** Not keyed: the endpoint serves it as the spec says (closing the stream cancels it). */
+  | { readonly kind: 'unkeyed' }
+  /** Malformed as a keyed message: answered at once (400 -32602), nothing runs. */
+  | { readonly kind: 'reply'; readonly reply: KeyedReply; readonly id: RequestId | null }
+  /** An explicit cancel of the principal's key (§5): always 202. */
+  | { readonly kind: 'cancel'; readonly key: string }
+  /** A keyed `tools/call`. */
+  | {
+      readonly kind: 'call';
+      readonly id: RequestId;
+      readonly reading: Extract<KeyReading, { kind: 'keyed' }>;
+    };
+
+/** Routes a message by the extension's `_meta` keys (`readContinuityMeta`, §3, §5). */
+export function routeKeyedMessage(message: JsonRpcMessage, maxKeyLength: number): KeyedRoute {
+  if (!('method' in message)) return { kind: 'unkeyed' };
+  const id = 'id' in message ? message.id : null;
+  if (message.method === 'notifications/cancelled') {
+    const reading = readContinuityMeta(message.params, maxKeyLength);
+    if (reading.kind === 'unkeyed') return { kind: 'unkeyed' };
+    if (reading.kind === 'invalid') return { kind: 'reply', reply: invalidKeyReply(reading.why), id: null };
+    return { kind: 'cancel', key: reading.key };
+  }
+  const reading = readContinuityMeta(message.params, maxKeyLength, message.method);
+  if (reading.kind === 'unkeyed') return { kind: 'unkeyed' };
+  if (reading.kind === 'invalid') return { kind: 'reply', reply: invalidKeyReply(reading.why), id };
+  if (id === null)
+    return { kind: 'reply', reply: invalidKeyReply('a keyed tools/call needs an id'), id: null };
+  return { kind: 'call', id, reading };
 }

@@ -5,7 +5,6 @@ import {
   DEFAULT_CONTINUITY_SETTINGS,
   type KeyReading,
   memoKey,
-  readContinuityMeta,
   requestFingerprint,
 } from '../../../machines/continuity-extension.js';
 import type { JsonRpcMessage, JsonRpcRequest } from '../../../machines/jsonrpc.js';
@@ -24,7 +23,6 @@ import {
   attachStep,
   cancelledReply,
   deliverAs as deliverAsAttempt,
-  invalidKeyReply,
   isFinalAnswer,
   type KeyedReply,
   keyedEventId,
@@ -35,6 +33,7 @@ import {
   outcomeUnknownReply,
   planKeyedCancel,
   replyMessage,
+  routeKeyedMessage,
 } from '../../../machines/server/keyed-plan.js';
 import type { EventLog } from '../event-log.js';
 import type { MemoStore } from '../memo-store.js';
@@ -137,21 +136,18 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
   }
 
   serve(call: ModernCall, run: RunOnSdk): Promise<Response> | undefined {
-    const message = call.message as JsonRpcMessage;
-    if (!('method' in message)) return undefined;
     const principal = call.principal ?? '';
-    if (message.method === 'notifications/cancelled') {
-      const reading = readContinuityMeta(message.params, this.settings.maxKeyLength);
-      if (reading.kind === 'unkeyed') return undefined;
-      if (reading.kind === 'invalid') return Promise.resolve(json(invalidKeyReply(reading.why), null));
-      return this.guard(() => this.cancel(memoKey(principal, reading.key)), null);
+    const route = routeKeyedMessage(call.message as JsonRpcMessage, this.settings.maxKeyLength);
+    switch (route.kind) {
+      case 'unkeyed':
+        return undefined;
+      case 'reply':
+        return Promise.resolve(json(route.reply, route.id));
+      case 'cancel':
+        return this.guard(() => this.cancel(memoKey(principal, route.key)), null);
+      case 'call':
+        return this.guard(() => this.call(call.message, principal, route.reading, run), route.id);
     }
-    const reading = readContinuityMeta(message.params, this.settings.maxKeyLength, message.method);
-    if (reading.kind === 'unkeyed') return undefined;
-    const id = 'id' in message ? message.id : null;
-    if (reading.kind === 'invalid') return Promise.resolve(json(invalidKeyReply(reading.why), id));
-    if (id === null) return Promise.resolve(json(invalidKeyReply('a keyed tools/call needs an id'), null));
-    return this.guard(() => this.call(call.message, principal, reading, run), id);
   }
 
   stats(): { readonly runningHere: number; readonly waitingLogs: number } {

@@ -22,6 +22,7 @@ import {
   nextEntry,
   planKeyedCall,
   planKeyedCancel,
+  routeKeyedMessage,
 } from '../../machines/server/keyed-plan.js';
 import type { StreamWindow } from '../../machines/server/retention.js';
 
@@ -269,3 +270,34 @@ describe('the runner: what the instance running a body does when it ends', () =>
     expect(isFinalAnswer({ ...final, id: 2 }, 1)).toBe(false);
   });
 });
+
+describe('routing by the extension keys', () => {
+  it('unkeyed goes to the endpoint; malformed is 400; cancel and call carry the key', () => {
+    const call = keyedCallMessage();
+    expect(routeKeyedMessage(call, 255)).toMatchObject({ kind: 'call', id: 1, reading: { key: 'k1' } });
+    expect(routeKeyedMessage({ jsonrpc: '2.0', id: 1, method: 'tools/list' }, 255)).toEqual({
+      kind: 'unkeyed',
+    });
+    expect(routeKeyedMessage({ jsonrpc: '2.0', id: 1, result: {} }, 255)).toEqual({ kind: 'unkeyed' });
+    expect(routeKeyedMessage(keyedCallMessage('k'.repeat(300)), 255)).toMatchObject({
+      kind: 'reply',
+      id: 1,
+      reply: { status: 400 },
+    });
+    const cancel = {
+      jsonrpc: '2.0' as const,
+      method: 'notifications/cancelled',
+      params: { requestId: 1, _meta: { 'io.github.mcp-continuity/idempotencyKey': 'k1' } },
+    };
+    expect(routeKeyedMessage(cancel, 255)).toEqual({ kind: 'cancel', key: 'k1' });
+  });
+});
+
+function keyedCallMessage(key = 'k1') {
+  return {
+    jsonrpc: '2.0' as const,
+    id: 1,
+    method: 'tools/call',
+    params: { name: 'charge', arguments: {}, _meta: { 'io.github.mcp-continuity/idempotencyKey': key } },
+  };
+}

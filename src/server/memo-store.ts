@@ -1,4 +1,4 @@
-import type { KeyedWorkState, MemoEntry } from '../../machines/server/keyed-memo.js';
+import type { KeyedWorkState, MemoCreate, MemoEntry } from '../../machines/server/keyed-memo.js';
 
 /**
  * Where the continuity extension's memo is kept (docs/continuity-extension.md §4, §6): one entry per
@@ -7,12 +7,7 @@ import type { KeyedWorkState, MemoEntry } from '../../machines/server/keyed-memo
  * memory (one process, not durable), SQLite (one process, survives a restart), Redis (several instances
  * share it, and it survives a restart).
  */
-export type MemoCreate =
-  | { readonly kind: 'created' }
-  /** The key is known (another attempt created it first): plan again with this entry. */
-  | { readonly kind: 'exists'; readonly entry: MemoEntry }
-  /** The principal's bound is reached by entries that may not be evicted: 429. */
-  | { readonly kind: 'full'; readonly retryAfterSeconds: number };
+export type { MemoCreate } from '../../machines/server/keyed-memo.js';
 
 export interface MemoStore {
   /** True when entries survive a restart of the process. */

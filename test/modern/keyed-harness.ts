@@ -165,7 +165,7 @@ export async function startKeyedServer(options: KeyedServerOptions): Promise<Key
     }
     const keyedAnswer =
       message && typeof message === 'object' && 'method' in message
-        ? keyed.serve({ message: message as JsonRpcRequest, principal: undefined, request }, run)
+        ? keyed.serve({ message: message as JsonRpcRequest, principal: principalOf(req), request }, run)
         : undefined;
     const response = await (keyedAnswer ?? handler.fetch(request));
     await pipe(response, res);
@@ -184,6 +184,12 @@ export async function startKeyedServer(options: KeyedServerOptions): Promise<Key
       await handler.close();
     },
   };
+}
+
+/** Who is calling: the tests name principals in a header (a stand-in for `authenticate`). */
+function principalOf(req: IncomingMessage): string | undefined {
+  const p = req.headers['x-test-principal'];
+  return typeof p === 'string' ? p : undefined;
 }
 
 /** Writes a web Response to a node response; the client going away cancels the body (a transport fact). */
@@ -261,14 +267,19 @@ export interface AttemptResult {
   readonly retryAfter?: string | null;
 }
 
-export async function post(url: string, message: JsonRpcMessage, timeoutMs = 20_000): Promise<AttemptResult> {
+export async function post(
+  url: string,
+  message: JsonRpcMessage,
+  timeoutMs = 20_000,
+  headers: Record<string, string> = {},
+): Promise<AttemptResult> {
   const events: SseEvent[] = [];
   let status = 0;
   let retryAfter: string | null = null;
   try {
     const res = await fetch(url, {
       method: 'POST',
-      headers: modernHeaders(message),
+      headers: { ...modernHeaders(message), ...headers },
       body: JSON.stringify(message),
       signal: AbortSignal.timeout(timeoutMs),
     });

@@ -5,11 +5,11 @@ import {
   DEFAULT_CONTINUITY_SETTINGS,
   type KeyReading,
   memoKey,
-  readContinuityMeta,
   requestFingerprint,
 } from '../../../machines/continuity-extension.js';
 import type { JsonRpcMessage, JsonRpcRequest } from '../../../machines/jsonrpc.js';
 import { isOwnerAlive } from '../../../machines/server/instances.js';
+import { driveKeyedCall, keyedCallSteps } from '../../../machines/server/keyed-execute.js';
 import {
   KEYED_STREAM,
   keyedLogId,
@@ -18,20 +18,22 @@ import {
 } from '../../../machines/server/keyed-memo.js';
 import {
   type Attempt,
+  abortsLocalRun,
+  appendsFinal,
   attachStep,
   cancelledReply,
   deliverAs as deliverAsAttempt,
-  invalidKeyReply,
+  isFinalAnswer,
   type KeyedReply,
   keyedEventId,
-  memoFullReply,
+  keyedRunEnd,
+  needsOwnerLiveness,
   nextEntry,
   outcomeMessage,
-  outcomeOf,
   outcomeUnknownReply,
-  planKeyedCall,
   planKeyedCancel,
   replyMessage,
+  routeKeyedMessage,
 } from '../../../machines/server/keyed-plan.js';
 import type { EventLog } from '../event-log.js';
 import type { MemoStore } from '../memo-store.js';
@@ -66,20 +68,22 @@ export interface KeyedRequestsOptions {
   readonly onError?: (error: unknown) => void;
 }
 
-/** How many times one request re-reads the memo after losing a race (creation, a declared death). */
-const MAX_PLAN_ROUNDS = 4;
-
 /**
  * The continuity extension's server runtime (docs/continuity-extension.md): keyed `tools/call` requests
  * run at most once per (principal, key), their messages go to the key's own event log, and every response
  * (first attempt or re-issue) is served from that log. I/O only: every decision is in
  * `machines/server/keyed-plan.ts` and `keyed-memo.ts` (the keyed-request machine).
  */
-export function createKeyedRequests(options: KeyedRequestsOptions): KeyedRequests {
+export function createKeyedRequests(options: KeyedRequestsOptions): KeyedRequests & KeyedRuntimeStats {
   return new KeyedRuntime(options);
 }
 
-class KeyedRuntime implements KeyedRequests {
+/** What the runtime holds in memory now, for tests and metrics: all of it goes with its requests. */
+export interface KeyedRuntimeStats {
+  stats(): { readonly runningHere: number; readonly waitingLogs: number };
+}
+
+class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
   readonly settings: ContinuitySettings;
   private readonly log: EventLog;
   private readonly memo: MemoStore;
@@ -114,8 +118,9 @@ class KeyedRuntime implements KeyedRequests {
       ),
       maxKeyLength: options.maxKeyLength ?? DEFAULT_CONTINUITY_SETTINGS.maxKeyLength,
     };
-    // Another instance's appends wake the responses attached here (a hint; they also poll).
+    // A store that forgets entries by itself (memory) takes their events with them.
     this.memo.onForget?.((logId) => void this.log.dropSession(logId).catch(this.onError));
+    // Another instance's appends wake the responses attached here (a hint; they also poll).
     this.stopWatching = this.log.shared?.watch((change) => {
       if (change.kind === 'appended') this.wakeups.ring(change.sessionId);
     });
@@ -131,21 +136,22 @@ class KeyedRuntime implements KeyedRequests {
   }
 
   serve(call: ModernCall, run: RunOnSdk): Promise<Response> | undefined {
-    const message = call.message as JsonRpcMessage;
-    if (!('method' in message)) return undefined;
     const principal = call.principal ?? '';
-    if (message.method === 'notifications/cancelled') {
-      const reading = readContinuityMeta(message.params, this.settings.maxKeyLength);
-      if (reading.kind === 'unkeyed') return undefined;
-      if (reading.kind === 'invalid') return Promise.resolve(json(invalidKeyReply(reading.why), null));
-      return this.guard(() => this.cancel(memoKey(principal, reading.key)), null);
+    const route = routeKeyedMessage(call.message as JsonRpcMessage, this.settings.maxKeyLength);
+    switch (route.kind) {
+      case 'unkeyed':
+        return undefined;
+      case 'reply':
+        return Promise.resolve(json(route.reply, route.id));
+      case 'cancel':
+        return this.guard(() => this.cancel(memoKey(principal, route.key)), null);
+      case 'call':
+        return this.guard(() => this.call(call.message, principal, route.reading, run), route.id);
     }
-    const reading = readContinuityMeta(message.params, this.settings.maxKeyLength, message.method);
-    if (reading.kind === 'unkeyed') return undefined;
-    const id = 'id' in message ? message.id : null;
-    if (reading.kind === 'invalid') return Promise.resolve(json(invalidKeyReply(reading.why), id));
-    if (id === null) return Promise.resolve(json(invalidKeyReply('a keyed tools/call needs an id'), null));
-    return this.guard(() => this.call(call.message, principal, reading, run), id);
+  }
+
+  stats(): { readonly runningHere: number; readonly waitingLogs: number } {
+    return { runningHere: this.local.size, waitingLogs: this.wakeups.size };
   }
 
   async close(): Promise<void> {
@@ -158,7 +164,9 @@ class KeyedRuntime implements KeyedRequests {
   /** Nothing from the network may throw out of the handler: a failure here is a JSON-RPC 500. */
   private async guard(work: () => Promise<Response>, id: JsonRpcRequest['id'] | null): Promise<Response> {
     try {
-      await this.ready;
+      // A failed start (the store unreachable) is retried by the lease tick; requests still get their
+      // own answer from the store, or a 500 if it is still down.
+      await this.ready.catch(() => {});
       return await work();
     } catch (error) {
       this.onError(error);
@@ -178,44 +186,58 @@ class KeyedRuntime implements KeyedRequests {
     const mk = memoKey(principal, reading.key);
     const fingerprint = requestFingerprint(message.method, message.params);
     const attempt = attemptOf(message);
-    for (let round = 0; round < MAX_PLAN_ROUNDS; round++) {
-      const entry = await this.memo.get(mk);
-      const window = entry ? await this.log.window(entry.logId, KEYED_STREAM) : undefined;
-      const plan = planKeyedCall({
-        reading,
-        fingerprint,
-        entry,
-        window,
-        ownerAlive: entry?.state === 'running' ? await this.alive(entry.owner) : true,
-        memoCompleteForMs: await this.memo.completeForMs(),
-        memoWindowMs: this.memo.memoWindowMs,
-      });
-      if (plan.kind === 'reply') return json(plan.reply, attempt.id);
-      if (plan.kind === 'serve') return this.respond(entry as MemoEntry, attempt, plan.afterSeq);
-      if (plan.kind === 'declare-died') {
-        await this.record(entry as MemoEntry, { type: 'instance.died' });
-        continue;
+    const steps = keyedCallSteps({
+      reading,
+      fingerprint,
+      memoWindowMs: this.memo.memoWindowMs,
+      now: this.now(),
+    });
+    const end = await driveKeyedCall(steps, async (c) => {
+      switch (c.kind) {
+        case 'read-entry':
+          return this.memo.get(mk);
+        case 'read-window':
+          return this.log.window(c.entry.logId, KEYED_STREAM);
+        case 'owner-alive':
+          return this.alive(c.owner);
+        case 'memo-complete-for':
+          return this.memo.completeForMs();
+        case 'new-entry': {
+          const epoch = randomBytes(8).toString('hex');
+          const digest = createHash('sha256').update(mk).digest('hex').slice(0, 24);
+          return {
+            memoKey: mk,
+            principal,
+            fingerprint,
+            state: 'running',
+            owner: this.memo.instanceId,
+            // One log per entry (the epoch in its name): a key used again after its window never
+            // shares the forgotten entry's log, which the sweep may still be dropping.
+            logId: keyedLogId(`${digest}-${epoch}`),
+            epoch,
+            createdAt: this.now(),
+          } satisfies MemoEntry;
+        }
+        case 'open-log':
+          await this.log.openStream(c.entry.logId, KEYED_STREAM);
+          return undefined;
+        case 'create-entry':
+          return this.memo.create(c.entry, this.maxEntries);
+        case 'drop-log':
+          await this.log.dropSession(c.entry.logId);
+          return undefined;
+        case 'replace-entry':
+          await this.memo.replace(c.next, c.entry.state);
+          this.wakeups.ring(c.entry.logId);
+          return undefined;
+        case 'start-run':
+          void this.runBody(c.entry, message, (signal) => run(message, signal)).catch(this.onError);
+          return undefined;
       }
-      const fresh: MemoEntry = {
-        memoKey: mk,
-        principal,
-        fingerprint,
-        state: 'running',
-        owner: this.memo.instanceId,
-        logId: keyedLogId(createHash('sha256').update(mk).digest('hex').slice(0, 40)),
-        epoch: randomBytes(8).toString('hex'),
-        createdAt: this.now(),
-      };
-      const created = await this.memo.create(fresh, this.maxEntries);
-      if (created.kind === 'full') return json(memoFullReply(created.retryAfterSeconds), attempt.id);
-      if (created.kind === 'exists') continue;
-      // A key forgotten and used again: its old events must not show through the new epoch.
-      await this.log.dropSession(fresh.logId);
-      await this.log.openStream(fresh.logId, KEYED_STREAM);
-      void this.runBody(fresh, message, (signal) => run(message, signal)).catch(this.onError);
-      return this.respond(fresh, attempt, 0);
-    }
-    return json(outcomeUnknownReply(), attempt.id);
+    });
+    return end.kind === 'reply'
+      ? json(end.reply, attempt.id)
+      : this.respond(end.entry, attempt, end.afterSeq);
   }
 
   /** Runs the body once, detached from every client stream; its messages go to the key's log. */
@@ -230,7 +252,7 @@ class KeyedRuntime implements KeyedRequests {
     try {
       const response = await start(abort.signal);
       for await (const m of sdkMessages(response, abort.signal)) {
-        if (outcomeOf(m) !== undefined && 'id' in m && m.id === message.id) {
+        if (isFinalAnswer(m, message.id)) {
           final = m;
           break;
         }
@@ -243,22 +265,24 @@ class KeyedRuntime implements KeyedRequests {
       this.local.delete(entry.memoKey);
     }
     const current = await this.memo.get(entry.memoKey);
-    // Cancelled, or declared dead by another instance meanwhile: the entry says so already.
-    if (current?.state !== 'running' || current.owner !== this.memo.instanceId) {
+    const end = keyedRunEnd(current, this.memo.instanceId, final);
+    if (end.kind === 'nothing' || !current || !final) {
       this.wakeups.ring(entry.logId);
       return;
     }
-    const outcome = final === undefined ? undefined : outcomeOf(final);
-    if (final === undefined || outcome === undefined) {
-      // The SDK ended without an answer: the side effect may or may not have happened.
+    if (end.kind === 'declare-died') {
       await this.record(current, { type: 'instance.died' });
       return;
     }
     const head = (await this.log.window(entry.logId, KEYED_STREAM))?.head ?? 0;
     // Recorded durably first, under the id the final response gets in the log: no stream ever writes an
     // outcome the memo does not hold.
-    const won = await this.record(current, { type: 'tool.finished', outcome, finalSeq: head + 1 });
-    if (won?.state === 'committed' && won.finalSeq === head + 1) {
+    const won = await this.record(
+      current,
+      { type: 'tool.finished', outcome: end.outcome, finalSeq: head + 1 },
+      this.wakeups.waiting(entry.logId),
+    );
+    if (appendsFinal(won, head + 1)) {
       await this.log.appendFinal(entry.logId, KEYED_STREAM, final);
     }
     this.wakeups.ring(entry.logId);
@@ -268,8 +292,9 @@ class KeyedRuntime implements KeyedRequests {
   private async record(
     entry: MemoEntry,
     event: Parameters<typeof nextEntry>[1],
+    watched = false,
   ): Promise<MemoEntry | undefined> {
-    const next = nextEntry(entry, event, this.now());
+    const next = nextEntry(entry, event, this.now(), watched);
     if (!next) return entry;
     const stored = await this.memo.replace(next, entry.state);
     this.wakeups.ring(entry.logId);
@@ -281,7 +306,7 @@ class KeyedRuntime implements KeyedRequests {
     if (planKeyedCancel(entry).kind === 'cancel') {
       const stored = await this.record(entry as MemoEntry, { type: 'cancel.requested' });
       // Running here: abort now; running elsewhere: its instance sees the entry at its next lease tick.
-      if (stored?.state === 'cancelled') this.local.get(mk)?.abort();
+      if (abortsLocalRun(stored, this.memo.instanceId)) this.local.get(mk)?.abort();
     }
     return new Response(null, { status: 202 });
   }
@@ -330,7 +355,7 @@ class KeyedRuntime implements KeyedRequests {
     while (!signal.aborted && !this.closed) {
       const read = await this.log.read(entry.logId, KEYED_STREAM, lastSent);
       const current = await this.memo.get(entry.memoKey);
-      const alive = current?.state === 'running' ? await this.alive(current.owner) : true;
+      const alive = current && needsOwnerLiveness(current) ? await this.alive(current.owner) : true;
       const step = attachStep(current, read?.window, read?.events ?? [], lastSent, alive);
       for (const e of step.write) {
         const m = deliverAsAttempt(e.message, attempt);
@@ -361,7 +386,6 @@ class KeyedRuntime implements KeyedRequests {
   }
 
   private async alive(owner: string): Promise<boolean> {
-    if (owner === this.memo.instanceId) return true;
     return isOwnerAlive(owner, this.memo.instanceId, await this.memo.alive([owner]));
   }
 
@@ -386,7 +410,7 @@ class KeyedRuntime implements KeyedRequests {
     await this.memo.renewLease(this.leaseMs);
     for (const [mk, abort] of this.local) {
       const e = await this.memo.get(mk);
-      if (e?.state !== 'running' || e.owner !== this.memo.instanceId) abort.abort();
+      if (abortsLocalRun(e, this.memo.instanceId)) abort.abort();
     }
     await this.declareOrphans();
   }

@@ -58,7 +58,14 @@ export {
   type Principal,
 } from './server/handler.js';
 export { SSE_MAX_BUFFERED_BYTES, SSE_WRITE_STALL_MS, type SseLimits } from './server/http.js';
+export {
+  createKeyedRequests,
+  type KeyedRequestsOptions,
+  type KeyedRuntimeStats,
+} from './server/keyed/index.js';
+export type { MemoStore } from './server/memo-store.js';
 export { MemoryEventLog } from './server/memory-event-log.js';
+export { MemoryMemoStore, type MemoryMemoStoreOptions } from './server/memory-memo-store.js';
 export type { ModernEndpoint, ModernOptions, ModernServerFactory } from './server/modern/endpoint.js';
 export type { KeyedRequests, ModernCall, RunOnSdk } from './server/modern/keyed-hook.js';
 export type { McpServerLike, SessionInfo } from './server/session.js';

@@ -3,3 +3,4 @@
  * main entry so that the `redis` client (an optional peer dependency) is loaded only by those who use it.
  */
 export { RedisEventLog, type RedisEventLogOptions } from './server/redis-event-log.js';
+export { RedisMemoStore, type RedisMemoStoreOptions } from './server/redis-memo-store.js';

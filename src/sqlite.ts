@@ -4,3 +4,4 @@
  * by those who use it.
  */
 export { SqliteEventLog, type SqliteEventLogOptions } from './server/sqlite-event-log.js';
+export { SqliteMemoStore, type SqliteMemoStoreOptions } from './server/sqlite-memo-store.js';

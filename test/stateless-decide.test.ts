@@ -229,6 +229,14 @@ describe('the details of a decision', () => {
     expect(d.action === 'backoff-reissue' && d.delayMs).toBe(7_000);
   });
 
+  it('a Retry-After longer than the longest backoff fails now (nothing ran), or is unknown if an attempt ran', () => {
+    const long = status(429, undefined, DEFAULT_STATELESS_POLICY.backoff.maxDelayMs + 1);
+    expect(decideStatelessEnd(long, plain)).toMatchObject({ action: 'fail', reason: 'throttled' });
+    expect(decideStatelessEnd(long, { ...plain, mayHaveRunBefore: true }).action).toBe('outcome-unknown');
+    const atMost = status(503, undefined, DEFAULT_STATELESS_POLICY.backoff.maxDelayMs);
+    expect(decideStatelessEnd(atMost, plain).action).toBe('backoff-reissue');
+  });
+
   it('header mismatch: refresh tools/list, re-issue once, then fail', () => {
     const end = EXAMPLE['400-header-mismatch'];
     expect(decideStatelessEnd(end, plain)).toMatchObject({

@@ -466,8 +466,10 @@ function decideThisAttempt(
     case 'unknown':
       return unknown();
     case 'backoff-reissue':
-      // Nothing ran, so running out of budget is a definite failure, not an unknown outcome.
-      if (ctx.attempts >= policy.maxReissues) {
+      // Nothing ran, so running out of budget is a definite failure, not an unknown outcome. A server that
+      // asks for a longer wait than our longest backoff (a full memo answers Retry-After until its oldest
+      // entry expires, possibly hours) is not waited for either: the caller hears it now, not minutes later.
+      if (ctx.attempts >= policy.maxReissues || (retryAfter(end) ?? 0) > policy.backoff.maxDelayMs) {
         return { ...failure(), reason: end.kind === 'refused' ? R.unreachable : reason };
       }
       return {

@@ -206,4 +206,45 @@ describe('2026-07-28 with the continuity extension, end to end', () => {
     expect(charges).toBe(1);
     await client.close();
   });
+
+  it('a full memo (the per-principal bound) refuses a new key at once: a definite failure, nothing charged', async () => {
+    const small = createContinuityServer({
+      createMcpServer: legacyServer,
+      modern: {
+        createServer: modernServer,
+        keyed: createKeyedRequests({
+          log: new MemoryEventLog(),
+          memo: new MemoryMemoStore({ memoWindowMs: DEFAULT_CONTINUITY_SETTINGS.memoWindowMs }),
+          maxEntriesPerPrincipal: 1,
+        }),
+      },
+    });
+    const server = createServer(small.nodeHandler);
+    const port = await listenOnLoopback(server);
+    try {
+      const client = new ClientV2(
+        { name: 'e2e', version: '1.0.0' },
+        { versionNegotiation: { mode: { pin: MODERN } } },
+      );
+      await client.connect(
+        new TransportV2(new URL(`http://127.0.0.1:${port}/mcp`), { fetch: continuityFetch() }),
+      );
+      expect(textOf(await client.callTool({ name: 'charge', arguments: { cents: 1 } }))).toBe('charged 1');
+      const started = performance.now();
+      const error = await client.callTool({ name: 'charge', arguments: { cents: 2 } }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error).toBeDefined();
+      expect(isOutcomeUnknown(error)).toBe(false);
+      // Retry-After runs until the first entry's window ends (a day): not waited for.
+      expect(performance.now() - started).toBeLessThan(1_000);
+      expect(charges).toBe(1);
+      await client.close();
+    } finally {
+      await small.close();
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    }
+  });
 });

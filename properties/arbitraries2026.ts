@@ -48,6 +48,10 @@ export const commandArb2026: fc.Arbitrary<Command2026> = fc.oneof(
     weight: 2,
     arbitrary: fc.integer({ min: 100, max: 12_000 }).map((ms) => ({ kind: 'partition', ms }) as const),
   },
+  {
+    weight: 1,
+    arbitrary: fc.integer({ min: 500, max: 12_000 }).map((ms) => ({ kind: 'blackhole', ms }) as const),
+  },
   { weight: 2, arbitrary: fc.nat(1).map((pick) => ({ kind: 'instanceDies', pick }) as const) },
 );
 

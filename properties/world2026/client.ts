@@ -13,7 +13,6 @@ import { isResponse, type JsonRpcMessage } from '../../machines/jsonrpc.js';
 import type { VirtualClock } from '../world/clock.js';
 import type { SimConnection, SimNetwork } from '../world/network.js';
 import type { Recorder2026 } from './recorder.js';
-import type { SimServer2026 } from './server.js';
 import { TOOLS_2026, type Tool2026 } from './tools.js';
 
 /**
@@ -35,7 +34,8 @@ export const CORRECT_CLIENT_2026: ClientVariant2026 = { name: 'mcp-continuity', 
 export interface ClientDeps2026 {
   readonly clock: VirtualClock;
   readonly net: SimNetwork;
-  readonly server: SimServer2026;
+  /** Takes a connection the client opened (the world routes it to the server, or swallows it). */
+  readonly serve: (conn: SimConnection) => void;
   readonly recorder: Recorder2026;
   readonly nextId: () => number;
   /** What the client learnt from `server/discover`: the extension's memo window, if advertised. */
@@ -83,7 +83,7 @@ export class SimCall {
   }
 
   private attempt(carry: { lastEventId: string | null } | undefined): void {
-    const { net, server, clock } = this.deps;
+    const { net, clock } = this.deps;
     const id = this.deps.nextId();
     const meta =
       this.deps.extension && this.key !== undefined
@@ -172,7 +172,7 @@ export class SimCall {
           return;
       }
     };
-    conn = net.connect({ method: 'POST', body }, onEvent, (c) => server.serve(c));
+    conn = net.connect({ method: 'POST', body }, onEvent, (c) => this.deps.serve(c));
     armStall();
   }
 

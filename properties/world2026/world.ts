@@ -36,6 +36,11 @@ export type Command2026 =
   | { readonly kind: 'stall'; readonly pick: number }
   /** Nothing gets through for `ms`: open connections go silent, new ones are refused. */
   | { readonly kind: 'partition'; readonly ms: number }
+  /**
+   * For `ms` the path swallows everything without a word: open connections go silent and new ones never
+   * reach a server nor hear back (a black hole, not a refusal). Only stall detection or the balancer ends them.
+   */
+  | { readonly kind: 'blackhole'; readonly ms: number }
   /** One instance dies and is replaced (a restart; with two instances the other keeps serving). */
   | { readonly kind: 'instanceDies'; readonly pick: number };
 
@@ -104,6 +109,7 @@ export class World2026 {
   private callCount = 0;
   private idCount = 0;
   private partitionUntil = 0;
+  private swallowUntil = 0;
 
   constructor(
     readonly config: WorldConfig2026 = DEFAULT_WORLD_2026,
@@ -166,7 +172,7 @@ export class World2026 {
     const deps = {
       clock: this.clock,
       net: this.net,
-      server: this.server,
+      serve: (c: ReturnType<SimNetwork['list']>[number]) => this.route(c),
       recorder: this.recorder,
       nextId: () => ++this.idCount,
       extension: this.config.extension ? { memoWindowMs: this.config.memoWindowMs } : undefined,
@@ -183,7 +189,7 @@ export class World2026 {
     const open = this.net.list();
     const pick = <T>(xs: T[], i: number): T | undefined => (xs.length === 0 ? undefined : xs[i % xs.length]);
     const now = this.clock.now();
-    if (cmd.kind === 'partition') this.noteFault(now + cmd.ms);
+    if (cmd.kind === 'partition' || cmd.kind === 'blackhole') this.noteFault(now + cmd.ms);
     else if ((cmd.kind === 'call' || cmd.kind === 'callReusingKey') && this.server.failNext > 0)
       this.noteFault(now + 1);
     else if (cmd.kind !== 'call' && cmd.kind !== 'callReusingKey' && cmd.kind !== 'advance')
@@ -232,12 +238,28 @@ export class World2026 {
       case 'partition':
         this.partition(cmd.ms);
         break;
+      case 'blackhole':
+        this.swallowUntil = Math.max(this.swallowUntil, now + cmd.ms);
+        for (const c of open) this.swallow(c);
+        break;
       case 'instanceDies':
         for (const c of open) this.recorder.faultedConns.add(c.id);
         this.server.instanceDies(cmd.pick);
         break;
     }
     this.clock.runFor(5);
+  }
+
+  /** Where the client's connections go: to the server, unless the path swallows them. */
+  private route(c: ReturnType<SimNetwork['list']>[number]): void {
+    if (this.clock.now() < this.swallowUntil) this.swallow(c);
+    else this.server.serve(c);
+  }
+
+  private swallow(c: ReturnType<SimNetwork['list']>[number]): void {
+    this.recorder.faultedConns.add(c.id);
+    c.blackholed = true;
+    c.stalled = true;
   }
 
   private noteFault(until: number): void {
@@ -267,6 +289,7 @@ export class World2026 {
   settle(): WorldOutcome2026 {
     this.server.failNext = 0;
     this.partitionUntil = 0;
+    this.swallowUntil = 0;
     this.heal();
     // A stalled connection stays silent: only the client's stall timer or the balancer ends it.
     const start = this.clock.now();

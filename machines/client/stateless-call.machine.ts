@@ -1,0 +1,592 @@
+import { assign, enqueueActions, fromCallback, fromPromise, setup } from 'xstate';
+import { JsonRpcCode } from '../codes.js';
+import { CONTINUITY_EXTENSION, ContinuityMeta } from '../continuity-extension.js';
+import type { GapDetails } from '../decide.js';
+import type {
+  JsonRpcError,
+  JsonRpcMessage,
+  JsonRpcNotification,
+  JsonRpcRequest,
+  JsonRpcResponse,
+  RequestId,
+} from '../jsonrpc.js';
+import {
+  DEFAULT_STATELESS_POLICY,
+  decideStatelessEnd,
+  mayHaveRun,
+  type StatelessDecision,
+  type StatelessPolicy,
+  type StatelessReason,
+  type StatelessStreamEnd,
+} from './stateless-decide.js';
+
+/**
+ * One `tools/call` on MCP 2026-07-28, from the first attempt to its one ending:
+ *
+ *   attempting ─(stream end, decided by `decideStatelessEnd`)─► answered | outcomeUnknown | failed
+ *        ▲                                         │
+ *        └──── waiting (the decision's delay) ◄────┘ re-issue: a new JSON-RPC id; through the extension
+ *              (refreshing first on a header mismatch)    the same idempotency key and the last event id
+ *
+ * It owns what must survive across attempts: the idempotency key, the last SSE event id seen (over all
+ * attempts), the SSE ids already delivered (a re-issue's replay never delivers a message twice), the
+ * attempt count, whether an earlier attempt may have run (`mayHaveRunBefore`), and the call's elapsed time.
+ *
+ * Pure: no I/O, no clock reads. Time comes in on the events (`at`, the runtime's monotonic clock in ms) and
+ * from the machine's own named delays (`stall`, `reissueDelay`), which run on the actor's clock (a
+ * `SimulatedClock` in a simulated world).
+ *
+ * ## The `provide` seam
+ * Everything that touches the world is a named placeholder, supplied with `statelessCallMachine.provide`:
+ * - actor `exchange` (input `AttemptInput`): sends ONE attempt's request and reports what happens with
+ *   `attempt.activity`, `attempt.message`, `attempt.ended` (see `StatelessCallEvent`). It decides nothing:
+ *   it reports a JSON-RPC response as an `attempt.message` like any other message, and the machine tells
+ *   the call's own answer from the rest. Stopping it aborts the attempt (the machine stops it when the
+ *   attempt ends, on a stall, and on cancel).
+ * - actor `refreshTools` (fromPromise, input `{ toolName }`): `tools/list` after a header mismatch; resolves
+ *   the tool's annotations (or undefined). Default: resolves undefined at once.
+ * - action `deliver` (params `{ message }`): hand one message to the application, in order. Every
+ *   notification, then the final response (id rewritten to the application's id), goes through here
+ *   exactly once.
+ * - action `sendCancel` (params `{ notification }`): POST this `notifications/cancelled` (extension only).
+ * - action `reportGap` (params `{ gap }`): events were evicted on the server (extension 410): tell the app.
+ *
+ * The final state's output (`StatelessCallOutput`) says how the call ended; its `response` is also the
+ * last message `deliver`ed.
+ *
+ * @spec 2026-07-28 streamable-http#cancellation, #receiving-messages; changelog 9; docs/continuity-extension.md §7
+ */
+
+/** What the runtime (or a simulated world) knows when the call starts. */
+export interface StatelessCallInput {
+  /** The application's request, as it sent it: its `id` is the one every answer is delivered with. */
+  readonly request: JsonRpcRequest;
+  /** The tool's annotations from `tools/list`, if listed. Hints default to false. */
+  readonly tool?: ToolHints;
+  /** The server advertised the continuity extension (settings readable). */
+  readonly extension?: { readonly memoWindowMs: number };
+  /** The call's idempotency key; sent only with `extension`. One per logical call (a UUID). */
+  readonly idempotencyKey?: string;
+  readonly policy?: StatelessPolicy;
+  /** No byte for this long ends the attempt as `stalled`. 0: off. */
+  readonly stallTimeoutMs: number;
+  /** When the first attempt is sent, on the clock of the events' `at`. */
+  readonly startedAt: number;
+  /** Seed of the backoff jitter (replayable). */
+  readonly jitterSeed: number;
+}
+
+/** A tool's annotations that the table reads (`tools/list`). */
+export interface ToolHints {
+  readonly readOnlyHint?: boolean;
+  readonly idempotentHint?: boolean;
+}
+
+/** The `refreshTools` actor: `tools/list` after a header mismatch, resolving the tool's hints. */
+export type RefreshTools = (input: { readonly toolName?: string }) => Promise<ToolHints | undefined>;
+
+/** The exchange actor's input: one attempt's request, ready to POST. */
+export interface AttemptInput {
+  /** 0 for the first attempt, n for the n-th re-issue. */
+  readonly attempt: number;
+  readonly request: JsonRpcRequest;
+}
+
+/** Events the machine takes. `at` is the runtime's monotonic clock in ms. */
+export type StatelessCallEvent =
+  /** Bytes arrived (any: headers, a comment, part of an event): the attempt is alive. */
+  | { readonly type: 'attempt.activity'; readonly at: number }
+  /** One JSON-RPC message of the attempt's response (an SSE event, or the JSON body). */
+  | {
+      readonly type: 'attempt.message';
+      readonly at: number;
+      readonly message: JsonRpcMessage;
+      /** The SSE `id:` of the event that carried it (the extension numbers a key's events). */
+      readonly eventId?: string;
+    }
+  /** The attempt ended without the call's answer (reports every `StatelessStreamEnd` but `result`/`error-response`/`stalled`/`cancelled-by-application`). */
+  | { readonly type: 'attempt.ended'; readonly at: number; readonly end: StatelessStreamEnd }
+  /** The application gave up on the call (its abort signal). */
+  | { readonly type: 'app.cancel'; readonly at: number };
+
+export type StatelessCallOutput =
+  | {
+      readonly outcome: 'answered';
+      readonly reason: StatelessReason;
+      readonly attempts: number;
+      readonly response: JsonRpcResponse;
+    }
+  | {
+      readonly outcome: 'outcome-unknown';
+      readonly reason: StatelessReason;
+      readonly attempts: number;
+      readonly idempotencyKey?: string;
+      readonly response: JsonRpcError;
+    }
+  | {
+      readonly outcome: 'failed';
+      readonly reason: StatelessReason;
+      readonly attempts: number;
+      readonly status?: number;
+      readonly code?: number;
+      /** The end of the last attempt: a runtime may hand the application the original HTTP answer. */
+      readonly end: StatelessStreamEnd;
+      readonly response: JsonRpcError;
+    };
+
+export interface StatelessCallContext {
+  readonly request: JsonRpcRequest;
+  readonly tool?: StatelessCallInput['tool'];
+  readonly extension?: StatelessCallInput['extension'];
+  readonly idempotencyKey?: string;
+  readonly policy: StatelessPolicy;
+  readonly stallTimeoutMs: number;
+  readonly startedAt: number;
+  readonly jitterSeed: number;
+  /** Re-issues made so far (the current attempt's number). */
+  readonly attempts: number;
+  /** The request of the attempt in flight. */
+  readonly current: JsonRpcRequest;
+  /** SSE id of the last event received for this call, across attempts (the extension's `lastEventId`). */
+  readonly lastEventId?: string;
+  /** SSE ids already delivered: a replayed event with one of them is dropped. */
+  readonly seenEventIds: ReadonlySet<string>;
+  /** Messages delivered to the application so far. */
+  readonly deliveredCount: number;
+  readonly mayHaveRunBefore: boolean;
+  readonly headerMismatchRetried: boolean;
+  /** The latest time known (the largest `at` seen, advanced by the machine's own timers). */
+  readonly now: number;
+  /** The last attempt's end and its decision, while deciding and after. */
+  readonly end?: StatelessStreamEnd;
+  readonly decision?: StatelessDecision;
+  /** The call's own answer, once it came (delivered with the application's id). */
+  readonly answer?: JsonRpcResponse;
+}
+
+/** The JSON-RPC id of re-issue `attempt` of the call `id`: a string, so never one of the SDK's numeric ids. */
+export function reissueId(id: RequestId, attempt: number): string {
+  return `${typeof id === 'number' ? 'n' : 's'}${id}~reissue-${attempt}`;
+}
+
+/**
+ * The request of attempt `attempt`. The first keeps the application's id; a re-issue gets a new id (and,
+ * when the application asked for progress, a new progress token: the re-issue's own id). Through the
+ * extension every attempt carries the key and declares the extension in its client capabilities; a
+ * re-issue also carries `lastEventId` (null: none seen).
+ */
+export function attemptRequest(
+  original: JsonRpcRequest,
+  attempt: number,
+  carry: { readonly idempotencyKey?: string; readonly lastEventId?: string | null } | undefined,
+): JsonRpcRequest {
+  const id = attempt === 0 ? original.id : reissueId(original.id, attempt);
+  const params = original.params ?? {};
+  const meta: Record<string, unknown> = { ...(asRecord(params._meta) ?? {}) };
+  if (attempt > 0 && meta.progressToken !== undefined) meta.progressToken = id;
+  if (carry?.idempotencyKey !== undefined) {
+    meta[ContinuityMeta.idempotencyKey] = carry.idempotencyKey;
+    if (attempt > 0) meta[ContinuityMeta.lastEventId] = carry.lastEventId ?? null;
+    meta[CLIENT_CAPABILITIES_META] = withExtensionDeclared(meta[CLIENT_CAPABILITIES_META]);
+  }
+  return { ...original, id, params: { ...params, _meta: meta } };
+}
+
+/** The `_meta` key of a 2026-07-28 request's client capabilities (changelog, major change 2). */
+export const CLIENT_CAPABILITIES_META = 'io.modelcontextprotocol/clientCapabilities';
+
+function withExtensionDeclared(capabilities: unknown): Record<string, unknown> {
+  const caps = asRecord(capabilities) ?? {};
+  const extensions = asRecord(caps.extensions) ?? {};
+  return { ...caps, extensions: { ...extensions, [CONTINUITY_EXTENSION]: {} } };
+}
+
+/** The error response an unknown outcome is delivered as: the application's id, `OUTCOME_UNKNOWN`. */
+export function outcomeUnknownResponse(
+  id: RequestId,
+  reason: StatelessReason,
+  idempotencyKey: string | undefined,
+): JsonRpcError {
+  return {
+    jsonrpc: '2.0',
+    id,
+    error: {
+      code: JsonRpcCode.OUTCOME_UNKNOWN,
+      message: `Outcome unknown (${reason}): the call may or may not have run on the server`,
+      data: idempotencyKey === undefined ? { reason } : { reason, idempotencyKey },
+    },
+  };
+}
+
+/** A definite failure as an error response: the server's own JSON-RPC error when it sent one. */
+export function failureResponse(
+  id: RequestId,
+  decision: Extract<StatelessDecision, { action: 'fail' }>,
+  end: StatelessStreamEnd,
+): JsonRpcError {
+  const server = end.kind === 'http-status' ? serverError(end.body) : undefined;
+  if (server) return { jsonrpc: '2.0', id, error: server };
+  return {
+    jsonrpc: '2.0',
+    id,
+    error: {
+      code: JsonRpcCode.REQUEST_FAILED,
+      message: `Request failed (${decision.reason})${decision.status ? `: HTTP ${decision.status}` : ''}`,
+      data: {
+        reason: decision.reason,
+        ...(decision.status !== undefined ? { status: decision.status } : {}),
+        ...(decision.code !== undefined ? { code: decision.code } : {}),
+      },
+    },
+  };
+}
+
+function serverError(body: unknown): JsonRpcError['error'] | undefined {
+  const error = asRecord(asRecord(body)?.error);
+  if (!error || typeof error.code !== 'number') return undefined;
+  const message = typeof error.message === 'string' ? error.message : 'Request failed';
+  return error.data === undefined
+    ? { code: error.code, message }
+    : { code: error.code, message, data: error.data };
+}
+
+/** The stream end a JSON-RPC response is (the table reads `resultType` and error codes). */
+export function endOfResponse(response: JsonRpcResponse): StatelessStreamEnd {
+  if ('error' in response) {
+    const e = asRecord(response.error);
+    return { kind: 'error-response', code: typeof e?.code === 'number' ? e.code : 0, data: e?.data };
+  }
+  const resultType = asRecord(response.result)?.resultType;
+  return typeof resultType === 'string' ? { kind: 'result', resultType } : { kind: 'result' };
+}
+
+/**
+ * A message as the application must see it: the answer carries the application's id; a progress
+ * notification of a re-issue carries the application's progress token.
+ */
+export function forApplication(message: JsonRpcMessage, original: JsonRpcRequest): JsonRpcMessage {
+  if (!('method' in message)) return { ...message, id: original.id } as JsonRpcResponse;
+  if (message.method !== 'notifications/progress' || 'id' in message) return message;
+  const token = asRecord(asRecord(original.params)?._meta)?.progressToken;
+  if (token === undefined || message.params?.progressToken === token) return message;
+  return { ...message, params: { ...message.params, progressToken: token } };
+}
+
+function asRecord(v: unknown): Record<string, unknown> | undefined {
+  return typeof v === 'object' && v !== null && !Array.isArray(v)
+    ? (v as Record<string, unknown>)
+    : undefined;
+}
+
+const isResponseMessage = (m: JsonRpcMessage): m is JsonRpcResponse =>
+  !('method' in m) && ('result' in m || 'error' in m);
+
+/** The table's view of the call, at time `at`. */
+function tableContext(c: StatelessCallContext, at: number) {
+  return {
+    tool: c.tool,
+    extension: c.extension,
+    idempotencyKey: c.extension ? c.idempotencyKey : undefined,
+    lastEventId: c.lastEventId,
+    attempts: c.attempts,
+    mayHaveRunBefore: c.mayHaveRunBefore,
+    headerMismatchRetried: c.headerMismatchRetried,
+    elapsedMs: Math.max(0, at - c.startedAt),
+    jitterSeed: c.jitterSeed,
+  };
+}
+
+/** Records an attempt's end and the table's decision for it. */
+function decided(
+  c: StatelessCallContext,
+  end: StatelessStreamEnd,
+  at: number,
+): Partial<StatelessCallContext> {
+  const now = Math.max(c.now, at);
+  return { end, now, decision: decideStatelessEnd(end, tableContext(c, now), c.policy) };
+}
+
+type Reissue = Extract<StatelessDecision, { action: 'reissue' | 'backoff-reissue' }>;
+
+export const statelessCallMachine = setup({
+  types: {
+    input: {} as StatelessCallInput,
+    context: {} as StatelessCallContext,
+    events: {} as StatelessCallEvent,
+    output: {} as StatelessCallOutput,
+  },
+  actors: {
+    /** Placeholder: the runtime's fetch, or a simulated server. See the header. */
+    exchange: fromCallback<StatelessCallEvent, AttemptInput>(() => undefined),
+    /** Placeholder: tools/list after a header mismatch. */
+    refreshTools: fromPromise<ToolHints | undefined, { readonly toolName?: string }>(async () => undefined),
+  },
+  actions: {
+    deliver: (_, _params: { message: JsonRpcMessage }) => undefined,
+    sendCancel: (_, _params: { notification: JsonRpcNotification }) => undefined,
+    reportGap: (_, _params: { gap: GapDetails }) => undefined,
+  },
+  delays: {
+    stall: ({ context }) => context.stallTimeoutMs,
+    reissueDelay: ({ context }) => (context.decision as Reissue | undefined)?.delayMs ?? 0,
+  },
+  guards: {
+    stallDetection: ({ context }) => context.stallTimeoutMs > 0,
+    isReissue: ({ context }) =>
+      context.decision?.action === 'reissue' || context.decision?.action === 'backoff-reissue',
+    needsRefresh: ({ context }) => (context.decision as Reissue | undefined)?.refreshToolList === true,
+    isDeliver: ({ context }) => context.decision?.action === 'deliver',
+    isUnknown: ({ context }) => context.decision?.action === 'outcome-unknown',
+  },
+}).createMachine({
+  id: 'statelessCall',
+  context: ({ input }) => {
+    const key = input.extension ? input.idempotencyKey : undefined;
+    return {
+      request: input.request,
+      tool: input.tool,
+      extension: input.extension,
+      idempotencyKey: key,
+      policy: input.policy ?? DEFAULT_STATELESS_POLICY,
+      stallTimeoutMs: input.stallTimeoutMs,
+      startedAt: input.startedAt,
+      jitterSeed: input.jitterSeed,
+      attempts: 0,
+      current: attemptRequest(input.request, 0, key === undefined ? undefined : { idempotencyKey: key }),
+      seenEventIds: new Set<string>(),
+      deliveredCount: 0,
+      mayHaveRunBefore: false,
+      headerMismatchRetried: false,
+      now: input.startedAt,
+    };
+  },
+  initial: 'attempting',
+  states: {
+    attempting: {
+      invoke: {
+        src: 'exchange',
+        input: ({ context }) => ({ attempt: context.attempts, request: context.current }),
+      },
+      initial: 'live',
+      states: {
+        live: {
+          // Re-entered on every sign of life, which restarts the stall timer.
+          after: {
+            stall: {
+              guard: 'stallDetection',
+              target: '#statelessCall.deciding',
+              actions: assign(({ context }) =>
+                decided(context, { kind: 'stalled' }, context.now + context.stallTimeoutMs),
+              ),
+            },
+          },
+          on: {
+            'attempt.activity': {
+              target: 'live',
+              reenter: true,
+              actions: assign({ now: ({ context, event }) => Math.max(context.now, event.at) }),
+            },
+            'attempt.message': [
+              {
+                // The call's own answer (this attempt's id) ends the attempt.
+                guard: ({ context, event }) =>
+                  isResponseMessage(event.message) && event.message.id === context.current.id,
+                target: '#statelessCall.deciding',
+                actions: assign(({ context, event }) => ({
+                  ...decided(context, endOfResponse(event.message as JsonRpcResponse), event.at),
+                  answer: event.message as JsonRpcResponse,
+                  ...(event.eventId !== undefined ? { lastEventId: event.eventId } : {}),
+                })),
+              },
+              {
+                target: 'live',
+                reenter: true,
+                actions: enqueueActions(({ context, event, enqueue }) => {
+                  const { update, deliver } = absorbed(context, event);
+                  enqueue.assign(update);
+                  if (deliver) enqueue({ type: 'deliver', params: { message: deliver } });
+                }),
+              },
+            ],
+          },
+        },
+      },
+      on: {
+        'attempt.ended': {
+          target: 'deciding',
+          actions: assign(({ context, event }) => decided(context, event.end, event.at)),
+        },
+        'app.cancel': {
+          target: 'deciding',
+          actions: assign(({ context, event }) =>
+            decided(context, { kind: 'cancelled-by-application' }, event.at),
+          ),
+        },
+      },
+    },
+    deciding: {
+      always: [
+        { guard: 'isDeliver', target: 'answered' },
+        { guard: 'isUnknown', target: 'outcomeUnknown' },
+        { guard: 'isReissue', target: 'reissuing' },
+        { target: 'failed' },
+      ],
+    },
+    reissuing: {
+      entry: enqueueActions(({ context, enqueue }) => {
+        const d = context.decision as Reissue;
+        if (d.gap) enqueue({ type: 'reportGap', params: { gap: d.gap } });
+      }),
+      always: [{ guard: 'needsRefresh', target: 'refreshing' }, { target: 'waiting' }],
+    },
+    refreshing: {
+      invoke: {
+        src: 'refreshTools',
+        input: ({ context }) => ({
+          toolName:
+            typeof context.request.params?.name === 'string' ? context.request.params.name : undefined,
+        }),
+        onDone: {
+          target: 'waiting',
+          actions: assign({ tool: ({ context, event }) => event.output ?? context.tool }),
+        },
+        onError: 'waiting',
+      },
+      on: {
+        'app.cancel': {
+          target: 'deciding',
+          actions: assign(({ context, event }) =>
+            decided(context, { kind: 'cancelled-by-application' }, event.at),
+          ),
+        },
+      },
+    },
+    waiting: {
+      after: {
+        reissueDelay: { target: 'attempting', actions: assign(({ context }) => nextAttempt(context)) },
+      },
+      on: {
+        'app.cancel': {
+          target: 'deciding',
+          actions: assign(({ context, event }) =>
+            decided(context, { kind: 'cancelled-by-application' }, event.at),
+          ),
+        },
+      },
+    },
+    answered: {
+      type: 'final',
+      entry: enqueueActions(({ context, enqueue }) => {
+        enqueue({ type: 'deliver', params: { message: finalResponse(context) } });
+      }),
+    },
+    outcomeUnknown: {
+      type: 'final',
+      entry: enqueueActions(({ context, enqueue }) => {
+        const d = context.decision as Extract<StatelessDecision, { action: 'outcome-unknown' }>;
+        if (d.sendCancelNotification && context.idempotencyKey !== undefined) {
+          enqueue({ type: 'sendCancel', params: { notification: cancelNotification(context) } });
+        }
+        enqueue({ type: 'deliver', params: { message: finalResponse(context) } });
+      }),
+    },
+    failed: {
+      type: 'final',
+      entry: enqueueActions(({ context, enqueue }) => {
+        enqueue({ type: 'deliver', params: { message: finalResponse(context) } });
+      }),
+    },
+  },
+  output: ({ context }) => outputOf(context),
+});
+
+function finalResponse(c: StatelessCallContext): JsonRpcResponse {
+  return outputOf(c).response;
+}
+
+function outputOf(c: StatelessCallContext): StatelessCallOutput {
+  const d = c.decision;
+  const end = c.end ?? { kind: 'ended-without-answer' };
+  const id = c.request.id;
+  if (d?.action === 'deliver') {
+    return { outcome: 'answered', reason: d.reason, attempts: c.attempts, response: answerOf(c, end) };
+  }
+  if (d?.action === 'fail') {
+    return {
+      outcome: 'failed',
+      reason: d.reason,
+      attempts: c.attempts,
+      ...(d.status !== undefined ? { status: d.status } : {}),
+      ...(d.code !== undefined ? { code: d.code } : {}),
+      end,
+      response: failureResponse(id, d, end),
+    };
+  }
+  const reason = d?.reason ?? 'ended_without_answer';
+  const key = d?.action === 'outcome-unknown' ? d.idempotencyKey : undefined;
+  return {
+    outcome: 'outcome-unknown',
+    reason,
+    attempts: c.attempts,
+    ...(key !== undefined ? { idempotencyKey: key } : {}),
+    response: outcomeUnknownResponse(id, reason, key),
+  };
+}
+
+/** The delivered answer: kept as the attempt's message, with the application's id. */
+function answerOf(c: StatelessCallContext, end: StatelessStreamEnd): JsonRpcResponse {
+  const answer = c.answer;
+  if (answer) return { ...answer, id: c.request.id } as JsonRpcResponse;
+  // Unreachable in practice: `deliver` follows only a response message.
+  return outcomeUnknownResponse(c.request.id, end.kind as StatelessReason, c.idempotencyKey);
+}
+
+/** The extension's explicit cancel (docs/continuity-extension.md §5): any attempt's id, and the key. */
+export function cancelNotification(c: StatelessCallContext): JsonRpcNotification {
+  return {
+    jsonrpc: '2.0',
+    method: 'notifications/cancelled',
+    params: {
+      requestId: c.current.id,
+      reason: 'cancelled by the application',
+      _meta: { [ContinuityMeta.idempotencyKey]: c.idempotencyKey },
+    },
+  };
+}
+
+/** One non-answer message of an attempt: what the context becomes and what (if anything) is delivered. */
+function absorbed(
+  c: StatelessCallContext,
+  event: Extract<StatelessCallEvent, { type: 'attempt.message' }>,
+): { update: Partial<StatelessCallContext>; deliver?: JsonRpcMessage } {
+  const now = Math.max(c.now, event.at);
+  const id = event.eventId;
+  // A replayed event (the extension keeps its original SSE id) was delivered by an earlier attempt.
+  if (id !== undefined && c.seenEventIds.has(id)) return { update: { now } };
+  // The server must not send requests on a response stream (2026-07-28), and another id's answer is not
+  // ours: only notifications reach the application.
+  const deliverable = 'method' in event.message && !('id' in event.message);
+  const update: Partial<StatelessCallContext> = {
+    now,
+    ...(id !== undefined ? { lastEventId: id, seenEventIds: new Set([...c.seenEventIds, id]) } : {}),
+    deliveredCount: c.deliveredCount + (deliverable ? 1 : 0),
+  };
+  return deliverable ? { update, deliver: forApplication(event.message, c.request) } : { update };
+}
+
+/** The context of the next attempt, after the decision's delay. */
+function nextAttempt(c: StatelessCallContext): Partial<StatelessCallContext> {
+  const d = c.decision as Reissue;
+  const attempts = c.attempts + 1;
+  return {
+    attempts,
+    lastEventId: d.carry ? (d.carry.lastEventId ?? undefined) : c.lastEventId,
+    now: c.now + d.delayMs,
+    mayHaveRunBefore: c.mayHaveRunBefore || (c.end ? mayHaveRun(c.end) : true),
+    headerMismatchRetried: c.headerMismatchRetried || d.refreshToolList === true,
+    current: attemptRequest(c.request, attempts, d.carry),
+    end: undefined,
+    decision: undefined,
+    answer: undefined,
+  };
+}

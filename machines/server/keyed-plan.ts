@@ -1,0 +1,315 @@
+import { JsonRpcCode } from '../codes.js';
+import { CONTINUITY_ERROR_STATUS, ContinuityErrorCode, type KeyReading } from '../continuity-extension.js';
+import { isResponse, type JsonRpcMessage, type RequestId } from '../jsonrpc.js';
+import { KEYED_STREAM, keyedEventId, type MemoEntry, stepMemoEntry } from './keyed-memo.js';
+import { admitUnknownKey, keyedResume, type RecordedOutcome } from './keyed-request.machine.js';
+import { lostWhileAttached, type ResumeAnswer, type StreamWindow } from './retention.js';
+
+/**
+ * What the server does with one keyed request of the continuity extension (docs/continuity-extension.md
+ * §4, §5), as commands: the runtime (src/server/keyed) executes them with a memo store, an event log and
+ * HTTP; the simulated world with simulated ones. Which answer, which HTTP status, which id a delivered
+ * message carries: all decided here (the key's fate by `keyedRequestMachine`, through `stepMemoEntry`).
+ */
+
+/** One attempt of a keyed call: the JSON-RPC id and progress token its own response must carry. */
+export interface Attempt {
+  readonly id: RequestId;
+  /** `params._meta.progressToken` of this attempt, if it asked for progress. */
+  readonly progressToken?: string | number;
+}
+
+/** An HTTP error answer of a keyed request: a JSON-RPC error body carrying the attempt's id. */
+export interface KeyedReply {
+  readonly status: number;
+  readonly error: { readonly code: number; readonly message: string; readonly data?: unknown };
+  /** Sent as `Retry-After` (429). */
+  readonly retryAfterSeconds?: number;
+}
+
+/** The plan for a keyed `tools/call`. */
+export type KeyedPlan =
+  /** Nothing runs; answer this. */
+  | { readonly kind: 'reply'; readonly reply: KeyedReply }
+  /**
+   * The key is new: create its entry (atomically: set-if-absent, within the per-principal bound), then
+   * run the body and serve the response from the key's log from its start. If the entry exists by then
+   * (another attempt won the race), plan again with it; if the bound refuses, answer 429.
+   */
+  | { readonly kind: 'execute' }
+  /**
+   * Serve the response from the key's log: events after `afterSeq`, live ones while it runs, then the
+   * outcome (recorded, cancelled or unknown) as `attachStep` says. Never runs anything.
+   */
+  | { readonly kind: 'serve'; readonly afterSeq: number }
+  /**
+   * The entry is `running` but its owner is gone: record `instance.died` (compare-and-set from running),
+   * then plan again with what the store holds.
+   */
+  | { readonly kind: 'declare-died' };
+
+/** What `planKeyedCall` is told. */
+export interface KeyedCallFacts {
+  readonly reading: Extract<KeyReading, { kind: 'keyed' }>;
+  readonly fingerprint: string;
+  /** The memo's entry for (principal, key), if any. */
+  readonly entry: MemoEntry | undefined;
+  /** The window of the entry's log (undefined when it has none, or no entry). */
+  readonly window: StreamWindow | undefined;
+  /** Whether the entry's owner is alive (this instance, or a live lease). Only read for a running entry. */
+  readonly ownerAlive: boolean;
+  /** How long the memo has been keeping every key it saw (§4 first rows). */
+  readonly memoCompleteForMs: number;
+  readonly memoWindowMs: number;
+}
+
+const INVALID_PARAMS = -32602;
+
+/**
+ * Memo lookup + the request's reading → the plan (§4's table). The key's fate is the machine's: the
+ * request is a `reissue.arrived` of the stored entry (a duplicate first attempt is a re-issue that saw
+ * no event).
+ */
+export function planKeyedCall(facts: KeyedCallFacts): KeyedPlan {
+  const { reading, entry } = facts;
+  if (!entry) {
+    const decision = admitUnknownKey(reading.reissue, facts.memoCompleteForMs, facts.memoWindowMs);
+    return decision.kind === 'execute'
+      ? { kind: 'execute' }
+      : { kind: 'reply', reply: outcomeUnknownReply() };
+  }
+  if (entry.state === 'running' && !facts.ownerAlive && entry.fingerprint === facts.fingerprint) {
+    return { kind: 'declare-died' };
+  }
+  const resume: ResumeAnswer = keyedResume(reading.lastEventId, {
+    epoch: entry.epoch,
+    stream: KEYED_STREAM,
+    window: facts.window,
+  });
+  const step = stepMemoEntry(entry, {
+    type: 'reissue.arrived',
+    attacher: 'this',
+    fingerprint: facts.fingerprint,
+    resume,
+  });
+  const answer = step.emitted.find((e) => e.type === 'keyed.answer');
+  if (answer?.type !== 'keyed.answer') return { kind: 'reply', reply: outcomeUnknownReply() };
+  const a = answer.answer;
+  switch (a.kind) {
+    case 'attach':
+    case 'recorded':
+      return { kind: 'serve', afterSeq: a.afterSeq };
+    case 'refused':
+      return {
+        kind: 'reply',
+        reply: {
+          status: CONTINUITY_ERROR_STATUS[ContinuityErrorCode.KEY_REUSED],
+          error: {
+            code: ContinuityErrorCode.KEY_REUSED,
+            message: 'Idempotency key reused for a different request (other method, tool or arguments)',
+          },
+        },
+      };
+    case 'evicted':
+      return { kind: 'reply', reply: evictedReply(a.resume) };
+    case 'invalid-cursor':
+      return {
+        kind: 'reply',
+        reply: {
+          status: 400,
+          error: {
+            code: INVALID_PARAMS,
+            message: `Invalid params: lastEventId was never issued for this key (${a.resume.reason})`,
+            data: { reason: a.resume.reason, requestedId: a.resume.requestedId },
+          },
+        },
+      };
+    case 'cancelled':
+      return { kind: 'reply', reply: cancelledReply() };
+    default:
+      return { kind: 'reply', reply: outcomeUnknownReply() };
+  }
+}
+
+/** -32012, HTTP 200: the server cannot vouch for whether the keyed request ran. */
+export function outcomeUnknownReply(): KeyedReply {
+  return {
+    status: CONTINUITY_ERROR_STATUS[ContinuityErrorCode.OUTCOME_UNKNOWN],
+    error: {
+      code: ContinuityErrorCode.OUTCOME_UNKNOWN,
+      message: 'Outcome unknown: the server cannot tell whether this keyed request ran',
+    },
+  };
+}
+
+/** -32013, HTTP 200: an explicit notifications/cancelled cancelled the key. */
+export function cancelledReply(): KeyedReply {
+  return {
+    status: CONTINUITY_ERROR_STATUS[ContinuityErrorCode.CANCELLED],
+    error: {
+      code: ContinuityErrorCode.CANCELLED,
+      message: 'Cancelled by an explicit notifications/cancelled',
+    },
+  };
+}
+
+/** -32011, HTTP 410, with the exact count (§4's `data`). */
+export function evictedReply(gone: Extract<ResumeAnswer, { kind: 'gone' }>): KeyedReply {
+  const { kind: _kind, stream: _stream, ...data } = gone;
+  return {
+    status: CONTINUITY_ERROR_STATUS[ContinuityErrorCode.EVENTS_EVICTED],
+    error: {
+      code: ContinuityErrorCode.EVENTS_EVICTED,
+      message: `Events evicted: ${gone.lostCount ?? 'an unknown number of'} events after lastEventId are gone`,
+      data,
+    },
+  };
+}
+
+/** -32602, HTTP 400: a malformed key or lastEventId (§3). */
+export function invalidKeyReply(why: string): KeyedReply {
+  return { status: 400, error: { code: INVALID_PARAMS, message: `Invalid params: ${why}` } };
+}
+
+/** 429 with Retry-After: the principal's memo is full of entries that may not be evicted (§6). */
+export function memoFullReply(retryAfterSeconds: number): KeyedReply {
+  return {
+    status: 429,
+    error: {
+      code: JsonRpcCode.LIMIT_EXCEEDED,
+      message: 'Too many idempotency keys remembered for this principal; retry later',
+    },
+    retryAfterSeconds,
+  };
+}
+
+/** The JSON-RPC error response of `reply` for `attempt`. */
+export function replyMessage(reply: KeyedReply, attempt: Pick<Attempt, 'id'>): JsonRpcMessage {
+  return { jsonrpc: '2.0', id: attempt.id, error: { ...reply.error } };
+}
+
+/** The response to `attempt` carrying a recorded outcome. */
+export function outcomeMessage(outcome: RecordedOutcome, attempt: Pick<Attempt, 'id'>): JsonRpcMessage {
+  return outcome.kind === 'result'
+    ? { jsonrpc: '2.0', id: attempt.id, result: outcome.result as Record<string, unknown> }
+    : { jsonrpc: '2.0', id: attempt.id, error: outcome.error };
+}
+
+/** The outcome a final response of the SDK records: its result (even `isError: true`) or its error. */
+export function outcomeOf(response: JsonRpcMessage): RecordedOutcome | undefined {
+  if (!isResponse(response)) return undefined;
+  return 'result' in response
+    ? { kind: 'result', result: response.result }
+    : { kind: 'error', error: response.error };
+}
+
+/**
+ * A stored event as `attempt` receives it. Progress carries the attempt's own progress token (or is not
+ * sent to an attempt that asked for none: it would be unsolicited); anything else goes as it was sent.
+ * Responses are never taken from the log: the outcome comes from the memo (`attachStep`).
+ */
+export function deliverAs(message: JsonRpcMessage, attempt: Attempt): JsonRpcMessage | undefined {
+  if (isResponse(message)) return undefined;
+  if ('method' in message && message.method === 'notifications/progress') {
+    if (attempt.progressToken === undefined) return undefined;
+    return { ...message, params: { ...(message.params ?? {}), progressToken: attempt.progressToken } };
+  }
+  return message;
+}
+
+/** What an attached response writes after one look at the key's log and entry. */
+export interface AttachStep<E extends { readonly seq: number; readonly message: JsonRpcMessage }> {
+  /** Log events to write now, in order, each the next one in sequence (their SSE id: `keyedEventId`). */
+  readonly write: readonly E[];
+  readonly lastSent: number;
+  /**
+   * How the response ends, if it does now: the outcome (with its SSE id's seq), -32013, -32012, or `lost`
+   * (events it had not written were evicted: the response ends without an answer, so the client
+   * re-issues from its cursor and is told the exact gap by a 410).
+   */
+  readonly end?:
+    | { readonly kind: 'outcome'; readonly outcome: RecordedOutcome; readonly seq: number | undefined }
+    | { readonly kind: 'cancelled' }
+    | { readonly kind: 'outcome-unknown' }
+    | { readonly kind: 'lost' };
+  /** The entry is running and its owner is gone: record `instance.died`, then look again. */
+  readonly declareDied?: boolean;
+}
+
+/**
+ * The attached-response rule: write only the next event in sequence, never a gap; end with what the
+ * entry holds once its work ended. Events after the final response are none (the log is finished with
+ * it), and the final response is written from the memo, where it was recorded first.
+ */
+export function attachStep<E extends { readonly seq: number; readonly message: JsonRpcMessage }>(
+  entry: Pick<MemoEntry, 'state' | 'outcome' | 'finalSeq'> | undefined,
+  window: StreamWindow | undefined,
+  events: readonly E[],
+  lastSent: number,
+  ownerAlive: boolean,
+): AttachStep<E> {
+  if (window && lostWhileAttached(window, lastSent)) return { write: [], lastSent, end: { kind: 'lost' } };
+  const write: E[] = [];
+  let cursor = lastSent;
+  for (const e of events) {
+    if (e.seq !== cursor + 1) continue;
+    if (isResponse(e.message)) break;
+    write.push(e);
+    cursor = e.seq;
+  }
+  // Forgotten under the stream (memo window shorter than the call): nothing can be vouched for.
+  if (!entry) return { write, lastSent: cursor, end: { kind: 'outcome-unknown' } };
+  if (entry.state === 'running') {
+    return ownerAlive ? { write, lastSent: cursor } : { write, lastSent: cursor, declareDied: true };
+  }
+  if (entry.state === 'cancelled') return { write, lastSent: cursor, end: { kind: 'cancelled' } };
+  if (entry.state === 'outcomeUnknown') return { write, lastSent: cursor, end: { kind: 'outcome-unknown' } };
+  // Recorded: the events before the final one were appended before the outcome was recorded, so they
+  // are all in `events` (or evicted: `lost` above); the outcome goes last, under the final's id.
+  return {
+    write,
+    lastSent: cursor,
+    end: { kind: 'outcome', outcome: entry.outcome as RecordedOutcome, seq: entry.finalSeq },
+  };
+}
+
+/** The SSE id a written event carries (`keyedEventId`), re-exported for executors. */
+export { keyedEventId };
+
+/** What a `notifications/cancelled` carrying a key does (§5): always 202; these steps first. */
+export type KeyedCancelPlan =
+  /** The key is running: record `cancel.requested` (compare-and-set from running), abort the body. */
+  | { readonly kind: 'cancel' }
+  /** Unknown key, or its work already ended: the recorded outcome stands; nothing changes. */
+  | { readonly kind: 'ignore' };
+
+export function planKeyedCancel(entry: MemoEntry | undefined): KeyedCancelPlan {
+  if (!entry) return { kind: 'ignore' };
+  const step = stepMemoEntry(entry, { type: 'cancel.requested' });
+  return step.changed && step.emitted.some((e) => e.type === 'keyed.abort')
+    ? { kind: 'cancel' }
+    : { kind: 'ignore' };
+}
+
+/** The stored entry after `event`, or undefined when the machine ignores it there (nothing to write). */
+export function nextEntry(
+  entry: MemoEntry,
+  event:
+    | { readonly type: 'tool.finished'; readonly outcome: RecordedOutcome; readonly finalSeq: number }
+    | { readonly type: 'cancel.requested' }
+    | { readonly type: 'instance.died' },
+  now: number,
+): MemoEntry | undefined {
+  const step = stepMemoEntry(
+    entry,
+    event.type === 'tool.finished' ? { type: 'tool.finished', outcome: event.outcome } : event,
+  );
+  if (!step.changed || step.state === 'forgotten') return undefined;
+  return {
+    ...entry,
+    state: step.state,
+    ...(step.outcome === undefined ? {} : { outcome: step.outcome }),
+    ...(event.type === 'tool.finished' ? { finalSeq: event.finalSeq } : {}),
+    ...(step.emitted.some((e) => e.type === 'keyed.memo-armed') ? { finishedAt: now } : {}),
+  };
+}

@@ -1,0 +1,131 @@
+import { describe, expect, it } from 'vitest';
+import { ContinuityErrorCode } from '../../machines/continuity-extension.js';
+import {
+  admitNewKey,
+  type MemoEntry,
+  memoExpired,
+  orphanedEntries,
+  stepMemoEntry,
+} from '../../machines/server/keyed-memo.js';
+import {
+  attachStep,
+  deliverAs,
+  nextEntry,
+  planKeyedCall,
+  planKeyedCancel,
+} from '../../machines/server/keyed-plan.js';
+import type { StreamWindow } from '../../machines/server/retention.js';
+
+const FP = '["tools/call",{"name":"charge"}]';
+const entry = (over: Partial<MemoEntry> = {}): MemoEntry => ({
+  memoKey: '3:bob|k',
+  principal: 'bob',
+  fingerprint: FP,
+  state: 'running',
+  owner: 'me',
+  logId: 'keyed-x',
+  epoch: 'ep1',
+  createdAt: 0,
+  ...over,
+});
+const win = (oldest: number, head: number, finished = false): StreamWindow => ({
+  oldest,
+  head,
+  finished,
+  appendedAt: Array.from({ length: Math.max(0, head - oldest + 1) }, () => 0),
+});
+const facts = (over: Partial<Parameters<typeof planKeyedCall>[0]> = {}) => ({
+  reading: { kind: 'keyed' as const, key: 'k', reissue: true, lastEventId: 'ep1-1-2' },
+  fingerprint: FP,
+  entry: entry(),
+  window: win(1, 4),
+  ownerAlive: true,
+  memoCompleteForMs: 0,
+  memoWindowMs: 1000,
+  ...over,
+});
+const recorded = { kind: 'result' as const, result: { content: [] } };
+
+describe('keyed plan (pure): memo lookup + reading → what the server does', () => {
+  it('a new key runs; an unknown re-issue is outcome unknown unless the memo covers the window', () => {
+    expect(
+      planKeyedCall(facts({ entry: undefined, reading: { kind: 'keyed', key: 'k', reissue: false } })),
+    ).toEqual({ kind: 'execute' });
+    expect(planKeyedCall(facts({ entry: undefined }))).toMatchObject({
+      kind: 'reply',
+      reply: { status: 200, error: { code: ContinuityErrorCode.OUTCOME_UNKNOWN } },
+    });
+    expect(planKeyedCall(facts({ entry: undefined, memoCompleteForMs: 1000 }))).toEqual({ kind: 'execute' });
+  });
+
+  it('running: attaches after the cursor; other arguments 409; a cursor never issued 400; evicted 410 exact', () => {
+    expect(planKeyedCall(facts())).toEqual({ kind: 'serve', afterSeq: 2 });
+    expect(planKeyedCall(facts({ fingerprint: 'other' }))).toMatchObject({ reply: { status: 409 } });
+    expect(
+      planKeyedCall(facts({ reading: { kind: 'keyed', key: 'k', reissue: true, lastEventId: 'ep1-1-9' } })),
+    ).toMatchObject({ reply: { status: 400, error: { code: -32602 } } });
+    expect(planKeyedCall(facts({ window: win(6, 8) }))).toMatchObject({
+      reply: {
+        status: 410,
+        error: { code: ContinuityErrorCode.EVENTS_EVICTED, data: { lostCount: 3, resumeAfter: 'ep1-1-5' } },
+      },
+    });
+    expect(planKeyedCall(facts({ ownerAlive: false }))).toEqual({ kind: 'declare-died' });
+  });
+
+  it('finished: the recorded outcome after the cursor; cancelled -32013; unknown -32012', () => {
+    const done = entry({ state: 'committed', outcome: recorded, finalSeq: 5, finishedAt: 1 });
+    expect(planKeyedCall(facts({ entry: done, window: win(1, 5, true) }))).toEqual({
+      kind: 'serve',
+      afterSeq: 2,
+    });
+    expect(planKeyedCall(facts({ entry: entry({ state: 'cancelled' }) }))).toMatchObject({
+      reply: { error: { code: ContinuityErrorCode.CANCELLED } },
+    });
+    expect(planKeyedCall(facts({ entry: entry({ state: 'outcomeUnknown' }) }))).toMatchObject({
+      reply: { error: { code: ContinuityErrorCode.OUTCOME_UNKNOWN } },
+    });
+  });
+
+  it('the stored entry moves by the machine: finish records, cancel only while running, memo window', () => {
+    const finished = nextEntry(entry(), { type: 'tool.finished', outcome: recorded, finalSeq: 3 }, 50);
+    expect(finished).toMatchObject({ state: 'committed', outcome: recorded, finalSeq: 3, finishedAt: 50 });
+    expect(planKeyedCancel(finished)).toEqual({ kind: 'ignore' });
+    expect(planKeyedCancel(entry())).toEqual({ kind: 'cancel' });
+    expect(nextEntry(entry(), { type: 'cancel.requested' }, 7)).toMatchObject({
+      state: 'cancelled',
+      finishedAt: 7,
+    });
+    expect(nextEntry(finished as MemoEntry, { type: 'instance.died' }, 9)).toBeUndefined();
+    expect(memoExpired(finished as MemoEntry, 100, 149)).toBe(false);
+    expect(memoExpired(finished as MemoEntry, 100, 150)).toBe(true);
+    expect(memoExpired(entry(), 100, 1e12)).toBe(false);
+    expect(stepMemoEntry(finished as MemoEntry, { type: 'memo.expired' }).state).toBe('forgotten');
+  });
+
+  it('the per-principal bound never evicts: 429 until the first entry leaves its window', () => {
+    expect(admitNewKey([entry()], 2, 1000, 0)).toEqual({ kind: 'admit' });
+    expect(admitNewKey([entry(), entry({ state: 'committed', finishedAt: 0 })], 2, 5000, 1000)).toEqual({
+      kind: 'full',
+      retryAfterSeconds: 4,
+    });
+    expect(orphanedEntries([entry(), entry({ owner: 'gone' })], (o) => o === 'me')).toHaveLength(1);
+  });
+
+  it('an attached stream writes in sequence, then the outcome under the final id; progress gets the attempt token', () => {
+    const ev = (seq: number, m: object) => ({ seq, message: { jsonrpc: '2.0', ...m } as never });
+    const p = (n: number) =>
+      ev(n, { method: 'notifications/progress', params: { progressToken: 'a', progress: n } });
+    const done = entry({ state: 'answered', outcome: recorded, finalSeq: 3 });
+    const step = attachStep(done, win(1, 3, true), [p(2), ev(3, { id: 1, result: {} })], 1, true);
+    expect(step.write.map((e) => e.seq)).toEqual([2]);
+    expect(step.end).toEqual({ kind: 'outcome', outcome: recorded, seq: 3 });
+    expect(attachStep(entry(), win(1, 2), [p(2)], 1, true).end).toBeUndefined();
+    expect(attachStep(entry(), win(1, 2), [], 2, false).declareDied).toBe(true);
+    expect(attachStep(entry(), win(5, 8), [], 2, true).end).toEqual({ kind: 'lost' });
+    expect(deliverAs(p(2).message, { id: 9, progressToken: 'b' })).toMatchObject({
+      params: { progressToken: 'b' },
+    });
+    expect(deliverAs(p(2).message, { id: 9 })).toBeUndefined();
+  });
+});

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { TOOL_NAMES_2026 } from './world2026/tools.js';
-import type { Command2026, WorldConfig2026 } from './world2026/world.js';
+import { type Command2026, GONE_FOR_GOOD_MS, type WorldConfig2026 } from './world2026/world.js';
 
 /** Random fault schedules for the 2026-07-28 world. Picks are positions, so commands stay valid while shrinking. */
 export const callArb2026: fc.Arbitrary<Command2026> = fc.oneof(
@@ -52,7 +52,12 @@ export const commandArb2026: fc.Arbitrary<Command2026> = fc.oneof(
     weight: 1,
     arbitrary: fc.integer({ min: 500, max: 12_000 }).map((ms) => ({ kind: 'blackhole', ms }) as const),
   },
-  { weight: 2, arbitrary: fc.nat(1).map((pick) => ({ kind: 'instanceDies', pick }) as const) },
+  {
+    weight: 2,
+    arbitrary: fc
+      .tuple(fc.nat(1), fc.constantFrom(0, 0, 1_500, 6_000, GONE_FOR_GOOD_MS))
+      .map(([pick, downMs]) => ({ kind: 'instanceDies', pick, downMs }) as const),
+  },
 );
 
 /** Up to 24 commands with at least one call (without one, "at most once" and "no hang" are vacuous). */
@@ -102,4 +107,4 @@ export const scenarioArb2026 = fc.record({
   commands: fc.oneof({ weight: 6, arbitrary: scheduleArb2026 }, { weight: 1, arbitrary: evictionArb2026 }),
 });
 
-export type Scenario2026 = { readonly config: WorldConfig2026; readonly commands: readonly Command2026[] };
+export type Scenario2026 = { readonly config: WorldConfig2026; readonly commands: Command2026[] };

@@ -1,12 +1,19 @@
 import type { Scenario2026 } from './arbitraries2026.js';
-import { type Command2026, DEFAULT_WORLD_2026, type WorldConfig2026 } from './world2026/world.js';
+import {
+  type Command2026,
+  DEFAULT_WORLD_2026,
+  GONE_FOR_GOOD_MS,
+  type WorldConfig2026,
+} from './world2026/world.js';
 
 /**
  * Directed worlds for rows random schedules reach rarely, and the issues' incidents. Each is judged by
  * every property like a random world, and feeds the coverage table.
  */
-export interface Directed2026 extends Scenario2026 {
+export interface Directed2026 {
   readonly name: string;
+  readonly config: Scenario2026['config'];
+  readonly commands: readonly Command2026[];
 }
 
 const world = (over: Partial<WorldConfig2026>): WorldConfig2026 => ({ ...DEFAULT_WORLD_2026, ...over });
@@ -59,7 +66,24 @@ export const DIRECTED_2026: readonly Directed2026[] = [
   {
     name: 'an instance dies during a keyed charge (durable, shared memo; two instances)',
     config: world({ instances: 2 }),
-    commands: [call('charge'), advance(300), { kind: 'instanceDies', pick: 0 }, advance(5_000)],
+    commands: [
+      call('charge'),
+      advance(300),
+      { kind: 'instanceDies', pick: 0, downMs: 5_000 },
+      advance(8_000),
+    ],
+  },
+  {
+    name: 'a re-issue attached on the other instance when the owner dies for good',
+    config: world({ instances: 2 }),
+    commands: [
+      call('charge'),
+      advance(100),
+      { kind: 'reset', pick: 0 },
+      advance(200),
+      { kind: 'instanceDies', pick: 0, downMs: GONE_FOR_GOOD_MS },
+      advance(3_000),
+    ],
   },
   {
     name: 'a memory memo restarts during a keyed charge',

@@ -10,8 +10,9 @@ import type { Observer2026 } from './world2026/world.js';
 
 /**
  * Which decisions of the 2026-07-28 machines the simulated worlds reach: every row of the client's decision
- * table (`caseOf` of each stream end), what the row decided, every transition of the keyed-request
- * machine, every answer it gave, and the server's admission of unknown keys. A branch no world reaches is
+ * table (`caseOf` of each stream end), what the row decided (read off the call machine's context), every
+ * move of a stored memo entry (by `keyedRequestMachine`), every plan `planKeyedCall` made and every way
+ * `attachStep` ended a response. A branch no world reaches is
  * one the properties cannot judge; the test fails on it unless it is marked not modelled, with why.
  */
 interface Branch {
@@ -75,24 +76,34 @@ export const BRANCHES_2026: readonly Branch[] = [
   b('decision', 'outcome unknown: the server cannot know'),
   b('decision', 'outcome unknown: a refusal after an attempt that may have run'),
   b('decision', 'fail: nothing ran'),
-  b('keyed machine', 'running → finished.committed'),
-  b('keyed machine', 'running → finished.answered'),
-  b('keyed machine', 'finished.committed → finished.answered'),
-  b('keyed machine', 'running → outcomeUnknown'),
-  b('keyed machine', 'running → cancelled', NO_APP_CANCEL),
-  b('keyed machine', 'finished → forgotten'),
-  b('keyed machine', 'outcomeUnknown → forgotten'),
-  b('keyed machine', 'cancelled → forgotten', NO_APP_CANCEL),
-  b('keyed answer', 'attach'),
-  b('keyed answer', 'recorded'),
-  b('keyed answer', 'outcome'),
-  b('keyed answer', 'refused'),
-  b('keyed answer', 'evicted'),
-  b('keyed answer', 'outcome-unknown'),
-  b('keyed answer', 'cancelled', NO_APP_CANCEL),
-  b('keyed answer', 'invalid-cursor', 'the simulated client only sends ids it was given'),
-  b('unknown key', 'execute'),
-  b('unknown key', 'outcome-unknown'),
+  // Stored entries (keyed-memo.ts): watchers are not stored, so a finish is always `committed` first, and
+  // the plan does not store the `answered` a re-issue would move it to.
+  b('stored entry', 'running → committed'),
+  b('stored entry', 'running → outcomeUnknown'),
+  b('stored entry', 'running → cancelled', NO_APP_CANCEL),
+  b('stored entry', 'committed → forgotten'),
+  b('stored entry', 'outcomeUnknown → forgotten'),
+  b('stored entry', 'cancelled → forgotten', NO_APP_CANCEL),
+  b('keyed plan', 'execute'),
+  b('keyed plan', 'serve'),
+  b('keyed plan', 'declare-died'),
+  b('keyed plan', 'reply -32010 (key reused)'),
+  b('keyed plan', 'reply -32011 (events evicted, exact count)'),
+  b('keyed plan', 'reply -32012 (outcome unknown)'),
+  b('keyed plan', 'reply -32013 (cancelled)', NO_APP_CANCEL),
+  b(
+    'keyed plan',
+    'reply -32602 (invalid key or cursor)',
+    'the simulated client only sends well-formed keys and ids it was given',
+  ),
+  b('attached response', 'outcome'),
+  b('attached response', 'outcome-unknown'),
+  b(
+    'attached response',
+    'lost (events evicted under a reader)',
+    'the simulated server writes every event at once; a slow reader is not modelled',
+  ),
+  b('attached response', 'cancelled', NO_APP_CANCEL),
   b('unkeyed request', 'run'),
   b('unkeyed request', 'cancelled-by-close'),
 ];
@@ -124,32 +135,24 @@ function decisionRow(end: StatelessStreamEnd, ctx: StatelessCallContext, d: Stat
   }
 }
 
-const stateName = (s: string): string => {
-  if (s.startsWith('{')) {
-    const sub = Object.values(JSON.parse(s) as Record<string, string>)[0];
-    return `finished.${sub}`;
-  }
-  return s;
+const PLAN_NAMES: Record<string, string> = {
+  'reply -32010': 'reply -32010 (key reused)',
+  'reply -32011': 'reply -32011 (events evicted, exact count)',
+  'reply -32012': 'reply -32012 (outcome unknown)',
+  'reply -32013': 'reply -32013 (cancelled)',
+  'reply -32602': 'reply -32602 (invalid key or cursor)',
 };
 
 function serverRows(o: ServerObservation2026): string[] {
   switch (o.kind) {
-    case 'admit':
-      return [key('unknown key', o.decision)];
-    case 'answer':
-      return [key('keyed answer', o.answer)];
+    case 'plan':
+      return [key('keyed plan', PLAN_NAMES[o.plan] ?? o.plan)];
+    case 'attach-end':
+      return [key('attached response', o.end === 'lost' ? 'lost (events evicted under a reader)' : o.end)];
     case 'unkeyed':
       return [key('unkeyed request', o.event)];
-    case 'state': {
-      const from = stateName(o.from);
-      const to = stateName(o.to);
-      return [
-        key(
-          'keyed machine',
-          `${from.startsWith('finished') && to === 'forgotten' ? 'finished' : from} → ${to}`,
-        ),
-      ];
-    }
+    case 'state':
+      return [key('stored entry', `${o.from} → ${o.to}`)];
   }
 }
 
@@ -187,7 +190,10 @@ export class CoverageTally2026 {
     const lines = [`2026-07-28 decision branches reached, of ${this.worlds} worlds:`];
     let group = '';
     for (const x of BRANCHES_2026) {
-      if (x.group !== group) lines.push(`  ${(group = x.group)}`);
+      if (x.group !== group) {
+        group = x.group;
+        lines.push(`  ${group}`);
+      }
       const n = this.counts.get(key(x.group, x.name)) ?? 0;
       const note = x.notModelled
         ? `  (not modelled: ${x.notModelled})`

@@ -1,14 +1,20 @@
+import { type Actor, createActor, fromCallback, type InspectionEvent } from 'xstate';
 import type { IoEvent } from '../../machines/client/io.js';
 import {
+  type AttemptInput,
+  type StatelessCallContext as CallMachineContext,
+  type StatelessCallEvent,
+  type StatelessCallInput,
+  statelessCallMachine,
+} from '../../machines/client/stateless-call.machine.js';
+import {
   DEFAULT_STATELESS_POLICY,
-  decideStatelessEnd,
-  mayHaveRun,
   type StatelessCallContext,
   type StatelessDecision,
   type StatelessPolicy,
   type StatelessStreamEnd,
 } from '../../machines/client/stateless-decide.js';
-import { ContinuityMeta } from '../../machines/continuity-extension.js';
+import { JsonRpcCode } from '../../machines/codes.js';
 import { isResponse, type JsonRpcMessage } from '../../machines/jsonrpc.js';
 import type { VirtualClock } from '../world/clock.js';
 import type { SimConnection, SimNetwork } from '../world/network.js';
@@ -16,20 +22,22 @@ import type { Recorder2026 } from './recorder.js';
 import { TOOLS_2026, type Tool2026 } from './tools.js';
 
 /**
- * The simulated 2026-07-28 client: one application call at a time per `SimCall`, each attempt one POST on
- * the simulated network, every end of a stream decided by the real `decideStatelessEnd` (the client's
- * decision table). The loop around it (what one attempt observed, the cursor across attempts, waiting
- * the decision's delay) is the stand-in for the client's call machine until that machine is shared.
+ * The simulated 2026-07-28 client: each application call is the real `statelessCallMachine` (the client's
+ * call lifecycle, every stream end decided by `decideStatelessEnd`) on the virtual clock, its `exchange`
+ * actor one POST on the simulated network. The exchange decides nothing: it reports bytes, messages and
+ * how the connection ended, as the runtime's fetch exchange does.
  */
 export interface ClientVariant2026 {
   readonly name: string;
-  /** The decision for one stream end (a mutant wraps the real one). */
-  readonly decide: typeof decideStatelessEnd;
-  /** What the application is told instead of the decision (mutants only). */
-  readonly distort?: (d: StatelessDecision) => StatelessDecision;
+  /** What the call machine is started with (a mutant misreads the tool's hints or the memo window). */
+  readonly input?: (input: StatelessCallInput) => StatelessCallInput;
+  /** What the exchange reports instead of what happened (a mutant misclassifies an end, or drops ids). */
+  readonly report?: (event: StatelessCallEvent) => StatelessCallEvent;
+  /** What the application is told instead of what the machine delivered (a mutant words outcomes wrongly). */
+  readonly distort?: (message: JsonRpcMessage) => JsonRpcMessage;
 }
 
-export const CORRECT_CLIENT_2026: ClientVariant2026 = { name: 'mcp-continuity', decide: decideStatelessEnd };
+export const CORRECT_CLIENT_2026: ClientVariant2026 = { name: 'mcp-continuity' };
 
 export interface ClientDeps2026 {
   readonly clock: VirtualClock;
@@ -54,179 +62,164 @@ export const SIM_STATELESS_POLICY: StatelessPolicy = {
   memoMarginMs: 2_000,
 };
 
-/** One application call, through every attempt it takes. */
+/** One application call: the real call machine with simulated I/O. */
 export class SimCall {
-  private attempts = 0;
-  private mayHaveRunBefore = false;
-  private headerMismatchRetried = false;
-  private lastEventId: string | undefined;
-  private done = false;
-  /** The uid of the last result received (which execution produced it). */
-  private resultUid: string | undefined;
+  readonly actor: Actor<typeof statelessCallMachine>;
 
   constructor(
-    private readonly deps: ClientDeps2026,
-    private readonly variant: ClientVariant2026,
+    deps: ClientDeps2026,
+    variant: ClientVariant2026,
     readonly callKey: string,
-    private readonly tool: Tool2026,
+    tool: Tool2026,
     /** The idempotency key; the application's own when it reuses one (a bug it may have). */
-    private readonly key: string | undefined,
-    private readonly seed: number,
+    key: string,
+    seed: number,
   ) {
-    const rec = deps.recorder.calls.get(callKey);
-    if (rec && key !== undefined) rec.key = key;
-    this.attempt(undefined);
-  }
-
-  private get record() {
-    return this.deps.recorder.calls.get(this.callKey);
-  }
-
-  private attempt(carry: { lastEventId: string | null } | undefined): void {
-    const { net, clock } = this.deps;
-    const id = this.deps.nextId();
-    const meta =
-      this.deps.extension && this.key !== undefined
-        ? {
-            [ContinuityMeta.idempotencyKey]: this.key,
-            ...(carry ? { [ContinuityMeta.lastEventId]: carry.lastEventId } : {}),
-          }
-        : undefined;
-    const body: JsonRpcMessage = {
-      jsonrpc: '2.0',
-      id,
-      method: 'tools/call',
-      params: { name: this.tool, arguments: { callKey: this.callKey }, ...(meta ? { _meta: meta } : {}) },
-    };
-    const rec = this.record;
-    if (rec) rec.attempts++;
-    let bytes = false;
-    let ended = false;
-    let stall: number | undefined;
-    let conn: SimConnection | undefined;
-    const armStall = () => {
-      if (this.deps.stallTimeoutMs <= 0) return;
-      if (stall !== undefined) clock.clearTimeout(stall);
-      stall = clock.setTimeout(() => end({ kind: 'stalled' }), this.deps.stallTimeoutMs);
-    };
-    const end = (e: StatelessStreamEnd) => {
-      if (ended) return;
-      ended = true;
-      if (stall !== undefined) clock.clearTimeout(stall);
-      if (conn) net.abandon(conn);
-      const faulted =
-        e.kind === 'refused' ||
-        (conn !== undefined && this.deps.recorder.faultedConns.has(conn.id)) ||
-        (e.kind === 'http-status' && e.status === 410);
-      if (faulted && rec) rec.faultedEnds++;
-      this.decide(e);
-    };
-    const onEvent = (ev: IoEvent) => {
-      if (ended) return;
-      switch (ev.type) {
-        case 'http.stream':
-        case 'sse.activity':
-        case 'sse.retry':
-          bytes = true;
-          armStall();
-          return;
-        case 'sse.events':
-          for (const one of ev.events) onEvent(one);
-          return;
-        case 'sse.event': {
-          bytes = true;
-          armStall();
-          if (ev.id !== undefined) this.lastEventId = ev.id;
-          const m = ev.message;
-          if (!m) return;
-          if (isResponse(m)) {
-            if (m.id === id) {
-              this.resultUid = resultUid(m);
-              end(responseEnd(m));
-            }
+    const { clock, net, recorder } = deps;
+    const rec = recorder.calls.get(callKey);
+    if (rec && deps.extension) rec.key = key;
+    const report = variant.report ?? ((e: StatelessCallEvent) => e);
+    const exchange = fromCallback<StatelessCallEvent, AttemptInput>(({ input, sendBack }) => {
+      if (rec) rec.attempts++;
+      let bytes = false;
+      let faulted = false;
+      let evicted = false;
+      const send = (e: StatelessCallEvent) => sendBack(report(e));
+      const ended = (end: StatelessStreamEnd) => {
+        if (end.kind === 'refused') faulted = true;
+        if (end.kind === 'http-status' && end.status === 410) evicted = true;
+        send({ type: 'attempt.ended', at: clock.now(), end });
+      };
+      const onEvent = (ev: IoEvent): void => {
+        const at = clock.now();
+        switch (ev.type) {
+          case 'http.stream':
+          case 'sse.activity':
+          case 'sse.retry':
+            bytes = true;
+            send({ type: 'attempt.activity', at });
+            return;
+          case 'sse.events':
+            for (const one of ev.events) onEvent(one);
+            return;
+          case 'sse.event':
+            bytes = true;
+            if (ev.message) send({ type: 'attempt.message', at, message: ev.message, eventId: ev.id });
+            else send({ type: 'attempt.activity', at });
+            return;
+          case 'http.response': {
+            const body = ev.body as JsonRpcMessage | undefined;
+            // A JSON answer is a message like any other; the machine tells the call's own answer apart.
+            if (ev.status === 200 && body && isResponse(body))
+              send({ type: 'attempt.message', at, message: body });
+            else ended({ kind: 'http-status', status: ev.status, body: ev.body });
             return;
           }
-          const uid = (m as { params?: { uid?: unknown } }).params?.uid;
-          if (typeof uid === 'string') this.deps.recorder.deliver(uid);
-          return;
+          case 'net.ended':
+            ended({ kind: 'ended-without-answer' });
+            return;
+          case 'net.failed':
+            ended(
+              ev.fault === 'refused'
+                ? { kind: 'refused' }
+                : bytes
+                  ? { kind: 'cut-mid-stream' }
+                  : { kind: 'cut-before-response' },
+            );
+            return;
         }
-        case 'http.response': {
-          const b = ev.body as JsonRpcMessage | undefined;
-          if (ev.status === 200 && b && isResponse(b)) {
-            this.resultUid = resultUid(b);
-            end(responseEnd(b));
-          } else end({ kind: 'http-status', status: ev.status, body: ev.body });
-          return;
+      };
+      const conn = net.connect({ method: 'POST', body: input.request }, onEvent, (c) => deps.serve(c));
+      return () => {
+        if (rec) {
+          // A 410 right after a broken attempt is that fault's consequence (its events were evicted
+          // meanwhile) and costs one more attempt; a second in a row is not the world's doing.
+          // So is a 410 after a 410 the client answered with its gap (events evicted again while its
+          // re-issue was on its way); a 410 after one it ignored is the client's doing. (The gap of this
+          // attempt is reported before its exchange stops.)
+          const gaps = recorder.gaps.filter((g) => g.callKey === callKey).length;
+          const broken = evicted
+            ? rec.afterFault === true || rec.lastWas410 === true
+            : faulted || recorder.faultedConns.has(conn.id);
+          rec.afterFault = broken && !evicted;
+          rec.lastWas410 = evicted && broken && gaps > (rec.gapsSeen ?? 0);
+          rec.gapsSeen = gaps;
+          if (broken) rec.faultedEnds++;
         }
-        case 'net.ended':
-          end({ kind: 'ended-without-answer' });
-          return;
-        case 'net.failed':
-          end(
-            ev.fault === 'refused'
-              ? { kind: 'refused' }
-              : bytes
-                ? { kind: 'cut-mid-stream' }
-                : { kind: 'cut-before-response' },
-          );
-          return;
-      }
+        net.abandon(conn);
+      };
+    });
+    const machine = statelessCallMachine.provide({
+      actors: { exchange },
+      actions: {
+        deliver: (_, { message }) => {
+          const m = variant.distort ? variant.distort(message) : message;
+          if (isResponse(m)) this.settle(deps, m);
+          else {
+            const uid = (m as { params?: { uid?: unknown } }).params?.uid;
+            if (typeof uid === 'string') recorder.deliver(uid);
+          }
+        },
+        reportGap: (_, { gap }) => recorder.gaps.push({ callKey, lostCount: gap.lostCount, at: clock.now() }),
+        sendCancel: () => undefined,
+      },
+    });
+    const baseInput: StatelessCallInput = {
+      request: {
+        jsonrpc: '2.0',
+        id: deps.nextId(),
+        method: 'tools/call',
+        params: { name: tool, arguments: { callKey }, _meta: { progressToken: `p-${callKey}` } },
+      },
+      tool: TOOLS_2026[tool].annotations,
+      extension: deps.extension,
+      idempotencyKey: key,
+      policy: deps.policy,
+      stallTimeoutMs: deps.stallTimeoutMs,
+      startedAt: clock.now(),
+      jitterSeed: seed,
     };
-    conn = net.connect({ method: 'POST', body }, onEvent, (c) => this.deps.serve(c));
-    armStall();
+    let lastDecision: StatelessDecision | undefined;
+    const inspect = deps.onDecision
+      ? (ev: InspectionEvent) => {
+          if (ev.type !== '@xstate.snapshot' || ev.actorRef !== this.actor) return;
+          const c = (ev.snapshot as unknown as { context?: CallMachineContext }).context;
+          if (!c?.decision || c.decision === lastDecision || !c.end) return;
+          lastDecision = c.decision;
+          deps.onDecision?.(c.end, { ...c, elapsedMs: c.now - c.startedAt } as never, c.decision);
+        }
+      : undefined;
+    this.actor = createActor(machine, {
+      clock,
+      input: variant.input ? variant.input(baseInput) : baseInput,
+      inspect,
+    });
+    this.actor.subscribe((s) => {
+      // A definite failure passed through from the server (a 409) carries no reason: the machine's.
+      if (s.status === 'done' && rec && rec.reason === undefined) rec.reason = s.output?.reason;
+    });
+    this.actor.start();
   }
 
-  private decide(end: StatelessStreamEnd): void {
-    const { clock, recorder } = this.deps;
-    const rec = recorder.calls.get(this.callKey);
-    const ctx: StatelessCallContext = {
-      tool: TOOLS_2026[this.tool].annotations,
-      extension: this.deps.extension,
-      idempotencyKey: this.deps.extension ? this.key : undefined,
-      lastEventId: this.lastEventId,
-      attempts: this.attempts,
-      mayHaveRunBefore: this.mayHaveRunBefore,
-      headerMismatchRetried: this.headerMismatchRetried,
-      elapsedMs: clock.now() - (rec?.at ?? 0),
-      jitterSeed: this.seed,
-    };
-    const decided = this.variant.decide(end, ctx, this.deps.policy);
-    this.deps.onDecision?.(end, ctx, decided);
-    const d = this.variant.distort ? this.variant.distort(decided) : decided;
-    if (d.action === 'reissue' || d.action === 'backoff-reissue') {
-      if (d.refreshToolList) this.headerMismatchRetried = true;
-      this.mayHaveRunBefore ||= mayHaveRun(end);
-      if (d.gap) recorder.gaps.push({ callKey: this.callKey, lostCount: d.gap.lostCount });
-      if (d.carry) this.lastEventId = d.carry.lastEventId ?? undefined;
-      this.attempts++;
-      const carry = d.carry ? { lastEventId: d.carry.lastEventId } : undefined;
-      clock.setTimeout(() => this.attempt(carry), d.delayMs);
+  /** The call's one answer reached the application (a second would be a duplicate). */
+  private settle(deps: ClientDeps2026, m: JsonRpcMessage): void {
+    const rec = deps.recorder.calls.get(this.callKey);
+    if (!rec) return;
+    rec.outcomes++;
+    rec.endedAt = deps.clock.now();
+    const uid = 'result' in m ? (m.result as { _meta?: { uid?: unknown } })._meta?.uid : undefined;
+    if (typeof uid === 'string') deps.recorder.resultFrom.set(this.callKey, uid.split('/')[0] as string);
+    // The application reads the answer as it is worded (a mutant's distortion shows here).
+    if ('result' in m) {
+      rec.outcome = 'result';
       return;
     }
-    if (this.done || !rec) return;
-    this.done = true;
-    rec.outcomes++;
-    rec.endedAt = clock.now();
-    rec.reason = d.reason;
-    if (d.action === 'deliver') {
-      rec.outcome = end.kind === 'result' ? 'result' : 'error';
-      if (end.kind === 'result' && this.resultUid)
-        recorder.resultFrom.set(this.callKey, this.resultUid.split('/')[0] as string);
-    } else rec.outcome = d.action === 'outcome-unknown' ? 'unknown' : 'error';
+    const error = (m as { error: { code: number; data?: { reason?: unknown } } }).error;
+    rec.outcome = error.code === JsonRpcCode.OUTCOME_UNKNOWN ? 'unknown' : 'error';
+    if (typeof error.data?.reason === 'string') rec.reason = error.data.reason;
   }
-}
 
-/** The end a JSON-RPC response makes; a result's uid says which execution produced it. */
-function resultUid(m: JsonRpcMessage): string | undefined {
-  const uid = 'result' in m ? (m.result as { _meta?: { uid?: unknown } })._meta?.uid : undefined;
-  return typeof uid === 'string' ? uid : undefined;
-}
-
-function responseEnd(m: JsonRpcMessage): StatelessStreamEnd {
-  if ('result' in m) {
-    const r = m.result as { resultType?: string };
-    return { kind: 'result', resultType: r.resultType };
+  stop(): void {
+    this.actor.stop();
   }
-  const e = (m as { error: { code: number; data?: unknown } }).error;
-  return { kind: 'error-response', code: e.code, data: e.data };
 }

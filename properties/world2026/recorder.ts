@@ -17,8 +17,13 @@ export interface CallRecord2026 {
   reason?: string;
   outcomes: number;
   endedAt?: number;
-  /** Attempts that ended because the world broke them (a cut, a stall, a refusal, an injected status, a 410). */
+  /** Attempts that ended because the world broke them (a cut, a stall, a refusal, an injected status). */
   faultedEnds: number;
+  /** The last attempt ended broken by the world (a 410 right after it is its consequence). */
+  afterFault?: boolean;
+  /** The last attempt was a world-caused 410 answered with a gap; `gapsSeen`: the call's gaps by then. */
+  lastWas410?: boolean;
+  gapsSeen?: number;
   attempts: number;
 }
 
@@ -47,7 +52,9 @@ export class Recorder2026 {
   readonly deliveryOrder = new Map<string, number[]>();
   /** The execution whose result reached the application, per call. */
   readonly resultFrom = new Map<string, string>();
-  readonly gaps: Array<{ callKey: string; lostCount: number | null }> = [];
+  readonly gaps: Array<{ callKey: string; lostCount: number | null; at: number }> = [];
+  /** When each execution ran to its end. */
+  readonly completedAt = new Map<string, number>();
   /** Virtual times an instance died or restarted. */
   readonly deaths: number[] = [];
   /** Virtual times a memo entry was forgotten (its window passed). */

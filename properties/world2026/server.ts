@@ -1,22 +1,37 @@
-import { type Actor, type AnyStateMachine, createActor } from 'xstate';
 import type { IoEvent } from '../../machines/client/io.js';
 import {
-  CONTINUITY_ERROR_STATUS,
   type ContinuitySettings,
+  type KeyReading,
   memoKey,
   readContinuityMeta,
   requestFingerprint,
 } from '../../machines/continuity-extension.js';
-import { formatEventId } from '../../machines/event-id.js';
-import type { JsonRpcMessage, JsonRpcRequest, RequestId } from '../../machines/jsonrpc.js';
+import type { JsonRpcMessage, JsonRpcRequest } from '../../machines/jsonrpc.js';
+import { isOwnerAlive } from '../../machines/server/instances.js';
 import {
-  admitUnknownKey,
-  type KeyedAnswer,
-  type KeyedRequestEmitted,
-  keyedRequestMachine,
-  keyedResume,
-  type RecordedOutcome,
-} from '../../machines/server/keyed-request.machine.js';
+  keyedLogId,
+  type MemoEntry,
+  memoExpired,
+  memoExpiresAt,
+  orphanedEntries,
+} from '../../machines/server/keyed-memo.js';
+import {
+  type Attempt,
+  attachStep,
+  cancelledReply,
+  deliverAs,
+  invalidKeyReply,
+  type KeyedPlan,
+  type KeyedReply,
+  keyedEventId,
+  nextEntry,
+  outcomeMessage,
+  outcomeUnknownReply,
+  planKeyedCall,
+  planKeyedCancel,
+  replyMessage,
+} from '../../machines/server/keyed-plan.js';
+import type { RecordedOutcome } from '../../machines/server/keyed-request.machine.js';
 import {
   appendToWindow,
   EMPTY_WINDOW,
@@ -31,13 +46,16 @@ import type { Recorder2026 } from './recorder.js';
 import { TOOLS_2026, type Tool2026 } from './tools.js';
 
 /**
- * A simulated MCP 2026-07-28 server: one or more instances behind a balancer, with or without the
- * continuity extension. Every decision about a keyed request is the real `keyedRequestMachine`'s (work
- * state) and the real `admitUnknownKey` / `keyedResume` / `readContinuityMeta` / `requestFingerprint`
- * (what a request is, whether an unknown key may run, what a cursor gets). This file executes those
- * decisions on the simulated network, a per-key event log and the virtual clock, and plays the SDK's part
- * with simulated tools. Without the extension (or for an unkeyed request) it is the spec's server: every
- * request runs, and its stream closing cancels it.
+ * A simulated MCP 2026-07-28 server: one or two instances behind a balancer, with or without the
+ * continuity extension. Every decision about a keyed request is the runtime's (src/server/keyed): the
+ * request's reading and fingerprint (`readContinuityMeta`, `requestFingerprint`), the plan
+ * (`planKeyedCall`: the key's fate by `keyedRequestMachine` through `stepMemoEntry`), the stored entry's
+ * moves (`nextEntry`), what an attached response writes and how it ends (`attachStep`, `deliverAs`), the
+ * memo window (`memoExpired`), orphans after a restart (`orphanedEntries`, `isOwnerAlive`) and every reply.
+ * This file only executes those decisions, in the runtime's order, on simulated stores (a memo, per-key
+ * event logs), the simulated network and the virtual clock, and plays the SDK's part with simulated
+ * tools. Without the extension (or for an unkeyed request) it is the spec's server: every request runs,
+ * and its stream closing cancels it.
  */
 export interface SimServer2026Config {
   /** The server advertises and serves the continuity extension. */
@@ -51,73 +69,95 @@ export interface SimServer2026Config {
   readonly heartbeatMs: number;
   /**
    * A response's status line goes out as soon as the request is taken. Off: only with its first event or
-   * answer (as the official v2 server does), so a cut before then is a cut before any response byte.
+   * answer, so a cut before then is a cut before any response byte.
    */
   readonly headersEarly: boolean;
 }
 
-/** What the simulated server decided, for the coverage table. */
-export type ServerObservation2026 =
-  | { readonly kind: 'admit'; readonly decision: 'execute' | 'outcome-unknown' }
-  | { readonly kind: 'answer'; readonly answer: KeyedAnswer['kind'] }
-  | { readonly kind: 'state'; readonly from: string; readonly to: string }
-  | { readonly kind: 'unkeyed'; readonly event: 'run' | 'cancelled-by-close' };
-
-interface Watcher {
-  readonly conn: SimConnection;
-  readonly requestId: RequestId;
-  /** Its response stream has begun (later answers go inside it). */
-  streaming: boolean;
+/**
+ * The decisions of the runtime's plan functions the world executes; a mutant wraps one (the runtime
+ * calls the same functions, so a wrong variant here is a wrong runtime).
+ */
+export interface ServerDecisions2026 {
+  readonly planKeyedCall: typeof planKeyedCall;
+  readonly attachStep: typeof attachStep;
+  readonly memoExpired: typeof memoExpired;
+  /** What a closed response stream of a keyed request does: nothing (a transport fact), or a mutant's cancel. */
+  readonly onKeyedStreamClosed?: 'cancel';
 }
 
-interface MemoEntry {
-  readonly actor: Actor<typeof keyedRequestMachine>;
-  readonly epoch: string;
+export const RUNTIME_DECISIONS: ServerDecisions2026 = { planKeyedCall, attachStep, memoExpired };
+
+/** What the simulated server decided, for the coverage table. */
+export type ServerObservation2026 =
+  | { readonly kind: 'plan'; readonly plan: string }
+  | { readonly kind: 'state'; readonly from: string; readonly to: string }
+  | { readonly kind: 'attach-end'; readonly end: string }
+  | { readonly kind: 'unkeyed'; readonly event: 'run' | 'cancelled-by-close' };
+
+interface KeyLog {
   window: StreamWindow;
   readonly messages: Map<number, JsonRpcMessage>;
-  /** The instance running the body, and its incarnation. */
-  owner: { instance: number; incarnation: number };
-  readonly watchers: Map<string, Watcher>;
-  readonly callKey: string;
-  readonly execution: string;
-  aborted: boolean;
-  lastState: string;
+}
+
+/** A simulated memo store: set-if-absent, compare-and-set, expiry, and the key logs beside it. */
+class SimMemo {
+  readonly entries = new Map<string, MemoEntry>();
+  readonly logs = new Map<string, KeyLog>();
 }
 
 interface Instance {
   readonly id: number;
   incarnation: number;
+  /** Dead, not yet restarted: the balancer sends it nothing and its lease is gone. */
+  down: boolean;
   startedAt: number;
   /** A memory memo lives in its instance and dies with it. */
-  memo: Map<string, MemoEntry>;
+  memo: SimMemo;
 }
 
-const PRINCIPAL = 'app';
+interface Follower {
+  readonly conn: SimConnection;
+  readonly attempt: Attempt;
+  readonly mk: string;
+  readonly memo: SimMemo;
+  readonly logId: string;
+  lastSent: number;
+  done: boolean;
+}
+
+const PRINCIPAL = '';
+/** The runtime's bound on plan rounds for one request (a lost race, a declared death). */
+const MAX_PLAN_ROUNDS = 4;
+/** An attached response also looks without a wake-up this often (the runtime's `pollMs`). */
+const POLL_MS = 250;
 
 export class SimServer2026 {
   private readonly instances: Instance[] = [];
-  private readonly shared = new Map<string, MemoEntry>();
+  private readonly shared = new SimMemo();
   private rr = 0;
   private epochs = 0;
   private executions = 0;
   /** Requests to answer with `failStatus` before serving normally. */
   failNext = 0;
   failStatus = 503;
-  /** Open unkeyed streams (for heartbeats). */
+  /** Open response streams (for heartbeats). */
   private readonly open = new Set<SimConnection>();
   /** Which instance took each connection (an instance's death resets its connections). */
   private readonly servedBy = new Map<SimConnection, number>();
+  /** Attached responses per key log, woken on every change (the runtime's wake-ups). */
+  private readonly followers = new Map<string, Set<Follower>>();
 
   constructor(
     private readonly clock: VirtualClock,
     private readonly net: SimNetwork,
     private readonly recorder: Recorder2026,
     readonly config: SimServer2026Config,
-    private readonly machine: AnyStateMachine = keyedRequestMachine,
+    private readonly decisions: ServerDecisions2026 = RUNTIME_DECISIONS,
     private readonly observe: (o: ServerObservation2026) => void = () => undefined,
   ) {
     for (let i = 0; i < Math.max(1, config.instances); i++)
-      this.instances.push({ id: i, incarnation: 0, startedAt: 0, memo: new Map() });
+      this.instances.push({ id: i, incarnation: 0, down: false, startedAt: 0, memo: new SimMemo() });
     if (config.heartbeatMs > 0) this.heartbeat();
   }
 
@@ -128,8 +168,17 @@ export class SimServer2026 {
     };
   }
 
-  private memoOf(instance: Instance): Map<string, MemoEntry> {
+  private memoOf(instance: Instance): SimMemo {
     return this.config.memo === 'durable' ? this.shared : instance.memo;
+  }
+
+  private ownerOf(instance: Instance): string {
+    return `i${instance.id}x${instance.incarnation}`;
+  }
+
+  /** The live instances' leases. A dead instance's lease is gone at once (the model's lease is instant). */
+  private leased(): Set<string> {
+    return new Set(this.instances.filter((i) => !i.down).map((i) => this.ownerOf(i)));
   }
 
   /** One POST, routed by the balancer to the next instance. */
@@ -140,232 +189,307 @@ export class SimServer2026 {
       conn.send({ type: 'http.response', status: this.failStatus });
       return;
     }
-    const instance = this.instances[this.rr++ % this.instances.length] as Instance;
+    const up = this.instances.filter((i) => !i.down);
+    const instance = up[this.rr++ % Math.max(1, up.length)];
+    if (!instance) {
+      // No instance to take it: the balancer answers for it, nothing ran.
+      this.recorder.faultedConns.add(conn.id);
+      conn.send({ type: 'http.response', status: 503 });
+      return;
+    }
     this.servedBy.set(conn, instance.id);
     const request = conn.exchange.body as JsonRpcRequest;
-    const reading = this.config.extension
+    const reading: KeyReading = this.config.extension
       ? readContinuityMeta(request.params, this.config.settings.maxKeyLength, request.method)
-      : ({ kind: 'unkeyed' } as const);
+      : { kind: 'unkeyed' };
     if (reading.kind === 'invalid') {
-      conn.send({ type: 'http.response', status: 400, body: errorBody(request.id, -32602, reading.why) });
+      this.reply(conn, invalidKeyReply(reading.why), request);
       return;
     }
-    if (reading.kind === 'unkeyed') {
-      this.runUnkeyed(instance, conn, request);
-      return;
-    }
+    if (reading.kind === 'unkeyed') this.runUnkeyed(instance, conn, request);
+    else this.call(instance, conn, request, reading);
+  }
+
+  private reply(conn: SimConnection, reply: KeyedReply, request: JsonRpcRequest): void {
+    conn.send({ type: 'http.response', status: reply.status, body: replyMessage(reply, { id: request.id }) });
+  }
+
+  /** The memo's entry, unless its window has passed (the store deletes it and the key's log then). */
+  private lookup(memo: SimMemo, mk: string): MemoEntry | undefined {
+    const entry = memo.entries.get(mk);
+    if (!entry) return undefined;
+    if (!this.decisions.memoExpired(entry, this.config.settings.memoWindowMs, this.clock.now())) return entry;
+    this.forget(memo, entry);
+    return undefined;
+  }
+
+  private forget(memo: SimMemo, entry: MemoEntry): void {
+    if (memo.entries.get(entry.memoKey) !== entry) return;
+    memo.entries.delete(entry.memoKey);
+    memo.logs.delete(entry.logId);
+    this.recorder.forgotten.push(this.clock.now());
+    this.observe({ kind: 'state', from: entry.state, to: 'forgotten' });
+    this.wake(entry.logId);
+  }
+
+  /** The key's log window, after age eviction now. */
+  private windowOf(memo: SimMemo, logId: string): StreamWindow | undefined {
+    const log = memo.logs.get(logId);
+    if (!log) return undefined;
+    const before = log.window.oldest;
+    log.window = evictWindow(log.window, this.clock.now(), this.retention);
+    for (let s = before; s < log.window.oldest; s++) log.messages.delete(s);
+    return log.window;
+  }
+
+  /** A keyed `tools/call`, as the runtime serves it: plan, then execute the plan (a few rounds at most). */
+  private call(
+    instance: Instance,
+    conn: SimConnection,
+    request: JsonRpcRequest,
+    reading: Extract<KeyReading, { kind: 'keyed' }>,
+  ): void {
     const memo = this.memoOf(instance);
     const mk = memoKey(PRINCIPAL, reading.key);
     const fingerprint = requestFingerprint(request.method, request.params);
-    const attacher = `a${conn.id}`;
-    const entry = memo.get(mk);
-    if (!entry) {
-      const completeFor =
-        this.config.memo === 'durable' ? Number.POSITIVE_INFINITY : this.clock.now() - instance.startedAt;
-      const admitted = admitUnknownKey(reading.reissue, completeFor, this.config.settings.memoWindowMs);
-      this.observe({ kind: 'admit', decision: admitted.kind });
-      if (admitted.kind !== 'execute') {
-        conn.send({
-          type: 'http.response',
-          status: CONTINUITY_ERROR_STATUS[admitted.code],
-          body: errorBody(request.id, admitted.code, 'outcome unknown'),
-        });
+    const attempt = attemptOf(request);
+    for (let round = 0; round < MAX_PLAN_ROUNDS; round++) {
+      const entry = this.lookup(memo, mk);
+      const window = entry ? this.windowOf(memo, entry.logId) : undefined;
+      const plan: KeyedPlan = this.decisions.planKeyedCall({
+        reading,
+        fingerprint,
+        entry,
+        window,
+        ownerAlive: entry?.state === 'running' ? this.alive(instance, entry.owner) : true,
+        memoCompleteForMs:
+          this.config.memo === 'durable' ? Number.POSITIVE_INFINITY : this.clock.now() - instance.startedAt,
+        memoWindowMs: this.config.settings.memoWindowMs,
+      });
+      this.observe({
+        kind: 'plan',
+        plan: plan.kind === 'reply' ? `reply ${plan.reply.error.code}` : plan.kind,
+      });
+      if (plan.kind === 'reply') {
+        this.reply(conn, plan.reply, request);
         return;
       }
-      this.start(instance, memo, mk, fingerprint, attacher, conn, request);
+      if (plan.kind === 'serve') {
+        this.respond(memo, entry as MemoEntry, conn, attempt, plan.afterSeq);
+        return;
+      }
+      if (plan.kind === 'declare-died') {
+        this.record(memo, entry as MemoEntry, { type: 'instance.died' });
+        continue;
+      }
+      // execute: set-if-absent (the lookup above is this store's whole state: nothing raced it).
+      if (memo.entries.has(mk)) continue;
+      const fresh: MemoEntry = {
+        memoKey: mk,
+        principal: PRINCIPAL,
+        fingerprint,
+        state: 'running',
+        owner: this.ownerOf(instance),
+        logId: keyedLogId(`${++this.epochs}`),
+        epoch: `k${this.epochs}`,
+        createdAt: this.clock.now(),
+      };
+      memo.entries.set(mk, fresh);
+      memo.logs.set(fresh.logId, { window: EMPTY_WINDOW, messages: new Map() });
+      this.runKeyed(instance, memo, fresh, request);
+      this.respond(memo, fresh, conn, attempt, 0);
       return;
     }
-    entry.window = evictWindow(entry.window, this.clock.now(), this.retention);
-    const resume = keyedResume(reading.lastEventId, { epoch: entry.epoch, stream: 1, window: entry.window });
-    entry.watchers.set(attacher, { conn, requestId: request.id, streaming: false });
-    entry.actor.send({ type: 'reissue.arrived', attacher, fingerprint, resume });
-    // An attempt the machine answered with something other than "watch" is no watcher.
-    const w = entry.watchers.get(attacher);
-    if (w && !w.streaming) entry.watchers.delete(attacher);
+    this.reply(conn, outcomeUnknownReply(), request);
   }
 
-  /** A first attempt: the entry is created and the machine starts the body on this instance. */
-  private start(
-    instance: Instance,
-    memo: Map<string, MemoEntry>,
-    mk: string,
-    fingerprint: string,
-    attacher: string,
-    conn: SimConnection,
-    request: JsonRpcRequest,
-  ): void {
-    const actor = createActor(this.machine, {
-      clock: this.clock,
-      input: { memoKey: mk, fingerprint, attacher },
-    }) as Actor<typeof keyedRequestMachine>;
-    const entry: MemoEntry = {
-      actor,
-      epoch: `k${++this.epochs}`,
-      window: EMPTY_WINDOW,
-      messages: new Map(),
-      owner: { instance: instance.id, incarnation: instance.incarnation },
-      watchers: new Map(),
-      callKey: callKeyOf(request),
-      execution: `x${++this.executions}`,
-      aborted: false,
-      lastState: '',
-    };
-    memo.set(mk, entry);
-    const watcher: Watcher = { conn, requestId: request.id, streaming: false };
-    entry.watchers.set(attacher, watcher);
-    actor.on('*', (e) => this.onEmitted(memo, mk, entry, e as KeyedRequestEmitted, request));
-    actor.subscribe((s) => {
-      const state = typeof s.value === 'string' ? s.value : JSON.stringify(s.value);
-      if (entry.lastState && state !== entry.lastState)
-        this.observe({ kind: 'state', from: entry.lastState, to: state });
-      entry.lastState = state;
-    });
-    // The first attempt's stream opens at once (the machine tells only later attempts to attach).
-    this.openStream(entry, attacher, watcher, 0);
-    actor.start();
+  private alive(self: Instance, owner: string): boolean {
+    return isOwnerAlive(owner, this.ownerOf(self), this.leased());
   }
 
-  private onEmitted(
-    memo: Map<string, MemoEntry>,
-    mk: string,
+  /** Moves the stored entry by the machine (compare-and-set from its state), then wakes its watchers. */
+  private record(
+    memo: SimMemo,
     entry: MemoEntry,
-    e: KeyedRequestEmitted,
-    request: JsonRpcRequest,
+    event: Parameters<typeof nextEntry>[1],
+  ): MemoEntry | undefined {
+    const current = memo.entries.get(entry.memoKey);
+    if (current !== entry) return current;
+    const next = nextEntry(entry, event, this.clock.now());
+    if (!next) return entry;
+    memo.entries.set(entry.memoKey, next);
+    this.observe({ kind: 'state', from: entry.state, to: next.state });
+    const expires = memoExpiresAt(next, this.config.settings.memoWindowMs);
+    // The store's sweep: the entry goes when its window passes, and responses still attached learn it.
+    if (expires !== undefined)
+      this.clock.setTimeout(() => this.lookup(memo, next.memoKey), expires - this.clock.now());
+    this.wake(entry.logId);
+    return next;
+  }
+
+  /** The response of one attempt, from the key's log: never starts anything. */
+  private respond(
+    memo: SimMemo,
+    entry: MemoEntry,
+    conn: SimConnection,
+    attempt: Attempt,
+    afterSeq: number,
   ): void {
-    switch (e.type) {
-      case 'keyed.start':
-        this.runKeyed(entry, request);
-        return;
-      case 'keyed.abort':
-        entry.aborted = true;
-        return;
-      case 'keyed.memo-armed': {
-        // The runtime owns the memo's clock (an XState timer does not survive a restored snapshot).
-        this.clock.setTimeout(() => {
-          if (memo.get(mk) === entry) entry.actor.send({ type: 'memo.expired' });
-        }, this.config.settings.memoWindowMs);
-        return;
-      }
-      case 'keyed.forget':
-        if (memo.get(mk) === entry) memo.delete(mk);
-        this.recorder.forgotten.push(this.clock.now());
-        return;
-      case 'keyed.answer':
-        this.answer(entry, e.attacher, e.answer);
-        return;
-    }
-  }
-
-  /** Writes one answer of the machine to the attempt it is for. */
-  private answer(entry: MemoEntry, attacher: string, a: KeyedAnswer): void {
-    this.observe({ kind: 'answer', answer: a.kind });
-    const w = entry.watchers.get(attacher);
-    if (!w) return;
-    switch (a.kind) {
-      case 'attach':
-        this.openStream(entry, attacher, w, a.afterSeq);
-        return;
-      case 'recorded':
-        entry.watchers.delete(attacher);
-        this.replay(entry, w.conn, a.afterSeq);
-        write(w.conn, { type: 'sse.event', message: outcomeMessage(w.requestId, a.outcome) });
-        w.conn.send({ type: 'net.ended' });
-        return;
-      case 'outcome':
-        entry.watchers.delete(attacher);
-        write(w.conn, { type: 'sse.event', message: outcomeMessage(w.requestId, a.outcome) });
-        w.conn.send({ type: 'net.ended' });
-        return;
-      case 'evicted': {
-        entry.watchers.delete(attacher);
-        const { kind: _, ...data } = a.resume;
-        w.conn.send({
-          type: 'http.response',
-          status: CONTINUITY_ERROR_STATUS[a.code],
-          body: errorBody(w.requestId, a.code, 'events evicted', data),
-        });
-        return;
-      }
-      case 'refused':
-      case 'invalid-cursor':
-      case 'cancelled':
-      case 'outcome-unknown': {
-        entry.watchers.delete(attacher);
-        const status = a.kind === 'invalid-cursor' ? 400 : CONTINUITY_ERROR_STATUS[a.code];
-        const body = errorBody(w.requestId, a.code, a.kind);
-        if (w.streaming) {
-          write(w.conn, { type: 'sse.event', message: body as JsonRpcMessage });
-          w.conn.send({ type: 'net.ended' });
-        } else w.conn.send({ type: 'http.response', status, body });
-        return;
-      }
-    }
-  }
-
-  /** The attempt watches the work: the log after `afterSeq`, then live events, then the outcome. */
-  private openStream(entry: MemoEntry, attacher: string, w: Watcher, afterSeq: number): void {
-    w.streaming = true;
-    if (this.config.headersEarly) write(w.conn, { type: 'sse.activity' });
-    this.replay(entry, w.conn, afterSeq);
-    w.conn.onGone = () => {
-      if (entry.watchers.get(attacher) !== w) return;
-      entry.watchers.delete(attacher);
-      // A transport fact for a keyed request, not a cancellation (the machine decides what it means).
-      entry.actor.send({ type: 'stream.closed', attacher });
+    const f: Follower = {
+      conn,
+      attempt,
+      mk: entry.memoKey,
+      memo,
+      logId: entry.logId,
+      lastSent: afterSeq,
+      done: false,
     };
+    const set = this.followers.get(entry.logId) ?? new Set();
+    set.add(f);
+    this.followers.set(entry.logId, set);
+    this.open.add(conn);
+    if (this.config.headersEarly) write(conn, { type: 'sse.activity' });
+    const poll = () => {
+      if (f.done) return;
+      this.follow(f);
+      this.clock.setTimeout(poll, POLL_MS);
+    };
+    this.clock.setTimeout(poll, POLL_MS);
+    conn.onGone = () => {
+      this.open.delete(conn);
+      if (f.done) return;
+      f.done = true;
+      set.delete(f);
+      // A transport fact for a keyed request: the body goes on (a mutant wires it to the cancel plan).
+      if (this.decisions.onKeyedStreamClosed === 'cancel') this.cancel(memo, entry.memoKey);
+    };
+    this.follow(f);
   }
 
-  private replay(entry: MemoEntry, conn: SimConnection, afterSeq: number): void {
-    for (let seq = Math.max(afterSeq + 1, entry.window.oldest); seq <= entry.window.head; seq++) {
-      const message = entry.messages.get(seq);
-      if (message)
-        write(conn, {
-          type: 'sse.event',
-          id: formatEventId({ epoch: entry.epoch, stream: 1, seq }),
-          message,
-        });
+  private wake(logId: string): void {
+    for (const f of [...(this.followers.get(logId) ?? [])]) this.follow(f);
+  }
+
+  /** One look at the log and the entry: write what `attachStep` says, end when it says so. */
+  private follow(f: Follower): void {
+    for (let round = 0; round < MAX_PLAN_ROUNDS && !f.done; round++) {
+      const log = f.memo.logs.get(f.logId);
+      const current = f.memo.entries.get(f.mk);
+      const sameKey = current?.logId === f.logId ? current : undefined;
+      const window = this.windowOf(f.memo, f.logId);
+      const events: Array<{ seq: number; message: JsonRpcMessage }> = [];
+      if (log && window)
+        for (let seq = Math.max(f.lastSent + 1, window.oldest); seq <= window.head; seq++) {
+          const message = log.messages.get(seq);
+          if (message) events.push({ seq, message });
+        }
+      const alive = sameKey?.state === 'running' ? this.leased().has(sameKey.owner) : true;
+      const step = this.decisions.attachStep(sameKey, window, events, f.lastSent, alive);
+      for (const e of step.write) {
+        const m = deliverAs(e.message, f.attempt);
+        if (m)
+          write(f.conn, {
+            type: 'sse.event',
+            id: keyedEventId({ epoch: epochOf(f.logId) }, e.seq),
+            message: m,
+          });
+      }
+      f.lastSent = step.lastSent;
+      if (step.declareDied && sameKey) {
+        this.record(f.memo, sameKey, { type: 'instance.died' });
+        continue;
+      }
+      if (!step.end) return;
+      this.observe({ kind: 'attach-end', end: step.end.kind });
+      this.end(f);
+      const end = step.end;
+      if (end.kind === 'outcome') {
+        const id = end.seq === undefined ? undefined : keyedEventId({ epoch: epochOf(f.logId) }, end.seq);
+        write(f.conn, { type: 'sse.event', id, message: outcomeMessage(end.outcome, f.attempt) });
+      } else if (end.kind !== 'lost') {
+        const reply = end.kind === 'cancelled' ? cancelledReply() : outcomeUnknownReply();
+        write(f.conn, { type: 'sse.event', message: replyMessage(reply, f.attempt) });
+      }
+      f.conn.send({ type: 'net.ended' });
+      return;
     }
   }
 
-  private alive(owner: { instance: number; incarnation: number }): boolean {
-    return this.instances[owner.instance]?.incarnation === owner.incarnation;
+  private end(f: Follower): void {
+    f.done = true;
+    this.followers.get(f.logId)?.delete(f);
+    this.open.delete(f.conn);
   }
 
-  /** The tool body of a keyed request: progress into the key's log (then to watchers), then the outcome. */
-  private runKeyed(entry: MemoEntry, request: JsonRpcRequest): void {
-    const { tool, callKey } = this.begin(request, entry.execution);
+  /** The extension's explicit cancel (only a mutant sends one here: the simulated application never cancels). */
+  private cancel(memo: SimMemo, mk: string): void {
+    const entry = memo.entries.get(mk);
+    if (this.decisionsCancel(entry)) this.record(memo, entry as MemoEntry, { type: 'cancel.requested' });
+  }
+
+  private decisionsCancel(entry: MemoEntry | undefined): boolean {
+    return planKeyedCancel(entry).kind === 'cancel';
+  }
+
+  /**
+   * The body of a keyed request, detached from every stream: progress into the key's log; at the end the
+   * outcome is recorded first (under the final response's seq), then the final response appended.
+   */
+  private runKeyed(instance: Instance, memo: SimMemo, entry: MemoEntry, request: JsonRpcRequest): void {
+    const execution = `x${++this.executions}`;
+    const { tool, callKey } = this.begin(request, execution);
     this.recorder.keyedExecutions.set(callKey, [
       ...(this.recorder.keyedExecutions.get(callKey) ?? []),
-      entry.execution,
+      execution,
     ]);
-    const owner = { ...entry.owner };
-    const live = () => this.alive(owner) && !entry.aborted && entry.actor.getSnapshot().value === 'running';
+    const incarnation = instance.incarnation;
+    const owner = entry.owner;
+    // Aborted when its instance died, or when the entry is no longer running here (cancelled, declared dead).
+    const live = () => {
+      const e = memo.entries.get(entry.memoKey);
+      return (
+        instance.incarnation === incarnation &&
+        e?.logId === entry.logId &&
+        e.state === 'running' &&
+        e.owner === owner
+      );
+    };
+    const append = (message: JsonRpcMessage): number => {
+      const log = memo.logs.get(entry.logId) as KeyLog;
+      const before = log.window.oldest;
+      const { window, seq } = appendToWindow(log.window, this.clock.now(), this.retention);
+      for (let s = before; s < window.oldest; s++) log.messages.delete(s);
+      log.window = window;
+      log.messages.set(seq, message);
+      return seq;
+    };
     for (let n = 1; n <= tool.progress; n++) {
       this.clock.setTimeout(() => {
         if (!live()) return;
-        const message = this.progressMessage(callKey, entry.execution, n);
-        const { window, seq } = appendToWindow(entry.window, this.clock.now(), this.retention);
-        for (let s = entry.window.oldest; s < window.oldest; s++) entry.messages.delete(s);
-        entry.window = window;
-        entry.messages.set(seq, message);
-        const id = formatEventId({ epoch: entry.epoch, stream: 1, seq });
-        for (const w of entry.watchers.values())
-          if (w.streaming) write(w.conn, { type: 'sse.event', id, message });
+        append(this.progressMessage(request, callKey, execution, n));
+        this.wake(entry.logId);
       }, tool.stepMs * n);
     }
     this.clock.setTimeout(() => {
       if (!live()) return;
-      this.complete(callKey, entry.execution);
-      entry.window = finishWindow(entry.window);
-      const outcome: RecordedOutcome = { kind: 'result', result: resultOf(entry.execution) };
-      entry.actor.send({ type: 'tool.finished', outcome });
+      const current = memo.entries.get(entry.memoKey) as MemoEntry;
+      const log = memo.logs.get(entry.logId) as KeyLog;
+      this.complete(callKey, execution);
+      const outcome: RecordedOutcome = { kind: 'result', result: resultOf(execution) };
+      const finalSeq = log.window.head + 1;
+      const won = this.record(memo, current, { type: 'tool.finished', outcome, finalSeq });
+      if (won?.state === 'committed' && won.finalSeq === finalSeq) {
+        append(outcomeMessage(outcome, { id: request.id }));
+        log.window = finishWindow(log.window);
+      }
+      this.wake(entry.logId);
     }, tool.durationMs);
   }
 
   /** The spec's request: it runs; closing its stream cancels it. */
   private runUnkeyed(instance: Instance, conn: SimConnection, request: JsonRpcRequest): void {
     const execution = `x${++this.executions}`;
-    const owner = { instance: instance.id, incarnation: instance.incarnation };
+    const incarnation = instance.incarnation;
     this.observe({ kind: 'unkeyed', event: 'run' });
     const { tool, callKey } = this.begin(request, execution);
     let cancelled = false;
@@ -376,10 +500,11 @@ export class SimServer2026 {
       if (!cancelled) this.observe({ kind: 'unkeyed', event: 'cancelled-by-close' });
       cancelled = true;
     };
-    const live = () => this.alive(owner) && !cancelled && conn.open;
+    const live = () => instance.incarnation === incarnation && !cancelled && conn.open;
     for (let n = 1; n <= tool.progress; n++) {
       this.clock.setTimeout(() => {
-        if (live()) write(conn, { type: 'sse.event', message: this.progressMessage(callKey, execution, n) });
+        if (live())
+          write(conn, { type: 'sse.event', message: this.progressMessage(request, callKey, execution, n) });
       }, tool.stepMs * n);
     }
     this.clock.setTimeout(() => {
@@ -389,7 +514,7 @@ export class SimServer2026 {
       this.open.delete(conn);
       write(conn, {
         type: 'sse.event',
-        message: outcomeMessage(request.id, { kind: 'result', result: resultOf(execution) }),
+        message: outcomeMessage({ kind: 'result', result: resultOf(execution) }, { id: request.id }),
       });
       conn.send({ type: 'net.ended' });
     }, tool.durationMs);
@@ -405,52 +530,84 @@ export class SimServer2026 {
 
   private complete(callKey: string, execution: string): void {
     this.recorder.completed.set(callKey, [...(this.recorder.completed.get(callKey) ?? []), execution]);
+    this.recorder.completedAt.set(execution, this.clock.now());
   }
 
-  private progressMessage(callKey: string, execution: string, n: number): JsonRpcMessage {
+  private progressMessage(
+    request: JsonRpcRequest,
+    callKey: string,
+    execution: string,
+    n: number,
+  ): JsonRpcMessage {
     const uid = `${execution}/${n}`;
     this.recorder.emitted({ uid, callKey, execution, n });
-    return { jsonrpc: '2.0', method: 'notifications/progress', params: { progress: n, uid } };
+    const token = (request.params?._meta as { progressToken?: string | number } | undefined)?.progressToken;
+    return {
+      jsonrpc: '2.0',
+      method: 'notifications/progress',
+      params: { progressToken: token ?? null, progress: n, uid },
+    };
   }
 
   /**
-   * One instance dies and is replaced at once (a restart; with several instances, the others go on
-   * serving). Its connections reset and its bodies stop. A memory memo dies with it. With a durable memo
-   * its running entries are found running by no live owner: the machine is told the instance died.
+   * One instance dies; it restarts after `downMs` (with two instances the other serves meanwhile, and
+   * finds the dead owner's running entries through `planKeyedCall` / `attachStep`). Its connections
+   * reset and its bodies stop; a memory memo dies with it. The new process starts as the runtime does:
+   * with a durable memo it declares outcome unknown what a dead owner ran (`orphanedEntries`).
    */
-  instanceDies(pick: number): void {
+  instanceDies(pick: number, downMs = 0): void {
     const instance = this.instances[pick % this.instances.length] as Instance;
+    if (instance.down) return;
+    // The last instance up always comes back (a fleet of none serves nobody; that is not this model).
+    const last = this.instances.every((i) => i === instance || i.down);
+    const down = last ? Math.min(downMs, 6_000) : downMs;
     this.recorder.deaths.push(this.clock.now());
     for (const c of this.net.list()) if (this.servedBy.get(c) === instance.id) c.reset();
-    const memo = this.memoOf(instance);
-    for (const entry of [...memo.values()]) {
-      if (entry.owner.instance !== instance.id || entry.owner.incarnation !== instance.incarnation) continue;
-      if (this.config.memo === 'durable') entry.actor.send({ type: 'instance.died' });
-    }
-    if (this.config.memo === 'memory') {
-      for (const entry of instance.memo.values()) entry.actor.stop();
-      instance.memo = new Map();
-    }
     instance.incarnation++;
+    instance.down = true;
+    // The dead process's bodies are stopped by the new incarnation; what it served is gone.
+    for (const set of this.followers.values())
+      for (const f of set) if (this.servedBy.get(f.conn) === instance.id) this.end(f);
+    if (down > 0) this.clock.setTimeout(() => this.restart(instance), down);
+    else this.restart(instance);
+  }
+
+  /** The replacement process of a dead instance starts. */
+  private restart(instance: Instance): void {
+    instance.down = false;
     instance.startedAt = this.clock.now();
+    if (this.config.memo === 'memory') {
+      for (const set of this.followers.values())
+        for (const f of set) if (f.memo === instance.memo) this.end(f);
+      instance.memo = new SimMemo();
+      return;
+    }
+    const memo = this.shared;
+    const running = [...memo.entries.values()].filter((e) => e.state === 'running');
+    const leased = this.leased();
+    for (const e of orphanedEntries(running, (o) => isOwnerAlive(o, this.ownerOf(instance), leased)))
+      this.record(memo, e, { type: 'instance.died' });
   }
 
   private heartbeat(): void {
     const beat = () => {
       for (const c of this.open) write(c, { type: 'sse.activity' });
-      for (const memo of [this.shared, ...this.instances.map((i) => i.memo)])
-        for (const e of memo.values())
-          for (const w of e.watchers.values()) if (w.streaming) write(w.conn, { type: 'sse.activity' });
       this.clock.setTimeout(beat, this.config.heartbeatMs);
     };
     this.clock.setTimeout(beat, this.config.heartbeatMs);
   }
-
-  stop(): void {
-    for (const memo of [this.shared, ...this.instances.map((i) => i.memo)])
-      for (const e of memo.values()) e.actor.stop();
-  }
 }
+
+/** The id and progress token the attempt's own messages carry (as the runtime reads them). */
+function attemptOf(message: JsonRpcRequest): Attempt {
+  const token = (message.params?._meta as Record<string, unknown> | undefined)?.progressToken;
+  return typeof token === 'string' || typeof token === 'number'
+    ? { id: message.id, progressToken: token }
+    : { id: message.id };
+}
+
+/** The epoch of a key log of this world (`keyed-<n>` ↔ `k<n>`). */
+const epochOf = (logId: string): string => `k${logId.slice('keyed-'.length)}`;
 
 /** Writes to a response stream, its status line first if it has not gone out yet. */
 function write(conn: SimConnection, event: IoEvent): void {
@@ -468,14 +625,4 @@ function resultOf(execution: string): unknown {
     content: [{ type: 'text', text: 'done' }],
     _meta: { uid: `${execution}/result` },
   };
-}
-
-function outcomeMessage(id: RequestId, outcome: RecordedOutcome): JsonRpcMessage {
-  return outcome.kind === 'result'
-    ? ({ jsonrpc: '2.0', id, result: outcome.result } as JsonRpcMessage)
-    : ({ jsonrpc: '2.0', id, error: outcome.error } as JsonRpcMessage);
-}
-
-function errorBody(id: RequestId, code: number, message: string, data?: unknown): object {
-  return { jsonrpc: '2.0', id, error: { code, message, ...(data === undefined ? {} : { data }) } };
 }

@@ -1,4 +1,3 @@
-import type { AnyStateMachine } from 'xstate';
 import type {
   StatelessCallContext,
   StatelessDecision,
@@ -10,7 +9,12 @@ import { SimNetwork } from '../world/network.js';
 import { seededRandom } from '../world/random.js';
 import { type ClientVariant2026, CORRECT_CLIENT_2026, SIM_STATELESS_POLICY, SimCall } from './client.js';
 import { Recorder2026 } from './recorder.js';
-import { type ServerObservation2026, SimServer2026 } from './server.js';
+import {
+  RUNTIME_DECISIONS,
+  type ServerDecisions2026,
+  type ServerObservation2026,
+  SimServer2026,
+} from './server.js';
 import type { Tool2026 } from './tools.js';
 
 /**
@@ -41,8 +45,8 @@ export type Command2026 =
    * reach a server nor hear back (a black hole, not a refusal). Only stall detection or the balancer ends them.
    */
   | { readonly kind: 'blackhole'; readonly ms: number }
-  /** One instance dies and is replaced (a restart; with two instances the other keeps serving). */
-  | { readonly kind: 'instanceDies'; readonly pick: number };
+  /** One instance dies, and is back after `downMs` (0: a restart; with two instances the other serves). */
+  | { readonly kind: 'instanceDies'; readonly pick: number; readonly downMs?: number };
 
 export interface WorldConfig2026 {
   readonly extension: boolean;
@@ -76,11 +80,20 @@ export const DEFAULT_WORLD_2026: WorldConfig2026 = {
 
 export interface WorldVariant2026 {
   readonly client: ClientVariant2026;
-  /** The keyed-request machine the server runs (a mutant: one action or guard swapped). */
-  readonly keyedMachine?: AnyStateMachine;
+  /** The server's decisions (a mutant wraps one of the runtime's plan functions). */
+  readonly server?: ServerDecisions2026;
+  /**
+   * Swaps one piece of a real machine or table in place for the duration of the world, and returns the
+   * undo (a mutant of a decision the runtime reaches without a seam: a guard of `keyedRequestMachine`,
+   * which `stepMemoEntry` runs; a row of `STATELESS_DECISION_TABLE`, which the call machine reads).
+   */
+  readonly patch?: () => () => void;
 }
 
 export const CORRECT_2026: WorldVariant2026 = { client: CORRECT_CLIENT_2026 };
+
+/** An instance down this long never comes back within a world (the fleet shrank; its lease is gone). */
+export const GONE_FOR_GOOD_MS = 1_000_000_000;
 
 const HEARTBEAT_MS = 1_000;
 const STALL_MS = 3_500;
@@ -136,7 +149,7 @@ export class World2026 {
         heartbeatMs: config.heartbeat ? HEARTBEAT_MS : 0,
         headersEarly: config.headersEarly,
       },
-      variant.keyedMachine,
+      variant.server ?? RUNTIME_DECISIONS,
       observer.server,
     );
     if (!config.heartbeat) this.startBalancer();
@@ -190,6 +203,8 @@ export class World2026 {
     const pick = <T>(xs: T[], i: number): T | undefined => (xs.length === 0 ? undefined : xs[i % xs.length]);
     const now = this.clock.now();
     if (cmd.kind === 'partition' || cmd.kind === 'blackhole') this.noteFault(now + cmd.ms);
+    // An instance that is down is a fault until it is back.
+    else if (cmd.kind === 'instanceDies') this.noteFault(now + (cmd.downMs ?? 0));
     else if ((cmd.kind === 'call' || cmd.kind === 'callReusingKey') && this.server.failNext > 0)
       this.noteFault(now + 1);
     else if (cmd.kind !== 'call' && cmd.kind !== 'callReusingKey' && cmd.kind !== 'advance')
@@ -244,7 +259,7 @@ export class World2026 {
         break;
       case 'instanceDies':
         for (const c of open) this.recorder.faultedConns.add(c.id);
-        this.server.instanceDies(cmd.pick);
+        this.server.instanceDies(cmd.pick, cmd.downMs ?? 0);
         break;
     }
     this.clock.runFor(5);
@@ -305,7 +320,7 @@ export class World2026 {
   }
 
   stop(): void {
-    this.server.stop();
+    for (const c of this.calls) c.stop();
   }
 }
 
@@ -316,11 +331,13 @@ export function runSchedule2026(
   variant?: WorldVariant2026,
   observer?: Observer2026,
 ): WorldOutcome2026 {
+  const undo = variant?.patch?.();
   const world = new World2026(config, variant, observer);
   try {
     for (const cmd of commands) world.apply(cmd);
     return world.settle();
   } finally {
     world.stop();
+    undo?.();
   }
 }

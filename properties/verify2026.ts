@@ -19,11 +19,10 @@ export function runVerify2026(
   log(`2026-07-28 model: ${options.runs} random worlds, seed ${seed}`);
   const tally = new CoverageTally2026();
   const excused = { reissueAfterRefusal: 0, finalCountedLost: 0 };
-  const simulate = (s: (typeof DIRECTED_2026)[number] | fc.RecordValue<Record<string, unknown>>) => {
-    const scenario = s as {
-      config: Parameters<typeof runSchedule2026>[1];
-      commands: Parameters<typeof runSchedule2026>[0];
-    };
+  const simulate = (scenario: {
+    readonly config: WorldConfig2026;
+    readonly commands: readonly Command2026[];
+  }) => {
     const observer = tally.observer();
     const outcome = runSchedule2026(scenario.commands, scenario.config, undefined, observer);
     observer.done();

@@ -2,9 +2,18 @@
  * mcp-continuity: an MCP Streamable HTTP transport core that never confuses a dropped connection with a
  * lost session. The pure core (machines and decisions) and the runtime built on it.
  */
+
+export {
+  type AttemptInput,
+  type StatelessCallEvent,
+  type StatelessCallInput,
+  type StatelessCallOutput,
+  statelessCallMachine,
+} from '../machines/client/stateless-call.machine.js';
 export * from '../machines/index.js';
 export { type CursorStore, FileCursorStore, MemoryCursorStore } from './client/cursor-store.js';
 export type { FetchLike } from './client/exchange.js';
+export { type ContinuityFetchOptions, continuityFetch } from './client/modern/continuity-fetch.js';
 export { isOutcomeUnknown, OUTCOME_UNKNOWN } from './client/outcome.js';
 export { type ContinuityClientOptions, ContinuityClientTransport } from './client/transport.js';
 export { ContinuityError, ErrorCode, isContinuityError } from './errors.js';

@@ -541,6 +541,12 @@ function answerOf(c: StatelessCallContext, end: StatelessStreamEnd): JsonRpcResp
   return outcomeUnknownResponse(c.request.id, end.kind as StatelessReason, c.idempotencyKey);
 }
 
+/** The `io.modelcontextprotocol/*` keys of a request's `_meta` (its per-request envelope). */
+export function envelopeOf(request: JsonRpcRequest): Record<string, unknown> {
+  const meta = asRecord(request.params?._meta) ?? {};
+  return Object.fromEntries(Object.entries(meta).filter(([k]) => k.startsWith('io.modelcontextprotocol/')));
+}
+
 /** The extension's explicit cancel (docs/continuity-extension.md §5): any attempt's id, and the key. */
 export function cancelNotification(c: StatelessCallContext): JsonRpcNotification {
   return {
@@ -549,7 +555,8 @@ export function cancelNotification(c: StatelessCallContext): JsonRpcNotification
     params: {
       requestId: c.current.id,
       reason: 'cancelled by the application',
-      _meta: { [ContinuityMeta.idempotencyKey]: c.idempotencyKey },
+      // The request's 2026-07-28 envelope (version, client info, capabilities) makes it a modern message.
+      _meta: { ...envelopeOf(c.current), [ContinuityMeta.idempotencyKey]: c.idempotencyKey },
     },
   };
 }

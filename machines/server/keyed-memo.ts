@@ -120,6 +120,14 @@ export function memoExpired(
   return at !== undefined && now >= at;
 }
 
+/** What a store's atomic create (set-if-absent within the per-principal bound) answers. */
+export type MemoCreate =
+  | { readonly kind: 'created' }
+  /** The key is known (another attempt created it first): plan again with this entry. */
+  | { readonly kind: 'exists'; readonly entry: MemoEntry }
+  /** The principal's bound is reached by entries that may not be evicted: 429. */
+  | { readonly kind: 'full'; readonly retryAfterSeconds: number };
+
 /** What creating an entry for a new key gives (the stores make it atomic: set-if-absent plus the bound). */
 export type MemoAdmission =
   | { readonly kind: 'admit' }

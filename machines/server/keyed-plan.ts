@@ -84,7 +84,7 @@ export function planKeyedCall(facts: KeyedCallFacts): KeyedPlan {
   const resume: ResumeAnswer = keyedResume(reading.lastEventId, {
     epoch: entry.epoch,
     stream: KEYED_STREAM,
-    window: facts.window,
+    window: keyedWindow(entry, facts.window),
   });
   const step = stepMemoEntry(entry, {
     type: 'reissue.arrived',
@@ -129,6 +129,24 @@ export function planKeyedCall(facts: KeyedCallFacts): KeyedPlan {
     default:
       return { kind: 'reply', reply: outcomeUnknownReply() };
   }
+}
+
+/**
+ * The window a cursor is checked against. Once the outcome is recorded, the final response (sequence
+ * `finalSeq`) counts as retained whatever the log did with it: the memo keeps it for the memo window
+ * (§4), even after the events aged out of the log, or were swept with it, or before the append of the final
+ * response landed. So a re-issue after the events' retention learns the exact count it lost and a
+ * `resumeAfter` that gets it the recorded response.
+ */
+export function keyedWindow(
+  entry: Pick<MemoEntry, 'state' | 'finalSeq'>,
+  window: StreamWindow | undefined,
+): StreamWindow | undefined {
+  const recorded = entry.state === 'committed' || entry.state === 'answered';
+  if (!recorded || entry.finalSeq === undefined) return window;
+  const final = entry.finalSeq;
+  const w = window ?? { oldest: final, head: final, appendedAt: [], finished: true };
+  return { ...w, oldest: Math.min(w.oldest, final), head: Math.max(w.head, final), finished: true };
 }
 
 /** -32012, HTTP 200: the server cannot vouch for whether the keyed request ran. */
@@ -248,14 +266,15 @@ export function attachStep<E extends { readonly seq: number; readonly message: J
   lastSent: number,
   ownerAlive: boolean,
 ): AttachStep<E> {
-  if (window && lostWhileAttached(window, lastSent)) return { write: [], lastSent, end: { kind: 'lost' } };
+  const w = entry && window ? keyedWindow(entry, window) : window;
+  if (w && lostWhileAttached(w, lastSent)) return { write: [], lastSent, end: { kind: 'lost' } };
   const write: E[] = [];
   let cursor = lastSent;
   for (const e of events) {
     if (e.seq !== cursor + 1) continue;
-    if (isResponse(e.message)) break;
-    write.push(e);
     cursor = e.seq;
+    // A response in the log (the final one) is never written from it: the outcome comes from the memo.
+    if (!isResponse(e.message)) write.push(e);
   }
   // Forgotten under the stream (memo window shorter than the call): nothing can be vouched for.
   if (!entry) return { write, lastSent: cursor, end: { kind: 'outcome-unknown' } };

@@ -355,7 +355,10 @@ describe('the stateless call machine, with the extension', () => {
         params: {
           requestId: 7,
           reason: 'cancelled by the application',
-          _meta: { [ContinuityMeta.idempotencyKey]: KEY },
+          _meta: {
+            'io.modelcontextprotocol/clientCapabilities': { extensions: { [CONTINUITY_EXTENSION]: {} } },
+            [ContinuityMeta.idempotencyKey]: KEY,
+          },
         },
       },
     ]);

@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { ContinuityErrorCode } from '../../machines/continuity-extension.js';
 import {
+  driveKeyedCallSync,
+  type KeyedCallCommand,
+  keyedCallSteps,
+} from '../../machines/server/keyed-execute.js';
+import {
   admitNewKey,
   type MemoEntry,
   memoExpired,
@@ -127,5 +132,109 @@ describe('keyed plan (pure): memo lookup + reading → what the server does', ()
       params: { progressToken: 'b' },
     });
     expect(deliverAs(p(2).message, { id: 9 })).toBeUndefined();
+  });
+});
+
+describe('keyed call steps (the procedure src/ and the simulated world drive alike)', () => {
+  const reading = { kind: 'keyed' as const, key: 'k', reissue: false };
+  const drive = (answers: (c: KeyedCallCommand) => unknown) => {
+    const seen: string[] = [];
+    const end = driveKeyedCallSync(
+      keyedCallSteps({ reading, fingerprint: FP, memoWindowMs: 1000, now: 5 }),
+      (c) => {
+        seen.push(c.kind);
+        return answers(c) as never;
+      },
+    );
+    return { end, seen };
+  };
+
+  it('a new key: the log is opened before the entry is created, then the body starts once', () => {
+    const fresh = entry();
+    const { end, seen } = drive((c) =>
+      c.kind === 'read-entry'
+        ? undefined
+        : c.kind === 'new-entry'
+          ? fresh
+          : c.kind === 'create-entry'
+            ? { kind: 'created' }
+            : 0,
+    );
+    expect(seen).toEqual([
+      'read-entry',
+      'memo-complete-for',
+      'new-entry',
+      'open-log',
+      'create-entry',
+      'start-run',
+    ]);
+    expect(end).toEqual({ kind: 'serve', entry: fresh, afterSeq: 0 });
+  });
+
+  it('a lost creation race: the loser drops its log, re-reads and attaches; it never starts the body', () => {
+    let reads = 0;
+    const winner = entry({ owner: 'other' });
+    const { end, seen } = drive((c) => {
+      if (c.kind === 'read-entry') return reads++ === 0 ? undefined : winner;
+      if (c.kind === 'new-entry') return entry({ epoch: 'ep2' });
+      if (c.kind === 'create-entry') return { kind: 'exists', entry: winner };
+      if (c.kind === 'read-window') return win(1, 0);
+      if (c.kind === 'owner-alive') return true;
+      return 0;
+    });
+    expect(seen).not.toContain('start-run');
+    expect(seen).toContain('drop-log');
+    expect(end).toEqual({ kind: 'serve', entry: winner, afterSeq: 0 });
+  });
+
+  it('a running entry whose owner is gone: declared dead (compare-and-set), then -32012', () => {
+    let current = entry({ owner: 'gone' });
+    const { end, seen } = drive((c) => {
+      if (c.kind === 'read-entry') return current;
+      if (c.kind === 'read-window') return win(1, 0);
+      if (c.kind === 'owner-alive') return false;
+      if (c.kind === 'replace-entry') current = c.next;
+      return 0;
+    });
+    expect(seen.filter((k) => k === 'replace-entry')).toHaveLength(1);
+    expect(current).toMatchObject({ state: 'outcomeUnknown', finishedAt: 5 });
+    expect(end).toMatchObject({
+      kind: 'reply',
+      reply: { error: { code: ContinuityErrorCode.OUTCOME_UNKNOWN } },
+    });
+  });
+
+  it('a full memo: 429 before anything runs', () => {
+    const { end, seen } = drive((c) =>
+      c.kind === 'new-entry'
+        ? entry()
+        : c.kind === 'create-entry'
+          ? { kind: 'full', retryAfterSeconds: 3 }
+          : undefined,
+    );
+    expect(seen).not.toContain('start-run');
+    expect(end).toMatchObject({ kind: 'reply', reply: { status: 429, retryAfterSeconds: 3 } });
+  });
+
+  it('after the events aged out, the recorded final still counts as retained: exact count, resumeAfter reaches it', () => {
+    const done = entry({ state: 'committed', outcome: recorded, finalSeq: 5, finishedAt: 1 });
+    // The log swept the finished stream entirely (memory log), or aged out all but nothing (SQLite).
+    for (const window of [undefined, win(6, 5, true)]) {
+      expect(planKeyedCall(facts({ entry: done, window }))).toMatchObject({
+        reply: { status: 410, error: { data: { lostCount: 2, resumeAfter: 'ep1-1-4' } } },
+      });
+      const after4 = { kind: 'keyed' as const, key: 'k', reissue: true, lastEventId: 'ep1-1-4' };
+      expect(planKeyedCall(facts({ entry: done, window, reading: after4 }))).toEqual({
+        kind: 'serve',
+        afterSeq: 4,
+      });
+    }
+  });
+
+  it('a duplicate first attempt (no lastEventId) of running work attaches from the start', () => {
+    expect(planKeyedCall(facts({ reading: { kind: 'keyed', key: 'k', reissue: false } }))).toEqual({
+      kind: 'serve',
+      afterSeq: 0,
+    });
   });
 });

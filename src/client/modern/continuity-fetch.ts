@@ -1,0 +1,269 @@
+import { randomInt, randomUUID } from 'node:crypto';
+import { createActor, fromPromise } from 'xstate';
+import {
+  envelopeOf,
+  type StatelessCallOutput,
+  statelessCallMachine,
+  type ToolHints,
+} from '../../../machines/client/stateless-call.machine.js';
+import { DEFAULT_STATELESS_POLICY, type StatelessPolicy } from '../../../machines/client/stateless-decide.js';
+import {
+  hintsFromToolsList,
+  libraryEnding,
+  routeOutgoing,
+  settingsFromDiscover,
+} from '../../../machines/client/stateless-wire.js';
+import type { ContinuitySettings } from '../../../machines/continuity-extension.js';
+import type { GapDetails } from '../../../machines/decide.js';
+import {
+  isResponse,
+  type JsonRpcMessage,
+  type JsonRpcNotification,
+  type JsonRpcRequest,
+} from '../../../machines/jsonrpc.js';
+import { type AttemptIo, attemptExchange } from './attempt-exchange.js';
+import { messagesOf, readThrough } from './read-messages.js';
+import { SdkResponse } from './sdk-response.js';
+
+export interface ContinuityFetchOptions {
+  /** The fetch every request really goes through (auth wrappers, an undici agent…). Default: global fetch. */
+  readonly fetch?: typeof fetch;
+  /** Re-issue budget, backoff, memo margin, whether tool annotations are trusted. */
+  readonly policy?: Partial<StatelessPolicy>;
+  /** No byte for this long on a call's stream counts as a cut. Default 30 s; 0 turns it off. */
+  readonly stallTimeoutMs?: number;
+  /** Send the continuity extension's idempotency key when the server advertises it. Default true. */
+  readonly useExtension?: boolean;
+  /** Events of a keyed call were evicted on the server (exact count): the application may re-read state. */
+  readonly onGap?: (gap: GapDetails, call: { readonly toolName: string }) => void;
+  /** Every 2026-07-28 call's ending, for logs and metrics (the SDK sees only the answer or the error). */
+  readonly onCallEnded?: (ending: StatelessCallOutput & { readonly toolName: string }) => void;
+  /** A `subscriptions/listen` stream broke and was re-opened: what may have been missed (listen.ts). */
+  readonly onListenGap?: (gap: unknown) => void;
+  /** What to re-list after a listen stream's gap (`tools`, `prompts`, `resources`, `resource:<uri>`). */
+  readonly onRelist?: (what: readonly string[]) => void;
+  /** Makes idempotency keys. Default: a random UUID (122 random bits). */
+  readonly newKey?: () => string;
+}
+
+/** What one endpoint (URL) told us: the extension's settings, and tool hints from `tools/list`. */
+interface EndpointFacts {
+  extension?: ContinuitySettings;
+  readonly hints: Map<string, ToolHints>;
+}
+
+/**
+ * A `fetch` for the official v2 client transport that gives a `tools/call` on MCP 2026-07-28 the
+ * continuity guarantees, the ONE line an application changes:
+ *
+ * ```ts
+ * new StreamableHTTPClientTransport(url, { fetch: continuityFetch() })
+ * ```
+ *
+ * - 2025-era traffic (no 2026 `_meta` envelope) and every other request pass through untouched.
+ * - `server/discover` and `tools/list` results are read as they pass: the extension's settings, the tools'
+ *   `readOnlyHint` / `idempotentHint`.
+ * - A 2026-07-28 `tools/call` runs `statelessCallMachine`: re-issued with a new id only when that cannot
+ *   duplicate a side effect (through the extension: the same key and the last event id), and otherwise
+ *   ended AT ONCE as outcome unknown: the SDK gets a JSON-RPC error `OUTCOME_UNKNOWN` (-32050) with
+ *   `data: { reason, idempotencyKey? }`, so `client.callTool` rejects now (`isOutcomeUnknown(err)`), never
+ *   after its 60 s request timeout. The SDK sees ONE response: every message of every attempt in order,
+ *   none twice, the answer with its own id and its own progress token.
+ * - The SDK's cancel (its abort signal) is the call's cancellation; with the extension the explicit
+ *   `notifications/cancelled` is sent as well (docs/continuity-extension.md §5).
+ */
+export function continuityFetch(options: ContinuityFetchOptions = {}): typeof fetch {
+  const inner = options.fetch ?? globalThis.fetch;
+  const endpoints = new Map<string, EndpointFacts>();
+  const factsFor = (url: string): EndpointFacts => {
+    let facts = endpoints.get(url);
+    if (!facts) {
+      facts = { hints: new Map() };
+      endpoints.set(url, facts);
+    }
+    return facts;
+  };
+  const policy: StatelessPolicy = { ...DEFAULT_STATELESS_POLICY, ...options.policy };
+
+  const continuity = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    const body = init?.body;
+    if (
+      input instanceof Request ||
+      (init?.method ?? 'GET').toUpperCase() !== 'POST' ||
+      typeof body !== 'string'
+    )
+      return inner(input, init);
+    const route = routeOutgoing(parse(body));
+    const facts = factsFor(String(input));
+    switch (route.kind) {
+      case 'pass':
+        return inner(input, init);
+      case 'listen': {
+        const reopeningListen = await loadListen();
+        if (!reopeningListen) return inner(input, init);
+        return reopeningListen({
+          input,
+          init,
+          fetch: inner,
+          ...(options.onListenGap ? { onGap: options.onListenGap } : {}),
+          ...(options.onRelist ? { onRelist: options.onRelist } : {}),
+        });
+      }
+      case 'discover':
+      case 'tools-list': {
+        const { messages, copy } = await readThrough(await inner(input, init));
+        for (const m of messages) learn(facts, route.kind, m);
+        return copy;
+      }
+      case 'call':
+        return runCall(input, init ?? {}, route.request, route.toolName, facts);
+    }
+  };
+
+  function runCall(
+    url: string | URL,
+    init: RequestInit,
+    request: JsonRpcRequest,
+    toolName: string,
+    facts: EndpointFacts,
+  ): Promise<Response> {
+    const signal = init.signal ?? undefined;
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    const now = () => performance.now();
+    const sdk = new SdkResponse();
+    const last: AttemptIo['last'] = {};
+    const extension = options.useExtension === false ? undefined : facts.extension;
+    const baseInit: RequestInit = { ...init, signal: undefined };
+    const machine = statelessCallMachine.provide({
+      actors: {
+        exchange: attemptExchange({ url, init: baseInit, fetch: inner, now, last }),
+        refreshTools: fromPromise(async ({ input }) => {
+          await refreshToolList(url, baseInit, request, facts);
+          return input.toolName === undefined ? undefined : facts.hints.get(input.toolName);
+        }),
+      },
+      actions: {
+        // The answer itself is written when the call ends (below): it decides how the SDK gets it.
+        deliver: (_, { message }) => {
+          if (!isResponse(message)) sdk.write(message);
+        },
+        sendCancel: (_, { notification }) => {
+          void postNotification(url, baseInit, notification);
+        },
+        reportGap: (_, { gap }) => options.onGap?.(gap, { toolName }),
+      },
+    });
+    const actor = createActor(machine, {
+      input: {
+        request,
+        tool: facts.hints.get(toolName),
+        extension,
+        idempotencyKey: extension ? (options.newKey ?? randomUUID)() : undefined,
+        policy,
+        stallTimeoutMs: options.stallTimeoutMs ?? 30_000,
+        startedAt: now(),
+        jitterSeed: randomInt(2 ** 31),
+      },
+    });
+    const onAbort = () => actor.send({ type: 'app.cancel', at: now() });
+    actor.subscribe({
+      complete: () => {
+        signal?.removeEventListener('abort', onAbort);
+        const out = actor.getSnapshot().output;
+        if (!out) return;
+        options.onCallEnded?.({ ...out, toolName });
+        if (signal?.aborted) return sdk.fail(signal.reason);
+        const ending = libraryEnding(out.outcome, out.outcome === 'failed' ? out.end : undefined, sdk.isOpen);
+        if (ending === 'raw-answer' && last.answer) return sdk.endWith(last.answer);
+        if (ending === 'fetch-error' && last.error !== undefined) return sdk.fail(last.error);
+        sdk.end(out.response);
+      },
+      error: (error) => sdk.fail(error),
+    });
+    signal?.addEventListener('abort', onAbort, { once: true });
+    actor.start();
+    return sdk.promise;
+  }
+
+  /** tools/list with the call's own envelope and headers, after a header mismatch (the spec's retry). */
+  async function refreshToolList(
+    url: string | URL,
+    init: RequestInit,
+    call: JsonRpcRequest,
+    facts: EndpointFacts,
+  ): Promise<void> {
+    const headers = new Headers(init.headers);
+    for (const name of [...headers.keys()]) if (name.startsWith('mcp-param-')) headers.delete(name);
+    headers.delete('mcp-name');
+    headers.set('mcp-method', 'tools/list');
+    const list: JsonRpcRequest = {
+      jsonrpc: '2.0',
+      id: `continuity-tools-list-${randomUUID()}`,
+      method: 'tools/list',
+      params: { _meta: envelopeOf(call) },
+    };
+    const response = await inner(url, { ...init, headers, body: JSON.stringify(list) });
+    const text = await response.text();
+    for (const m of messagesOf(response.status, response.headers.get('content-type'), text))
+      learn(facts, 'tools-list', m);
+  }
+
+  async function postNotification(
+    url: string | URL,
+    init: RequestInit,
+    n: JsonRpcNotification,
+  ): Promise<void> {
+    const headers = new Headers(init.headers);
+    headers.delete('mcp-name');
+    headers.set('mcp-method', n.method);
+    try {
+      const response = await inner(url, { ...init, headers, body: JSON.stringify(n) });
+      await response.body?.cancel();
+    } catch {
+      // Best effort (docs/continuity-extension.md §5): the server's memo window ends the key regardless.
+    }
+  }
+
+  return continuity as typeof fetch;
+}
+
+/** `reopeningListen` of `./listen.js`, as that module declares it. */
+type ReopeningListen = (args: {
+  readonly input: string | URL | Request;
+  readonly init: RequestInit | undefined;
+  readonly fetch: typeof fetch;
+  readonly onGap?: (gap: never) => void;
+  readonly onRelist?: (what: readonly string[]) => void;
+}) => Promise<Response>;
+
+/**
+ * The re-opening listen stream (`./listen.js`) is built beside this file on another branch. It is loaded
+ * by a dynamic import, so this module works with it (2026 listen POSTs re-open through it) and without it
+ * (they pass through untouched). Once both are merged this becomes a static import.
+ */
+const LISTEN_MODULE = './listen.js';
+let listenModule: Promise<ReopeningListen | undefined> | undefined;
+function loadListen(): Promise<ReopeningListen | undefined> {
+  listenModule ??= import(LISTEN_MODULE).then(
+    (m: { reopeningListen?: ReopeningListen }) => m.reopeningListen,
+    () => undefined,
+  );
+  return listenModule;
+}
+
+function learn(facts: EndpointFacts, kind: 'discover' | 'tools-list', m: JsonRpcMessage): void {
+  if (!isResponse(m)) return;
+  if (kind === 'discover') {
+    facts.extension = settingsFromDiscover(m);
+    return;
+  }
+  for (const [name, hints] of hintsFromToolsList(m)) facts.hints.set(name, hints);
+}
+
+function parse(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}

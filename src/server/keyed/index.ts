@@ -1,0 +1,430 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { JsonRpcCode } from '../../../machines/codes.js';
+import {
+  type ContinuitySettings,
+  DEFAULT_CONTINUITY_SETTINGS,
+  type KeyReading,
+  memoKey,
+  readContinuityMeta,
+  requestFingerprint,
+} from '../../../machines/continuity-extension.js';
+import type { JsonRpcMessage, JsonRpcRequest } from '../../../machines/jsonrpc.js';
+import { isOwnerAlive } from '../../../machines/server/instances.js';
+import { driveKeyedCall, keyedCallSteps } from '../../../machines/server/keyed-execute.js';
+import {
+  KEYED_STREAM,
+  keyedLogId,
+  type MemoEntry,
+  orphanedEntries,
+} from '../../../machines/server/keyed-memo.js';
+import {
+  type Attempt,
+  attachStep,
+  cancelledReply,
+  deliverAs as deliverAsAttempt,
+  invalidKeyReply,
+  type KeyedReply,
+  keyedEventId,
+  nextEntry,
+  outcomeMessage,
+  outcomeOf,
+  outcomeUnknownReply,
+  planKeyedCancel,
+  replyMessage,
+} from '../../../machines/server/keyed-plan.js';
+import type { EventLog } from '../event-log.js';
+import type { MemoStore } from '../memo-store.js';
+import type { KeyedRequests, ModernCall, RunOnSdk } from '../modern/keyed-hook.js';
+import { eventFrame } from '../sse.js';
+import { sdkMessages } from './sdk-messages.js';
+import { Wakeups } from './wakeups.js';
+
+export type { KeyedRequests, ModernCall, RunOnSdk } from '../modern/keyed-hook.js';
+
+export interface KeyedRequestsOptions {
+  /**
+   * Where each key's events are kept: a pseudo-session per key (`keyedLogId`) with one stream. Its
+   * retention policy is what is advertised as `eventRetentionMs` and `maxEventsPerRequest`.
+   */
+  readonly log: EventLog;
+  /** The memo: memory, SQLite or Redis (`MemoryMemoStore`, `SqliteMemoStore`, `RedisMemoStore`). */
+  readonly memo: MemoStore;
+  /** Advertised `maxKeyLength`. Defaults to 255. */
+  readonly maxKeyLength?: number;
+  /** Live entries (running or inside their window) one principal may hold; beyond, 429. Defaults to 1000. */
+  readonly maxEntriesPerPrincipal?: number;
+  /** How long this instance's lease lasts; renewed every third of it. Defaults to 10 s. */
+  readonly leaseMs?: number;
+  /** How often an attached response looks at the log and entry without a wake-up. Defaults to 250 ms. */
+  readonly pollMs?: number;
+  /** How often entries past their window (and their events) are deleted. Defaults to a quarter window, at most 60 s. */
+  readonly sweepMs?: number;
+  /** Injectable clock. Defaults to `Date.now`. */
+  readonly now?: () => number;
+  /** Errors the runtime met and answered for (a store failing, say); never thrown to the client. */
+  readonly onError?: (error: unknown) => void;
+}
+
+/**
+ * The continuity extension's server runtime (docs/continuity-extension.md): keyed `tools/call` requests
+ * run at most once per (principal, key), their messages go to the key's own event log, and every response
+ * (first attempt or re-issue) is served from that log. I/O only: every decision is in
+ * `machines/server/keyed-plan.ts` and `keyed-memo.ts` (the keyed-request machine).
+ */
+export function createKeyedRequests(options: KeyedRequestsOptions): KeyedRequests {
+  return new KeyedRuntime(options);
+}
+
+class KeyedRuntime implements KeyedRequests {
+  readonly settings: ContinuitySettings;
+  private readonly log: EventLog;
+  private readonly memo: MemoStore;
+  private readonly now: () => number;
+  private readonly pollMs: number;
+  private readonly leaseMs: number;
+  private readonly maxEntries: number;
+  private readonly wakeups = new Wakeups();
+  /** Bodies running here, by memo key: their abort controllers. */
+  private readonly local = new Map<string, AbortController>();
+  private readonly timers: Array<ReturnType<typeof setInterval>> = [];
+  private readonly stopWatching: (() => void) | undefined;
+  private readonly ready: Promise<void>;
+  private readonly onError: (error: unknown) => void;
+  private closed = false;
+
+  constructor(options: KeyedRequestsOptions) {
+    this.log = options.log;
+    this.memo = options.memo;
+    this.now = options.now ?? Date.now;
+    this.pollMs = options.pollMs ?? 250;
+    this.leaseMs = options.leaseMs ?? 10_000;
+    this.maxEntries = options.maxEntriesPerPrincipal ?? 1000;
+    this.onError = options.onError ?? (() => {});
+    const finite = (n: number, otherwise: number) => (Number.isFinite(n) ? n : otherwise);
+    this.settings = {
+      memoWindowMs: this.memo.memoWindowMs,
+      eventRetentionMs: finite(this.log.policy.retentionMs, DEFAULT_CONTINUITY_SETTINGS.eventRetentionMs),
+      maxEventsPerRequest: finite(
+        this.log.policy.maxEventsPerStream,
+        DEFAULT_CONTINUITY_SETTINGS.maxEventsPerRequest,
+      ),
+      maxKeyLength: options.maxKeyLength ?? DEFAULT_CONTINUITY_SETTINGS.maxKeyLength,
+    };
+    // A store that forgets entries by itself (memory) takes their events with them.
+    this.memo.onForget?.((logId) => void this.log.dropSession(logId).catch(this.onError));
+    // Another instance's appends wake the responses attached here (a hint; they also poll).
+    this.stopWatching = this.log.shared?.watch((change) => {
+      if (change.kind === 'appended') this.wakeups.ring(change.sessionId);
+    });
+    const lease = setInterval(() => void this.tend().catch(this.onError), Math.max(1, this.leaseMs / 3));
+    const sweepMs = options.sweepMs ?? Math.min(60_000, Math.max(1, this.memo.memoWindowMs / 4));
+    const sweep = setInterval(() => void this.sweep().catch(this.onError), sweepMs);
+    for (const t of [lease, sweep]) {
+      t.unref?.();
+      this.timers.push(t);
+    }
+    this.ready = this.start();
+    this.ready.catch(this.onError);
+  }
+
+  serve(call: ModernCall, run: RunOnSdk): Promise<Response> | undefined {
+    const message = call.message as JsonRpcMessage;
+    if (!('method' in message)) return undefined;
+    const principal = call.principal ?? '';
+    if (message.method === 'notifications/cancelled') {
+      const reading = readContinuityMeta(message.params, this.settings.maxKeyLength);
+      if (reading.kind === 'unkeyed') return undefined;
+      if (reading.kind === 'invalid') return Promise.resolve(json(invalidKeyReply(reading.why), null));
+      return this.guard(() => this.cancel(memoKey(principal, reading.key)), null);
+    }
+    const reading = readContinuityMeta(message.params, this.settings.maxKeyLength, message.method);
+    if (reading.kind === 'unkeyed') return undefined;
+    const id = 'id' in message ? message.id : null;
+    if (reading.kind === 'invalid') return Promise.resolve(json(invalidKeyReply(reading.why), id));
+    if (id === null) return Promise.resolve(json(invalidKeyReply('a keyed tools/call needs an id'), null));
+    return this.guard(() => this.call(call.message, principal, reading, run), id);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const t of this.timers) clearInterval(t);
+    this.stopWatching?.();
+  }
+
+  /** Nothing from the network may throw out of the handler: a failure here is a JSON-RPC 500. */
+  private async guard(work: () => Promise<Response>, id: JsonRpcRequest['id'] | null): Promise<Response> {
+    try {
+      // A failed start (the store unreachable) is retried by the lease tick; requests still get their
+      // own answer from the store, or a 500 if it is still down.
+      await this.ready.catch(() => {});
+      return await work();
+    } catch (error) {
+      this.onError(error);
+      return json(
+        { status: 500, error: { code: JsonRpcCode.INTERNAL_ERROR, message: 'Internal error' } },
+        id,
+      );
+    }
+  }
+
+  private async call(
+    message: JsonRpcRequest,
+    principal: string,
+    reading: Extract<KeyReading, { kind: 'keyed' }>,
+    run: RunOnSdk,
+  ): Promise<Response> {
+    const mk = memoKey(principal, reading.key);
+    const fingerprint = requestFingerprint(message.method, message.params);
+    const attempt = attemptOf(message);
+    const steps = keyedCallSteps({
+      reading,
+      fingerprint,
+      memoWindowMs: this.memo.memoWindowMs,
+      now: this.now(),
+    });
+    const end = await driveKeyedCall(steps, async (c) => {
+      switch (c.kind) {
+        case 'read-entry':
+          return this.memo.get(mk);
+        case 'read-window':
+          return this.log.window(c.entry.logId, KEYED_STREAM);
+        case 'owner-alive':
+          return this.alive(c.owner);
+        case 'memo-complete-for':
+          return this.memo.completeForMs();
+        case 'new-entry': {
+          const epoch = randomBytes(8).toString('hex');
+          const digest = createHash('sha256').update(mk).digest('hex').slice(0, 24);
+          return {
+            memoKey: mk,
+            principal,
+            fingerprint,
+            state: 'running',
+            owner: this.memo.instanceId,
+            // One log per entry (the epoch in its name): a key used again after its window never
+            // shares the forgotten entry's log, which the sweep may still be dropping.
+            logId: keyedLogId(`${digest}-${epoch}`),
+            epoch,
+            createdAt: this.now(),
+          } satisfies MemoEntry;
+        }
+        case 'open-log':
+          await this.log.openStream(c.entry.logId, KEYED_STREAM);
+          return undefined;
+        case 'create-entry':
+          return this.memo.create(c.entry, this.maxEntries);
+        case 'drop-log':
+          await this.log.dropSession(c.entry.logId);
+          return undefined;
+        case 'replace-entry':
+          await this.memo.replace(c.next, c.entry.state);
+          this.wakeups.ring(c.entry.logId);
+          return undefined;
+        case 'start-run':
+          void this.runBody(c.entry, message, (signal) => run(message, signal)).catch(this.onError);
+          return undefined;
+      }
+    });
+    return end.kind === 'reply'
+      ? json(end.reply, attempt.id)
+      : this.respond(end.entry, attempt, end.afterSeq);
+  }
+
+  /** Runs the body once, detached from every client stream; its messages go to the key's log. */
+  private async runBody(
+    entry: MemoEntry,
+    message: JsonRpcRequest,
+    start: (signal: AbortSignal) => Promise<Response>,
+  ): Promise<void> {
+    const abort = new AbortController();
+    this.local.set(entry.memoKey, abort);
+    let final: JsonRpcMessage | undefined;
+    try {
+      const response = await start(abort.signal);
+      for await (const m of sdkMessages(response, abort.signal)) {
+        if (outcomeOf(m) !== undefined && 'id' in m && m.id === message.id) {
+          final = m;
+          break;
+        }
+        await this.log.append(entry.logId, KEYED_STREAM, m);
+        this.wakeups.ring(entry.logId);
+      }
+    } catch (error) {
+      if (!abort.signal.aborted) this.onError(error);
+    } finally {
+      this.local.delete(entry.memoKey);
+    }
+    const current = await this.memo.get(entry.memoKey);
+    // Cancelled, or declared dead by another instance meanwhile: the entry says so already.
+    if (current?.state !== 'running' || current.owner !== this.memo.instanceId) {
+      this.wakeups.ring(entry.logId);
+      return;
+    }
+    const outcome = final === undefined ? undefined : outcomeOf(final);
+    if (final === undefined || outcome === undefined) {
+      // The SDK ended without an answer: the side effect may or may not have happened.
+      await this.record(current, { type: 'instance.died' });
+      return;
+    }
+    const head = (await this.log.window(entry.logId, KEYED_STREAM))?.head ?? 0;
+    // Recorded durably first, under the id the final response gets in the log: no stream ever writes an
+    // outcome the memo does not hold.
+    const won = await this.record(current, { type: 'tool.finished', outcome, finalSeq: head + 1 });
+    if (won?.state === 'committed' && won.finalSeq === head + 1) {
+      await this.log.appendFinal(entry.logId, KEYED_STREAM, final);
+    }
+    this.wakeups.ring(entry.logId);
+  }
+
+  /** Moves the stored entry by the machine (compare-and-set from running) and wakes its watchers. */
+  private async record(
+    entry: MemoEntry,
+    event: Parameters<typeof nextEntry>[1],
+  ): Promise<MemoEntry | undefined> {
+    const next = nextEntry(entry, event, this.now());
+    if (!next) return entry;
+    const stored = await this.memo.replace(next, entry.state);
+    this.wakeups.ring(entry.logId);
+    return stored;
+  }
+
+  private async cancel(mk: string): Promise<Response> {
+    const entry = await this.memo.get(mk);
+    if (planKeyedCancel(entry).kind === 'cancel') {
+      const stored = await this.record(entry as MemoEntry, { type: 'cancel.requested' });
+      // Running here: abort now; running elsewhere: its instance sees the entry at its next lease tick.
+      if (stored?.state === 'cancelled') this.local.get(mk)?.abort();
+    }
+    return new Response(null, { status: 202 });
+  }
+
+  /** The response of one attempt, from the key's log: never starts anything. */
+  private respond(entry: MemoEntry, attempt: Attempt, afterSeq: number): Response {
+    const encoder = new TextEncoder();
+    const stop = new AbortController();
+    const body = new ReadableStream<Uint8Array>({
+      start: (controller) => {
+        const write = (frame: string) => {
+          if (!stop.signal.aborted) controller.enqueue(encoder.encode(frame));
+        };
+        void this.follow(entry, attempt, afterSeq, write, stop.signal)
+          .catch((error: unknown) => {
+            this.onError(error);
+          })
+          .finally(() => {
+            if (stop.signal.aborted) return;
+            stop.abort();
+            try {
+              controller.close();
+            } catch {
+              // Already closed by the client.
+            }
+          });
+      },
+      // The client's stream closed: a transport fact. The body goes on; only this response stops.
+      cancel: () => stop.abort(),
+    });
+    return new Response(body, {
+      status: 200,
+      headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache, no-transform' },
+    });
+  }
+
+  /** Writes the log after `afterSeq`, live events, then the end `attachStep` decides. */
+  private async follow(
+    entry: MemoEntry,
+    attempt: Attempt,
+    afterSeq: number,
+    write: (frame: string) => void,
+    signal: AbortSignal,
+  ): Promise<void> {
+    let lastSent = afterSeq;
+    while (!signal.aborted && !this.closed) {
+      const read = await this.log.read(entry.logId, KEYED_STREAM, lastSent);
+      const current = await this.memo.get(entry.memoKey);
+      const alive = current?.state === 'running' ? await this.alive(current.owner) : true;
+      const step = attachStep(current, read?.window, read?.events ?? [], lastSent, alive);
+      for (const e of step.write) {
+        const m = deliverAsAttempt(e.message, attempt);
+        if (m) write(eventFrame(keyedEventId(entry, e.seq), m));
+      }
+      lastSent = step.lastSent;
+      if (step.declareDied && current) {
+        await this.record(current, { type: 'instance.died' });
+        continue;
+      }
+      const end = step.end;
+      if (end) {
+        if (end.kind === 'outcome') {
+          const m = outcomeMessage(end.outcome, attempt);
+          write(
+            end.seq === undefined
+              ? `data: ${JSON.stringify(m)}\n\n`
+              : eventFrame(keyedEventId(entry, end.seq), m),
+          );
+        } else if (end.kind !== 'lost') {
+          const reply = end.kind === 'cancelled' ? cancelledReply() : outcomeUnknownReply();
+          write(`data: ${JSON.stringify(replyMessage(reply, attempt))}\n\n`);
+        }
+        return;
+      }
+      await this.wakeups.wait(entry.logId, this.pollMs, signal);
+    }
+  }
+
+  private async alive(owner: string): Promise<boolean> {
+    if (owner === this.memo.instanceId) return true;
+    return isOwnerAlive(owner, this.memo.instanceId, await this.memo.alive([owner]));
+  }
+
+  /** On start: take the lease, and declare outcome unknown what a dead owner (a previous process) ran. */
+  private async start(): Promise<void> {
+    await this.memo.renewLease(this.leaseMs);
+    await this.declareOrphans();
+  }
+
+  private async declareOrphans(): Promise<void> {
+    const running = await this.memo.running();
+    const owners = [...new Set(running.map((e) => e.owner))];
+    const leased = await this.memo.alive(owners);
+    for (const e of orphanedEntries(running, (o) => isOwnerAlive(o, this.memo.instanceId, leased))) {
+      await this.record(e, { type: 'instance.died' });
+    }
+  }
+
+  /** The lease tick: renew, and abort bodies whose entry was cancelled (or declared dead) elsewhere. */
+  private async tend(): Promise<void> {
+    if (this.closed) return;
+    await this.memo.renewLease(this.leaseMs);
+    for (const [mk, abort] of this.local) {
+      const e = await this.memo.get(mk);
+      if (e?.state !== 'running' || e.owner !== this.memo.instanceId) abort.abort();
+    }
+    await this.declareOrphans();
+  }
+
+  private async sweep(): Promise<void> {
+    if (this.closed) return;
+    for (const logId of await this.memo.sweep()) await this.log.dropSession(logId);
+  }
+}
+
+/** The id and progress token the attempt's own messages carry. */
+function attemptOf(message: JsonRpcRequest): Attempt {
+  const meta = message.params?._meta as Record<string, unknown> | undefined;
+  const token = meta?.progressToken;
+  return typeof token === 'string' || typeof token === 'number'
+    ? { id: message.id, progressToken: token }
+    : { id: message.id };
+}
+
+/** A JSON-RPC error answer with its HTTP status (and Retry-After). */
+function json(reply: KeyedReply, id: JsonRpcRequest['id'] | null): Response {
+  const headers: Record<string, string> = { 'content-type': 'application/json' };
+  if (reply.retryAfterSeconds !== undefined) headers['retry-after'] = String(reply.retryAfterSeconds);
+  return new Response(JSON.stringify(replyMessage(reply, { id: id as JsonRpcRequest['id'] })), {
+    status: reply.status,
+    headers,
+  });
+}

@@ -1,0 +1,48 @@
+import { createParser } from 'eventsource-parser';
+import type { JsonRpcMessage } from '../../../machines/jsonrpc.js';
+
+/**
+ * The JSON-RPC messages of one SDK response, in order: each SSE event's data (SSE) or the body itself
+ * (JSON, one message or a batch). Reading stops early when `signal` aborts (the body is cancelled, which
+ * the SDK takes as the end of the request). Data that is not JSON is skipped: it is nothing a client
+ * could be sent.
+ */
+export async function* sdkMessages(response: Response, signal: AbortSignal): AsyncGenerator<JsonRpcMessage> {
+  const type = response.headers.get('content-type') ?? '';
+  if (!response.body) return;
+  if (!type.includes('text/event-stream')) {
+    const parsed = parseJson(await response.text());
+    for (const m of Array.isArray(parsed) ? parsed : parsed === undefined ? [] : [parsed]) yield m;
+    return;
+  }
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  const onAbort = () => void reader.cancel().catch(() => {});
+  signal.addEventListener('abort', onAbort, { once: true });
+  const queue: JsonRpcMessage[] = [];
+  const parser = createParser({
+    onEvent: (event) => {
+      const m = parseJson(event.data);
+      if (m !== undefined && !Array.isArray(m)) queue.push(m);
+    },
+  });
+  try {
+    while (!signal.aborted) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      parser.feed(value);
+      while (queue.length > 0) yield queue.shift() as JsonRpcMessage;
+    }
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+    await reader.cancel().catch(() => {});
+  }
+}
+
+function parseJson(text: string): JsonRpcMessage | JsonRpcMessage[] | undefined {
+  try {
+    const v = JSON.parse(text) as unknown;
+    return typeof v === 'object' && v !== null ? (v as JsonRpcMessage) : undefined;
+  } catch {
+    return undefined;
+  }
+}

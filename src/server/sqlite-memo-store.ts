@@ -1,0 +1,151 @@
+import { randomBytes } from 'node:crypto';
+import Database from 'better-sqlite3';
+import {
+  admitNewKey,
+  type KeyedWorkState,
+  type MemoEntry,
+  memoExpiresAt,
+} from '../../machines/server/keyed-memo.js';
+import type { MemoCreate, MemoStore } from './memo-store.js';
+
+export interface SqliteMemoStoreOptions {
+  /** The database file (created if missing); may be the event log's file. `:memory:` is not durable. */
+  readonly path: string;
+  readonly memoWindowMs: number;
+  /** Injectable clock (tests). */
+  readonly now?: () => number;
+}
+
+/**
+ * The memo on SQLite (better-sqlite3, WAL): one process, survives a restart. Every change is one
+ * transaction, so set-if-absent, the per-principal bound and compare-and-set are atomic. A restarted
+ * process has a new instance id, so entries its predecessor left `running` have an owner nobody leases:
+ * the runtime declares them outcome unknown. `expires_at` (NULL while running) is indexed for the sweep.
+ */
+export class SqliteMemoStore implements MemoStore {
+  readonly durable: boolean;
+  readonly instanceId = randomBytes(8).toString('hex');
+  readonly memoWindowMs: number;
+  private readonly db: Database.Database;
+  private readonly now: () => number;
+  private readonly q;
+
+  constructor(options: SqliteMemoStoreOptions) {
+    this.durable = options.path !== ':memory:';
+    this.memoWindowMs = options.memoWindowMs;
+    this.now = options.now ?? Date.now;
+    this.db = new Database(options.path);
+    this.db.pragma('journal_mode = WAL');
+    this.db.pragma('synchronous = NORMAL');
+    this.db.exec(`
+      CREATE TABLE IF NOT EXISTS memo (
+        memo_key TEXT PRIMARY KEY, principal TEXT NOT NULL, state TEXT NOT NULL,
+        expires_at INTEGER, entry TEXT NOT NULL) WITHOUT ROWID;
+      CREATE INDEX IF NOT EXISTS memo_principal ON memo (principal);
+      CREATE INDEX IF NOT EXISTS memo_expiry ON memo (expires_at);
+      CREATE TABLE IF NOT EXISTS memo_meta (k TEXT PRIMARY KEY, v INTEGER NOT NULL) WITHOUT ROWID;
+    `);
+    const db = this.db;
+    db.prepare("INSERT OR IGNORE INTO memo_meta (k, v) VALUES ('since', ?)").run(this.now());
+    this.q = {
+      since: db.prepare<[], { v: number }>("SELECT v FROM memo_meta WHERE k = 'since'"),
+      get: db.prepare<[string], { entry: string; expires_at: number | null }>(
+        'SELECT entry, expires_at FROM memo WHERE memo_key = ?',
+      ),
+      live: db.prepare<[string, number], { entry: string }>(
+        'SELECT entry FROM memo WHERE principal = ? AND (expires_at IS NULL OR expires_at > ?)',
+      ),
+      insert: db.prepare(
+        'INSERT INTO memo (memo_key, principal, state, expires_at, entry) VALUES (?, ?, ?, ?, ?)',
+      ),
+      update: db.prepare(
+        'UPDATE memo SET state = ?, expires_at = ?, entry = ? WHERE memo_key = ? AND state = ?',
+      ),
+      remove: db.prepare('DELETE FROM memo WHERE memo_key = ?'),
+      running: db.prepare<[], { entry: string }>("SELECT entry FROM memo WHERE state = 'running'"),
+      expired: db.prepare<[number], { memo_key: string; entry: string }>(
+        'SELECT memo_key, entry FROM memo WHERE expires_at IS NOT NULL AND expires_at <= ?',
+      ),
+    };
+  }
+
+  async completeForMs(): Promise<number> {
+    return this.now() - (this.q.since.get()?.v ?? this.now());
+  }
+
+  private read(memoKey: string): MemoEntry | undefined {
+    const row = this.q.get.get(memoKey);
+    if (!row) return undefined;
+    if (row.expires_at !== null && row.expires_at <= this.now()) {
+      // Past its window: gone for every reader; the sweep drops its events.
+      return undefined;
+    }
+    return JSON.parse(row.entry) as MemoEntry;
+  }
+
+  async get(memoKey: string): Promise<MemoEntry | undefined> {
+    return this.read(memoKey);
+  }
+
+  async create(entry: MemoEntry, maxEntriesPerPrincipal: number): Promise<MemoCreate> {
+    return this.db.transaction((): MemoCreate => {
+      const existing = this.read(entry.memoKey);
+      if (existing) return { kind: 'exists', entry: existing };
+      const now = this.now();
+      const live = this.q.live.all(entry.principal, now).map((r) => JSON.parse(r.entry) as MemoEntry);
+      const admission = admitNewKey(live, maxEntriesPerPrincipal, this.memoWindowMs, now);
+      if (admission.kind === 'full') return admission;
+      // An expired row of the same key may still be there (not swept yet): the new entry replaces it.
+      this.q.remove.run(entry.memoKey);
+      this.q.insert.run(
+        entry.memoKey,
+        entry.principal,
+        entry.state,
+        this.expiry(entry),
+        JSON.stringify(entry),
+      );
+      return { kind: 'created' };
+    })();
+  }
+
+  async replace(next: MemoEntry, expected: KeyedWorkState): Promise<MemoEntry | undefined> {
+    return this.db.transaction(() => {
+      const stored = this.read(next.memoKey);
+      if (!stored) return undefined;
+      if (stored.state !== expected) return stored;
+      this.q.update.run(next.state, this.expiry(next), JSON.stringify(next), next.memoKey, expected);
+      return next;
+    })();
+  }
+
+  async running(): Promise<MemoEntry[]> {
+    return this.q.running.all().map((r) => JSON.parse(r.entry) as MemoEntry);
+  }
+
+  async sweep(): Promise<string[]> {
+    return this.db.transaction(() => {
+      const rows = this.q.expired.all(this.now());
+      for (const r of rows) this.q.remove.run(r.memo_key);
+      return rows.map((r) => (JSON.parse(r.entry) as MemoEntry).logId);
+    })();
+  }
+
+  async renewLease(): Promise<void> {}
+  async dropLease(): Promise<void> {}
+  async alive(instanceIds: readonly string[]): Promise<ReadonlySet<string>> {
+    return new Set(instanceIds.filter((id) => id === this.instanceId));
+  }
+
+  /** Rows held now: for tests. */
+  count(): number {
+    return (this.db.prepare('SELECT COUNT(*) AS n FROM memo').get() as { n: number }).n;
+  }
+
+  async close(): Promise<void> {
+    if (this.db.open) this.db.close();
+  }
+
+  private expiry(entry: MemoEntry): number | null {
+    return memoExpiresAt(entry, this.memoWindowMs) ?? null;
+  }
+}

@@ -126,24 +126,9 @@ export function refusedThenReissued(recorder: Recorder2026, c: CallRecord2026): 
 }
 
 /** Worlds' calls excused by an open finding (see `refusedThenReissued`). */
-export function excusedFindings2026({ recorder }: WorldOutcome2026): {
-  reissueAfterRefusal: number;
-  finalCountedLost: number;
-} {
-  const calls = [...recorder.calls.values()];
+export function excusedFindings2026({ recorder }: WorldOutcome2026): { reissueAfterRefusal: number } {
   return {
-    reissueAfterRefusal: calls.filter((c) => refusedThenReissued(recorder, c)).length,
-    finalCountedLost: calls.filter((c) => {
-      const x = recorder.resultFrom.get(c.callKey);
-      if (c.outcome !== 'result' || !x) return false;
-      const missing = recorder.progress.filter(
-        (p) => p.execution === x && !recorder.delivered.get(p.uid),
-      ).length;
-      const flagged = recorder.gaps
-        .filter((g) => g.callKey === c.callKey)
-        .reduce((s, g) => s + (g.lostCount ?? 0), 0);
-      return flagged === missing + 1 && finalCounted(recorder, c.callKey, x, 1);
-    }).length,
+    reissueAfterRefusal: [...recorder.calls.values()].filter((c) => refusedThenReissued(recorder, c)).length,
   };
 }
 
@@ -181,7 +166,7 @@ export const noUnflaggedLoss2026: Check2026 = ({ recorder }) => {
     const flagged = recorder.gaps
       .filter((g) => g.callKey === c.callKey)
       .reduce((sum, g) => sum + (g.lostCount ?? Number.NaN), 0);
-    if (flagged !== missing.length && !finalCounted(recorder, c.callKey, execution, flagged - missing.length))
+    if (flagged !== missing.length)
       out.push(
         `${c.callKey} (${c.tool}): ${missing.length} of ${emitted.length} progress undelivered ` +
           `[${missing.map((p) => p.n).join(',')}] but gaps flagged ${flagged}`,
@@ -189,28 +174,6 @@ export const noUnflaggedLoss2026: Check2026 = ({ recorder }) => {
   }
   return out;
 };
-
-/**
- * An open finding, excused so it is counted rather than failing every CI run (`excusedFindings2026`). The
- * final response is appended to the key's log (`appendFinal`, under `finalSeq`), so once age eviction
- * drops it, `keyedResume` counts it among the lost events: a re-issue after the work finished is told of
- * one event more than it lost (the outcome itself comes from the memo). Excused: exactly one too many,
- * with a gap reported after the execution ended. The fix belongs in the machines (`keyedResume` or the
- * plan: the lost count stops before `finalSeq`).
- */
-export function finalCounted(
-  recorder: Recorder2026,
-  callKey: string,
-  execution: string,
-  excess: number,
-): boolean {
-  const ended = recorder.completedAt.get(execution);
-  return (
-    excess === 1 &&
-    ended !== undefined &&
-    recorder.gaps.some((g) => g.callKey === callKey && g.at >= ended && (g.lostCount ?? 0) > 0)
-  );
-}
 
 export const CHECKS_2026 = {
   'at most once': atMostOnce2026,

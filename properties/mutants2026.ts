@@ -6,7 +6,7 @@ import {
 import { JsonRpcCode } from '../machines/codes.js';
 import { ContinuityErrorCode } from '../machines/continuity-extension.js';
 import { memoExpired } from '../machines/server/keyed-memo.js';
-import { attachStep, planKeyedCall } from '../machines/server/keyed-plan.js';
+import { attachStep } from '../machines/server/keyed-plan.js';
 import { keyedRequestMachine } from '../machines/server/keyed-request.machine.js';
 import type { CheckName2026 } from './checks2026.js';
 import { CORRECT_CLIENT_2026 } from './world2026/client.js';
@@ -15,8 +15,8 @@ import type { WorldVariant2026 } from './world2026/world.js';
 
 /**
  * Deliberately wrong variants of the 2026-07-28 decisions, at least one per decision the coverage table
- * lists: rows of the client's table, the call machine's inputs and exchange reports, the server's plan,
- * the memo window, and the keyed machine's guards. Each swaps one decision of the REAL code: through the
+ * lists: rows of the client's table, the call machine's inputs and exchange reports, what the keyed
+ * call's steps are told and how they end, the memo window, and the keyed machine's guards. Each swaps one decision of the REAL code: through the
  * seams the runtime itself uses (`provide`, the plan functions the executor calls), or, where the real
  * code reaches a decision without a seam, by swapping it in place for the duration of one world (a row
  * of `STATELESS_DECISION_TABLE`, a guard of `keyedRequestMachine`, which `stepMemoEntry` runs). The
@@ -130,7 +130,7 @@ export const MUTANTS_2026: readonly Mutant2026[] = [
       client,
       server: {
         ...RUNTIME_DECISIONS,
-        planKeyedCall: (f) => planKeyedCall({ ...f, memoCompleteForMs: Number.POSITIVE_INFINITY }),
+        answer: (c, a) => (c.kind === 'memo-complete-for' ? Number.POSITIVE_INFINITY : a),
       },
     },
     caughtBy: ['at most once'],
@@ -175,16 +175,14 @@ export const MUTANTS_2026: readonly Mutant2026[] = [
       client,
       server: {
         ...RUNTIME_DECISIONS,
-        planKeyedCall: (f) => {
-          const plan = planKeyedCall(f);
-          if (plan.kind !== 'reply' || plan.reply.error.code !== ContinuityErrorCode.EVENTS_EVICTED)
-            return plan;
-          const data = plan.reply.error.data as { lostCount: number };
+        end: (end) => {
+          if (end.kind !== 'reply' || end.reply.error.code !== ContinuityErrorCode.EVENTS_EVICTED) return end;
+          const data = end.reply.error.data as { lostCount: number };
           return {
-            ...plan,
+            ...end,
             reply: {
-              ...plan.reply,
-              error: { ...plan.reply.error, data: { ...data, lostCount: data.lostCount + 1 } },
+              ...end.reply,
+              error: { ...end.reply.error, data: { ...data, lostCount: data.lostCount + 1 } },
             },
           };
         },
@@ -199,7 +197,7 @@ export const MUTANTS_2026: readonly Mutant2026[] = [
       client,
       server: {
         ...RUNTIME_DECISIONS,
-        planKeyedCall: (f) => planKeyedCall({ ...f, ownerAlive: true }),
+        answer: (c, a) => (c.kind === 'owner-alive' ? true : a),
         attachStep: (entry, window, events, lastSent) => attachStep(entry, window, events, lastSent, true),
       },
     },

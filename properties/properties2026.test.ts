@@ -16,7 +16,7 @@ import { runSchedule2026, type WorldOutcome2026 } from './world2026/world.js';
  */
 const seed = SEED_2026 ?? freshSeed();
 const tally = new CoverageTally2026();
-const excused = { reissueAfterRefusal: 0, finalCountedLost: 0 };
+const excused = { reissueAfterRefusal: 0 };
 
 function simulate(s: {
   config: WorldOutcome2026['config'];
@@ -27,7 +27,6 @@ function simulate(s: {
   observer.done();
   const found = excusedFindings2026(outcome);
   if (found.reissueAfterRefusal > 0) excused.reissueAfterRefusal++;
-  if (found.finalCountedLost > 0) excused.finalCountedLost++;
   return outcome;
 }
 
@@ -46,7 +45,7 @@ describe('MCP 2026-07-28: the properties of the real client and server machines 
     // Open findings (checks2026.ts), counted so they stay visible until the machines fix them.
     console.info(
       `2026 open findings excused: ${excused.reissueAfterRefusal} world(s) with a re-issue after a refusal ` +
-        `answered -32012 by a young memory memo; ${excused.finalCountedLost} with the final response counted lost by a 410`,
+        'answered -32012 by a young memory memo',
     );
   });
 

@@ -9,6 +9,13 @@ import {
 import type { JsonRpcMessage, JsonRpcRequest } from '../../machines/jsonrpc.js';
 import { isOwnerAlive } from '../../machines/server/instances.js';
 import {
+  driveKeyedCallSync,
+  type KeyedCallAnswers,
+  type KeyedCallCommand,
+  type KeyedCallEnd,
+  keyedCallSteps,
+} from '../../machines/server/keyed-execute.js';
+import {
   keyedLogId,
   type MemoEntry,
   memoExpired,
@@ -21,13 +28,11 @@ import {
   cancelledReply,
   deliverAs,
   invalidKeyReply,
-  type KeyedPlan,
   type KeyedReply,
   keyedEventId,
   nextEntry,
   outcomeMessage,
   outcomeUnknownReply,
-  planKeyedCall,
   planKeyedCancel,
   replyMessage,
 } from '../../machines/server/keyed-plan.js';
@@ -48,8 +53,9 @@ import { TOOLS_2026, type Tool2026 } from './tools.js';
 /**
  * A simulated MCP 2026-07-28 server: one or two instances behind a balancer, with or without the
  * continuity extension. Every decision about a keyed request is the runtime's (src/server/keyed): the
- * request's reading and fingerprint (`readContinuityMeta`, `requestFingerprint`), the plan
- * (`planKeyedCall`: the key's fate by `keyedRequestMachine` through `stepMemoEntry`), the stored entry's
+ * request's reading and fingerprint (`readContinuityMeta`, `requestFingerprint`), the steps of a keyed
+ * call (`keyedCallSteps`, driven synchronously: `planKeyedCall`, the key's fate by `keyedRequestMachine`
+ * through `stepMemoEntry`), the stored entry's
  * moves (`nextEntry`), what an attached response writes and how it ends (`attachStep`, `deliverAs`), the
  * memo window (`memoExpired`), orphans after a restart (`orphanedEntries`, `isOwnerAlive`) and every reply.
  * This file only executes those decisions, in the runtime's order, on simulated stores (a memo, per-key
@@ -79,14 +85,17 @@ export interface SimServer2026Config {
  * calls the same functions, so a wrong variant here is a wrong runtime).
  */
 export interface ServerDecisions2026 {
-  readonly planKeyedCall: typeof planKeyedCall;
+  /** What the steps are told a store answered (a mutant misreads one: a memo claiming to be complete). */
+  readonly answer?: (command: KeyedCallCommand, answer: unknown) => unknown;
+  /** How the request ends (a mutant rewrites the steps' end). */
+  readonly end?: (end: KeyedCallEnd) => KeyedCallEnd;
   readonly attachStep: typeof attachStep;
   readonly memoExpired: typeof memoExpired;
   /** What a closed response stream of a keyed request does: nothing (a transport fact), or a mutant's cancel. */
   readonly onKeyedStreamClosed?: 'cancel';
 }
 
-export const RUNTIME_DECISIONS: ServerDecisions2026 = { planKeyedCall, attachStep, memoExpired };
+export const RUNTIME_DECISIONS: ServerDecisions2026 = { attachStep, memoExpired };
 
 /** What the simulated server decided, for the coverage table. */
 export type ServerObservation2026 =
@@ -127,7 +136,7 @@ interface Follower {
 }
 
 const PRINCIPAL = '';
-/** The runtime's bound on plan rounds for one request (a lost race, a declared death). */
+/** The runtime's bound on looks per wake-up of an attached response (a declared death, then the end). */
 const MAX_PLAN_ROUNDS = 4;
 /** An attached response also looks without a wake-up this often (the runtime's `pollMs`). */
 const POLL_MS = 250;
@@ -136,6 +145,8 @@ export class SimServer2026 {
   private readonly instances: Instance[] = [];
   private readonly shared = new SimMemo();
   private rr = 0;
+  /** The steps of the request being served started its body. */
+  private started = false;
   private epochs = 0;
   private executions = 0;
   /** Requests to answer with `failStatus` before serving normally. */
@@ -242,7 +253,10 @@ export class SimServer2026 {
     return log.window;
   }
 
-  /** A keyed `tools/call`, as the runtime serves it: plan, then execute the plan (a few rounds at most). */
+  /**
+   * A keyed `tools/call`, as the runtime serves it: the real steps (`keyedCallSteps`: read, plan, create,
+   * retry a lost race), each command executed on the simulated stores, then the reply or the response.
+   */
   private call(
     instance: Instance,
     conn: SimConnection,
@@ -252,62 +266,95 @@ export class SimServer2026 {
     const memo = this.memoOf(instance);
     const mk = memoKey(PRINCIPAL, reading.key);
     const fingerprint = requestFingerprint(request.method, request.params);
-    const attempt = attemptOf(request);
-    for (let round = 0; round < MAX_PLAN_ROUNDS; round++) {
-      const entry = this.lookup(memo, mk);
-      const window = entry ? this.windowOf(memo, entry.logId) : undefined;
-      const plan: KeyedPlan = this.decisions.planKeyedCall({
-        reading,
-        fingerprint,
-        entry,
-        window,
-        ownerAlive: entry?.state === 'running' ? this.alive(instance, entry.owner) : true,
-        memoCompleteForMs:
-          this.config.memo === 'durable' ? Number.POSITIVE_INFINITY : this.clock.now() - instance.startedAt,
-        memoWindowMs: this.config.settings.memoWindowMs,
-      });
-      this.observe({
-        kind: 'plan',
-        plan: plan.kind === 'reply' ? `reply ${plan.reply.error.code}` : plan.kind,
-      });
-      if (plan.kind === 'reply') {
-        this.reply(conn, plan.reply, request);
-        return;
-      }
-      if (plan.kind === 'serve') {
-        this.respond(memo, entry as MemoEntry, conn, attempt, plan.afterSeq);
-        return;
-      }
-      if (plan.kind === 'declare-died') {
-        this.record(memo, entry as MemoEntry, { type: 'instance.died' });
-        continue;
-      }
-      // execute: set-if-absent (the lookup above is this store's whole state: nothing raced it).
-      if (memo.entries.has(mk)) continue;
-      const fresh: MemoEntry = {
-        memoKey: mk,
-        principal: PRINCIPAL,
-        fingerprint,
-        state: 'running',
-        owner: this.ownerOf(instance),
-        logId: keyedLogId(`${++this.epochs}`),
-        epoch: `k${this.epochs}`,
-        createdAt: this.clock.now(),
-      };
-      memo.entries.set(mk, fresh);
-      memo.logs.set(fresh.logId, { window: EMPTY_WINDOW, messages: new Map() });
-      this.runKeyed(instance, memo, fresh, request);
-      this.respond(memo, fresh, conn, attempt, 0);
+    const steps = keyedCallSteps({
+      reading,
+      fingerprint,
+      memoWindowMs: this.config.settings.memoWindowMs,
+      now: this.clock.now(),
+    });
+    const answer = this.decisions.answer ?? ((_c: KeyedCallCommand, a: unknown) => a);
+    this.started = false;
+    const ran = driveKeyedCallSync(
+      steps,
+      (cmd) => answer(cmd, this.command(instance, memo, mk, fingerprint, request, cmd)) as never,
+    );
+    const end = this.decisions.end ? this.decisions.end(ran) : ran;
+    if (end.kind === 'reply') {
+      this.observe({ kind: 'plan', plan: `reply ${end.reply.error.code}` });
+      this.reply(conn, end.reply, request);
       return;
     }
-    this.reply(conn, outcomeUnknownReply(), request);
+    this.observe({
+      kind: 'plan',
+      plan: this.started ? 'execute' : 'serve',
+    });
+    this.respond(memo, end.entry, conn, attemptOf(request), end.afterSeq);
+  }
+
+  /** One command of the steps, on the simulated stores. */
+  private command(
+    instance: Instance,
+    memo: SimMemo,
+    mk: string,
+    fingerprint: string,
+    request: JsonRpcRequest,
+    cmd: KeyedCallCommand,
+  ): KeyedCallAnswers[keyof KeyedCallAnswers] {
+    switch (cmd.kind) {
+      case 'read-entry':
+        return this.lookup(memo, mk);
+      case 'read-window':
+        return this.windowOf(memo, cmd.entry.logId);
+      case 'owner-alive':
+        return this.alive(instance, cmd.owner);
+      case 'memo-complete-for':
+        return this.config.memo === 'durable'
+          ? Number.POSITIVE_INFINITY
+          : this.clock.now() - instance.startedAt;
+      case 'new-entry': {
+        const n = ++this.epochs;
+        return {
+          memoKey: mk,
+          principal: PRINCIPAL,
+          fingerprint,
+          state: 'running',
+          owner: this.ownerOf(instance),
+          logId: keyedLogId(`${n}`),
+          epoch: `k${n}`,
+          createdAt: this.clock.now(),
+        };
+      }
+      case 'open-log':
+        if (!memo.logs.has(cmd.entry.logId))
+          memo.logs.set(cmd.entry.logId, { window: EMPTY_WINDOW, messages: new Map() });
+        return undefined;
+      case 'create-entry': {
+        // Set-if-absent (the per-principal bound is not modelled: one principal, few keys).
+        const existing = this.lookup(memo, mk);
+        if (existing) return { kind: 'exists', entry: existing };
+        memo.entries.set(mk, cmd.entry);
+        return { kind: 'created' };
+      }
+      case 'drop-log':
+        memo.logs.delete(cmd.entry.logId);
+        return undefined;
+      case 'replace-entry':
+        if (cmd.next.state === 'outcomeUnknown' && cmd.entry.state === 'running')
+          this.observe({ kind: 'plan', plan: 'declare-died' });
+        this.replace(memo, cmd.entry, cmd.next);
+        return undefined;
+      case 'start-run':
+        this.started = true;
+        this.runKeyed(instance, memo, cmd.entry, request);
+        return undefined;
+    }
   }
 
   private alive(self: Instance, owner: string): boolean {
     return isOwnerAlive(owner, this.ownerOf(self), this.leased());
   }
 
-  /** Moves the stored entry by the machine (compare-and-set from its state), then wakes its watchers. */
+  /** Moves the stored entry by the machine (`nextEntry`), compare-and-set from its state. */
   private record(
     memo: SimMemo,
     entry: MemoEntry,
@@ -317,14 +364,20 @@ export class SimServer2026 {
     if (current !== entry) return current;
     const next = nextEntry(entry, event, this.clock.now());
     if (!next) return entry;
+    this.replace(memo, entry, next);
+    return memo.entries.get(entry.memoKey);
+  }
+
+  /** Compare-and-set `next` over `entry`, then wake its watchers (and arm the store's expiry sweep). */
+  private replace(memo: SimMemo, entry: MemoEntry, next: MemoEntry): void {
+    if (memo.entries.get(entry.memoKey) !== entry) return;
     memo.entries.set(entry.memoKey, next);
     this.observe({ kind: 'state', from: entry.state, to: next.state });
     const expires = memoExpiresAt(next, this.config.settings.memoWindowMs);
     // The store's sweep: the entry goes when its window passes, and responses still attached learn it.
     if (expires !== undefined)
-      this.clock.setTimeout(() => this.lookup(memo, next.memoKey), expires - this.clock.now());
+      this.clock.setTimeout(() => this.lookup(memo, next.memoKey), Math.max(0, expires - this.clock.now()));
     this.wake(entry.logId);
-    return next;
   }
 
   /** The response of one attempt, from the key's log: never starts anything. */

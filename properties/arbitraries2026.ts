@@ -78,6 +78,7 @@ export const worldConfigArb2026: fc.Arbitrary<WorldConfig2026> = fc
     headersEarly: fc.boolean(),
     // A small window so memo expiry and the client's window rule happen inside a world.
     memoWindowMs: fc.constantFrom(8_000, 600_000),
+    memoOld: fc.boolean(),
     maxEventsPerRequest: fc.oneof(
       { weight: 3, arbitrary: fc.integer({ min: 1, max: 3 }) },
       { weight: 1, arbitrary: fc.constant(20) },

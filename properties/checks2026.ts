@@ -113,9 +113,11 @@ function unexplained(
 /**
  * An open finding, excused here so it is counted rather than failing every CI run (`excusedFindings2026`
  * counts the worlds). `decideStatelessEnd` sends a re-issue (with `lastEventId`) after an attempt that
- * cannot have run (refused, 429, 503), so a young memory memo that never saw the key answers it -32012
- * (`admitUnknownKey`): an outcome unknown for a call that never reached any server. The fix belongs in
- * the table: carry the continuity fields only once some attempt may have run (`mayHaveRun`).
+ * cannot have run (refused, 429, 503), so a memo store younger than its window (any store's first
+ * `memoWindowMs`: memory, SQLite and Redis all count from their creation; a memory one from its process
+ * start) that never saw the key answers it -32012 (`admitUnknownKey`): an outcome unknown for a call
+ * that never reached any server. The fix belongs in the client's decisions: carry `lastEventId` only once
+ * some attempt may have run (`mayHaveRun`); a re-issue of a call no server saw is a first attempt.
  */
 export function refusedThenReissued(recorder: Recorder2026, c: CallRecord2026): boolean {
   return (

@@ -45,7 +45,7 @@ describe('MCP 2026-07-28: the properties of the real client and server machines 
     // Open findings (checks2026.ts), counted so they stay visible until the machines fix them.
     console.info(
       `2026 open findings excused: ${excused.reissueAfterRefusal} world(s) with a re-issue after a refusal ` +
-        'answered -32012 by a young memory memo',
+        'answered -32012 by a memo store younger than its window',
     );
   });
 

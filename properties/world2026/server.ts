@@ -78,6 +78,8 @@ export interface SimServer2026Config {
    * answer, so a cut before then is a cut before any response byte.
    */
   readonly headersEarly: boolean;
+  /** How old the memo store (a memory one: its process) is when the world starts. Default 0: fresh. */
+  readonly memoAgeMs?: number;
 }
 
 /**
@@ -145,6 +147,8 @@ export class SimServer2026 {
   private readonly instances: Instance[] = [];
   private readonly shared = new SimMemo();
   private rr = 0;
+  /** When the memo store was created: `-memoAgeMs` (a store as old as its window is complete). */
+  private readonly storeSince: number;
   /** The steps of the request being served started its body. */
   private started = false;
   private epochs = 0;
@@ -167,8 +171,15 @@ export class SimServer2026 {
     private readonly decisions: ServerDecisions2026 = RUNTIME_DECISIONS,
     private readonly observe: (o: ServerObservation2026) => void = () => undefined,
   ) {
+    this.storeSince = -(config.memoAgeMs ?? 0);
     for (let i = 0; i < Math.max(1, config.instances); i++)
-      this.instances.push({ id: i, incarnation: 0, down: false, startedAt: 0, memo: new SimMemo() });
+      this.instances.push({
+        id: i,
+        incarnation: 0,
+        down: false,
+        startedAt: this.storeSince,
+        memo: new SimMemo(),
+      });
     if (config.heartbeatMs > 0) this.heartbeat();
   }
 
@@ -308,9 +319,8 @@ export class SimServer2026 {
       case 'owner-alive':
         return this.alive(instance, cmd.owner);
       case 'memo-complete-for':
-        return this.config.memo === 'durable'
-          ? Number.POSITIVE_INFINITY
-          : this.clock.now() - instance.startedAt;
+        // As the stores answer it: since the store was created (a memory store: since its process started).
+        return this.clock.now() - (this.config.memo === 'durable' ? this.storeSince : instance.startedAt);
       case 'new-entry': {
         const n = ++this.epochs;
         return {

@@ -58,6 +58,8 @@ export interface WorldConfig2026 {
   readonly lbIdleMs: number;
   readonly headersEarly: boolean;
   readonly memoWindowMs: number;
+  /** The memo store is as old as its window at the start (complete), or fresh (0). */
+  readonly memoOld?: boolean;
   readonly maxEventsPerRequest: number;
   readonly eventRetentionMs: number;
   readonly latencyMaxMs: number;
@@ -148,6 +150,7 @@ export class World2026 {
         instances: config.memo === 'durable' ? config.instances : 1,
         heartbeatMs: config.heartbeat ? HEARTBEAT_MS : 0,
         headersEarly: config.headersEarly,
+        memoAgeMs: config.memoOld ? config.memoWindowMs : 0,
       },
       variant.server ?? RUNTIME_DECISIONS,
       observer.server,

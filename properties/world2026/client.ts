@@ -14,6 +14,7 @@ import {
   type StatelessPolicy,
   type StatelessStreamEnd,
 } from '../../machines/client/stateless-decide.js';
+import { asMessage, endOfAnswer } from '../../machines/client/stateless-wire.js';
 import { JsonRpcCode } from '../../machines/codes.js';
 import { isResponse, type JsonRpcMessage } from '../../machines/jsonrpc.js';
 import type { VirtualClock } from '../world/clock.js';
@@ -108,11 +109,11 @@ export class SimCall {
             else send({ type: 'attempt.activity', at });
             return;
           case 'http.response': {
-            const body = ev.body as JsonRpcMessage | undefined;
-            // A JSON answer is a message like any other; the machine tells the call's own answer apart.
-            if (ev.status === 200 && body && isResponse(body))
-              send({ type: 'attempt.message', at, message: body });
-            else ended({ kind: 'http-status', status: ev.status, body: ev.body });
+            // As the runtime's exchange reads an answer that is not an event stream (stateless-wire.ts): a
+            // JSON-RPC message is a message like any other (the machine tells the call's own answer apart).
+            const message = ev.status === 200 ? asMessage(ev.body) : undefined;
+            if (message) send({ type: 'attempt.message', at, message });
+            else ended(endOfAnswer(ev.status, ev.body, null, at));
             return;
           }
           case 'net.ended':

@@ -26,7 +26,9 @@ import { TOOLS_2026, type Tool2026 } from './tools.js';
  * The simulated 2026-07-28 client: each application call is the real `statelessCallMachine` (the client's
  * call lifecycle, every stream end decided by `decideStatelessEnd`) on the virtual clock, its `exchange`
  * actor one POST on the simulated network. The exchange decides nothing: it reports bytes, messages and
- * how the connection ended, as the runtime's fetch exchange does.
+ * how the connection ended as the runtime's (src/client/modern/attempt-exchange.ts) does, reading answers
+ * with the same `asMessage` / `endOfAnswer` (machines/client/stateless-wire.ts): a failure before the
+ * response headers is `cut-before-response` (or `refused`), one after them `cut-mid-stream`.
  */
 export interface ClientVariant2026 {
   readonly name: string;

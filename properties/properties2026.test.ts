@@ -79,4 +79,20 @@ describe('MCP 2026-07-28: the properties of the real client and server machines 
     expect(callOf(o)).toMatchObject({ outcome: 'unknown', reason: 'memo_window_passed' });
     expect(o.recorder.sideEffects.get('c1')).toBe(1);
   });
+
+  it('open finding, pinned (excused in checks2026.ts): a re-issue after a refused attempt carries lastEventId, and a fresh memo answers -32012 for a call no server saw', () => {
+    // When the client sends a re-issue of a call no attempt of which may have run as a first attempt,
+    // this flips to one charge and the result: then drop `refusedThenReissued` from checks2026.ts.
+    const o = runSchedule2026(
+      [
+        { kind: 'partition', ms: 400 },
+        { kind: 'call', tool: 'charge' },
+        { kind: 'advance', ms: 5_000 },
+      ],
+      { ...INCIDENT_EXTENSION.config, heartbeat: true },
+    );
+    expect(callOf(o)).toMatchObject({ outcome: 'unknown', reason: 'server_outcome_unknown' });
+    expect(o.recorder.executions.get('c1') ?? 0).toBe(0);
+    expect(excusedFindings2026(o).reissueAfterRefusal).toBe(1);
+  });
 });

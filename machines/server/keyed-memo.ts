@@ -73,16 +73,23 @@ export interface MemoStep {
 
 /**
  * Runs `event` through `keyedRequestMachine` from the stored entry. Watchers are not stored (they are
- * streams on whichever instance), so the machine is restored with none: the answers it emits are those
- * for the attempt the event names. Pure: `xstate.transition` executes nothing.
+ * streams on whichever instance), so the machine is restored with `attached` (default none): the answers
+ * it emits are those for the attempt the event names, and for `attached`. Pure: `xstate.transition` executes nothing.
  */
 export function stepMemoEntry(
   entry: Pick<MemoEntry, 'memoKey' | 'fingerprint' | 'state' | 'outcome'>,
   event: KeyedRequestEvent,
+  /** Streams watching the work now, where the runtime knows them (its own responses). */
+  attached: readonly string[] = [],
 ): MemoStep {
   const snapshot = keyedRequestMachine.resolveState({
     value: stateValue(entry.state),
-    context: { memoKey: entry.memoKey, fingerprint: entry.fingerprint, attached: [], outcome: entry.outcome },
+    context: {
+      memoKey: entry.memoKey,
+      fingerprint: entry.fingerprint,
+      attached: [...attached],
+      outcome: entry.outcome,
+    },
   });
   const [next, actions] = transition(keyedRequestMachine, snapshot, event);
   const emitted: KeyedRequestEmitted[] = [];

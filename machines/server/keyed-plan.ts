@@ -310,7 +310,10 @@ export function planKeyedCancel(entry: MemoEntry | undefined): KeyedCancelPlan {
     : { kind: 'ignore' };
 }
 
-/** The stored entry after `event`, or undefined when the machine ignores it there (nothing to write). */
+/**
+ * The stored entry after `event`, or undefined when the machine ignores it there (nothing to write). With
+ * `watched`, an outcome is recorded as `answered` (the machine's `someoneWatching`), else `committed`.
+ */
 export function nextEntry(
   entry: MemoEntry,
   event:
@@ -318,10 +321,13 @@ export function nextEntry(
     | { readonly type: 'cancel.requested' }
     | { readonly type: 'instance.died' },
   now: number,
+  /** A response of this instance is attached: a recorded outcome goes straight to `answered`. */
+  watched = false,
 ): MemoEntry | undefined {
   const step = stepMemoEntry(
     entry,
     event.type === 'tool.finished' ? { type: 'tool.finished', outcome: event.outcome } : event,
+    watched ? ['watcher'] : [],
   );
   if (!step.changed || step.state === 'forgotten') return undefined;
   return {

@@ -37,6 +37,13 @@ async function server(
   return Object.assign(s, { log, memo });
 }
 
+/** Waits (bounded) until the memo holds `n` entries: the first attempts have been admitted. */
+async function untilEntries(s: { memo: MemoryMemoStore }, n: number): Promise<void> {
+  const deadline = Date.now() + 5000;
+  while (s.memo.stats().entries < n && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  expect(s.memo.stats().entries).toBe(n);
+}
+
 const progressOf = (events: { message: unknown }[]) =>
   events
     .map((e) => e.message as { method?: string; params?: { progress?: number; progressToken?: unknown } })
@@ -82,13 +89,18 @@ describe('keyed requests over real HTTP on the official v2 server', () => {
     for (const [i, a] of r.attempts.entries()) {
       for (const m of progressOf(a.events)) expect(m.params?.progressToken).toBe(`p${i + 1}`);
     }
+    // Every cut attempt's response was let go on the server: nothing waits, nothing runs.
+    const deadline = Date.now() + 5000;
+    while (s.keyed.stats().waitingLogs > 0 && Date.now() < deadline)
+      await new Promise((res) => setTimeout(res, 25));
+    expect(s.keyed.stats()).toEqual({ runningHere: 0, waitingLogs: 0 });
     console.log(`[keyed] cut ${cuts.length}x, ${r.attempts.length} attempts, charges ${s.ledger.charges}`);
   }, 30_000);
 
   it('same key, other arguments: 409 -32010 and nothing runs', async () => {
     const s = await server();
     const first = post(s.url, keyedCall(1, 'charge', { amount: 5 }, 'key-409'));
-    await new Promise((r) => setTimeout(r, 200));
+    await untilEntries(s, 1);
     const other = await post(s.url, keyedCall(2, 'charge', { amount: 6 }, 'key-409', { lastEventId: null }));
     expect(other.status).toBe(409);
     expect(other.response).toMatchObject({ id: 2, error: { code: ContinuityErrorCode.KEY_REUSED } });
@@ -165,7 +177,7 @@ describe('keyed requests over real HTTP on the official v2 server', () => {
   }, 20_000);
 
   it('the memo window frees everything; an unknown re-issue is -32012 until the memo covers the window', async () => {
-    const s = await server({ memoWindowMs: 400 });
+    const s = await server({ memoWindowMs: 1000 });
     const a = await post(s.url, keyedCall(1, 'chatty', { count: 2 }, 'key-expire', { progressToken: 'x' }));
     expect(a.response).toMatchObject({ result: {} });
     expect(s.memo.stats().entries).toBe(1);
@@ -175,6 +187,7 @@ describe('keyed requests over real HTTP on the official v2 server', () => {
       await new Promise((r) => setTimeout(r, 50));
     expect(s.memo.stats()).toEqual({ entries: 0, principals: 0, timers: 0 });
     expect(s.log.stats().sessions).toBe(0);
+    expect(s.keyed.stats()).toEqual({ runningHere: 0, waitingLogs: 0 });
     // The process has been up longer than the window: a re-issue of a forgotten key runs (its first
     // attempt was more than a window ago, which the client's own rule excludes).
     const b = await post(s.url, keyedCall(2, 'chatty', { count: 1 }, 'key-expire-2', { lastEventId: null }));
@@ -191,7 +204,7 @@ describe('keyed requests over real HTTP on the official v2 server', () => {
   it('the per-principal bound: 429 with Retry-After before anything runs, never evicting', async () => {
     const s = await server({ maxEntriesPerPrincipal: 1 });
     const first = post(s.url, keyedCall(1, 'charge', { amount: 1 }, 'key-bound-1'));
-    await new Promise((r) => setTimeout(r, 150));
+    await untilEntries(s, 1);
     const second = await post(s.url, keyedCall(2, 'charge', { amount: 1 }, 'key-bound-2'));
     expect(second.status).toBe(429);
     expect(Number(second.retryAfter)).toBeGreaterThan(0);
@@ -233,7 +246,7 @@ describe('keyed requests over real HTTP on the official v2 server', () => {
     const as = (p: string) => ({ 'x-test-principal': p });
     const alice = post(s.url, keyedCall(1, 'charge', { amount: 1 }, 'key-shared'), 20_000, as('alice'));
     const bob = post(s.url, keyedCall(1, 'charge', { amount: 2 }, 'key-shared'), 20_000, as('bob'));
-    await new Promise((r) => setTimeout(r, 200));
+    await untilEntries(s, 2);
     const c = await fetch(s.url, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'x-test-principal': 'mallory' },

@@ -238,3 +238,11 @@ describe('keyed call steps (the procedure src/ and the simulated world drive ali
     });
   });
 });
+
+describe('committed or answered: the machine decides from who watches', () => {
+  it('an outcome recorded while a response of this instance watches is answered, else committed', () => {
+    const ev = { type: 'tool.finished' as const, outcome: recorded, finalSeq: 2 };
+    expect(nextEntry(entry(), ev, 1, true)?.state).toBe('answered');
+    expect(nextEntry(entry(), ev, 1, false)?.state).toBe('committed');
+  });
+});

@@ -71,11 +71,16 @@ export interface KeyedRequestsOptions {
  * (first attempt or re-issue) is served from that log. I/O only: every decision is in
  * `machines/server/keyed-plan.ts` and `keyed-memo.ts` (the keyed-request machine).
  */
-export function createKeyedRequests(options: KeyedRequestsOptions): KeyedRequests {
+export function createKeyedRequests(options: KeyedRequestsOptions): KeyedRequests & KeyedRuntimeStats {
   return new KeyedRuntime(options);
 }
 
-class KeyedRuntime implements KeyedRequests {
+/** What the runtime holds in memory now, for tests and metrics: all of it goes with its requests. */
+export interface KeyedRuntimeStats {
+  stats(): { readonly runningHere: number; readonly waitingLogs: number };
+}
+
+class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
   readonly settings: ContinuitySettings;
   private readonly log: EventLog;
   private readonly memo: MemoStore;
@@ -143,6 +148,10 @@ class KeyedRuntime implements KeyedRequests {
     if (reading.kind === 'invalid') return Promise.resolve(json(invalidKeyReply(reading.why), id));
     if (id === null) return Promise.resolve(json(invalidKeyReply('a keyed tools/call needs an id'), null));
     return this.guard(() => this.call(call.message, principal, reading, run), id);
+  }
+
+  stats(): { readonly runningHere: number; readonly waitingLogs: number } {
+    return { runningHere: this.local.size, waitingLogs: this.wakeups.size };
   }
 
   async close(): Promise<void> {
@@ -270,8 +279,12 @@ class KeyedRuntime implements KeyedRequests {
     const head = (await this.log.window(entry.logId, KEYED_STREAM))?.head ?? 0;
     // Recorded durably first, under the id the final response gets in the log: no stream ever writes an
     // outcome the memo does not hold.
-    const won = await this.record(current, { type: 'tool.finished', outcome, finalSeq: head + 1 });
-    if (won?.state === 'committed' && won.finalSeq === head + 1) {
+    const won = await this.record(
+      current,
+      { type: 'tool.finished', outcome, finalSeq: head + 1 },
+      this.wakeups.waiting(entry.logId),
+    );
+    if ((won?.state === 'committed' || won?.state === 'answered') && won.finalSeq === head + 1) {
       await this.log.appendFinal(entry.logId, KEYED_STREAM, final);
     }
     this.wakeups.ring(entry.logId);
@@ -281,8 +294,9 @@ class KeyedRuntime implements KeyedRequests {
   private async record(
     entry: MemoEntry,
     event: Parameters<typeof nextEntry>[1],
+    watched = false,
   ): Promise<MemoEntry | undefined> {
-    const next = nextEntry(entry, event, this.now());
+    const next = nextEntry(entry, event, this.now(), watched);
     if (!next) return entry;
     const stored = await this.memo.replace(next, entry.state);
     this.wakeups.ring(entry.logId);

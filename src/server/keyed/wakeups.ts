@@ -5,29 +5,29 @@
  * delays. No entry outlives its waiters.
  */
 export class Wakeups {
-  private readonly waiting = new Map<string, Set<() => void>>();
+  private readonly waiters = new Map<string, Set<() => void>>();
 
   ring(logId: string): void {
-    const set = this.waiting.get(logId);
+    const set = this.waiters.get(logId);
     if (!set) return;
-    this.waiting.delete(logId);
+    this.waiters.delete(logId);
     for (const wake of set) wake();
   }
 
   /** Resolves at the next ring of `logId`, after `ms`, or when `signal` aborts, whichever is first. */
   wait(logId: string, ms: number, signal?: AbortSignal): Promise<void> {
     return new Promise((resolve) => {
-      let set = this.waiting.get(logId);
+      let set = this.waiters.get(logId);
       if (!set) {
         set = new Set();
-        this.waiting.set(logId, set);
+        this.waiters.set(logId, set);
       }
       const done = () => {
         clearTimeout(timer);
         signal?.removeEventListener('abort', done);
-        const s = this.waiting.get(logId);
+        const s = this.waiters.get(logId);
         s?.delete(done);
-        if (s?.size === 0) this.waiting.delete(logId);
+        if (s?.size === 0) this.waiters.delete(logId);
         resolve();
       };
       const timer = setTimeout(done, ms);
@@ -36,8 +36,13 @@ export class Wakeups {
     });
   }
 
+  /** True when a response here is waiting on `logId` (someone is watching the work). */
+  waiting(logId: string): boolean {
+    return this.waiters.has(logId);
+  }
+
   /** Waiters now (tests: nothing is left behind). */
   get size(): number {
-    return this.waiting.size;
+    return this.waiters.size;
   }
 }

@@ -76,12 +76,14 @@ export const BRANCHES_2026: readonly Branch[] = [
   b('decision', 'outcome unknown: the server cannot know'),
   b('decision', 'outcome unknown: a refusal after an attempt that may have run'),
   b('decision', 'fail: nothing ran'),
-  // Stored entries (keyed-memo.ts): watchers are not stored, so a finish is always `committed` first, and
-  // the plan does not store the `answered` a re-issue would move it to.
+  // Stored entries (keyed-memo.ts): a finish is `answered` when a response of the owner instance waits on
+  // the key's log, else `committed`; the plan does not store the `answered` a later re-issue moves it to.
   b('stored entry', 'running → committed'),
+  b('stored entry', 'running → answered'),
   b('stored entry', 'running → outcomeUnknown'),
   b('stored entry', 'running → cancelled', NO_APP_CANCEL),
   b('stored entry', 'committed → forgotten'),
+  b('stored entry', 'answered → forgotten'),
   b('stored entry', 'outcomeUnknown → forgotten'),
   b('stored entry', 'cancelled → forgotten', NO_APP_CANCEL),
   b('keyed plan', 'execute'),

@@ -369,10 +369,11 @@ export class SimServer2026 {
     memo: SimMemo,
     entry: MemoEntry,
     event: Parameters<typeof nextEntry>[1],
+    watched = false,
   ): MemoEntry | undefined {
     const current = memo.entries.get(entry.memoKey);
     if (current !== entry) return current;
-    const next = nextEntry(entry, event, this.clock.now());
+    const next = nextEntry(entry, event, this.clock.now(), watched);
     if (!next) return entry;
     this.replace(memo, entry, next);
     return memo.entries.get(entry.memoKey);
@@ -540,8 +541,12 @@ export class SimServer2026 {
       this.complete(callKey, execution);
       const outcome: RecordedOutcome = { kind: 'result', result: resultOf(execution) };
       const finalSeq = log.window.head + 1;
-      const won = this.record(memo, current, { type: 'tool.finished', outcome, finalSeq });
-      if (won?.state === 'committed' && won.finalSeq === finalSeq) {
+      // A response of this instance waiting on the key's log: the outcome is recorded `answered`.
+      const watched = [...(this.followers.get(entry.logId) ?? [])].some(
+        (f) => !f.done && this.servedBy.get(f.conn) === instance.id,
+      );
+      const won = this.record(memo, current, { type: 'tool.finished', outcome, finalSeq }, watched);
+      if ((won?.state === 'committed' || won?.state === 'answered') && won.finalSeq === finalSeq) {
         append(outcomeMessage(outcome, { id: request.id }));
         log.window = finishWindow(log.window);
       }

@@ -37,6 +37,7 @@ const program = new Command()
     int('--runs-2026'),
     Number(process.env.MCPC_2026_RUNS ?? 20_000),
   )
+  .option('--path-2026 <path>', 'replays a 2026-07-28 counterexample (with --seed and --runs 0)')
   .option(
     '--hostile <n>',
     'also run the hostile-input suites: n batches of raw requests against the server (CI: 100) and n generated hostile servers against the client (CI: 60)',
@@ -52,15 +53,14 @@ const program = new Command()
       depth: number;
       hostile: number;
       runs2026: number;
+      path2026?: string;
     }) => {
-      let ok = runVerify({
-        runs: o.runs,
-        seed: o.seed,
-        path: o.path,
-        properties: o.property,
-        depth: o.depth,
-      });
-      if (o.runs2026 > 0) ok = runVerify2026({ runs: o.runs2026, seed: o.seed, path: o.path }) && ok;
+      // --runs 0 with no exhaustive depth: only the other explorations (say, replaying a 2026 failure).
+      let ok =
+        o.runs > 0 || o.depth > 0
+          ? runVerify({ runs: o.runs, seed: o.seed, path: o.path, properties: o.property, depth: o.depth })
+          : true;
+      if (o.runs2026 > 0) ok = runVerify2026({ runs: o.runs2026, seed: o.seed, path: o.path2026 }) && ok;
       if (o.hostile > 0) ok = runHostile({ serverBatches: o.hostile, clientRuns: o.hostile }) && ok;
       process.exitCode = ok ? 0 : 1;
     },

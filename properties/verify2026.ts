@@ -54,7 +54,8 @@ export function runVerify2026(
   }
   log(tally.table());
   const unreached = tally.unreached();
-  if (unreached.length > 0) {
+  // Too few worlds (or a replay) cannot be asked to reach every branch.
+  if (unreached.length > 0 && options.path === undefined && options.runs >= 1_000) {
     ok = false;
     log(`modelled branches no world reached: ${unreached.join('; ')}`);
   }

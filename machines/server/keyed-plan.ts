@@ -1,5 +1,10 @@
 import { JsonRpcCode } from '../codes.js';
-import { CONTINUITY_ERROR_STATUS, ContinuityErrorCode, type KeyReading } from '../continuity-extension.js';
+import {
+  CONTINUITY_ERROR_STATUS,
+  ContinuityErrorCode,
+  type KeyReading,
+  readContinuityMeta,
+} from '../continuity-extension.js';
 import { isResponse, type JsonRpcMessage, type RequestId } from '../jsonrpc.js';
 import { KEYED_STREAM, keyedEventId, type MemoEntry, stepMemoEntry } from './keyed-memo.js';
 import { admitUnknownKey, keyedResume, type RecordedOutcome } from './keyed-request.machine.js';
@@ -337,4 +342,79 @@ export function nextEntry(
     ...(event.type === 'tool.finished' ? { finalSeq: event.finalSeq } : {}),
     ...(step.emitted.some((e) => e.type === 'keyed.memo-armed') ? { finishedAt: now } : {}),
   };
+}
+
+/** What the instance running a body does when the body's response ended (`final`: its answer, if any). */
+export type KeyedRunEnd =
+  /** The entry moved on meanwhile (cancelled, or declared dead by another instance): it says so already. */
+  | { readonly kind: 'nothing' }
+  /** The SDK ended without an answer (its stream broke, it threw): the side effect may have happened. */
+  | { readonly kind: 'declare-died' }
+  /** Record the outcome (compare-and-set from running), then append the final response to the log. */
+  | { readonly kind: 'record'; readonly outcome: RecordedOutcome };
+
+export function keyedRunEnd(
+  current: Pick<MemoEntry, 'state' | 'owner'> | undefined,
+  self: string,
+  final: JsonRpcMessage | undefined,
+): KeyedRunEnd {
+  if (current?.state !== 'running' || current.owner !== self) return { kind: 'nothing' };
+  const outcome = final === undefined ? undefined : outcomeOf(final);
+  return outcome === undefined ? { kind: 'declare-died' } : { kind: 'record', outcome };
+}
+
+/** The final response goes to the log only when this instance's recording won, under the seq it recorded. */
+export function appendsFinal(
+  stored: Pick<MemoEntry, 'state' | 'finalSeq'> | undefined,
+  finalSeq: number,
+): boolean {
+  return (stored?.state === 'committed' || stored?.state === 'answered') && stored.finalSeq === finalSeq;
+}
+
+/** A body running here is aborted once its entry is no longer running here (cancelled, declared dead). */
+export function abortsLocalRun(entry: Pick<MemoEntry, 'state' | 'owner'> | undefined, self: string): boolean {
+  return entry?.state !== 'running' || entry.owner !== self;
+}
+
+/** Whether the owner's liveness matters for what is answered: only while the entry runs. */
+export function needsOwnerLiveness(entry: Pick<MemoEntry, 'state'> | undefined): boolean {
+  return entry?.state === 'running';
+}
+
+/** Whether a message of the SDK's response is the body's final answer (to the request it was handed). */
+export function isFinalAnswer(message: JsonRpcMessage, requestId: RequestId): boolean {
+  return outcomeOf(message) !== undefined && 'id' in message && message.id === requestId;
+}
+
+/** What the keyed runtime does with a message the modern endpoint hands it. */
+export type KeyedRoute =
+  /** Not keyed: the endpoint serves it as the spec says (closing the stream cancels it). */
+  | { readonly kind: 'unkeyed' }
+  /** Malformed as a keyed message: answered at once (400 -32602), nothing runs. */
+  | { readonly kind: 'reply'; readonly reply: KeyedReply; readonly id: RequestId | null }
+  /** An explicit cancel of the principal's key (§5): always 202. */
+  | { readonly kind: 'cancel'; readonly key: string }
+  /** A keyed `tools/call`. */
+  | {
+      readonly kind: 'call';
+      readonly id: RequestId;
+      readonly reading: Extract<KeyReading, { kind: 'keyed' }>;
+    };
+
+/** Routes a message by the extension's `_meta` keys (`readContinuityMeta`, §3, §5). */
+export function routeKeyedMessage(message: JsonRpcMessage, maxKeyLength: number): KeyedRoute {
+  if (!('method' in message)) return { kind: 'unkeyed' };
+  const id = 'id' in message ? message.id : null;
+  if (message.method === 'notifications/cancelled') {
+    const reading = readContinuityMeta(message.params, maxKeyLength);
+    if (reading.kind === 'unkeyed') return { kind: 'unkeyed' };
+    if (reading.kind === 'invalid') return { kind: 'reply', reply: invalidKeyReply(reading.why), id: null };
+    return { kind: 'cancel', key: reading.key };
+  }
+  const reading = readContinuityMeta(message.params, maxKeyLength, message.method);
+  if (reading.kind === 'unkeyed') return { kind: 'unkeyed' };
+  if (reading.kind === 'invalid') return { kind: 'reply', reply: invalidKeyReply(reading.why), id };
+  if (id === null)
+    return { kind: 'reply', reply: invalidKeyReply('a keyed tools/call needs an id'), id: null };
+  return { kind: 'call', id, reading };
 }

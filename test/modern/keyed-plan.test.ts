@@ -13,11 +13,16 @@ import {
   stepMemoEntry,
 } from '../../machines/server/keyed-memo.js';
 import {
+  abortsLocalRun,
+  appendsFinal,
   attachStep,
   deliverAs,
+  isFinalAnswer,
+  keyedRunEnd,
   nextEntry,
   planKeyedCall,
   planKeyedCancel,
+  routeKeyedMessage,
 } from '../../machines/server/keyed-plan.js';
 import type { StreamWindow } from '../../machines/server/retention.js';
 
@@ -246,3 +251,53 @@ describe('committed or answered: the machine decides from who watches', () => {
     expect(nextEntry(entry(), ev, 1, false)?.state).toBe('committed');
   });
 });
+
+describe('the runner: what the instance running a body does when it ends', () => {
+  const final = { jsonrpc: '2.0' as const, id: 1, result: { content: [] } };
+  it('records an answer, declares a missing one outcome unknown, leaves an entry that moved on alone', () => {
+    expect(keyedRunEnd(entry(), 'me', final)).toEqual({
+      kind: 'record',
+      outcome: { kind: 'result', result: final.result },
+    });
+    expect(keyedRunEnd(entry(), 'me', undefined)).toEqual({ kind: 'declare-died' });
+    expect(keyedRunEnd(entry({ state: 'cancelled' }), 'me', final)).toEqual({ kind: 'nothing' });
+    expect(keyedRunEnd(entry({ owner: 'other' }), 'me', final)).toEqual({ kind: 'nothing' });
+    expect(appendsFinal(entry({ state: 'committed', finalSeq: 3 }), 3)).toBe(true);
+    expect(appendsFinal(entry({ state: 'outcomeUnknown' }), 3)).toBe(false);
+    expect(abortsLocalRun(entry({ state: 'cancelled' }), 'me')).toBe(true);
+    expect(abortsLocalRun(entry(), 'me')).toBe(false);
+    expect(isFinalAnswer(final, 1)).toBe(true);
+    expect(isFinalAnswer({ ...final, id: 2 }, 1)).toBe(false);
+  });
+});
+
+describe('routing by the extension keys', () => {
+  it('unkeyed goes to the endpoint; malformed is 400; cancel and call carry the key', () => {
+    const call = keyedCallMessage();
+    expect(routeKeyedMessage(call, 255)).toMatchObject({ kind: 'call', id: 1, reading: { key: 'k1' } });
+    expect(routeKeyedMessage({ jsonrpc: '2.0', id: 1, method: 'tools/list' }, 255)).toEqual({
+      kind: 'unkeyed',
+    });
+    expect(routeKeyedMessage({ jsonrpc: '2.0', id: 1, result: {} }, 255)).toEqual({ kind: 'unkeyed' });
+    expect(routeKeyedMessage(keyedCallMessage('k'.repeat(300)), 255)).toMatchObject({
+      kind: 'reply',
+      id: 1,
+      reply: { status: 400 },
+    });
+    const cancel = {
+      jsonrpc: '2.0' as const,
+      method: 'notifications/cancelled',
+      params: { requestId: 1, _meta: { 'io.github.mcp-continuity/idempotencyKey': 'k1' } },
+    };
+    expect(routeKeyedMessage(cancel, 255)).toEqual({ kind: 'cancel', key: 'k1' });
+  });
+});
+
+function keyedCallMessage(key = 'k1') {
+  return {
+    jsonrpc: '2.0' as const,
+    id: 1,
+    method: 'tools/call',
+    params: { name: 'charge', arguments: {}, _meta: { 'io.github.mcp-continuity/idempotencyKey': key } },
+  };
+}

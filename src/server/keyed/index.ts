@@ -5,7 +5,6 @@ import {
   DEFAULT_CONTINUITY_SETTINGS,
   type KeyReading,
   memoKey,
-  readContinuityMeta,
   requestFingerprint,
 } from '../../../machines/continuity-extension.js';
 import type { JsonRpcMessage, JsonRpcRequest } from '../../../machines/jsonrpc.js';
@@ -19,18 +18,22 @@ import {
 } from '../../../machines/server/keyed-memo.js';
 import {
   type Attempt,
+  abortsLocalRun,
+  appendsFinal,
   attachStep,
   cancelledReply,
   deliverAs as deliverAsAttempt,
-  invalidKeyReply,
+  isFinalAnswer,
   type KeyedReply,
   keyedEventId,
+  keyedRunEnd,
+  needsOwnerLiveness,
   nextEntry,
   outcomeMessage,
-  outcomeOf,
   outcomeUnknownReply,
   planKeyedCancel,
   replyMessage,
+  routeKeyedMessage,
 } from '../../../machines/server/keyed-plan.js';
 import type { EventLog } from '../event-log.js';
 import type { MemoStore } from '../memo-store.js';
@@ -133,21 +136,18 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
   }
 
   serve(call: ModernCall, run: RunOnSdk): Promise<Response> | undefined {
-    const message = call.message as JsonRpcMessage;
-    if (!('method' in message)) return undefined;
     const principal = call.principal ?? '';
-    if (message.method === 'notifications/cancelled') {
-      const reading = readContinuityMeta(message.params, this.settings.maxKeyLength);
-      if (reading.kind === 'unkeyed') return undefined;
-      if (reading.kind === 'invalid') return Promise.resolve(json(invalidKeyReply(reading.why), null));
-      return this.guard(() => this.cancel(memoKey(principal, reading.key)), null);
+    const route = routeKeyedMessage(call.message as JsonRpcMessage, this.settings.maxKeyLength);
+    switch (route.kind) {
+      case 'unkeyed':
+        return undefined;
+      case 'reply':
+        return Promise.resolve(json(route.reply, route.id));
+      case 'cancel':
+        return this.guard(() => this.cancel(memoKey(principal, route.key)), null);
+      case 'call':
+        return this.guard(() => this.call(call.message, principal, route.reading, run), route.id);
     }
-    const reading = readContinuityMeta(message.params, this.settings.maxKeyLength, message.method);
-    if (reading.kind === 'unkeyed') return undefined;
-    const id = 'id' in message ? message.id : null;
-    if (reading.kind === 'invalid') return Promise.resolve(json(invalidKeyReply(reading.why), id));
-    if (id === null) return Promise.resolve(json(invalidKeyReply('a keyed tools/call needs an id'), null));
-    return this.guard(() => this.call(call.message, principal, reading, run), id);
   }
 
   stats(): { readonly runningHere: number; readonly waitingLogs: number } {
@@ -252,7 +252,7 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
     try {
       const response = await start(abort.signal);
       for await (const m of sdkMessages(response, abort.signal)) {
-        if (outcomeOf(m) !== undefined && 'id' in m && m.id === message.id) {
+        if (isFinalAnswer(m, message.id)) {
           final = m;
           break;
         }
@@ -265,14 +265,12 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
       this.local.delete(entry.memoKey);
     }
     const current = await this.memo.get(entry.memoKey);
-    // Cancelled, or declared dead by another instance meanwhile: the entry says so already.
-    if (current?.state !== 'running' || current.owner !== this.memo.instanceId) {
+    const end = keyedRunEnd(current, this.memo.instanceId, final);
+    if (end.kind === 'nothing' || !current || !final) {
       this.wakeups.ring(entry.logId);
       return;
     }
-    const outcome = final === undefined ? undefined : outcomeOf(final);
-    if (final === undefined || outcome === undefined) {
-      // The SDK ended without an answer: the side effect may or may not have happened.
+    if (end.kind === 'declare-died') {
       await this.record(current, { type: 'instance.died' });
       return;
     }
@@ -281,10 +279,10 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
     // outcome the memo does not hold.
     const won = await this.record(
       current,
-      { type: 'tool.finished', outcome, finalSeq: head + 1 },
+      { type: 'tool.finished', outcome: end.outcome, finalSeq: head + 1 },
       this.wakeups.waiting(entry.logId),
     );
-    if ((won?.state === 'committed' || won?.state === 'answered') && won.finalSeq === head + 1) {
+    if (appendsFinal(won, head + 1)) {
       await this.log.appendFinal(entry.logId, KEYED_STREAM, final);
     }
     this.wakeups.ring(entry.logId);
@@ -308,7 +306,7 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
     if (planKeyedCancel(entry).kind === 'cancel') {
       const stored = await this.record(entry as MemoEntry, { type: 'cancel.requested' });
       // Running here: abort now; running elsewhere: its instance sees the entry at its next lease tick.
-      if (stored?.state === 'cancelled') this.local.get(mk)?.abort();
+      if (abortsLocalRun(stored, this.memo.instanceId)) this.local.get(mk)?.abort();
     }
     return new Response(null, { status: 202 });
   }
@@ -357,7 +355,7 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
     while (!signal.aborted && !this.closed) {
       const read = await this.log.read(entry.logId, KEYED_STREAM, lastSent);
       const current = await this.memo.get(entry.memoKey);
-      const alive = current?.state === 'running' ? await this.alive(current.owner) : true;
+      const alive = current && needsOwnerLiveness(current) ? await this.alive(current.owner) : true;
       const step = attachStep(current, read?.window, read?.events ?? [], lastSent, alive);
       for (const e of step.write) {
         const m = deliverAsAttempt(e.message, attempt);
@@ -388,7 +386,6 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
   }
 
   private async alive(owner: string): Promise<boolean> {
-    if (owner === this.memo.instanceId) return true;
     return isOwnerAlive(owner, this.memo.instanceId, await this.memo.alive([owner]));
   }
 
@@ -413,7 +410,7 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
     await this.memo.renewLease(this.leaseMs);
     for (const [mk, abort] of this.local) {
       const e = await this.memo.get(mk);
-      if (e?.state !== 'running' || e.owner !== this.memo.instanceId) abort.abort();
+      if (abortsLocalRun(e, this.memo.instanceId)) abort.abort();
     }
     await this.declareOrphans();
   }

@@ -3,7 +3,6 @@ import {
   type ContinuitySettings,
   type KeyReading,
   memoKey,
-  readContinuityMeta,
   requestFingerprint,
 } from '../../machines/continuity-extension.js';
 import type { JsonRpcMessage, JsonRpcRequest } from '../../machines/jsonrpc.js';
@@ -24,19 +23,23 @@ import {
 } from '../../machines/server/keyed-memo.js';
 import {
   type Attempt,
+  abortsLocalRun,
+  appendsFinal,
   attachStep,
   cancelledReply,
   deliverAs,
-  invalidKeyReply,
   type KeyedReply,
+  type KeyedRoute,
   keyedEventId,
+  keyedRunEnd,
+  needsOwnerLiveness,
   nextEntry,
   outcomeMessage,
   outcomeUnknownReply,
   planKeyedCancel,
   replyMessage,
+  routeKeyedMessage,
 } from '../../machines/server/keyed-plan.js';
-import type { RecordedOutcome } from '../../machines/server/keyed-request.machine.js';
 import {
   appendToWindow,
   EMPTY_WINDOW,
@@ -53,7 +56,7 @@ import { TOOLS_2026, type Tool2026 } from './tools.js';
 /**
  * A simulated MCP 2026-07-28 server: one or two instances behind a balancer, with or without the
  * continuity extension. Every decision about a keyed request is the runtime's (src/server/keyed): the
- * request's reading and fingerprint (`readContinuityMeta`, `requestFingerprint`), the steps of a keyed
+ * routing and fingerprint (`routeKeyedMessage`, `requestFingerprint`), the steps of a keyed
  * call (`keyedCallSteps`, driven synchronously: `planKeyedCall`, the key's fate by `keyedRequestMachine`
  * through `stepMemoEntry`), the stored entry's
  * moves (`nextEntry`), what an attached response writes and how it ends (`attachStep`, `deliverAs`), the
@@ -221,15 +224,14 @@ export class SimServer2026 {
     }
     this.servedBy.set(conn, instance.id);
     const request = conn.exchange.body as JsonRpcRequest;
-    const reading: KeyReading = this.config.extension
-      ? readContinuityMeta(request.params, this.config.settings.maxKeyLength, request.method)
+    // The runtime's routing by the extension's `_meta` keys (a server without the extension has none).
+    const route: KeyedRoute = this.config.extension
+      ? routeKeyedMessage(request, this.config.settings.maxKeyLength)
       : { kind: 'unkeyed' };
-    if (reading.kind === 'invalid') {
-      this.reply(conn, invalidKeyReply(reading.why), request);
-      return;
-    }
-    if (reading.kind === 'unkeyed') this.runUnkeyed(instance, conn, request);
-    else this.call(instance, conn, request, reading);
+    if (route.kind === 'reply') this.reply(conn, route.reply, request);
+    else if (route.kind === 'call') this.call(instance, conn, request, route.reading);
+    // The simulated client never sends a cancel; an unkeyed request is the spec's.
+    else this.runUnkeyed(instance, conn, request);
   }
 
   private reply(conn: SimConnection, reply: KeyedReply, request: JsonRpcRequest): void {
@@ -447,7 +449,7 @@ export class SimServer2026 {
           const message = log.messages.get(seq);
           if (message) events.push({ seq, message });
         }
-      const alive = sameKey?.state === 'running' ? this.leased().has(sameKey.owner) : true;
+      const alive = sameKey && needsOwnerLiveness(sameKey) ? this.leased().has(sameKey.owner) : true;
       const step = this.decisions.attachStep(sameKey, window, events, f.lastSent, alive);
       for (const e of step.write) {
         const m = deliverAs(e.message, f.attempt);
@@ -509,15 +511,10 @@ export class SimServer2026 {
     const incarnation = instance.incarnation;
     const owner = entry.owner;
     // Aborted when its instance died, or when the entry is no longer running here (cancelled, declared dead).
-    const live = () => {
-      const e = memo.entries.get(entry.memoKey);
-      return (
-        instance.incarnation === incarnation &&
-        e?.logId === entry.logId &&
-        e.state === 'running' &&
-        e.owner === owner
-      );
-    };
+    const live = () =>
+      instance.incarnation === incarnation &&
+      memo.entries.get(entry.memoKey)?.logId === entry.logId &&
+      !abortsLocalRun(memo.entries.get(entry.memoKey), owner);
     const append = (message: JsonRpcMessage): number => {
       const log = memo.logs.get(entry.logId) as KeyLog;
       const before = log.window.oldest;
@@ -536,18 +533,25 @@ export class SimServer2026 {
     }
     this.clock.setTimeout(() => {
       if (!live()) return;
-      const current = memo.entries.get(entry.memoKey) as MemoEntry;
+      const current = memo.entries.get(entry.memoKey);
       const log = memo.logs.get(entry.logId) as KeyLog;
+      const final = outcomeMessage({ kind: 'result', result: resultOf(execution) }, { id: request.id });
+      const end = keyedRunEnd(current, owner, final);
+      if (end.kind !== 'record' || !current) return;
       this.complete(callKey, execution);
-      const outcome: RecordedOutcome = { kind: 'result', result: resultOf(execution) };
       const finalSeq = log.window.head + 1;
       // A response of this instance waiting on the key's log: the outcome is recorded `answered`.
       const watched = [...(this.followers.get(entry.logId) ?? [])].some(
         (f) => !f.done && this.servedBy.get(f.conn) === instance.id,
       );
-      const won = this.record(memo, current, { type: 'tool.finished', outcome, finalSeq }, watched);
-      if ((won?.state === 'committed' || won?.state === 'answered') && won.finalSeq === finalSeq) {
-        append(outcomeMessage(outcome, { id: request.id }));
+      const won = this.record(
+        memo,
+        current,
+        { type: 'tool.finished', outcome: end.outcome, finalSeq },
+        watched,
+      );
+      if (appendsFinal(won, finalSeq)) {
+        append(final);
         log.window = finishWindow(log.window);
       }
       this.wake(entry.logId);

@@ -97,8 +97,12 @@ function unexplained(
     }
     case StatelessReason.serverOutcomeUnknown:
       // The server could not know only when an instance died (or a memory memo was lost) after the call.
-      if (recorder.deaths.some((t) => t >= c.at)) return undefined;
-      return refusedThenReissued(recorder, c) ? undefined : 'no instance died after it was made';
+      // Or an earlier attempt may have reached a server whose memo cannot vouch for it (younger than its
+      // window): the last attempt got the -32012, so more than one attempt may have run.
+      if (recorder.deaths.some((t) => t >= c.at) || (c.maybeRanEnds ?? 0) > 1) return undefined;
+      return refusedThenReissued(recorder, c)
+        ? undefined
+        : 'no instance died and no earlier attempt may have run';
     case StatelessReason.keyReused: {
       const shared = [...recorder.calls.values()].some((o) => o.callKey !== c.callKey && o.key === c.key);
       return shared ? undefined : 'its key was never used by another call';
@@ -123,7 +127,8 @@ export function refusedThenReissued(recorder: Recorder2026, c: CallRecord2026): 
   return (
     c.reason === StatelessReason.serverOutcomeUnknown &&
     (recorder.executions.get(c.callKey) ?? 0) === 0 &&
-    !recorder.deaths.some((t) => t >= c.at)
+    !recorder.deaths.some((t) => t >= c.at) &&
+    (c.maybeRanEnds ?? 0) <= 1
   );
 }
 

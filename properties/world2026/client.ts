@@ -88,8 +88,14 @@ export class SimCall {
       let faulted = false;
       let evicted = false;
       const send = (e: StatelessCallEvent) => sendBack(report(e));
+      // The attempt ended in a way that proves it did not run (refused; a status that says not processed).
+      let provenNotRun = false;
       const ended = (end: StatelessStreamEnd) => {
         if (end.kind === 'refused') faulted = true;
+        provenNotRun =
+          end.kind === 'refused' ||
+          (end.kind === 'http-status' && end.status >= 400 && end.status < 500 && end.status !== 410) ||
+          (end.kind === 'http-status' && end.status === 503);
         if (end.kind === 'http-status' && end.status === 410) evicted = true;
         send({ type: 'attempt.ended', at: clock.now(), end });
       };
@@ -148,6 +154,7 @@ export class SimCall {
           rec.lastWas410 = evicted && broken && gaps > (rec.gapsSeen ?? 0);
           rec.gapsSeen = gaps;
           if (broken) rec.faultedEnds++;
+          if (!provenNotRun) rec.maybeRanEnds = (rec.maybeRanEnds ?? 0) + 1;
         }
         net.abandon(conn);
       };

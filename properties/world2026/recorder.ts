@@ -25,6 +25,8 @@ export interface CallRecord2026 {
   lastWas410?: boolean;
   gapsSeen?: number;
   attempts: number;
+  /** Attempts that ended in a way after which they may have run (not refused, not a not-processed status). */
+  maybeRanEnds?: number;
 }
 
 export interface ProgressRecord {

@@ -1,6 +1,7 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { runHostile } from './hostile-runs.js';
 import { propertyNames, runVerify } from './verify-run.js';
+import { runVerify2026 } from './verify2026.js';
 
 /**
  * `npm run verify`: the long property exploration, from a clone. Not part of the published package (the
@@ -31,6 +32,13 @@ const program = new Command()
     Number(process.env.MCPC_DEPTH ?? 0),
   )
   .option(
+    '--runs-2026 <n>',
+    'random worlds of the MCP 2026-07-28 model (properties/world2026; 0: skip)',
+    int('--runs-2026'),
+    Number(process.env.MCPC_2026_RUNS ?? 20_000),
+  )
+  .option('--path-2026 <path>', 'replays a 2026-07-28 counterexample (with --seed and --runs 0)')
+  .option(
     '--hostile <n>',
     'also run the hostile-input suites: n batches of raw requests against the server (CI: 100) and n generated hostile servers against the client (CI: 60)',
     int('--hostile'),
@@ -44,14 +52,15 @@ const program = new Command()
       property?: string[];
       depth: number;
       hostile: number;
+      runs2026: number;
+      path2026?: string;
     }) => {
-      let ok = runVerify({
-        runs: o.runs,
-        seed: o.seed,
-        path: o.path,
-        properties: o.property,
-        depth: o.depth,
-      });
+      // --runs 0 with no exhaustive depth: only the other explorations (say, replaying a 2026 failure).
+      let ok =
+        o.runs > 0 || o.depth > 0
+          ? runVerify({ runs: o.runs, seed: o.seed, path: o.path, properties: o.property, depth: o.depth })
+          : true;
+      if (o.runs2026 > 0) ok = runVerify2026({ runs: o.runs2026, seed: o.seed, path: o.path2026 }) && ok;
       if (o.hostile > 0) ok = runHostile({ serverBatches: o.hostile, clientRuns: o.hostile }) && ok;
       process.exitCode = ok ? 0 : 1;
     },

@@ -1,0 +1,111 @@
+import fc from 'fast-check';
+import { TOOL_NAMES_2026 } from './world2026/tools.js';
+import { type Command2026, GONE_FOR_GOOD_MS, type WorldConfig2026 } from './world2026/world.js';
+
+/** Random fault schedules for the 2026-07-28 world. Picks are positions, so commands stay valid while shrinking. */
+export const callArb2026: fc.Arbitrary<Command2026> = fc.oneof(
+  {
+    weight: 2,
+    arbitrary: fc.constantFrom(...TOOL_NAMES_2026).map((tool) => ({ kind: 'call', tool }) as const),
+  },
+  // The charges, more often: they are what "at most once" is about.
+  {
+    weight: 3,
+    arbitrary: fc.constantFrom('charge', 'meteredCharge').map((tool) => ({ kind: 'call', tool }) as const),
+  },
+);
+
+const advanceArb = fc
+  .oneof(
+    // Short steps land faults inside an attempt (between the request running and its first byte).
+    { weight: 4, arbitrary: fc.integer({ min: 1, max: 80 }) },
+    { weight: 4, arbitrary: fc.integer({ min: 1, max: 3_000 }) },
+    // Past a small memo window.
+    { weight: 1, arbitrary: fc.integer({ min: 5_000, max: 20_000 }) },
+  )
+  .map((ms) => ({ kind: 'advance', ms }) as const);
+
+export const commandArb2026: fc.Arbitrary<Command2026> = fc.oneof(
+  { weight: 5, arbitrary: callArb2026 },
+  {
+    weight: 1,
+    arbitrary: fc
+      .tuple(fc.constantFrom(...TOOL_NAMES_2026), fc.nat(5))
+      .map(([tool, pick]) => ({ kind: 'callReusingKey', tool, pick }) as const),
+  },
+  { weight: 6, arbitrary: advanceArb },
+  { weight: 4, arbitrary: fc.nat(5).map((pick) => ({ kind: 'reset', pick }) as const) },
+  { weight: 1, arbitrary: fc.constant({ kind: 'resetAll' } as const) },
+  {
+    weight: 1,
+    arbitrary: fc
+      .tuple(fc.integer({ min: 1, max: 3 }), fc.constantFrom(503, 503, 429, 500, 502))
+      .map(([count, status]) => ({ kind: 'serverError', count, status }) as const),
+  },
+  { weight: 1, arbitrary: fc.nat(5).map((pick) => ({ kind: 'endStream', pick }) as const) },
+  { weight: 1, arbitrary: fc.nat(5).map((pick) => ({ kind: 'stall', pick }) as const) },
+  {
+    weight: 2,
+    arbitrary: fc.integer({ min: 100, max: 12_000 }).map((ms) => ({ kind: 'partition', ms }) as const),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.integer({ min: 500, max: 12_000 }).map((ms) => ({ kind: 'blackhole', ms }) as const),
+  },
+  {
+    weight: 2,
+    arbitrary: fc
+      .tuple(fc.nat(1), fc.constantFrom(0, 0, 1_500, 6_000, GONE_FOR_GOOD_MS))
+      .map(([pick, downMs]) => ({ kind: 'instanceDies', pick, downMs }) as const),
+  },
+);
+
+/** Up to 24 commands with at least one call (without one, "at most once" and "no hang" are vacuous). */
+export const scheduleArb2026: fc.Arbitrary<Command2026[]> = fc
+  .tuple(callArb2026, fc.array(commandArb2026, { maxLength: 23, size: 'max' }), fc.nat())
+  .map(([call, rest, at]) => {
+    const i = at % (rest.length + 1);
+    return [...rest.slice(0, i), call, ...rest.slice(i)];
+  });
+
+export const worldConfigArb2026: fc.Arbitrary<WorldConfig2026> = fc
+  .record({
+    extension: fc.boolean(),
+    memo: fc.constantFrom('memory', 'durable'),
+    instances: fc.constantFrom(1, 2),
+    heartbeat: fc.boolean(),
+    lbIdleMs: fc.constantFrom(300, 2_500),
+    headersEarly: fc.boolean(),
+    // A small window so memo expiry and the client's window rule happen inside a world.
+    memoWindowMs: fc.constantFrom(8_000, 600_000),
+    memoOld: fc.boolean(),
+    maxEventsPerRequest: fc.oneof(
+      { weight: 3, arbitrary: fc.integer({ min: 1, max: 3 }) },
+      { weight: 1, arbitrary: fc.constant(20) },
+    ),
+    eventRetentionMs: fc.constantFrom(2_000, 600_000),
+    latencyMaxMs: fc.constantFrom(1, 10, 40),
+    seed: fc.nat(),
+  })
+  .map((c) => (c.memo === 'memory' ? { ...c, instances: 1 } : c));
+
+/** A charge that reports progress, its stream cut after some of it, while a small log overflows. */
+export const evictionArb2026: fc.Arbitrary<Command2026[]> = fc
+  .tuple(
+    fc.integer({ min: 100, max: 700 }),
+    fc.integer({ min: 300, max: 2_000 }),
+    fc.array(commandArb2026, { maxLength: 10, size: 'max' }),
+  )
+  .map(([wait, cut, rest]) => [
+    { kind: 'call', tool: 'meteredCharge' } as const,
+    { kind: 'advance', ms: wait } as const,
+    { kind: 'partition', ms: cut } as const,
+    ...rest,
+  ]);
+
+export const scenarioArb2026 = fc.record({
+  config: worldConfigArb2026,
+  commands: fc.oneof({ weight: 6, arbitrary: scheduleArb2026 }, { weight: 1, arbitrary: evictionArb2026 }),
+});
+
+export type Scenario2026 = { readonly config: WorldConfig2026; readonly commands: Command2026[] };

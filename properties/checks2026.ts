@@ -1,0 +1,211 @@
+import { StatelessReason } from '../machines/client/stateless-decide.js';
+import { SIM_STATELESS_POLICY } from './world2026/client.js';
+import type { CallRecord2026, Recorder2026 } from './world2026/recorder.js';
+import { TOOLS_2026, type Tool2026 } from './world2026/tools.js';
+import type { WorldOutcome2026 } from './world2026/world.js';
+
+/**
+ * The invariants of the 2026-07-28 model, judged from the outside on what the world recorded: the same
+ * properties as the 2025 model (checks.ts). Each returns its violations (empty: holds).
+ */
+export type Check2026 = (outcome: WorldOutcome2026) => string[];
+
+/** A charge never runs twice for one application call. */
+export const atMostOnce2026: Check2026 = ({ recorder }) =>
+  [...recorder.sideEffects]
+    .filter(([, n]) => n > 1)
+    .map(([call, n]) => `${call} (${recorder.calls.get(call)?.tool}) charged ${n} times`);
+
+/**
+ * Honest errors: a call reported definitely failed never ran; and a result is the call's own (it comes
+ * from an execution of this call that ran to its end, never from another call's record).
+ */
+export const honestErrors2026: Check2026 = ({ recorder }) => {
+  const out: string[] = [];
+  for (const c of recorder.calls.values()) {
+    const ran = recorder.executions.get(c.callKey) ?? 0;
+    if (c.outcome === 'error' && ran > 0)
+      out.push(`${c.callKey} (${c.tool}) ran ${ran} time(s) but was reported failed (${c.reason})`);
+    if (c.outcome === 'result') {
+      const from = recorder.resultFrom.get(c.callKey);
+      if (!from || !(recorder.completed.get(c.callKey) ?? []).includes(from))
+        out.push(`${c.callKey} (${c.tool}) got a result its own execution never produced (from ${from})`);
+    }
+  }
+  return out;
+};
+
+/** Tools a re-issue of which cannot duplicate a side effect, by their annotations. */
+const safeByAnnotations = (tool: string): boolean => {
+  const a = TOOLS_2026[tool as Tool2026]?.annotations as { readOnlyHint?: boolean; idempotentHint?: boolean };
+  return a?.readOnlyHint === true || a?.idempotentHint === true;
+};
+
+/** Reasons the table gives when a re-issue might duplicate: honest only when no re-issue is safe. */
+const MAY_HAVE_RUN = new Set<string>([
+  StatelessReason.cutBeforeResponse,
+  StatelessReason.cutMidStream,
+  StatelessReason.endedWithoutAnswer,
+  StatelessReason.stalled,
+  StatelessReason.serverError,
+  StatelessReason.gatewayError,
+]);
+
+/**
+ * No spurious outcome unknown, no spurious failure. A call ends outcome unknown only for a reason the world
+ * gave it, and a call made after the last fault gets its result.
+ */
+export const noSpuriousOutcomeUnknown2026: Check2026 = ({ recorder, config }) => {
+  const out: string[] = [];
+  for (const c of recorder.calls.values()) {
+    if (c.outcome === undefined || c.outcome === 'result') continue;
+    const why = unexplained(recorder, c, config.extension, config.memoWindowMs);
+    if (why !== undefined) out.push(`${c.callKey} (${c.tool}) ${c.outcome} (${c.reason}): ${why}`);
+    else if (c.at > recorder.faultsEndAt && c.reason !== StatelessReason.keyReused)
+      out.push(`${c.callKey} (${c.tool}) made after the last fault ended ${c.outcome} (${c.reason})`);
+  }
+  return out;
+};
+
+function unexplained(
+  recorder: Recorder2026,
+  c: CallRecord2026,
+  extension: boolean,
+  memoWindowMs: number,
+): string | undefined {
+  const reason = c.reason ?? '';
+  const budget = SIM_STATELESS_POLICY.maxReissues;
+  if (MAY_HAVE_RUN.has(reason)) {
+    if (c.outcome !== 'unknown') return 'a call that may have run reported failed';
+    if (extension) return 'the server keeps keys: a re-issue was safe';
+    if (safeByAnnotations(c.tool)) return 'the tool is read-only or idempotent: a re-issue was safe';
+    return c.faultedEnds > 0 ? undefined : 'no fault broke any of its attempts';
+  }
+  switch (reason) {
+    case StatelessReason.reissueGivenUp:
+    case StatelessReason.unreachable:
+    case StatelessReason.throttled:
+    case StatelessReason.unavailable:
+      return c.faultedEnds > budget ? undefined : `only ${c.faultedEnds} faulted attempt(s) of ${c.attempts}`;
+    case StatelessReason.refused:
+      return c.faultedEnds > 0 ? undefined : 'never refused';
+    case StatelessReason.memoWindowPassed: {
+      const elapsed = (c.endedAt ?? 0) - c.at;
+      return elapsed + SIM_STATELESS_POLICY.memoMarginMs >= memoWindowMs
+        ? undefined
+        : `only ${elapsed} ms into a ${memoWindowMs} ms window`;
+    }
+    case StatelessReason.serverOutcomeUnknown:
+      // The server could not know only when an instance died (or a memory memo was lost) after the call.
+      // Or an earlier attempt may have reached a server whose memo cannot vouch for it (younger than its
+      // window): the last attempt got the -32012, so more than one attempt may have run.
+      if (recorder.deaths.some((t) => t >= c.at) || (c.maybeRanEnds ?? 0) > 1) return undefined;
+      return refusedThenReissued(recorder, c)
+        ? undefined
+        : 'no instance died and no earlier attempt may have run';
+    case StatelessReason.keyReused: {
+      const shared = [...recorder.calls.values()].some((o) => o.callKey !== c.callKey && o.key === c.key);
+      return shared ? undefined : 'its key was never used by another call';
+    }
+    case StatelessReason.eventsEvicted:
+      return 'a 410 of the extension is a resume, never an end';
+    default:
+      return 'no such reason in this world';
+  }
+}
+
+/**
+ * An open finding, excused here so it is counted rather than failing every CI run (`excusedFindings2026`
+ * counts the worlds). `decideStatelessEnd` sends a re-issue (with `lastEventId`) after an attempt that
+ * cannot have run (refused, 429, 503), so a memo store younger than its window (any store's first
+ * `memoWindowMs`: memory, SQLite and Redis all count from their creation; a memory one from its process
+ * start) that never saw the key answers it -32012 (`admitUnknownKey`): an outcome unknown for a call
+ * that never reached any server. The fix belongs in the client's decisions: carry `lastEventId` only once
+ * some attempt may have run (`mayHaveRun`); a re-issue of a call no server saw is a first attempt.
+ */
+export function refusedThenReissued(recorder: Recorder2026, c: CallRecord2026): boolean {
+  return (
+    c.reason === StatelessReason.serverOutcomeUnknown &&
+    (recorder.executions.get(c.callKey) ?? 0) === 0 &&
+    !recorder.deaths.some((t) => t >= c.at) &&
+    (c.maybeRanEnds ?? 0) <= 1
+  );
+}
+
+/** Worlds' calls excused by an open finding (see `refusedThenReissued`). */
+export function excusedFindings2026({ recorder }: WorldOutcome2026): { reissueAfterRefusal: number } {
+  return {
+    reissueAfterRefusal: [...recorder.calls.values()].filter((c) => refusedThenReissued(recorder, c)).length,
+  };
+}
+
+/** Once faults stop, every call ends (result, error or outcome unknown) within the settle bound. */
+export const noHang2026: Check2026 = ({ hung, recorder }) =>
+  hung.map((k) => `${k} (${recorder.calls.get(k)?.tool}) has no outcome after the settle bound`);
+
+/** No progress event, and no call outcome, reaches the application twice. */
+export const noDuplicateDelivery2026: Check2026 = ({ recorder }) => [
+  ...[...recorder.delivered].filter(([, n]) => n > 1).map(([uid, n]) => `${uid} delivered ${n} times`),
+  ...[...recorder.calls.values()]
+    .filter((c) => c.outcomes > 1)
+    .map((c) => `${c.callKey} ended ${c.outcomes} times`),
+];
+
+/**
+ * No unflagged loss: a call that got its result received every progress event of the execution that
+ * produced it once, in order, or was told of a gap with the exact count (and never of a loss that did not
+ * happen). A call that ended outcome unknown or failed is told its loss is of unknown size.
+ */
+export const noUnflaggedLoss2026: Check2026 = ({ recorder }) => {
+  const out: string[] = [];
+  for (const c of recorder.calls.values()) {
+    if (c.outcome !== 'result') continue;
+    const execution = recorder.resultFrom.get(c.callKey);
+    if (!execution) continue;
+    const order = recorder.deliveryOrder.get(execution) ?? [];
+    for (let i = 1; i < order.length; i++)
+      if ((order[i] as number) <= (order[i - 1] as number)) {
+        out.push(`${c.callKey}: progress out of order (${order.join(',')})`);
+        break;
+      }
+    const emitted = recorder.progress.filter((p) => p.execution === execution);
+    const missing = emitted.filter((p) => !recorder.delivered.get(p.uid));
+    const flagged = recorder.gaps
+      .filter((g) => g.callKey === c.callKey)
+      .reduce((sum, g) => sum + (g.lostCount ?? Number.NaN), 0);
+    if (flagged !== missing.length)
+      out.push(
+        `${c.callKey} (${c.tool}): ${missing.length} of ${emitted.length} progress undelivered ` +
+          `[${missing.map((p) => p.n).join(',')}] but gaps flagged ${flagged}`,
+      );
+  }
+  return out;
+};
+
+export const CHECKS_2026 = {
+  'at most once': atMostOnce2026,
+  'honest errors': honestErrors2026,
+  'no spurious outcome unknown': noSpuriousOutcomeUnknown2026,
+  'no unflagged loss': noUnflaggedLoss2026,
+  'no hang': noHang2026,
+  'no duplicate delivery': noDuplicateDelivery2026,
+} as const satisfies Record<string, Check2026>;
+
+export type CheckName2026 = keyof typeof CHECKS_2026;
+export const CHECK_NAMES_2026 = Object.keys(CHECKS_2026) as CheckName2026[];
+export type Verdict2026 = Partial<Record<CheckName2026, string[]>>;
+
+export function judge2026(outcome: WorldOutcome2026): Verdict2026 {
+  const verdict: Verdict2026 = {};
+  for (const name of CHECK_NAMES_2026) {
+    const v = CHECKS_2026[name](outcome);
+    if (v.length > 0) verdict[name] = v;
+  }
+  return verdict;
+}
+
+export function describeVerdict2026(verdict: Verdict2026, perCheck = 5): string {
+  return (Object.keys(verdict) as CheckName2026[])
+    .map((n) => `${n}:\n  ${(verdict[n] ?? []).slice(0, perCheck).join('\n  ')}`)
+    .join('\n');
+}

@@ -1,0 +1,130 @@
+import type { Scenario2026 } from './arbitraries2026.js';
+import {
+  type Command2026,
+  DEFAULT_WORLD_2026,
+  GONE_FOR_GOOD_MS,
+  type WorldConfig2026,
+} from './world2026/world.js';
+
+/**
+ * Directed worlds for rows random schedules reach rarely, and the issues' incidents. Each is judged by
+ * every property like a random world, and feeds the coverage table.
+ */
+export interface Directed2026 {
+  readonly name: string;
+  readonly config: Scenario2026['config'];
+  readonly commands: readonly Command2026[];
+}
+
+const world = (over: Partial<WorldConfig2026>): WorldConfig2026 => ({ ...DEFAULT_WORLD_2026, ...over });
+const call = (tool: 'charge' | 'meteredCharge' | 'scan' | 'lookup' | 'upsert'): Command2026 => ({
+  kind: 'call',
+  tool,
+});
+const advance = (ms: number): Command2026 => ({ kind: 'advance', ms });
+
+/** The issue's incident: a balancer cutting connections idle for 300 ms during a 1.5 s charge. */
+export const INCIDENT_EXTENSION: Directed2026 = {
+  name: 'incident: balancer cuts every 300 ms idle during a 1.5 s charge, with the extension',
+  config: world({ heartbeat: false, lbIdleMs: 300, headersEarly: false }),
+  commands: [call('charge'), advance(3_000)],
+};
+
+export const INCIDENT_SPEC: Directed2026 = {
+  ...INCIDENT_EXTENSION,
+  name: 'incident: the same balancer, a server without the extension',
+  config: world({ extension: false, heartbeat: false, lbIdleMs: 300, headersEarly: false }),
+};
+
+/** Stalls past the memo window: the client stops re-issuing before the server can have forgotten the key. */
+export const MEMO_WINDOW: Directed2026 = {
+  name: 'stalled re-issues outlast a small memo window',
+  config: world({ memoWindowMs: 8_000 }),
+  commands: [call('charge'), advance(100), { kind: 'blackhole', ms: 12_000 }, advance(14_000)],
+};
+
+export const DIRECTED_2026: readonly Directed2026[] = [
+  INCIDENT_EXTENSION,
+  INCIDENT_SPEC,
+  MEMO_WINDOW,
+  {
+    name: 'a cut during metered progress while a small log overflows: 410 with the exact count',
+    config: world({ maxEventsPerRequest: 2 }),
+    commands: [call('meteredCharge'), advance(200), { kind: 'partition', ms: 900 }, advance(3_000)],
+  },
+  {
+    name: 'the work finishes while nobody watches; the re-issue gets the recorded outcome',
+    config: world({}),
+    commands: [
+      call('charge'),
+      advance(100),
+      { kind: 'blackhole', ms: 1_700 },
+      { kind: 'reset', pick: 0 },
+      advance(5_000),
+    ],
+  },
+  {
+    name: 'an instance dies during a keyed charge (durable, shared memo; two instances)',
+    config: world({ instances: 2 }),
+    commands: [
+      call('charge'),
+      advance(300),
+      { kind: 'instanceDies', pick: 0, downMs: 5_000 },
+      advance(8_000),
+    ],
+  },
+  {
+    name: 'a re-issue attached on the other instance when the owner dies for good',
+    config: world({ instances: 2 }),
+    commands: [
+      call('charge'),
+      advance(100),
+      { kind: 'reset', pick: 0 },
+      advance(200),
+      { kind: 'instanceDies', pick: 0, downMs: GONE_FOR_GOOD_MS },
+      advance(3_000),
+    ],
+  },
+  {
+    name: 'a memory memo restarts during a keyed charge',
+    config: world({ memo: 'memory' }),
+    commands: [call('charge'), advance(300), { kind: 'instanceDies', pick: 0 }, advance(5_000)],
+  },
+  {
+    name: 'the application reuses a key with other arguments',
+    config: world({}),
+    commands: [
+      call('charge'),
+      advance(2_000),
+      { kind: 'callReusingKey', tool: 'upsert', pick: 0 },
+      advance(1_000),
+    ],
+  },
+  {
+    name: 'an outcome-unknown entry is forgotten after its memo window',
+    config: world({ memoWindowMs: 8_000 }),
+    commands: [call('charge'), advance(300), { kind: 'instanceDies', pick: 0 }, advance(10_000)],
+  },
+  {
+    name: 'throttled and failing gateways, then a read-only scan cut mid-stream without the extension',
+    config: world({ extension: false }),
+    commands: [
+      { kind: 'serverError', count: 1, status: 429 },
+      call('scan'),
+      advance(1_000),
+      { kind: 'serverError', count: 1, status: 500 },
+      call('upsert'),
+      advance(1_000),
+      { kind: 'serverError', count: 1, status: 502 },
+      call('charge'),
+      advance(1_000),
+      call('scan'),
+      advance(150),
+      { kind: 'reset', pick: 0 },
+      advance(1_000),
+      call('lookup'),
+      { kind: 'endStream', pick: 0 },
+      advance(1_000),
+    ],
+  },
+];

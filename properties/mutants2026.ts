@@ -1,0 +1,206 @@
+import {
+  STATELESS_DECISION_TABLE,
+  type StatelessCase,
+  type StatelessRow,
+} from '../machines/client/stateless-decide.js';
+import { JsonRpcCode } from '../machines/codes.js';
+import { ContinuityErrorCode } from '../machines/continuity-extension.js';
+import { memoExpired } from '../machines/server/keyed-memo.js';
+import { attachStep } from '../machines/server/keyed-plan.js';
+import { keyedRequestMachine } from '../machines/server/keyed-request.machine.js';
+import type { CheckName2026 } from './checks2026.js';
+import { CORRECT_CLIENT_2026 } from './world2026/client.js';
+import { RUNTIME_DECISIONS } from './world2026/server.js';
+import type { WorldVariant2026 } from './world2026/world.js';
+
+/**
+ * Deliberately wrong variants of the 2026-07-28 decisions, at least one per decision the coverage table
+ * lists: rows of the client's table, the call machine's inputs and exchange reports, what the keyed
+ * call's steps are told and how they end, the memo window, and the keyed machine's guards. Each swaps one decision of the REAL code: through the
+ * seams the runtime itself uses (`provide`, the plan functions the executor calls), or, where the real
+ * code reaches a decision without a seam, by swapping it in place for the duration of one world (a row
+ * of `STATELESS_DECISION_TABLE`, a guard of `keyedRequestMachine`, which `stepMemoEntry` runs). The
+ * property suite must catch every one.
+ */
+export interface Mutant2026 {
+  readonly name: string;
+  /** The decision it breaks (a group of the coverage table). */
+  readonly branch: string;
+  readonly variant: WorldVariant2026;
+  /** The properties expected to catch it (documentation: the test prints which one did). */
+  readonly caughtBy: readonly CheckName2026[];
+}
+
+/** Swaps rows of the real table for the duration of one world. */
+function tableRows(rows: Partial<Record<StatelessCase, StatelessRow>>): () => () => void {
+  return () => {
+    const table = STATELESS_DECISION_TABLE as Record<StatelessCase, StatelessRow>;
+    const saved = { ...table };
+    Object.assign(table, rows);
+    return () => Object.assign(table, saved);
+  };
+}
+
+/** Swaps one guard of the real keyed-request machine for the duration of one world. */
+function keyedGuard(name: string, guard: () => boolean): () => () => void {
+  return () => {
+    const guards = keyedRequestMachine.implementations.guards as Record<string, unknown>;
+    const saved = guards[name];
+    guards[name] = guard;
+    return () => {
+      guards[name] = saved;
+    };
+  };
+}
+
+const client = CORRECT_CLIENT_2026;
+const REISSUE = { action: 'backoff-reissue', reason: 'cut_mid_stream' } as const;
+
+export const MUTANTS_2026: readonly Mutant2026[] = [
+  {
+    // What the spec asks of a client without the extension: re-issue whatever broke.
+    name: 'the table re-issues every cut, stall and silent end, safe or not',
+    branch: 'table row',
+    variant: {
+      client,
+      patch: tableRows({
+        'cut-before-response': REISSUE,
+        'cut-mid-stream': REISSUE,
+        'ended-without-answer': REISSUE,
+        stalled: REISSUE,
+      }),
+    },
+    caughtBy: ['at most once'],
+  },
+  {
+    name: 'a cut mid-stream read as a refused connection (nothing ran)',
+    branch: 'table row',
+    variant: { client, patch: tableRows({ 'cut-mid-stream': STATELESS_DECISION_TABLE.refused }) },
+    caughtBy: ['at most once', 'honest errors'],
+  },
+  {
+    name: 'the extension 410 read as a cut (re-issued from the same cursor, no gap)',
+    branch: 'table row',
+    variant: {
+      client,
+      patch: tableRows({ 'ext-events-evicted': { action: 'reissue-if-safe', reason: 'events_evicted' } }),
+    },
+    caughtBy: ['no spurious outcome unknown', 'no unflagged loss'],
+  },
+  {
+    name: 'the client ignores the advertised memo window',
+    branch: 'decision',
+    variant: {
+      client: {
+        name: 'no-window',
+        input: (i) => (i.extension ? { ...i, extension: { memoWindowMs: Number.MAX_SAFE_INTEGER } } : i),
+      },
+    },
+    caughtBy: ['at most once'],
+  },
+  {
+    name: 'outcome unknown reported to the application as a definite failure',
+    branch: 'decision',
+    variant: {
+      client: {
+        name: 'unknown-as-failed',
+        distort: (m) =>
+          'error' in m && m.error.code === JsonRpcCode.OUTCOME_UNKNOWN
+            ? { ...m, error: { code: JsonRpcCode.REQUEST_FAILED, message: 'failed', data: m.error.data } }
+            : m,
+      },
+    },
+    caughtBy: ['honest errors'],
+  },
+  {
+    name: 'the SSE ids of a keyed stream are not kept (no cursor, no replay de-duplication)',
+    branch: 'decision',
+    variant: {
+      client: {
+        name: 'no-event-ids',
+        report: (e) => (e.type === 'attempt.message' ? { ...e, eventId: undefined } : e),
+      },
+    },
+    caughtBy: ['no duplicate delivery'],
+  },
+  {
+    name: 'a re-issue the memory memo lost with a restart runs again (memo taken as complete)',
+    branch: 'keyed plan',
+    variant: {
+      client,
+      server: {
+        ...RUNTIME_DECISIONS,
+        answer: (c, a) => (c.kind === 'memo-complete-for' ? Number.POSITIVE_INFINITY : a),
+      },
+    },
+    caughtBy: ['at most once'],
+  },
+  {
+    name: 'the memo forgets a running key',
+    branch: 'stored entry',
+    variant: {
+      client,
+      server: {
+        ...RUNTIME_DECISIONS,
+        memoExpired: (e, w, now) =>
+          e.state === 'running'
+            ? now - (e as unknown as { createdAt: number }).createdAt > 250
+            : memoExpired(e, w, now),
+      },
+    },
+    caughtBy: ['at most once'],
+  },
+  {
+    name: 'a closed stream cancels keyed work',
+    branch: 'attached response',
+    variant: { client, server: { ...RUNTIME_DECISIONS, onKeyedStreamClosed: 'cancel' } },
+    caughtBy: ['no spurious outcome unknown'],
+  },
+  {
+    name: 'a re-issue is answered without the fingerprint check',
+    branch: 'keyed plan',
+    variant: { client, patch: keyedGuard('isOtherRequest', () => false) },
+    caughtBy: ['honest errors'],
+  },
+  {
+    name: 'a re-issue attaches past an evicted cursor',
+    branch: 'keyed plan',
+    variant: { client, patch: keyedGuard('cannotResume', () => false) },
+    caughtBy: ['no unflagged loss'],
+  },
+  {
+    name: 'a 410 counts one event too many',
+    branch: 'keyed plan',
+    variant: {
+      client,
+      server: {
+        ...RUNTIME_DECISIONS,
+        end: (end) => {
+          if (end.kind !== 'reply' || end.reply.error.code !== ContinuityErrorCode.EVENTS_EVICTED) return end;
+          const data = end.reply.error.data as { lostCount: number };
+          return {
+            ...end,
+            reply: {
+              ...end.reply,
+              error: { ...end.reply.error, data: { ...data, lostCount: data.lostCount + 1 } },
+            },
+          };
+        },
+      },
+    },
+    caughtBy: ['no unflagged loss'],
+  },
+  {
+    name: "a dead owner's running key is taken as alive (never declared outcome unknown)",
+    branch: 'keyed plan',
+    variant: {
+      client,
+      server: {
+        ...RUNTIME_DECISIONS,
+        answer: (c, a) => (c.kind === 'owner-alive' ? true : a),
+        attachStep: (entry, window, events, lastSent) => attachStep(entry, window, events, lastSent, true),
+      },
+    },
+    caughtBy: ['no hang', 'no spurious outcome unknown'],
+  },
+];

@@ -1,0 +1,98 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { scenarioArb2026 } from './arbitraries2026.js';
+import { RUNS_2026, SEED_2026 } from './budget2026.js';
+import { CHECK_NAMES_2026, describeVerdict2026, excusedFindings2026, judge2026 } from './checks2026.js';
+import { DIRECTED_2026, INCIDENT_EXTENSION, INCIDENT_SPEC, MEMO_WINDOW } from './corpus2026.js';
+import { CoverageTally2026 } from './coverage2026.js';
+import { freshSeed } from './judge.js';
+import { runSchedule2026, type WorldOutcome2026 } from './world2026/world.js';
+
+/**
+ * The 2026-07-28 model's invariants over random fault schedules: every simulated world (the real call
+ * machine on the client, the real keyed plan and machine on the server) is judged by every check. The seed
+ * is printed first; on failure fast-check prints the shrunk schedule with `seed` and `path`
+ * (MCPC_2026_SEED replays it).
+ */
+const seed = SEED_2026 ?? freshSeed();
+const tally = new CoverageTally2026();
+const excused = { reissueAfterRefusal: 0 };
+
+function simulate(s: {
+  config: WorldOutcome2026['config'];
+  commands: Parameters<typeof runSchedule2026>[0];
+}) {
+  const observer = tally.observer();
+  const outcome = runSchedule2026(s.commands, s.config, undefined, observer);
+  observer.done();
+  const found = excusedFindings2026(outcome);
+  if (found.reissueAfterRefusal > 0) excused.reissueAfterRefusal++;
+  return outcome;
+}
+
+const callOf = (o: WorldOutcome2026, key = 'c1') => o.recorder.calls.get(key);
+
+describe('MCP 2026-07-28: the properties of the real client and server machines under random faults', () => {
+  it(`${CHECK_NAMES_2026.join(', ')}: every check on each of ${RUNS_2026} worlds`, () => {
+    console.info(`2026 model properties: ${RUNS_2026} worlds, seed ${seed} (replay: MCPC_2026_SEED=${seed})`);
+    fc.assert(
+      fc.property(scenarioArb2026, (scenario) => {
+        const verdict = judge2026(simulate(scenario));
+        if (Object.keys(verdict).length > 0) throw new Error(describeVerdict2026(verdict));
+      }),
+      { numRuns: RUNS_2026, seed },
+    );
+    // Open findings (checks2026.ts), counted so they stay visible until the machines fix them.
+    console.info(
+      `2026 open findings excused: ${excused.reissueAfterRefusal} world(s) with a re-issue after a refusal ` +
+        'answered -32012 by a memo store younger than its window',
+    );
+  });
+
+  it('every modelled decision branch is reached by some world (the random ones, and the directed corpus)', () => {
+    for (const scenario of DIRECTED_2026) {
+      const verdict = judge2026(simulate(scenario));
+      expect(verdict, `${scenario.name}\n${describeVerdict2026(verdict)}`).toEqual({});
+    }
+    console.info(tally.table());
+    expect(tally.unreached()).toEqual([]);
+  });
+
+  it("the issue's incident with the extension: a balancer cutting every 300 ms idle during a 1.5 s charge → one charge, the real result", () => {
+    const o = runSchedule2026(INCIDENT_EXTENSION.commands, INCIDENT_EXTENSION.config);
+    expect(callOf(o)?.outcome).toBe('result');
+    expect(o.recorder.sideEffects.get('c1')).toBe(1);
+    expect(callOf(o)?.attempts).toBeGreaterThan(1);
+  });
+
+  it('the same balancer against a server without the extension → one charge, outcome unknown at once after the cut', () => {
+    const o = runSchedule2026(INCIDENT_SPEC.commands, INCIDENT_SPEC.config);
+    const c = callOf(o);
+    expect(c?.outcome).toBe('unknown');
+    expect(o.recorder.sideEffects.get('c1')).toBe(1);
+    // The cut comes after 300 ms idle; the call ends within a few ms of it, never at a request timeout.
+    expect((c?.endedAt ?? Number.POSITIVE_INFINITY) - (c?.at ?? 0)).toBeLessThan(400);
+  });
+
+  it('stalls past a small memo window: the client stops re-issuing (memo_window_passed), one charge', () => {
+    const o = runSchedule2026(MEMO_WINDOW.commands, MEMO_WINDOW.config);
+    expect(callOf(o)).toMatchObject({ outcome: 'unknown', reason: 'memo_window_passed' });
+    expect(o.recorder.sideEffects.get('c1')).toBe(1);
+  });
+
+  it('open finding, pinned (excused in checks2026.ts): a re-issue after a refused attempt carries lastEventId, and a fresh memo answers -32012 for a call no server saw', () => {
+    // When the client sends a re-issue of a call no attempt of which may have run as a first attempt,
+    // this flips to one charge and the result: then drop `refusedThenReissued` from checks2026.ts.
+    const o = runSchedule2026(
+      [
+        { kind: 'partition', ms: 400 },
+        { kind: 'call', tool: 'charge' },
+        { kind: 'advance', ms: 5_000 },
+      ],
+      { ...INCIDENT_EXTENSION.config, heartbeat: true },
+    );
+    expect(callOf(o)).toMatchObject({ outcome: 'unknown', reason: 'server_outcome_unknown' });
+    expect(o.recorder.executions.get('c1') ?? 0).toBe(0);
+    expect(excusedFindings2026(o).reissueAfterRefusal).toBe(1);
+  });
+});

@@ -1,0 +1,700 @@
+import type { IoEvent } from '../../machines/client/io.js';
+import {
+  type ContinuitySettings,
+  type KeyReading,
+  memoKey,
+  requestFingerprint,
+} from '../../machines/continuity-extension.js';
+import type { JsonRpcMessage, JsonRpcRequest } from '../../machines/jsonrpc.js';
+import { isOwnerAlive } from '../../machines/server/instances.js';
+import {
+  driveKeyedCallSync,
+  type KeyedCallAnswers,
+  type KeyedCallCommand,
+  type KeyedCallEnd,
+  keyedCallSteps,
+} from '../../machines/server/keyed-execute.js';
+import {
+  keyedLogId,
+  type MemoEntry,
+  memoExpired,
+  memoExpiresAt,
+  orphanedEntries,
+} from '../../machines/server/keyed-memo.js';
+import {
+  type Attempt,
+  abortsLocalRun,
+  appendsFinal,
+  attachStep,
+  cancelledReply,
+  deliverAs,
+  type KeyedReply,
+  type KeyedRoute,
+  keyedEventId,
+  keyedRunEnd,
+  needsOwnerLiveness,
+  nextEntry,
+  outcomeMessage,
+  outcomeUnknownReply,
+  planKeyedCancel,
+  replyMessage,
+  routeKeyedMessage,
+} from '../../machines/server/keyed-plan.js';
+import {
+  appendToWindow,
+  EMPTY_WINDOW,
+  evictWindow,
+  finishWindow,
+  type RetentionPolicy,
+  type StreamWindow,
+} from '../../machines/server/retention.js';
+import type { VirtualClock } from '../world/clock.js';
+import type { SimConnection, SimNetwork } from '../world/network.js';
+import type { Recorder2026 } from './recorder.js';
+import { TOOLS_2026, type Tool2026 } from './tools.js';
+
+/**
+ * A simulated MCP 2026-07-28 server: one or two instances behind a balancer, with or without the
+ * continuity extension. Every decision about a keyed request is the runtime's (src/server/keyed): the
+ * routing and fingerprint (`routeKeyedMessage`, `requestFingerprint`), the steps of a keyed
+ * call (`keyedCallSteps`, driven synchronously: `planKeyedCall`, the key's fate by `keyedRequestMachine`
+ * through `stepMemoEntry`), the stored entry's
+ * moves (`nextEntry`), what an attached response writes and how it ends (`attachStep`, `deliverAs`), the
+ * memo window (`memoExpired`), orphans after a restart (`orphanedEntries`, `isOwnerAlive`) and every reply.
+ * This file only executes those decisions, in the runtime's order, on simulated stores (a memo, per-key
+ * event logs), the simulated network and the virtual clock, and plays the SDK's part with simulated
+ * tools. Without the extension (or for an unkeyed request) it is the spec's server: every request runs,
+ * and its stream closing cancels it.
+ */
+export interface SimServer2026Config {
+  /** The server advertises and serves the continuity extension. */
+  readonly extension: boolean;
+  readonly settings: ContinuitySettings;
+  /** `durable`: the memo and the key logs survive restarts and are shared by the instances (SQLite, Redis). */
+  readonly memo: 'memory' | 'durable';
+  /** Instances behind the balancer (more than one only with a durable, shared memo: the fleet rule). */
+  readonly instances: number;
+  /** SSE comments on every open stream every this many ms (0: none). */
+  readonly heartbeatMs: number;
+  /**
+   * A response's status line goes out as soon as the request is taken. Off: only with its first event or
+   * answer, so a cut before then is a cut before any response byte.
+   */
+  readonly headersEarly: boolean;
+  /** How old the memo store (a memory one: its process) is when the world starts. Default 0: fresh. */
+  readonly memoAgeMs?: number;
+}
+
+/**
+ * The decisions of the runtime's plan functions the world executes; a mutant wraps one (the runtime
+ * calls the same functions, so a wrong variant here is a wrong runtime).
+ */
+export interface ServerDecisions2026 {
+  /** What the steps are told a store answered (a mutant misreads one: a memo claiming to be complete). */
+  readonly answer?: (command: KeyedCallCommand, answer: unknown) => unknown;
+  /** How the request ends (a mutant rewrites the steps' end). */
+  readonly end?: (end: KeyedCallEnd) => KeyedCallEnd;
+  readonly attachStep: typeof attachStep;
+  readonly memoExpired: typeof memoExpired;
+  /** What a closed response stream of a keyed request does: nothing (a transport fact), or a mutant's cancel. */
+  readonly onKeyedStreamClosed?: 'cancel';
+}
+
+export const RUNTIME_DECISIONS: ServerDecisions2026 = { attachStep, memoExpired };
+
+/** What the simulated server decided, for the coverage table. */
+export type ServerObservation2026 =
+  | { readonly kind: 'plan'; readonly plan: string }
+  | { readonly kind: 'state'; readonly from: string; readonly to: string }
+  | { readonly kind: 'attach-end'; readonly end: string }
+  | { readonly kind: 'unkeyed'; readonly event: 'run' | 'cancelled-by-close' };
+
+interface KeyLog {
+  window: StreamWindow;
+  readonly messages: Map<number, JsonRpcMessage>;
+}
+
+/** A simulated memo store: set-if-absent, compare-and-set, expiry, and the key logs beside it. */
+class SimMemo {
+  readonly entries = new Map<string, MemoEntry>();
+  readonly logs = new Map<string, KeyLog>();
+}
+
+interface Instance {
+  readonly id: number;
+  incarnation: number;
+  /** Dead, not yet restarted: the balancer sends it nothing and its lease is gone. */
+  down: boolean;
+  startedAt: number;
+  /** A memory memo lives in its instance and dies with it. */
+  memo: SimMemo;
+}
+
+interface Follower {
+  readonly conn: SimConnection;
+  readonly attempt: Attempt;
+  readonly mk: string;
+  readonly memo: SimMemo;
+  readonly logId: string;
+  lastSent: number;
+  done: boolean;
+}
+
+const PRINCIPAL = '';
+/** The runtime's bound on looks per wake-up of an attached response (a declared death, then the end). */
+const MAX_PLAN_ROUNDS = 4;
+/** An attached response also looks without a wake-up this often (the runtime's `pollMs`). */
+const POLL_MS = 250;
+
+export class SimServer2026 {
+  private readonly instances: Instance[] = [];
+  private readonly shared = new SimMemo();
+  private rr = 0;
+  /** When the memo store was created: `-memoAgeMs` (a store as old as its window is complete). */
+  private readonly storeSince: number;
+  /** The steps of the request being served started its body. */
+  private started = false;
+  private epochs = 0;
+  private executions = 0;
+  /** Requests to answer with `failStatus` before serving normally. */
+  failNext = 0;
+  failStatus = 503;
+  /** Open response streams (for heartbeats). */
+  private readonly open = new Set<SimConnection>();
+  /** Which instance took each connection (an instance's death resets its connections). */
+  private readonly servedBy = new Map<SimConnection, number>();
+  /** Attached responses per key log, woken on every change (the runtime's wake-ups). */
+  private readonly followers = new Map<string, Set<Follower>>();
+
+  constructor(
+    private readonly clock: VirtualClock,
+    private readonly net: SimNetwork,
+    private readonly recorder: Recorder2026,
+    readonly config: SimServer2026Config,
+    private readonly decisions: ServerDecisions2026 = RUNTIME_DECISIONS,
+    private readonly observe: (o: ServerObservation2026) => void = () => undefined,
+  ) {
+    this.storeSince = -(config.memoAgeMs ?? 0);
+    for (let i = 0; i < Math.max(1, config.instances); i++)
+      this.instances.push({
+        id: i,
+        incarnation: 0,
+        down: false,
+        startedAt: this.storeSince,
+        memo: new SimMemo(),
+      });
+    if (config.heartbeatMs > 0) this.heartbeat();
+  }
+
+  private get retention(): RetentionPolicy {
+    return {
+      maxEventsPerStream: this.config.settings.maxEventsPerRequest,
+      retentionMs: this.config.settings.eventRetentionMs,
+    };
+  }
+
+  private memoOf(instance: Instance): SimMemo {
+    return this.config.memo === 'durable' ? this.shared : instance.memo;
+  }
+
+  private ownerOf(instance: Instance): string {
+    return `i${instance.id}x${instance.incarnation}`;
+  }
+
+  /** The live instances' leases. A dead instance's lease is gone at once (the model's lease is instant). */
+  private leased(): Set<string> {
+    return new Set(this.instances.filter((i) => !i.down).map((i) => this.ownerOf(i)));
+  }
+
+  /** One POST, routed by the balancer to the next instance. */
+  serve(conn: SimConnection): void {
+    if (this.failNext > 0) {
+      this.failNext--;
+      this.recorder.faultedConns.add(conn.id);
+      conn.send({ type: 'http.response', status: this.failStatus });
+      return;
+    }
+    const up = this.instances.filter((i) => !i.down);
+    const instance = up[this.rr++ % Math.max(1, up.length)];
+    if (!instance) {
+      // No instance to take it: the balancer answers for it, nothing ran.
+      this.recorder.faultedConns.add(conn.id);
+      conn.send({ type: 'http.response', status: 503 });
+      return;
+    }
+    this.servedBy.set(conn, instance.id);
+    const request = conn.exchange.body as JsonRpcRequest;
+    // The runtime's routing by the extension's `_meta` keys (a server without the extension has none).
+    const route: KeyedRoute = this.config.extension
+      ? routeKeyedMessage(request, this.config.settings.maxKeyLength)
+      : { kind: 'unkeyed' };
+    if (route.kind === 'reply') this.reply(conn, route.reply, request);
+    else if (route.kind === 'call') this.call(instance, conn, request, route.reading);
+    // The simulated client never sends a cancel; an unkeyed request is the spec's.
+    else this.runUnkeyed(instance, conn, request);
+  }
+
+  private reply(conn: SimConnection, reply: KeyedReply, request: JsonRpcRequest): void {
+    conn.send({ type: 'http.response', status: reply.status, body: replyMessage(reply, { id: request.id }) });
+  }
+
+  /** The memo's entry, unless its window has passed (the store deletes it and the key's log then). */
+  private lookup(memo: SimMemo, mk: string): MemoEntry | undefined {
+    const entry = memo.entries.get(mk);
+    if (!entry) return undefined;
+    if (!this.decisions.memoExpired(entry, this.config.settings.memoWindowMs, this.clock.now())) return entry;
+    this.forget(memo, entry);
+    return undefined;
+  }
+
+  private forget(memo: SimMemo, entry: MemoEntry): void {
+    if (memo.entries.get(entry.memoKey) !== entry) return;
+    memo.entries.delete(entry.memoKey);
+    memo.logs.delete(entry.logId);
+    this.recorder.forgotten.push(this.clock.now());
+    this.observe({ kind: 'state', from: entry.state, to: 'forgotten' });
+    this.wake(entry.logId);
+  }
+
+  /** The key's log window, after age eviction now. */
+  private windowOf(memo: SimMemo, logId: string): StreamWindow | undefined {
+    const log = memo.logs.get(logId);
+    if (!log) return undefined;
+    const before = log.window.oldest;
+    log.window = evictWindow(log.window, this.clock.now(), this.retention);
+    for (let s = before; s < log.window.oldest; s++) log.messages.delete(s);
+    return log.window;
+  }
+
+  /**
+   * A keyed `tools/call`, as the runtime serves it: the real steps (`keyedCallSteps`: read, plan, create,
+   * retry a lost race), each command executed on the simulated stores, then the reply or the response.
+   */
+  private call(
+    instance: Instance,
+    conn: SimConnection,
+    request: JsonRpcRequest,
+    reading: Extract<KeyReading, { kind: 'keyed' }>,
+  ): void {
+    const memo = this.memoOf(instance);
+    const mk = memoKey(PRINCIPAL, reading.key);
+    const fingerprint = requestFingerprint(request.method, request.params);
+    const steps = keyedCallSteps({
+      reading,
+      fingerprint,
+      memoWindowMs: this.config.settings.memoWindowMs,
+      now: this.clock.now(),
+    });
+    const answer = this.decisions.answer ?? ((_c: KeyedCallCommand, a: unknown) => a);
+    this.started = false;
+    const ran = driveKeyedCallSync(
+      steps,
+      (cmd) => answer(cmd, this.command(instance, memo, mk, fingerprint, request, cmd)) as never,
+    );
+    const end = this.decisions.end ? this.decisions.end(ran) : ran;
+    if (end.kind === 'reply') {
+      this.observe({ kind: 'plan', plan: `reply ${end.reply.error.code}` });
+      this.reply(conn, end.reply, request);
+      return;
+    }
+    this.observe({
+      kind: 'plan',
+      plan: this.started ? 'execute' : 'serve',
+    });
+    this.respond(memo, end.entry, conn, attemptOf(request), end.afterSeq);
+  }
+
+  /** One command of the steps, on the simulated stores. */
+  private command(
+    instance: Instance,
+    memo: SimMemo,
+    mk: string,
+    fingerprint: string,
+    request: JsonRpcRequest,
+    cmd: KeyedCallCommand,
+  ): KeyedCallAnswers[keyof KeyedCallAnswers] {
+    switch (cmd.kind) {
+      case 'read-entry':
+        return this.lookup(memo, mk);
+      case 'read-window':
+        return this.windowOf(memo, cmd.entry.logId);
+      case 'owner-alive':
+        return this.alive(instance, cmd.owner);
+      case 'memo-complete-for':
+        // As the stores answer it: since the store was created (a memory store: since its process started).
+        return this.clock.now() - (this.config.memo === 'durable' ? this.storeSince : instance.startedAt);
+      case 'new-entry': {
+        const n = ++this.epochs;
+        return {
+          memoKey: mk,
+          principal: PRINCIPAL,
+          fingerprint,
+          state: 'running',
+          owner: this.ownerOf(instance),
+          logId: keyedLogId(`${n}`),
+          epoch: `k${n}`,
+          createdAt: this.clock.now(),
+        };
+      }
+      case 'open-log':
+        if (!memo.logs.has(cmd.entry.logId))
+          memo.logs.set(cmd.entry.logId, { window: EMPTY_WINDOW, messages: new Map() });
+        return undefined;
+      case 'create-entry': {
+        // Set-if-absent (the per-principal bound is not modelled: one principal, few keys).
+        const existing = this.lookup(memo, mk);
+        if (existing) return { kind: 'exists', entry: existing };
+        memo.entries.set(mk, cmd.entry);
+        return { kind: 'created' };
+      }
+      case 'drop-log':
+        memo.logs.delete(cmd.entry.logId);
+        return undefined;
+      case 'replace-entry':
+        if (cmd.next.state === 'outcomeUnknown' && cmd.entry.state === 'running')
+          this.observe({ kind: 'plan', plan: 'declare-died' });
+        this.replace(memo, cmd.entry, cmd.next);
+        return undefined;
+      case 'start-run':
+        this.started = true;
+        this.runKeyed(instance, memo, cmd.entry, request);
+        return undefined;
+    }
+  }
+
+  private alive(self: Instance, owner: string): boolean {
+    return isOwnerAlive(owner, this.ownerOf(self), this.leased());
+  }
+
+  /** Moves the stored entry by the machine (`nextEntry`), compare-and-set from its state. */
+  private record(
+    memo: SimMemo,
+    entry: MemoEntry,
+    event: Parameters<typeof nextEntry>[1],
+    watched = false,
+  ): MemoEntry | undefined {
+    const current = memo.entries.get(entry.memoKey);
+    if (current !== entry) return current;
+    const next = nextEntry(entry, event, this.clock.now(), watched);
+    if (!next) return entry;
+    this.replace(memo, entry, next);
+    return memo.entries.get(entry.memoKey);
+  }
+
+  /** Compare-and-set `next` over `entry`, then wake its watchers (and arm the store's expiry sweep). */
+  private replace(memo: SimMemo, entry: MemoEntry, next: MemoEntry): void {
+    if (memo.entries.get(entry.memoKey) !== entry) return;
+    memo.entries.set(entry.memoKey, next);
+    this.observe({ kind: 'state', from: entry.state, to: next.state });
+    const expires = memoExpiresAt(next, this.config.settings.memoWindowMs);
+    // The store's sweep: the entry goes when its window passes, and responses still attached learn it.
+    if (expires !== undefined)
+      this.clock.setTimeout(() => this.lookup(memo, next.memoKey), Math.max(0, expires - this.clock.now()));
+    this.wake(entry.logId);
+  }
+
+  /** The response of one attempt, from the key's log: never starts anything. */
+  private respond(
+    memo: SimMemo,
+    entry: MemoEntry,
+    conn: SimConnection,
+    attempt: Attempt,
+    afterSeq: number,
+  ): void {
+    const f: Follower = {
+      conn,
+      attempt,
+      mk: entry.memoKey,
+      memo,
+      logId: entry.logId,
+      lastSent: afterSeq,
+      done: false,
+    };
+    const set = this.followers.get(entry.logId) ?? new Set();
+    set.add(f);
+    this.followers.set(entry.logId, set);
+    this.open.add(conn);
+    if (this.config.headersEarly) write(conn, { type: 'sse.activity' });
+    const poll = () => {
+      if (f.done) return;
+      this.follow(f);
+      this.clock.setTimeout(poll, POLL_MS);
+    };
+    this.clock.setTimeout(poll, POLL_MS);
+    conn.onGone = () => {
+      this.open.delete(conn);
+      if (f.done) return;
+      f.done = true;
+      set.delete(f);
+      // A transport fact for a keyed request: the body goes on (a mutant wires it to the cancel plan).
+      if (this.decisions.onKeyedStreamClosed === 'cancel') this.cancel(memo, entry.memoKey);
+    };
+    this.follow(f);
+  }
+
+  private wake(logId: string): void {
+    for (const f of [...(this.followers.get(logId) ?? [])]) this.follow(f);
+  }
+
+  /** One look at the log and the entry: write what `attachStep` says, end when it says so. */
+  private follow(f: Follower): void {
+    for (let round = 0; round < MAX_PLAN_ROUNDS && !f.done; round++) {
+      const log = f.memo.logs.get(f.logId);
+      const current = f.memo.entries.get(f.mk);
+      const sameKey = current?.logId === f.logId ? current : undefined;
+      const window = this.windowOf(f.memo, f.logId);
+      const events: Array<{ seq: number; message: JsonRpcMessage }> = [];
+      if (log && window)
+        for (let seq = Math.max(f.lastSent + 1, window.oldest); seq <= window.head; seq++) {
+          const message = log.messages.get(seq);
+          if (message) events.push({ seq, message });
+        }
+      const alive = sameKey && needsOwnerLiveness(sameKey) ? this.leased().has(sameKey.owner) : true;
+      const step = this.decisions.attachStep(sameKey, window, events, f.lastSent, alive);
+      for (const e of step.write) {
+        const m = deliverAs(e.message, f.attempt);
+        if (m)
+          write(f.conn, {
+            type: 'sse.event',
+            id: keyedEventId({ epoch: epochOf(f.logId) }, e.seq),
+            message: m,
+          });
+      }
+      f.lastSent = step.lastSent;
+      if (step.declareDied && sameKey) {
+        this.record(f.memo, sameKey, { type: 'instance.died' });
+        continue;
+      }
+      if (!step.end) return;
+      this.observe({ kind: 'attach-end', end: step.end.kind });
+      this.end(f);
+      const end = step.end;
+      if (end.kind === 'outcome') {
+        const id = end.seq === undefined ? undefined : keyedEventId({ epoch: epochOf(f.logId) }, end.seq);
+        write(f.conn, { type: 'sse.event', id, message: outcomeMessage(end.outcome, f.attempt) });
+      } else if (end.kind !== 'lost') {
+        const reply = end.kind === 'cancelled' ? cancelledReply() : outcomeUnknownReply();
+        write(f.conn, { type: 'sse.event', message: replyMessage(reply, f.attempt) });
+      }
+      f.conn.send({ type: 'net.ended' });
+      return;
+    }
+  }
+
+  private end(f: Follower): void {
+    f.done = true;
+    this.followers.get(f.logId)?.delete(f);
+    this.open.delete(f.conn);
+  }
+
+  /** The extension's explicit cancel (only a mutant sends one here: the simulated application never cancels). */
+  private cancel(memo: SimMemo, mk: string): void {
+    const entry = memo.entries.get(mk);
+    if (this.decisionsCancel(entry)) this.record(memo, entry as MemoEntry, { type: 'cancel.requested' });
+  }
+
+  private decisionsCancel(entry: MemoEntry | undefined): boolean {
+    return planKeyedCancel(entry).kind === 'cancel';
+  }
+
+  /**
+   * The body of a keyed request, detached from every stream: progress into the key's log; at the end the
+   * outcome is recorded first (under the final response's seq), then the final response appended.
+   */
+  private runKeyed(instance: Instance, memo: SimMemo, entry: MemoEntry, request: JsonRpcRequest): void {
+    const execution = `x${++this.executions}`;
+    const { tool, callKey } = this.begin(request, execution);
+    this.recorder.keyedExecutions.set(callKey, [
+      ...(this.recorder.keyedExecutions.get(callKey) ?? []),
+      execution,
+    ]);
+    const incarnation = instance.incarnation;
+    const owner = entry.owner;
+    // Aborted when its instance died, or when the entry is no longer running here (cancelled, declared dead).
+    const live = () =>
+      instance.incarnation === incarnation &&
+      memo.entries.get(entry.memoKey)?.logId === entry.logId &&
+      !abortsLocalRun(memo.entries.get(entry.memoKey), owner);
+    const append = (message: JsonRpcMessage): number => {
+      const log = memo.logs.get(entry.logId) as KeyLog;
+      const before = log.window.oldest;
+      const { window, seq } = appendToWindow(log.window, this.clock.now(), this.retention);
+      for (let s = before; s < window.oldest; s++) log.messages.delete(s);
+      log.window = window;
+      log.messages.set(seq, message);
+      return seq;
+    };
+    for (let n = 1; n <= tool.progress; n++) {
+      this.clock.setTimeout(() => {
+        if (!live()) return;
+        append(this.progressMessage(request, callKey, execution, n));
+        this.wake(entry.logId);
+      }, tool.stepMs * n);
+    }
+    this.clock.setTimeout(() => {
+      if (!live()) return;
+      const current = memo.entries.get(entry.memoKey);
+      const log = memo.logs.get(entry.logId) as KeyLog;
+      const final = outcomeMessage({ kind: 'result', result: resultOf(execution) }, { id: request.id });
+      const end = keyedRunEnd(current, owner, final);
+      if (end.kind !== 'record' || !current) return;
+      this.complete(callKey, execution);
+      const finalSeq = log.window.head + 1;
+      // A response of this instance waiting on the key's log: the outcome is recorded `answered`.
+      const watched = [...(this.followers.get(entry.logId) ?? [])].some(
+        (f) => !f.done && this.servedBy.get(f.conn) === instance.id,
+      );
+      const won = this.record(
+        memo,
+        current,
+        { type: 'tool.finished', outcome: end.outcome, finalSeq },
+        watched,
+      );
+      if (appendsFinal(won, finalSeq)) {
+        append(final);
+        log.window = finishWindow(log.window);
+      }
+      this.wake(entry.logId);
+    }, tool.durationMs);
+  }
+
+  /** The spec's request: it runs; closing its stream cancels it. */
+  private runUnkeyed(instance: Instance, conn: SimConnection, request: JsonRpcRequest): void {
+    const execution = `x${++this.executions}`;
+    const incarnation = instance.incarnation;
+    this.observe({ kind: 'unkeyed', event: 'run' });
+    const { tool, callKey } = this.begin(request, execution);
+    let cancelled = false;
+    if (this.config.headersEarly) write(conn, { type: 'sse.activity' });
+    this.open.add(conn);
+    conn.onGone = () => {
+      this.open.delete(conn);
+      if (!cancelled) this.observe({ kind: 'unkeyed', event: 'cancelled-by-close' });
+      cancelled = true;
+    };
+    const live = () => instance.incarnation === incarnation && !cancelled && conn.open;
+    for (let n = 1; n <= tool.progress; n++) {
+      this.clock.setTimeout(() => {
+        if (live())
+          write(conn, { type: 'sse.event', message: this.progressMessage(request, callKey, execution, n) });
+      }, tool.stepMs * n);
+    }
+    this.clock.setTimeout(() => {
+      if (!live()) return;
+      this.complete(callKey, execution);
+      cancelled = true;
+      this.open.delete(conn);
+      write(conn, {
+        type: 'sse.event',
+        message: outcomeMessage({ kind: 'result', result: resultOf(execution) }, { id: request.id }),
+      });
+      conn.send({ type: 'net.ended' });
+    }, tool.durationMs);
+  }
+
+  private begin(request: JsonRpcRequest, execution: string) {
+    const tool = TOOLS_2026[request.params?.name as Tool2026];
+    const callKey = callKeyOf(request);
+    this.recorder.count(this.recorder.executions, callKey);
+    if (tool.sideEffect === 'once') this.recorder.count(this.recorder.sideEffects, callKey);
+    return { tool, callKey, execution };
+  }
+
+  private complete(callKey: string, execution: string): void {
+    this.recorder.completed.set(callKey, [...(this.recorder.completed.get(callKey) ?? []), execution]);
+    this.recorder.completedAt.set(execution, this.clock.now());
+  }
+
+  private progressMessage(
+    request: JsonRpcRequest,
+    callKey: string,
+    execution: string,
+    n: number,
+  ): JsonRpcMessage {
+    const uid = `${execution}/${n}`;
+    this.recorder.emitted({ uid, callKey, execution, n });
+    const token = (request.params?._meta as { progressToken?: string | number } | undefined)?.progressToken;
+    return {
+      jsonrpc: '2.0',
+      method: 'notifications/progress',
+      params: { progressToken: token ?? null, progress: n, uid },
+    };
+  }
+
+  /**
+   * One instance dies; it restarts after `downMs` (with two instances the other serves meanwhile, and
+   * finds the dead owner's running entries through `planKeyedCall` / `attachStep`). Its connections
+   * reset and its bodies stop; a memory memo dies with it. The new process starts as the runtime does:
+   * with a durable memo it declares outcome unknown what a dead owner ran (`orphanedEntries`).
+   */
+  instanceDies(pick: number, downMs = 0): void {
+    const instance = this.instances[pick % this.instances.length] as Instance;
+    if (instance.down) return;
+    // The last instance up always comes back (a fleet of none serves nobody; that is not this model).
+    const last = this.instances.every((i) => i === instance || i.down);
+    const down = last ? Math.min(downMs, 6_000) : downMs;
+    this.recorder.deaths.push(this.clock.now());
+    for (const c of this.net.list()) if (this.servedBy.get(c) === instance.id) c.reset();
+    instance.incarnation++;
+    instance.down = true;
+    // The dead process's bodies are stopped by the new incarnation; what it served is gone.
+    for (const set of this.followers.values())
+      for (const f of set) if (this.servedBy.get(f.conn) === instance.id) this.end(f);
+    if (down > 0) this.clock.setTimeout(() => this.restart(instance), down);
+    else this.restart(instance);
+  }
+
+  /** The replacement process of a dead instance starts. */
+  private restart(instance: Instance): void {
+    instance.down = false;
+    instance.startedAt = this.clock.now();
+    if (this.config.memo === 'memory') {
+      for (const set of this.followers.values())
+        for (const f of set) if (f.memo === instance.memo) this.end(f);
+      instance.memo = new SimMemo();
+      return;
+    }
+    const memo = this.shared;
+    const running = [...memo.entries.values()].filter((e) => e.state === 'running');
+    const leased = this.leased();
+    for (const e of orphanedEntries(running, (o) => isOwnerAlive(o, this.ownerOf(instance), leased)))
+      this.record(memo, e, { type: 'instance.died' });
+  }
+
+  private heartbeat(): void {
+    const beat = () => {
+      for (const c of this.open) write(c, { type: 'sse.activity' });
+      this.clock.setTimeout(beat, this.config.heartbeatMs);
+    };
+    this.clock.setTimeout(beat, this.config.heartbeatMs);
+  }
+}
+
+/** The id and progress token the attempt's own messages carry (as the runtime reads them). */
+function attemptOf(message: JsonRpcRequest): Attempt {
+  const token = (message.params?._meta as Record<string, unknown> | undefined)?.progressToken;
+  return typeof token === 'string' || typeof token === 'number'
+    ? { id: message.id, progressToken: token }
+    : { id: message.id };
+}
+
+/** The epoch of a key log of this world (`keyed-<n>` ↔ `k<n>`). */
+const epochOf = (logId: string): string => `k${logId.slice('keyed-'.length)}`;
+
+/** Writes to a response stream, its status line first if it has not gone out yet. */
+function write(conn: SimConnection, event: IoEvent): void {
+  if (!conn.started) conn.send({ type: 'http.stream' });
+  conn.send(event);
+}
+
+function callKeyOf(request: JsonRpcRequest): string {
+  return String((request.params?.arguments as { callKey?: string } | undefined)?.callKey);
+}
+
+function resultOf(execution: string): unknown {
+  return {
+    resultType: 'complete',
+    content: [{ type: 'text', text: 'done' }],
+    _meta: { uid: `${execution}/result` },
+  };
+}

@@ -1,0 +1,33 @@
+/**
+ * The simulated tools of the 2026-07-28 world. Their side effects are what "at most once" counts, their
+ * numbered progress what "no unflagged loss" counts, their annotations what the client may trust.
+ */
+export interface SimTool2026 {
+  /** `once`: a non-idempotent side effect (a charge), counted per application call. */
+  readonly sideEffect: 'once' | 'idempotent' | 'none';
+  readonly annotations: { readonly readOnlyHint?: boolean; readonly idempotentHint?: boolean };
+  /** Numbered `notifications/progress` the body streams, one every `stepMs`. */
+  readonly progress: number;
+  readonly stepMs: number;
+  readonly durationMs: number;
+}
+
+export const TOOLS_2026 = {
+  /** The issue's payment call: silent, longer than a balancer's idle cut. */
+  charge: { sideEffect: 'once', annotations: {}, progress: 0, stepMs: 0, durationMs: 1_500 },
+  /** A charge that reports progress: a cut after a progress notification (the issue's hang). */
+  meteredCharge: { sideEffect: 'once', annotations: {}, progress: 6, stepMs: 150, durationMs: 1_000 },
+  /** Read-only, streams more progress than a small per-key log retains. */
+  scan: { sideEffect: 'none', annotations: { readOnlyHint: true }, progress: 8, stepMs: 60, durationMs: 600 },
+  lookup: { sideEffect: 'none', annotations: { readOnlyHint: true }, progress: 0, stepMs: 0, durationMs: 40 },
+  upsert: {
+    sideEffect: 'idempotent',
+    annotations: { idempotentHint: true },
+    progress: 0,
+    stepMs: 0,
+    durationMs: 200,
+  },
+} as const satisfies Record<string, SimTool2026>;
+
+export type Tool2026 = keyof typeof TOOLS_2026;
+export const TOOL_NAMES_2026 = Object.keys(TOOLS_2026) as Tool2026[];

@@ -1,0 +1,346 @@
+import type {
+  StatelessCallContext,
+  StatelessDecision,
+  StatelessStreamEnd,
+} from '../../machines/client/stateless-decide.js';
+import { DEFAULT_CONTINUITY_SETTINGS } from '../../machines/continuity-extension.js';
+import { VirtualClock } from '../world/clock.js';
+import { SimNetwork } from '../world/network.js';
+import { seededRandom } from '../world/random.js';
+import { type ClientVariant2026, CORRECT_CLIENT_2026, SIM_STATELESS_POLICY, SimCall } from './client.js';
+import { Recorder2026 } from './recorder.js';
+import {
+  RUNTIME_DECISIONS,
+  type ServerDecisions2026,
+  type ServerObservation2026,
+  SimServer2026,
+} from './server.js';
+import type { Tool2026 } from './tools.js';
+
+/**
+ * The simulated world of MCP 2026-07-28: one application making calls, the network (per-message latency,
+ * cuts, stalls, refusals, a balancer that cuts idle connections, injected 503/429/5xx), and a server of
+ * one or two instances with or without the continuity extension, on one virtual clock. Commands are data
+ * so fast-check can generate, shrink and print them.
+ */
+export type Command2026 =
+  | { readonly kind: 'call'; readonly tool: Tool2026 }
+  /** The application's bug: a new call (other arguments) with the idempotency key of an earlier one. */
+  | { readonly kind: 'callReusingKey'; readonly tool: Tool2026; readonly pick: number }
+  | { readonly kind: 'advance'; readonly ms: number }
+  /** One open connection resets (by position, so it stays valid while shrinking). */
+  | { readonly kind: 'reset'; readonly pick: number }
+  /** The balancer recycles: every connection resets. */
+  | { readonly kind: 'resetAll' }
+  /** The next `count` requests get `status` before reaching any instance. */
+  | { readonly kind: 'serverError'; readonly count: number; readonly status: number }
+  /** A proxy ends one response cleanly, without its answer. */
+  | { readonly kind: 'endStream'; readonly pick: number }
+  /** One connection goes silent without closing. */
+  | { readonly kind: 'stall'; readonly pick: number }
+  /** Nothing gets through for `ms`: open connections go silent, new ones are refused. */
+  | { readonly kind: 'partition'; readonly ms: number }
+  /**
+   * For `ms` the path swallows everything without a word: open connections go silent and new ones never
+   * reach a server nor hear back (a black hole, not a refusal). Only stall detection or the balancer ends them.
+   */
+  | { readonly kind: 'blackhole'; readonly ms: number }
+  /** One instance dies, and is back after `downMs` (0: a restart; with two instances the other serves). */
+  | { readonly kind: 'instanceDies'; readonly pick: number; readonly downMs?: number };
+
+export interface WorldConfig2026 {
+  readonly extension: boolean;
+  readonly memo: 'memory' | 'durable';
+  /** 2 only with a durable memo (the extension's fleet rule: a shared memo). */
+  readonly instances: number;
+  /** Heartbeats on: stall detection on the client. Off: a balancer cuts connections idle for `lbIdleMs`. */
+  readonly heartbeat: boolean;
+  readonly lbIdleMs: number;
+  readonly headersEarly: boolean;
+  readonly memoWindowMs: number;
+  /** The memo store is as old as its window at the start (complete), or fresh (0). */
+  readonly memoOld?: boolean;
+  readonly maxEventsPerRequest: number;
+  readonly eventRetentionMs: number;
+  readonly latencyMaxMs: number;
+  readonly seed: number;
+}
+
+export const DEFAULT_WORLD_2026: WorldConfig2026 = {
+  extension: true,
+  memo: 'durable',
+  instances: 1,
+  heartbeat: true,
+  lbIdleMs: 2_500,
+  headersEarly: true,
+  memoWindowMs: 600_000,
+  maxEventsPerRequest: 4,
+  eventRetentionMs: 600_000,
+  latencyMaxMs: 1,
+  seed: 1,
+};
+
+export interface WorldVariant2026 {
+  readonly client: ClientVariant2026;
+  /** The server's decisions (a mutant wraps one of the runtime's plan functions). */
+  readonly server?: ServerDecisions2026;
+  /**
+   * Swaps one piece of a real machine or table in place for the duration of the world, and returns the
+   * undo (a mutant of a decision the runtime reaches without a seam: a guard of `keyedRequestMachine`,
+   * which `stepMemoEntry` runs; a row of `STATELESS_DECISION_TABLE`, which the call machine reads).
+   */
+  readonly patch?: () => () => void;
+}
+
+export const CORRECT_2026: WorldVariant2026 = { client: CORRECT_CLIENT_2026 };
+
+/** An instance down this long never comes back within a world (the fleet shrank; its lease is gone). */
+export const GONE_FOR_GOOD_MS = 1_000_000_000;
+
+const HEARTBEAT_MS = 1_000;
+const STALL_MS = 3_500;
+/** After the faults stop, how long every call may take to end before it counts as hung. */
+export const SETTLE_BOUND_2026_MS = 120_000;
+
+export interface WorldOutcome2026 {
+  readonly config: WorldConfig2026;
+  readonly recorder: Recorder2026;
+  /** Calls without an outcome when the settle bound ran out. */
+  readonly hung: string[];
+}
+
+/** What the world tells whoever counts the decisions it reached (coverage2026.ts). */
+export interface Observer2026 {
+  decision?(end: StatelessStreamEnd, ctx: StatelessCallContext, d: StatelessDecision): void;
+  server?(o: ServerObservation2026): void;
+}
+
+export class World2026 {
+  readonly clock = new VirtualClock();
+  readonly net: SimNetwork;
+  readonly recorder = new Recorder2026();
+  readonly server: SimServer2026;
+  private readonly calls: SimCall[] = [];
+  private callCount = 0;
+  private idCount = 0;
+  private partitionUntil = 0;
+  private swallowUntil = 0;
+
+  constructor(
+    readonly config: WorldConfig2026 = DEFAULT_WORLD_2026,
+    private readonly variant: WorldVariant2026 = CORRECT_2026,
+    private readonly observer: Observer2026 = {},
+  ) {
+    const random = seededRandom(config.seed);
+    const max = Math.max(1, config.latencyMaxMs);
+    this.net = new SimNetwork(this.clock, max === 1 ? () => 1 : () => 1 + Math.floor(random() * max));
+    this.server = new SimServer2026(
+      this.clock,
+      this.net,
+      this.recorder,
+      {
+        extension: config.extension,
+        settings: {
+          ...DEFAULT_CONTINUITY_SETTINGS,
+          memoWindowMs: config.memoWindowMs,
+          maxEventsPerRequest: config.maxEventsPerRequest,
+          eventRetentionMs: config.eventRetentionMs,
+        },
+        memo: config.memo,
+        instances: config.memo === 'durable' ? config.instances : 1,
+        heartbeatMs: config.heartbeat ? HEARTBEAT_MS : 0,
+        headersEarly: config.headersEarly,
+        memoAgeMs: config.memoOld ? config.memoWindowMs : 0,
+      },
+      variant.server ?? RUNTIME_DECISIONS,
+      observer.server,
+    );
+    if (!config.heartbeat) this.startBalancer();
+  }
+
+  /** Cuts connections idle for `lbIdleMs`, as a load balancer does. Its cuts are faults like any other. */
+  private startBalancer(): void {
+    const sweep = () => {
+      for (const c of this.net.list()) {
+        if (this.clock.now() - c.lastTraffic >= this.config.lbIdleMs) this.cut(c);
+      }
+      this.clock.setTimeout(sweep, 100);
+    };
+    this.clock.setTimeout(sweep, 100);
+  }
+
+  private cut(c: ReturnType<SimNetwork['list']>[number]): void {
+    this.recorder.faultedConns.add(c.id);
+    this.noteFault(this.clock.now());
+    c.reset();
+  }
+
+  private call(tool: Tool2026, key: string | undefined): void {
+    const callKey = `c${++this.callCount}`;
+    this.recorder.calls.set(callKey, {
+      callKey,
+      tool,
+      at: this.clock.now(),
+      outcomes: 0,
+      faultedEnds: 0,
+      attempts: 0,
+    });
+    const deps = {
+      clock: this.clock,
+      net: this.net,
+      serve: (c: ReturnType<SimNetwork['list']>[number]) => this.route(c),
+      recorder: this.recorder,
+      nextId: () => ++this.idCount,
+      extension: this.config.extension ? { memoWindowMs: this.config.memoWindowMs } : undefined,
+      policy: SIM_STATELESS_POLICY,
+      stallTimeoutMs: this.config.heartbeat ? STALL_MS : 0,
+      onDecision: this.observer.decision?.bind(this.observer),
+    };
+    this.calls.push(
+      new SimCall(deps, this.variant.client, callKey, tool, key ?? `key-${callKey}`, this.callCount * 7919),
+    );
+  }
+
+  apply(cmd: Command2026): void {
+    const open = this.net.list();
+    const pick = <T>(xs: T[], i: number): T | undefined => (xs.length === 0 ? undefined : xs[i % xs.length]);
+    const now = this.clock.now();
+    if (cmd.kind === 'partition' || cmd.kind === 'blackhole') this.noteFault(now + cmd.ms);
+    // An instance that is down is a fault until it is back.
+    else if (cmd.kind === 'instanceDies') this.noteFault(now + (cmd.downMs ?? 0));
+    else if ((cmd.kind === 'call' || cmd.kind === 'callReusingKey') && this.server.failNext > 0)
+      this.noteFault(now + 1);
+    else if (cmd.kind !== 'call' && cmd.kind !== 'callReusingKey' && cmd.kind !== 'advance')
+      this.noteFault(now);
+    switch (cmd.kind) {
+      case 'call':
+        this.call(cmd.tool, undefined);
+        break;
+      case 'callReusingKey': {
+        const earlier = [...this.recorder.calls.values()].map((c) => c.key).filter((k) => k !== undefined);
+        this.call(cmd.tool, pick(earlier, cmd.pick));
+        break;
+      }
+      case 'advance':
+        this.clock.runFor(cmd.ms);
+        break;
+      case 'reset': {
+        const c = pick(open, cmd.pick);
+        if (c) this.cut(c);
+        break;
+      }
+      case 'resetAll':
+        for (const c of open) this.cut(c);
+        break;
+      case 'serverError':
+        this.server.failNext = cmd.count;
+        this.server.failStatus = cmd.status;
+        break;
+      case 'endStream': {
+        const c = pick(open, cmd.pick);
+        if (c) {
+          this.recorder.faultedConns.add(c.id);
+          c.send({ type: 'net.ended' });
+        }
+        break;
+      }
+      case 'stall': {
+        const c = pick(open, cmd.pick);
+        if (c) {
+          this.recorder.faultedConns.add(c.id);
+          c.blackholed = true;
+          c.stalled = true;
+        }
+        break;
+      }
+      case 'partition':
+        this.partition(cmd.ms);
+        break;
+      case 'blackhole':
+        this.swallowUntil = Math.max(this.swallowUntil, now + cmd.ms);
+        for (const c of open) this.swallow(c);
+        break;
+      case 'instanceDies':
+        for (const c of open) this.recorder.faultedConns.add(c.id);
+        this.server.instanceDies(cmd.pick, cmd.downMs ?? 0);
+        break;
+    }
+    this.clock.runFor(5);
+  }
+
+  /** Where the client's connections go: to the server, unless the path swallows them. */
+  private route(c: ReturnType<SimNetwork['list']>[number]): void {
+    if (this.clock.now() < this.swallowUntil) this.swallow(c);
+    else this.server.serve(c);
+  }
+
+  private swallow(c: ReturnType<SimNetwork['list']>[number]): void {
+    this.recorder.faultedConns.add(c.id);
+    c.blackholed = true;
+    c.stalled = true;
+  }
+
+  private noteFault(until: number): void {
+    this.recorder.faultsEndAt = Math.max(this.recorder.faultsEndAt, until);
+  }
+
+  private partition(ms: number): void {
+    this.net.refusing = true;
+    for (const c of this.net.list()) {
+      this.recorder.faultedConns.add(c.id);
+      c.blackholed = true;
+    }
+    this.partitionUntil = Math.max(this.partitionUntil, this.clock.now() + ms);
+    const until = this.partitionUntil;
+    this.clock.setTimeout(() => {
+      if (this.partitionUntil === until) this.heal();
+    }, ms);
+  }
+
+  /** Refusals stop; connections that went silent in the partition are reset, as TCP would. */
+  private heal(): void {
+    this.net.refusing = false;
+    for (const c of this.net.list()) if (c.blackholed && !c.stalled) c.reset();
+  }
+
+  /** Faults stop (the balancer goes on); the world runs until every call has ended, or the bound. */
+  settle(): WorldOutcome2026 {
+    this.server.failNext = 0;
+    this.partitionUntil = 0;
+    this.swallowUntil = 0;
+    this.heal();
+    // A stalled connection stays silent: only the client's stall timer or the balancer ends it.
+    const start = this.clock.now();
+    while (this.clock.now() - start < SETTLE_BOUND_2026_MS && this.unsettled().length > 0)
+      this.clock.runFor(500);
+    // Let whatever is still in flight land, so a late duplicate is seen.
+    this.clock.runFor(2_000);
+    return { config: this.config, recorder: this.recorder, hung: this.unsettled() };
+  }
+
+  private unsettled(): string[] {
+    return [...this.recorder.calls.values()].filter((c) => c.outcome === undefined).map((c) => c.callKey);
+  }
+
+  stop(): void {
+    for (const c of this.calls) c.stop();
+  }
+}
+
+/** Runs one schedule from a fresh world and returns what happened. */
+export function runSchedule2026(
+  commands: readonly Command2026[],
+  config?: WorldConfig2026,
+  variant?: WorldVariant2026,
+  observer?: Observer2026,
+): WorldOutcome2026 {
+  const undo = variant?.patch?.();
+  const world = new World2026(config, variant, observer);
+  try {
+    for (const cmd of commands) world.apply(cmd);
+    return world.settle();
+  } finally {
+    world.stop();
+    undo?.();
+  }
+}

@@ -100,9 +100,7 @@ function unexplained(
       // Or an earlier attempt may have reached a server whose memo cannot vouch for it (younger than its
       // window): the last attempt got the -32012, so more than one attempt may have run.
       if (recorder.deaths.some((t) => t >= c.at) || (c.maybeRanEnds ?? 0) > 1) return undefined;
-      return refusedThenReissued(recorder, c)
-        ? undefined
-        : 'no instance died and no earlier attempt may have run';
+      return 'no instance died and no earlier attempt may have run';
     case StatelessReason.keyReused: {
       const shared = [...recorder.calls.values()].some((o) => o.callKey !== c.callKey && o.key === c.key);
       return shared ? undefined : 'its key was never used by another call';
@@ -112,31 +110,6 @@ function unexplained(
     default:
       return 'no such reason in this world';
   }
-}
-
-/**
- * An open finding, excused here so it is counted rather than failing every CI run (`excusedFindings2026`
- * counts the worlds). `decideStatelessEnd` sends a re-issue (with `lastEventId`) after an attempt that
- * cannot have run (refused, 429, 503), so a memo store younger than its window (any store's first
- * `memoWindowMs`: memory, SQLite and Redis all count from their creation; a memory one from its process
- * start) that never saw the key answers it -32012 (`admitUnknownKey`): an outcome unknown for a call
- * that never reached any server. The fix belongs in the client's decisions: carry `lastEventId` only once
- * some attempt may have run (`mayHaveRun`); a re-issue of a call no server saw is a first attempt.
- */
-export function refusedThenReissued(recorder: Recorder2026, c: CallRecord2026): boolean {
-  return (
-    c.reason === StatelessReason.serverOutcomeUnknown &&
-    (recorder.executions.get(c.callKey) ?? 0) === 0 &&
-    !recorder.deaths.some((t) => t >= c.at) &&
-    (c.maybeRanEnds ?? 0) <= 1
-  );
-}
-
-/** Worlds' calls excused by an open finding (see `refusedThenReissued`). */
-export function excusedFindings2026({ recorder }: WorldOutcome2026): { reissueAfterRefusal: number } {
-  return {
-    reissueAfterRefusal: [...recorder.calls.values()].filter((c) => refusedThenReissued(recorder, c)).length,
-  };
 }
 
 /** Once faults stop, every call ends (result, error or outcome unknown) within the settle bound. */

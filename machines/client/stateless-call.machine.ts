@@ -179,6 +179,12 @@ export function attemptRequest(
   original: JsonRpcRequest,
   attempt: number,
   carry: { readonly idempotencyKey?: string; readonly lastEventId?: string | null } | undefined,
+  /**
+   * Some earlier attempt may have reached a server (`mayHaveRun`). When none can have (refused, 429, 503),
+   * the re-issue goes as a first attempt: the key without `lastEventId`. A re-issue marker would make a
+   * memo younger than its window answer -32012 for a call no server ever saw (found by the 2026 model).
+   */
+  mayHaveRunBefore = true,
 ): JsonRpcRequest {
   const id = attempt === 0 ? original.id : reissueId(original.id, attempt);
   const params = original.params ?? {};
@@ -186,7 +192,7 @@ export function attemptRequest(
   if (attempt > 0 && meta.progressToken !== undefined) meta.progressToken = id;
   if (carry?.idempotencyKey !== undefined) {
     meta[ContinuityMeta.idempotencyKey] = carry.idempotencyKey;
-    if (attempt > 0) meta[ContinuityMeta.lastEventId] = carry.lastEventId ?? null;
+    if (attempt > 0 && mayHaveRunBefore) meta[ContinuityMeta.lastEventId] = carry.lastEventId ?? null;
     meta[CLIENT_CAPABILITIES_META] = withExtensionDeclared(meta[CLIENT_CAPABILITIES_META]);
   }
   return { ...original, id, params: { ...params, _meta: meta } };
@@ -585,13 +591,14 @@ function absorbed(
 function nextAttempt(c: StatelessCallContext): Partial<StatelessCallContext> {
   const d = c.decision as Reissue;
   const attempts = c.attempts + 1;
+  const mayHaveRunBefore = c.mayHaveRunBefore || (c.end ? mayHaveRun(c.end) : true);
   return {
     attempts,
     lastEventId: d.carry ? (d.carry.lastEventId ?? undefined) : c.lastEventId,
     now: c.now + d.delayMs,
-    mayHaveRunBefore: c.mayHaveRunBefore || (c.end ? mayHaveRun(c.end) : true),
+    mayHaveRunBefore,
     headerMismatchRetried: c.headerMismatchRetried || d.refreshToolList === true,
-    current: attemptRequest(c.request, attempts, d.carry),
+    current: attemptRequest(c.request, attempts, d.carry, mayHaveRunBefore),
     end: undefined,
     decision: undefined,
     answer: undefined,

@@ -51,6 +51,14 @@ export class MemoryMemoStore implements MemoStore {
   }
 
   async get(memoKey: string): Promise<MemoEntry | undefined> {
+    return this.current(memoKey);
+  }
+
+  /**
+   * The live entry, read synchronously: `create` and `replace` must not wait between their read and their
+   * write, or two requests racing on one key both see it absent (or both see `expected`) and both win.
+   */
+  private current(memoKey: string): MemoEntry | undefined {
     const e = this.entries.get(memoKey);
     if (e && memoExpired(e, this.options.memoWindowMs, this.now())) {
       this.forget(memoKey);
@@ -60,7 +68,7 @@ export class MemoryMemoStore implements MemoStore {
   }
 
   async create(entry: MemoEntry, maxEntriesPerPrincipal: number): Promise<MemoCreate> {
-    const existing = await this.get(entry.memoKey);
+    const existing = this.current(entry.memoKey);
     if (existing) return { kind: 'exists', entry: existing };
     const mine = [...(this.byPrincipal.get(entry.principal) ?? [])]
       .map((k) => this.entries.get(k))
@@ -74,7 +82,7 @@ export class MemoryMemoStore implements MemoStore {
   }
 
   async replace(next: MemoEntry, expected: KeyedWorkState): Promise<MemoEntry | undefined> {
-    const stored = await this.get(next.memoKey);
+    const stored = this.current(next.memoKey);
     if (!stored) return undefined;
     if (stored.state !== expected) return stored;
     this.write(next);

@@ -289,7 +289,11 @@ export function attachStep<E extends { readonly seq: number; readonly message: J
   if (entry.state === 'cancelled') return { write, lastSent: cursor, end: { kind: 'cancelled' } };
   if (entry.state === 'outcomeUnknown') return { write, lastSent: cursor, end: { kind: 'outcome-unknown' } };
   // Recorded: the events before the final one were appended before the outcome was recorded, so they
-  // are all in `events` (or evicted: `lost` above); the outcome goes last, under the final's id.
+  // are in the log (or evicted: `lost` above); the outcome goes last, under the final's id. When this
+  // read of the log came before the body's last appends and this read of the entry after its record
+  // (the runtime reads the log first), the events up to the final one are not all here yet: read again
+  // rather than end, or they would be skipped without a gap.
+  if (entry.finalSeq !== undefined && cursor < entry.finalSeq - 1) return { write, lastSent: cursor };
   return {
     write,
     lastSent: cursor,

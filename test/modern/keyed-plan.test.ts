@@ -130,6 +130,15 @@ describe('keyed plan (pure): memo lookup + reading → what the server does', ()
     const step = attachStep(done, win(1, 3, true), [p(2), ev(3, { id: 1, result: {} })], 1, true);
     expect(step.write.map((e) => e.seq)).toEqual([2]);
     expect(step.end).toEqual({ kind: 'outcome', outcome: recorded, seq: 3 });
+    // The log was read before the body's last append, the entry after its record (review finding): the
+    // stream reads again instead of ending, so event 3 is written before the outcome at 4.
+    const late = entry({ state: 'committed', outcome: recorded, finalSeq: 4 });
+    const early = attachStep(late, win(1, 2), [p(2)], 1, true);
+    expect(early.write.map((e) => e.seq)).toEqual([2]);
+    expect(early.end).toBeUndefined();
+    const caught = attachStep(late, win(1, 4, true), [p(3), ev(4, { id: 1, result: {} })], 2, true);
+    expect(caught.write.map((e) => e.seq)).toEqual([3]);
+    expect(caught.end).toEqual({ kind: 'outcome', outcome: recorded, seq: 4 });
     expect(attachStep(entry(), win(1, 2), [p(2)], 1, true).end).toBeUndefined();
     expect(attachStep(entry(), win(1, 2), [], 2, false).declareDied).toBe(true);
     expect(attachStep(entry(), win(5, 8), [], 2, true).end).toEqual({ kind: 'lost' });

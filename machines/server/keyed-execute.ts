@@ -158,7 +158,7 @@ export type KeyedFollowCommand =
   /** → `boolean`: the owner is this instance or holds a lease. */
   | { readonly kind: 'owner-alive'; readonly owner: string }
   /** → nothing: write these frames to the response, in order. */
-  | { readonly kind: 'write'; readonly frames: readonly KeyedFrame[] }
+  | { readonly kind: 'write'; readonly frames: ReadonlyArray<Required<KeyedFrame>> }
   /** → anything: the running entry's owner is gone; record `instance.died` (compare-and-set), then look again. */
   | { readonly kind: 'declare-died'; readonly entry: MemoEntry }
   /** → nothing: wait for a wake-up (a ring of the key's log, or the poll), then look again. */
@@ -200,7 +200,7 @@ export function* keyedFollowSteps(facts: {
         ? ((yield { kind: 'owner-alive', owner: current.owner }) as boolean)
         : true;
     const step = decide(current, read?.window, read?.events ?? [], lastSent, alive);
-    const frames: KeyedFrame[] = [];
+    const frames: Array<Required<KeyedFrame>> = [];
     for (const e of step.write) {
       const m = deliverAs(e.message, facts.attempt);
       if (m) frames.push({ id: keyedEventId(facts.entry, e.seq), message: m });

@@ -265,11 +265,12 @@ export function* keyedBodyEndSteps(
 ): Generator<KeyedBodyEndCommand, void, BodyEndAnswer> {
   const current = (yield { kind: 'read-entry' }) as MemoEntry | undefined;
   const end = keyedRunEnd(current, entry.owner, final);
-  if (end.kind === 'nothing' || !current || !final) {
+  if (end.kind === 'nothing' || !current) {
     yield { kind: 'ring' };
     return;
   }
-  if (end.kind === 'declare-died') {
+  // No answer (`final` undefined): the entry would otherwise stay running under a live owner forever.
+  if (end.kind === 'declare-died' || !final) {
     yield { kind: 'record', entry: current, event: { type: 'instance.died' }, watched: false };
     return;
   }

@@ -1,11 +1,22 @@
 import type { KeyReading } from '../continuity-extension.js';
-import type { MemoCreate, MemoEntry } from './keyed-memo.js';
+import type { JsonRpcMessage } from '../jsonrpc.js';
+import { keyedEventId, type MemoCreate, type MemoEntry } from './keyed-memo.js';
 import {
+  type AttachStep,
+  type Attempt,
+  appendsFinal,
+  attachStep,
+  cancelledReply,
+  deliverAs,
   type KeyedReply,
+  keyedRunEnd,
   memoFullReply,
+  needsOwnerLiveness,
   nextEntry,
+  outcomeMessage,
   outcomeUnknownReply,
   planKeyedCall,
+  replyMessage,
 } from './keyed-plan.js';
 import type { StreamWindow } from './retention.js';
 
@@ -109,22 +120,169 @@ export function* keyedCallSteps(facts: {
   return { kind: 'reply', reply: outcomeUnknownReply() };
 }
 
-/** Drives `steps` with an async executor (the runtime's). */
-export async function driveKeyedCall(
-  steps: Steps,
-  execute: (command: KeyedCallCommand) => Promise<KeyedCallAnswers[keyof KeyedCallAnswers]>,
-): Promise<KeyedCallEnd> {
+/**
+ * Drives `steps` (any of this file's procedures) with an async executor (the runtime's): each command's
+ * answer goes back into the steps; the return value is theirs.
+ */
+export async function driveKeyedCall<C, R, A>(
+  steps: Generator<C, R, A>,
+  execute: (command: C) => Promise<A>,
+): Promise<R> {
   let r = steps.next();
   while (!r.done) r = steps.next(await execute(r.value));
   return r.value;
 }
 
 /** Drives `steps` with a synchronous executor (the simulated world's). */
-export function driveKeyedCallSync(
-  steps: Steps,
-  execute: (command: KeyedCallCommand) => KeyedCallAnswers[keyof KeyedCallAnswers],
-): KeyedCallEnd {
+export function driveKeyedCallSync<C, R, A>(steps: Generator<C, R, A>, execute: (command: C) => A): R {
   let r = steps.next();
   while (!r.done) r = steps.next(execute(r.value));
   return r.value;
+}
+
+/** One frame of an attached response: a log event under its SSE id, or an answer without one. */
+export interface KeyedFrame {
+  readonly id?: string;
+  readonly message: JsonRpcMessage;
+}
+
+/**
+ * The attached response of one attempt (`keyedFollowSteps`), as commands. Each look reads the log after
+ * what was sent, then the entry (and its owner's liveness while it runs), and `attachStep` decides.
+ */
+export type KeyedFollowCommand =
+  /** → `{ window, events } | undefined`: the key's log after `afterSeq` (after age eviction). */
+  | { readonly kind: 'read-log'; readonly afterSeq: number }
+  /** → `MemoEntry | undefined`: the memo's entry for the key. */
+  | { readonly kind: 'read-entry' }
+  /** → `boolean`: the owner is this instance or holds a lease. */
+  | { readonly kind: 'owner-alive'; readonly owner: string }
+  /** → nothing: write these frames to the response, in order. */
+  | { readonly kind: 'write'; readonly frames: ReadonlyArray<Required<KeyedFrame>> }
+  /** → anything: the running entry's owner is gone; record `instance.died` (compare-and-set), then look again. */
+  | { readonly kind: 'declare-died'; readonly entry: MemoEntry }
+  /** → nothing: wait for a wake-up (a ring of the key's log, or the poll), then look again. */
+  | { readonly kind: 'wait' };
+
+/** A log read: the retained window and the events after the cursor. */
+export interface KeyedLogRead {
+  readonly window: StreamWindow;
+  readonly events: ReadonlyArray<{ readonly seq: number; readonly message: JsonRpcMessage }>;
+}
+
+/** How an attached response ends: `attachStep`'s end, and the last frame to write (none when `lost`). */
+export interface KeyedFollowEnd {
+  readonly end: NonNullable<AttachStep<{ seq: number; message: JsonRpcMessage }>['end']>['kind'];
+  readonly frame?: KeyedFrame;
+}
+
+type FollowAnswer = KeyedLogRead | MemoEntry | boolean | undefined;
+
+/**
+ * The steps of one attached response, from `afterSeq` to its end: look (read the log, read the entry,
+ * its owner's liveness when `needsOwnerLiveness`), write what `attachStep` says (`deliverAs` the attempt,
+ * under `keyedEventId`), declare a dead owner's entry (then look again at once), end, or wait. `decide` is
+ * `attachStep` (the simulated world's mutants wrap it). Never starts anything.
+ */
+export function* keyedFollowSteps(facts: {
+  readonly entry: Pick<MemoEntry, 'epoch'>;
+  readonly attempt: Attempt;
+  readonly afterSeq: number;
+  readonly decide?: typeof attachStep;
+}): Generator<KeyedFollowCommand, KeyedFollowEnd, FollowAnswer> {
+  const decide = facts.decide ?? attachStep;
+  let lastSent = facts.afterSeq;
+  for (;;) {
+    const read = (yield { kind: 'read-log', afterSeq: lastSent }) as KeyedLogRead | undefined;
+    const current = (yield { kind: 'read-entry' }) as MemoEntry | undefined;
+    const alive =
+      current && needsOwnerLiveness(current)
+        ? ((yield { kind: 'owner-alive', owner: current.owner }) as boolean)
+        : true;
+    const step = decide(current, read?.window, read?.events ?? [], lastSent, alive);
+    const frames: Array<Required<KeyedFrame>> = [];
+    for (const e of step.write) {
+      const m = deliverAs(e.message, facts.attempt);
+      if (m) frames.push({ id: keyedEventId(facts.entry, e.seq), message: m });
+    }
+    if (frames.length > 0) yield { kind: 'write', frames };
+    lastSent = step.lastSent;
+    if (step.declareDied && current) {
+      yield { kind: 'declare-died', entry: current };
+      continue;
+    }
+    const end = step.end;
+    if (!end) {
+      yield { kind: 'wait' };
+      continue;
+    }
+    if (end.kind === 'lost') return { end: end.kind };
+    if (end.kind === 'outcome') {
+      const message = outcomeMessage(end.outcome, facts.attempt);
+      return end.seq === undefined
+        ? { end: end.kind, frame: { message } }
+        : { end: end.kind, frame: { id: keyedEventId(facts.entry, end.seq), message } };
+    }
+    const reply = end.kind === 'cancelled' ? cancelledReply() : outcomeUnknownReply();
+    return { end: end.kind, frame: { message: replyMessage(reply, facts.attempt) } };
+  }
+}
+
+/** The end of a body run (`keyedBodyEndSteps`), as commands. */
+export type KeyedBodyEndCommand =
+  /** → `MemoEntry | undefined`: the memo's entry for the key. */
+  | { readonly kind: 'read-entry' }
+  /** → `StreamWindow | undefined`: the key's log window (its head: the final response's seq is head + 1). */
+  | { readonly kind: 'read-window' }
+  /** → `boolean`: a response here is waiting on the key's log (the outcome is then recorded `answered`). */
+  | { readonly kind: 'watched' }
+  /**
+   * → `MemoEntry | undefined`, the entry stored after: move `entry` by `event` (`nextEntry`,
+   * compare-and-set from its state), then wake its watchers.
+   */
+  | {
+      readonly kind: 'record';
+      readonly entry: MemoEntry;
+      readonly event: Parameters<typeof nextEntry>[1];
+      readonly watched: boolean;
+    }
+  /** → nothing: append the final response to the log (and finish it), under the recorded seq. */
+  | { readonly kind: 'append-final'; readonly message: JsonRpcMessage }
+  /** → nothing: wake the responses attached to the key's log. */
+  | { readonly kind: 'ring' };
+
+type BodyEndAnswer = MemoEntry | StreamWindow | boolean | undefined;
+
+/**
+ * The steps after a body's messages (`final`: its answer, if the SDK gave one): `keyedRunEnd` on the
+ * entry read now; the outcome is recorded durably first, under the seq the final response gets in the
+ * log (head + 1), and the final response appended only when that recording won (`appendsFinal`), so no
+ * stream ever writes an outcome the memo does not hold. An answerless end declares the entry dead.
+ */
+export function* keyedBodyEndSteps(
+  entry: Pick<MemoEntry, 'owner'>,
+  final: JsonRpcMessage | undefined,
+): Generator<KeyedBodyEndCommand, void, BodyEndAnswer> {
+  const current = (yield { kind: 'read-entry' }) as MemoEntry | undefined;
+  const end = keyedRunEnd(current, entry.owner, final);
+  if (end.kind === 'nothing' || !current) {
+    yield { kind: 'ring' };
+    return;
+  }
+  // No answer (`final` undefined): the entry would otherwise stay running under a live owner forever.
+  if (end.kind === 'declare-died' || !final) {
+    yield { kind: 'record', entry: current, event: { type: 'instance.died' }, watched: false };
+    return;
+  }
+  const window = (yield { kind: 'read-window' }) as StreamWindow | undefined;
+  const finalSeq = (window?.head ?? 0) + 1;
+  const watched = (yield { kind: 'watched' }) as boolean;
+  const won = (yield {
+    kind: 'record',
+    entry: current,
+    event: { type: 'tool.finished', outcome: end.outcome, finalSeq },
+    watched,
+  }) as MemoEntry | undefined;
+  if (appendsFinal(won, finalSeq)) yield { kind: 'append-final', message: final };
+  yield { kind: 'ring' };
 }

@@ -12,7 +12,12 @@ import {
   type KeyedCallAnswers,
   type KeyedCallCommand,
   type KeyedCallEnd,
+  type KeyedFollowCommand,
+  type KeyedFollowEnd,
+  type KeyedLogRead,
+  keyedBodyEndSteps,
   keyedCallSteps,
+  keyedFollowSteps,
 } from '../../machines/server/keyed-execute.js';
 import {
   keyedLogId,
@@ -24,18 +29,11 @@ import {
 import {
   type Attempt,
   abortsLocalRun,
-  appendsFinal,
   attachStep,
-  cancelledReply,
-  deliverAs,
   type KeyedReply,
   type KeyedRoute,
-  keyedEventId,
-  keyedRunEnd,
-  needsOwnerLiveness,
   nextEntry,
   outcomeMessage,
-  outcomeUnknownReply,
   planKeyedCancel,
   replyMessage,
   routeKeyedMessage,
@@ -136,7 +134,12 @@ interface Follower {
   readonly mk: string;
   readonly memo: SimMemo;
   readonly logId: string;
-  lastSent: number;
+  /** The response's steps (`keyedFollowSteps`), and the command they wait on. */
+  readonly steps: Generator<KeyedFollowCommand, KeyedFollowEnd, unknown>;
+  pending: IteratorResult<KeyedFollowCommand, KeyedFollowEnd>;
+  /** Its steps are being executed (a wake-up then only asks for one more look). */
+  busy: boolean;
+  again: boolean;
   done: boolean;
 }
 
@@ -401,13 +404,22 @@ export class SimServer2026 {
     attempt: Attempt,
     afterSeq: number,
   ): void {
+    const steps = keyedFollowSteps({
+      entry: { epoch: epochOf(entry.logId) },
+      attempt,
+      afterSeq,
+      decide: this.decisions.attachStep,
+    }) as Follower['steps'];
     const f: Follower = {
       conn,
       attempt,
       mk: entry.memoKey,
       memo,
       logId: entry.logId,
-      lastSent: afterSeq,
+      steps,
+      pending: steps.next(),
+      busy: false,
+      again: false,
       done: false,
     };
     const set = this.followers.get(entry.logId) ?? new Set();
@@ -436,48 +448,71 @@ export class SimServer2026 {
     for (const f of [...(this.followers.get(logId) ?? [])]) this.follow(f);
   }
 
-  /** One look at the log and the entry: write what `attachStep` says, end when it says so. */
+  /**
+   * A wake-up of an attached response: its steps (`keyedFollowSteps`) go on from the wait, for at most
+   * `MAX_PLAN_ROUNDS` looks, until they wait again or end. A wake-up while they run (their own declared
+   * death rings the log) asks for one more look instead of running them inside themselves.
+   */
   private follow(f: Follower): void {
-    for (let round = 0; round < MAX_PLAN_ROUNDS && !f.done; round++) {
-      const log = f.memo.logs.get(f.logId);
-      const current = f.memo.entries.get(f.mk);
-      const sameKey = current?.logId === f.logId ? current : undefined;
-      const window = this.windowOf(f.memo, f.logId);
-      const events: Array<{ seq: number; message: JsonRpcMessage }> = [];
-      if (log && window)
-        for (let seq = Math.max(f.lastSent + 1, window.oldest); seq <= window.head; seq++) {
+    if (f.done) return;
+    if (f.busy) {
+      f.again = true;
+      return;
+    }
+    f.busy = true;
+    f.again = false;
+    let r = f.pending;
+    let looks = 0;
+    while (!r.done && !f.done) {
+      const c = r.value;
+      if (c.kind === 'wait') {
+        if (looks > 0 && !f.again) break;
+        f.again = false;
+        r = f.steps.next(undefined);
+        continue;
+      }
+      if (c.kind === 'read-log' && ++looks > MAX_PLAN_ROUNDS) break;
+      r = f.steps.next(this.followCommand(f, c));
+    }
+    f.pending = r;
+    f.busy = false;
+    if (!r.done || f.done) return;
+    this.observe({ kind: 'attach-end', end: r.value.end });
+    this.end(f);
+    const frame = r.value.frame;
+    if (frame) write(f.conn, { type: 'sse.event', id: frame.id, message: frame.message });
+    f.conn.send({ type: 'net.ended' });
+  }
+
+  /** One command of an attached response's steps, on the simulated stores (the runtime's order). */
+  private followCommand(f: Follower, c: KeyedFollowCommand): unknown {
+    switch (c.kind) {
+      case 'read-log': {
+        const log = f.memo.logs.get(f.logId);
+        const window = this.windowOf(f.memo, f.logId);
+        if (!log || !window) return undefined;
+        const events: Array<{ seq: number; message: JsonRpcMessage }> = [];
+        for (let seq = Math.max(c.afterSeq + 1, window.oldest); seq <= window.head; seq++) {
           const message = log.messages.get(seq);
           if (message) events.push({ seq, message });
         }
-      const alive = sameKey && needsOwnerLiveness(sameKey) ? this.leased().has(sameKey.owner) : true;
-      const step = this.decisions.attachStep(sameKey, window, events, f.lastSent, alive);
-      for (const e of step.write) {
-        const m = deliverAs(e.message, f.attempt);
-        if (m)
-          write(f.conn, {
-            type: 'sse.event',
-            id: keyedEventId({ epoch: epochOf(f.logId) }, e.seq),
-            message: m,
-          });
+        return { window, events } satisfies KeyedLogRead;
       }
-      f.lastSent = step.lastSent;
-      if (step.declareDied && sameKey) {
-        this.record(f.memo, sameKey, { type: 'instance.died' });
-        continue;
+      case 'read-entry': {
+        const current = f.memo.entries.get(f.mk);
+        return current?.logId === f.logId ? current : undefined;
       }
-      if (!step.end) return;
-      this.observe({ kind: 'attach-end', end: step.end.kind });
-      this.end(f);
-      const end = step.end;
-      if (end.kind === 'outcome') {
-        const id = end.seq === undefined ? undefined : keyedEventId({ epoch: epochOf(f.logId) }, end.seq);
-        write(f.conn, { type: 'sse.event', id, message: outcomeMessage(end.outcome, f.attempt) });
-      } else if (end.kind !== 'lost') {
-        const reply = end.kind === 'cancelled' ? cancelledReply() : outcomeUnknownReply();
-        write(f.conn, { type: 'sse.event', message: replyMessage(reply, f.attempt) });
-      }
-      f.conn.send({ type: 'net.ended' });
-      return;
+      case 'owner-alive':
+        return this.leased().has(c.owner);
+      case 'write':
+        for (const frame of c.frames)
+          write(f.conn, { type: 'sse.event', id: frame.id, message: frame.message });
+        return undefined;
+      case 'declare-died':
+        this.record(f.memo, c.entry, { type: 'instance.died' });
+        return undefined;
+      case 'wait':
+        return undefined;
     }
   }
 
@@ -533,28 +568,33 @@ export class SimServer2026 {
     }
     this.clock.setTimeout(() => {
       if (!live()) return;
-      const current = memo.entries.get(entry.memoKey);
-      const log = memo.logs.get(entry.logId) as KeyLog;
       const final = outcomeMessage({ kind: 'result', result: resultOf(execution) }, { id: request.id });
-      const end = keyedRunEnd(current, owner, final);
-      if (end.kind !== 'record' || !current) return;
-      this.complete(callKey, execution);
-      const finalSeq = log.window.head + 1;
-      // A response of this instance waiting on the key's log: the outcome is recorded `answered`.
-      const watched = [...(this.followers.get(entry.logId) ?? [])].some(
-        (f) => !f.done && this.servedBy.get(f.conn) === instance.id,
-      );
-      const won = this.record(
-        memo,
-        current,
-        { type: 'tool.finished', outcome: end.outcome, finalSeq },
-        watched,
-      );
-      if (appendsFinal(won, finalSeq)) {
-        append(final);
-        log.window = finishWindow(log.window);
-      }
-      this.wake(entry.logId);
+      // The runtime's end of a body run (`keyedBodyEndSteps`), on the simulated stores.
+      driveKeyedCallSync(keyedBodyEndSteps(entry, final), (c): unknown => {
+        switch (c.kind) {
+          case 'read-entry':
+            return memo.entries.get(entry.memoKey);
+          case 'read-window':
+            return (memo.logs.get(entry.logId) as KeyLog).window;
+          case 'watched':
+            // A response of this instance waiting on the key's log: the outcome is recorded `answered`.
+            return [...(this.followers.get(entry.logId) ?? [])].some(
+              (f) => !f.done && this.servedBy.get(f.conn) === instance.id,
+            );
+          case 'record':
+            if (c.event.type === 'tool.finished') this.complete(callKey, execution);
+            return this.record(memo, c.entry, c.event, c.watched);
+          case 'append-final': {
+            append(c.message);
+            const log = memo.logs.get(entry.logId) as KeyLog;
+            log.window = finishWindow(log.window);
+            return undefined;
+          }
+          case 'ring':
+            this.wake(entry.logId);
+            return undefined;
+        }
+      });
     }, tool.durationMs);
   }
 

@@ -2,11 +2,16 @@ import { describe, expect, it } from 'vitest';
 import { ContinuityErrorCode } from '../../machines/continuity-extension.js';
 import {
   driveKeyedCallSync,
+  type KeyedBodyEndCommand,
   type KeyedCallCommand,
+  type KeyedFollowCommand,
+  keyedBodyEndSteps,
   keyedCallSteps,
+  keyedFollowSteps,
 } from '../../machines/server/keyed-execute.js';
 import {
   admitNewKey,
+  keyedEventId,
   type MemoEntry,
   memoExpired,
   orphanedEntries,
@@ -277,6 +282,152 @@ describe('the runner: what the instance running a body does when it ends', () =>
     expect(abortsLocalRun(entry(), 'me')).toBe(false);
     expect(isFinalAnswer(final, 1)).toBe(true);
     expect(isFinalAnswer({ ...final, id: 2 }, 1)).toBe(false);
+  });
+});
+
+describe('attached response steps (keyedFollowSteps: what src/ and the world drive alike)', () => {
+  const progress = (n: number) => ({
+    seq: n,
+    message: {
+      jsonrpc: '2.0' as const,
+      method: 'notifications/progress',
+      params: { progressToken: 'a', progress: n },
+    },
+  });
+  const attempt = { id: 7, progressToken: 'b' };
+  /** Drives the steps over a scripted world: `looks[i]` is what the i-th look reads. */
+  const follow = (looks: Array<{ entry: MemoEntry | undefined; window?: StreamWindow; alive?: boolean }>) => {
+    const seen: KeyedFollowCommand[] = [];
+    let look = -1;
+    const end = driveKeyedCallSync(
+      keyedFollowSteps({ entry: entry(), attempt, afterSeq: 1 }),
+      (c): unknown => {
+        seen.push(c);
+        if (seen.length > 50) throw new Error('the steps never ended');
+        if (c.kind === 'read-log') {
+          look++;
+          const w = looks[look]?.window;
+          // Progress at 2 and 3; the final response (never written from the log) at 4.
+          if (!w) return undefined;
+          const events = [2, 3, 4]
+            .filter((s) => s > c.afterSeq && s <= w.head)
+            .map((s) => (s === 4 ? { seq: 4, message: { jsonrpc: '2.0', id: 1, result: {} } } : progress(s)));
+          return { window: w, events };
+        }
+        if (c.kind === 'read-entry') return looks[look]?.entry;
+        if (c.kind === 'owner-alive') return looks[look]?.alive ?? true;
+        return undefined;
+      },
+    );
+    return { end, seen };
+  };
+
+  it('writes new events as the attempt, waits, then ends with the recorded outcome under its id', () => {
+    const done = entry({ state: 'committed', outcome: recorded, finalSeq: 4, finishedAt: 1 });
+    const { end, seen } = follow([
+      { entry: entry(), window: win(1, 3) },
+      { entry: done, window: win(1, 4, true) },
+    ]);
+    expect(seen.map((c) => c.kind)).toEqual([
+      'read-log',
+      'read-entry',
+      'owner-alive',
+      'write',
+      'wait',
+      'read-log',
+      'read-entry',
+    ]);
+    expect(seen[3]).toEqual({
+      kind: 'write',
+      frames: [2, 3].map((n) => ({
+        id: keyedEventId(entry(), n),
+        message: { ...progress(n).message, params: { progressToken: 'b', progress: n } },
+      })),
+    });
+    expect(seen[5]).toEqual({ kind: 'read-log', afterSeq: 3 });
+    expect(end).toEqual({
+      end: 'outcome',
+      frame: { id: keyedEventId(entry(), 4), message: { jsonrpc: '2.0', id: 7, result: recorded.result } },
+    });
+  });
+
+  it("a dead owner's running entry is declared dead, looked at again at once, and ends -32012 without an id", () => {
+    const gone = entry({ owner: 'gone' });
+    const unknown = entry({ owner: 'gone', state: 'outcomeUnknown', finishedAt: 1 });
+    const { end, seen } = follow([
+      { entry: gone, window: win(1, 1), alive: false },
+      { entry: unknown, window: win(1, 1) },
+    ]);
+    expect(seen.map((c) => c.kind)).toEqual([
+      'read-log',
+      'read-entry',
+      'owner-alive',
+      'declare-died',
+      'read-log',
+      'read-entry',
+    ]);
+    expect(seen[3]).toEqual({ kind: 'declare-died', entry: gone });
+    expect(end.end).toBe('outcome-unknown');
+    expect(end.frame?.id).toBeUndefined();
+    expect(end.frame?.message).toMatchObject({ id: 7, error: { code: ContinuityErrorCode.OUTCOME_UNKNOWN } });
+  });
+
+  it('events it had not written evicted: lost, no frame (the re-issue gets the exact 410)', () => {
+    expect(follow([{ entry: entry(), window: win(3, 4) }]).end).toEqual({ end: 'lost' });
+  });
+});
+
+describe('body end steps (keyedBodyEndSteps: what src/ and the world drive alike)', () => {
+  const final = { jsonrpc: '2.0' as const, id: 1, result: { content: [] } };
+  const run = (
+    current: MemoEntry | undefined,
+    answer: Partial<Record<string, unknown>>,
+    fin: typeof final | undefined,
+  ) => {
+    const seen: KeyedBodyEndCommand[] = [];
+    driveKeyedCallSync(keyedBodyEndSteps(entry(), fin), (c): unknown => {
+      seen.push(c);
+      return c.kind === 'read-entry' ? current : answer[c.kind];
+    });
+    return seen;
+  };
+
+  it('records the outcome under head + 1 (watched: answered) before appending the final response, then rings', () => {
+    const won = entry({ state: 'answered', outcome: { kind: 'result', result: final.result }, finalSeq: 5 });
+    const seen = run(entry(), { 'read-window': win(1, 4), watched: true, record: won }, final);
+    expect(seen).toEqual([
+      { kind: 'read-entry' },
+      { kind: 'read-window' },
+      { kind: 'watched' },
+      {
+        kind: 'record',
+        entry: entry(),
+        event: { type: 'tool.finished', outcome: { kind: 'result', result: final.result }, finalSeq: 5 },
+        watched: true,
+      },
+      { kind: 'append-final', message: final },
+      { kind: 'ring' },
+    ]);
+  });
+
+  it('a lost recording appends nothing; no answer declares the entry dead; an entry that moved on only rings', () => {
+    const lost = run(
+      entry(),
+      {
+        'read-window': undefined,
+        watched: false,
+        record: entry({ state: 'cancelled' }),
+      },
+      final,
+    );
+    expect(lost.map((c) => c.kind)).toEqual(['read-entry', 'read-window', 'watched', 'record', 'ring']);
+    expect(lost[3]).toMatchObject({ event: { finalSeq: 1 } });
+    // The SDK ended without an answer (its stream broke): the side effect may have happened.
+    expect(run(entry(), {}, undefined)).toEqual([
+      { kind: 'read-entry' },
+      { kind: 'record', entry: entry(), event: { type: 'instance.died' }, watched: false },
+    ]);
+    expect(run(entry({ state: 'cancelled' }), {}, final).map((c) => c.kind)).toEqual(['read-entry', 'ring']);
   });
 });
 

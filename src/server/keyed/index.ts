@@ -9,7 +9,14 @@ import {
 } from '../../../machines/continuity-extension.js';
 import type { JsonRpcMessage, JsonRpcRequest } from '../../../machines/jsonrpc.js';
 import { isOwnerAlive } from '../../../machines/server/instances.js';
-import { driveKeyedCall, keyedCallSteps } from '../../../machines/server/keyed-execute.js';
+import {
+  driveKeyedCall,
+  type KeyedFollowCommand,
+  type KeyedLogRead,
+  keyedBodyEndSteps,
+  keyedCallSteps,
+  keyedFollowSteps,
+} from '../../../machines/server/keyed-execute.js';
 import {
   KEYED_STREAM,
   keyedLogId,
@@ -19,18 +26,9 @@ import {
 import {
   type Attempt,
   abortsLocalRun,
-  appendsFinal,
-  attachStep,
-  cancelledReply,
-  deliverAs as deliverAsAttempt,
   isFinalAnswer,
   type KeyedReply,
-  keyedEventId,
-  keyedRunEnd,
-  needsOwnerLiveness,
   nextEntry,
-  outcomeMessage,
-  outcomeUnknownReply,
   planKeyedCancel,
   replyMessage,
   routeKeyedMessage,
@@ -264,28 +262,26 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
     } finally {
       this.local.delete(entry.memoKey);
     }
-    const current = await this.memo.get(entry.memoKey);
-    const end = keyedRunEnd(current, this.memo.instanceId, final);
-    if (end.kind === 'nothing' || !current || !final) {
-      this.wakeups.ring(entry.logId);
-      return;
-    }
-    if (end.kind === 'declare-died') {
-      await this.record(current, { type: 'instance.died' });
-      return;
-    }
-    const head = (await this.log.window(entry.logId, KEYED_STREAM))?.head ?? 0;
-    // Recorded durably first, under the id the final response gets in the log: no stream ever writes an
-    // outcome the memo does not hold.
-    const won = await this.record(
-      current,
-      { type: 'tool.finished', outcome: end.outcome, finalSeq: head + 1 },
-      this.wakeups.waiting(entry.logId),
-    );
-    if (appendsFinal(won, head + 1)) {
-      await this.log.appendFinal(entry.logId, KEYED_STREAM, final);
-    }
-    this.wakeups.ring(entry.logId);
+    // The end (`keyedBodyEndSteps`): the outcome recorded durably first, under the id the final response
+    // gets in the log, then appended: no stream ever writes an outcome the memo does not hold.
+    await driveKeyedCall(keyedBodyEndSteps(entry, final), async (c) => {
+      switch (c.kind) {
+        case 'read-entry':
+          return this.memo.get(entry.memoKey);
+        case 'read-window':
+          return this.log.window(entry.logId, KEYED_STREAM);
+        case 'watched':
+          return this.wakeups.waiting(entry.logId);
+        case 'record':
+          return this.record(c.entry, c.event, c.watched);
+        case 'append-final':
+          await this.log.appendFinal(entry.logId, KEYED_STREAM, c.message);
+          return undefined;
+        case 'ring':
+          this.wakeups.ring(entry.logId);
+          return undefined;
+      }
+    });
   }
 
   /** Moves the stored entry by the machine (compare-and-set from running) and wakes its watchers. */
@@ -351,37 +347,46 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
     write: (frame: string) => void,
     signal: AbortSignal,
   ): Promise<void> {
-    let lastSent = afterSeq;
-    while (!signal.aborted && !this.closed) {
-      const read = await this.log.read(entry.logId, KEYED_STREAM, lastSent);
-      const current = await this.memo.get(entry.memoKey);
-      const alive = current && needsOwnerLiveness(current) ? await this.alive(current.owner) : true;
-      const step = attachStep(current, read?.window, read?.events ?? [], lastSent, alive);
-      for (const e of step.write) {
-        const m = deliverAsAttempt(e.message, attempt);
-        if (m) write(eventFrame(keyedEventId(entry, e.seq), m));
-      }
-      lastSent = step.lastSent;
-      if (step.declareDied && current) {
-        await this.record(current, { type: 'instance.died' });
-        continue;
-      }
-      const end = step.end;
-      if (end) {
-        if (end.kind === 'outcome') {
-          const m = outcomeMessage(end.outcome, attempt);
-          write(
-            end.seq === undefined
-              ? `data: ${JSON.stringify(m)}\n\n`
-              : eventFrame(keyedEventId(entry, end.seq), m),
-          );
-        } else if (end.kind !== 'lost') {
-          const reply = end.kind === 'cancelled' ? cancelledReply() : outcomeUnknownReply();
-          write(`data: ${JSON.stringify(replyMessage(reply, attempt))}\n\n`);
-        }
-        return;
-      }
-      await this.wakeups.wait(entry.logId, this.pollMs, signal);
+    const steps = keyedFollowSteps({ entry, attempt, afterSeq });
+    let r = steps.next();
+    while (!r.done) {
+      const c = r.value;
+      // This response stops between looks once its client is gone or the runtime closes.
+      if (c.kind === 'read-log' && (signal.aborted || this.closed)) return;
+      r = steps.next(await this.followCommand(entry, c, write, signal));
+    }
+    const frame = r.value.frame;
+    if (frame)
+      write(
+        frame.id === undefined
+          ? `data: ${JSON.stringify(frame.message)}\n\n`
+          : eventFrame(frame.id, frame.message),
+      );
+  }
+
+  /** One command of an attached response's steps, on the log, the memo and the wake-ups. */
+  private async followCommand(
+    entry: MemoEntry,
+    c: KeyedFollowCommand,
+    write: (frame: string) => void,
+    signal: AbortSignal,
+  ): Promise<MemoEntry | KeyedLogRead | boolean | undefined> {
+    switch (c.kind) {
+      case 'read-log':
+        return this.log.read(entry.logId, KEYED_STREAM, c.afterSeq);
+      case 'read-entry':
+        return this.memo.get(entry.memoKey);
+      case 'owner-alive':
+        return this.alive(c.owner);
+      case 'write':
+        for (const f of c.frames) write(eventFrame(f.id, f.message));
+        return undefined;
+      case 'declare-died':
+        await this.record(c.entry, { type: 'instance.died' });
+        return undefined;
+      case 'wait':
+        await this.wakeups.wait(entry.logId, this.pollMs, signal);
+        return undefined;
     }
   }
 

@@ -247,4 +247,42 @@ describe('2026-07-28 with the continuity extension, end to end', () => {
       await new Promise((r) => server.close(r));
     }
   });
+
+  it('keep-alive comments on keyed responses keep a silent charge through the balancer: answered on the first attempt (idle pooled connections may still be cut)', async () => {
+    const alive = createContinuityServer({
+      createMcpServer: legacyServer,
+      heartbeatMs: 0,
+      modern: {
+        createServer: modernServer,
+        keepAliveMs: 0,
+        keyed: createKeyedRequests({
+          log: new MemoryEventLog(),
+          memo: new MemoryMemoStore({ memoWindowMs: DEFAULT_CONTINUITY_SETTINGS.memoWindowMs }),
+          keepAliveMs: 100,
+        }),
+      },
+    });
+    const server = createServer(alive.nodeHandler);
+    const port = await listenOnLoopback(server);
+    const balancer = await FaultProxy.start({ target: { host: '127.0.0.1', port }, idleTimeoutMs: 300 });
+    const endings: { outcome: string; attempts: number }[] = [];
+    try {
+      const client = new ClientV2(
+        { name: 'e2e', version: '1.0.0' },
+        { versionNegotiation: { mode: { pin: MODERN } } },
+      );
+      await client.connect(
+        new TransportV2(balancer.url(), { fetch: continuityFetch({ onCallEnded: (e) => endings.push(e) }) }),
+      );
+      expect(textOf(await client.callTool({ name: 'charge', arguments: { cents: 3 } }))).toBe('charged 3');
+      expect(endings.at(-1)).toMatchObject({ outcome: 'answered', attempts: 0 });
+      expect(charges).toBe(1);
+      await client.close();
+    } finally {
+      await balancer.close();
+      await alive.close();
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    }
+  });
 });

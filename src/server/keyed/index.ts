@@ -58,6 +58,11 @@ export interface KeyedRequestsOptions {
   readonly leaseMs?: number;
   /** How often an attached response looks at the log and entry without a wake-up. Defaults to 250 ms. */
   readonly pollMs?: number;
+  /**
+   * An SSE comment on every keyed response this often, so a balancer that cuts idle connections keeps
+   * a long silent call (each cut costs the client a re-issue from its budget). Default 15 s; 0: off.
+   */
+  readonly keepAliveMs?: number;
   /** How often entries past their window (and their events) are deleted. Defaults to a quarter window, at most 60 s. */
   readonly sweepMs?: number;
   /** Injectable clock. Defaults to `Date.now`. */
@@ -87,6 +92,7 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
   private readonly memo: MemoStore;
   private readonly now: () => number;
   private readonly pollMs: number;
+  private readonly keepAliveMs: number;
   private readonly leaseMs: number;
   private readonly maxEntries: number;
   private readonly wakeups = new Wakeups();
@@ -103,6 +109,7 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
     this.memo = options.memo;
     this.now = options.now ?? Date.now;
     this.pollMs = options.pollMs ?? 250;
+    this.keepAliveMs = options.keepAliveMs ?? 15_000;
     this.leaseMs = options.leaseMs ?? 10_000;
     this.maxEntries = options.maxEntriesPerPrincipal ?? 1000;
     this.onError = options.onError ?? (() => {});
@@ -316,6 +323,10 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
         const write = (frame: string) => {
           if (!stop.signal.aborted) controller.enqueue(encoder.encode(frame));
         };
+        const keepAlive =
+          this.keepAliveMs > 0 ? setInterval(() => write(': keepalive\n\n'), this.keepAliveMs) : undefined;
+        keepAlive?.unref?.();
+        stop.signal.addEventListener('abort', () => clearInterval(keepAlive), { once: true });
         void this.follow(entry, attempt, afterSeq, write, stop.signal)
           .catch((error: unknown) => {
             this.onError(error);
@@ -335,7 +346,11 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
     });
     return new Response(body, {
       status: 200,
-      headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache, no-transform' },
+      headers: {
+        'content-type': 'text/event-stream',
+        'cache-control': 'no-cache, no-transform',
+        'x-accel-buffering': 'no',
+      },
     });
   }
 

@@ -220,6 +220,17 @@ export function handsToKeyed(body: unknown, headers: { get(name: string): string
 }
 
 /**
+ * Whether the SDK's answer to a modern request may need the 2025 versions added (`withLegacyVersions`):
+ * the answer to a `server/discover`, or any 400 (an unsupported version). The body is whatever the
+ * client sent: anything but an object (`null` included) is no `server/discover`.
+ */
+export function listsVersions(body: unknown, status: number): boolean {
+  const method =
+    typeof body === 'object' && body !== null ? (body as { method?: unknown }).method : undefined;
+  return method === 'server/discover' || status === 400;
+}
+
+/**
  * A `server/discover` result, or an `UnsupportedProtocolVersionError` (-32022), that lists `legacy` (the
  * 2025 versions the same endpoint serves through sessions) after the SDK's modern ones. The v2 SDK lists
  * only modern revisions there (it negotiates 2025 through `initialize`); the spec has both advertise the

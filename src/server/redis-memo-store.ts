@@ -62,13 +62,17 @@ end
 return { 2 }
 `;
 
+/** Entries one run of the sweep script deletes at most, and runs one sweep makes at most. */
+const SWEEP_BATCH = 500;
+const SWEEP_ROUNDS = 20;
+
 /**
  * KEYS: expiry set. ARGV: now, key prefix. Deletes entries past their window (unless the key was created
  * again since) and their principal-set members; returns the log ids to drop.
  */
 const SWEEP = `
 local NOW = tonumber(ARGV[1])
-local items = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', NOW, 'LIMIT', 0, 500)
+local items = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', NOW, 'LIMIT', 0, ${SWEEP_BATCH})
 local logs = {}
 for _, item in ipairs(items) do
   local logId, hash, p = string.match(item, '^(.*)|([^|]*)|([^|]*)$')
@@ -234,11 +238,19 @@ export class RedisMemoStore implements MemoStore {
   }
 
   async sweep(): Promise<string[]> {
-    const reply = await (await this.c()).mcpcMemoSweep(
-      [`${this.prefix}memo:expiry`],
-      [String(this.now()), this.prefix],
-    );
-    return (reply as string[]).map(String);
+    // The script deletes at most SWEEP_BATCH entries a run; run it again while it deletes a full batch, so
+    // expiry keeps up with any call rate (bounded, so one sweep never holds Redis for long).
+    const gone: string[] = [];
+    for (let round = 0; round < SWEEP_ROUNDS; round++) {
+      const reply = await (await this.c()).mcpcMemoSweep(
+        [`${this.prefix}memo:expiry`],
+        [String(this.now()), this.prefix],
+      );
+      const batch = (reply as string[]).map(String);
+      gone.push(...batch);
+      if (batch.length < SWEEP_BATCH) break;
+    }
+    return gone;
   }
 
   private leaseKey(id: string): string {

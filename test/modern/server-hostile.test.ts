@@ -116,6 +116,14 @@ describe('raw and hostile 2026-07-28 requests', () => {
     expect((await errorOf(response)).code).toBe(-32700);
   });
 
+  it('JSON that is not an object (null, a number, a string) under a modern header: 400, nothing thrown', async () => {
+    for (const body of ['null', '42', '"x"', '[]']) {
+      const response = await post(body);
+      expect(response.status, body).toBe(400);
+      expect(typeof (await errorOf(response)).code, body).toBe('number');
+    }
+  });
+
   it('a huge _meta: 413 from our admission before anything parses it', async () => {
     const big = { ...envelope(), pad: 'x'.repeat(100 * 1024) };
     const response = await post(JSON.stringify(call('echo', big)));

@@ -189,7 +189,11 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
     run: RunOnSdk,
   ): Promise<Response> {
     const mk = memoKey(principal, reading.key);
-    const fingerprint = requestFingerprint(message.method, message.params);
+    // Stored as a digest: the canonical params can be as large as a body (4 MiB), and the memo keeps one
+    // per key for its whole window. Equal requests give equal digests, as they give equal canonical JSON.
+    const fingerprint = createHash('sha256')
+      .update(requestFingerprint(message.method, message.params))
+      .digest('base64url');
     const attempt = attemptOf(message);
     const steps = keyedCallSteps({
       reading,

@@ -8,7 +8,7 @@ import type {
 } from '@modelcontextprotocol/server';
 import { continuityCapability } from '../../../machines/continuity-extension.js';
 import type { JsonRpcRequest } from '../../../machines/jsonrpc.js';
-import { handsToKeyed, withLegacyVersions } from '../../../machines/server/era.js';
+import { handsToKeyed, listsVersions, withLegacyVersions } from '../../../machines/server/era.js';
 import { loadOptional } from '../../optional-peer.js';
 import type { KeyedRequests, RunOnSdk } from './keyed-hook.js';
 
@@ -166,7 +166,7 @@ export async function createModernEndpoint(
         }
       }
       const response = await call(handler, request, input, input.body);
-      if ((input.body as { method?: unknown }).method === 'server/discover' || response.status === 400)
+      if (listsVersions(input.body, response.status))
         return listLegacyVersions(response, settings.legacyVersions);
       return cancelOnClose(response, gone);
     },

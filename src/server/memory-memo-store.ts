@@ -70,6 +70,13 @@ export class MemoryMemoStore implements MemoStore {
   async create(entry: MemoEntry, maxEntriesPerPrincipal: number): Promise<MemoCreate> {
     const existing = this.current(entry.memoKey);
     if (existing) return { kind: 'exists', entry: existing };
+    // The principal's set holds its live entries (each is deleted by its own timer when its window ends),
+    // so below the bound it is admitted without reading them: a create costs O(1), not O(entries).
+    const held = this.byPrincipal.get(entry.principal)?.size ?? 0;
+    if (held < maxEntriesPerPrincipal) {
+      this.write(entry);
+      return { kind: 'created' };
+    }
     const mine = [...(this.byPrincipal.get(entry.principal) ?? [])]
       .map((k) => this.entries.get(k))
       .filter(

@@ -52,7 +52,10 @@ export interface KeyedRequestsOptions {
   readonly memo: MemoStore;
   /** Advertised `maxKeyLength`. Defaults to 255. */
   readonly maxKeyLength?: number;
-  /** Live entries (running or inside their window) one principal may hold; beyond, 429. Defaults to 1000. */
+  /**
+   * Live entries (running or inside their window) one principal may hold; beyond, 429. Defaults to
+   * 10,000 (without `authenticate`, every caller is one principal).
+   */
   readonly maxEntriesPerPrincipal?: number;
   /** How long this instance's lease lasts; renewed every third of it. Defaults to 10 s. */
   readonly leaseMs?: number;
@@ -111,7 +114,7 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
     this.pollMs = options.pollMs ?? 250;
     this.keepAliveMs = options.keepAliveMs ?? 15_000;
     this.leaseMs = options.leaseMs ?? 10_000;
-    this.maxEntries = options.maxEntriesPerPrincipal ?? 1000;
+    this.maxEntries = options.maxEntriesPerPrincipal ?? 10_000;
     this.onError = options.onError ?? (() => {});
     const finite = (n: number, otherwise: number) => (Number.isFinite(n) ? n : otherwise);
     this.settings = {

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { ContinuityMeta } from '../../machines/continuity-extension.js';
 import type { JsonRpcMessage, JsonRpcRequest } from '../../machines/jsonrpc.js';
 import type { EventLog } from '../../src/server/event-log.js';
+import { writeNodeResponse } from '../../src/server/http.js';
 import { createKeyedRequests, type KeyedRequestsOptions } from '../../src/server/keyed/index.js';
 import type { MemoStore } from '../../src/server/memo-store.js';
 import { listenOnLoopback } from '../support/listen.js';
@@ -168,7 +169,8 @@ export async function startKeyedServer(options: KeyedServerOptions): Promise<Key
         ? keyed.serve({ message: message as JsonRpcRequest, principal: principalOf(req), request }, run)
         : undefined;
     const response = await (keyedAnswer ?? handler.fetch(request));
-    await pipe(response, res);
+    // The runtime's own writer: the client going away cancels the body (a transport fact).
+    await writeNodeResponse(response, res);
   }
   const port = await listenOnLoopback(server);
   return {
@@ -190,32 +192,6 @@ export async function startKeyedServer(options: KeyedServerOptions): Promise<Key
 function principalOf(req: IncomingMessage): string | undefined {
   const p = req.headers['x-test-principal'];
   return typeof p === 'string' ? p : undefined;
-}
-
-/** Writes a web Response to a node response; the client going away cancels the body (a transport fact). */
-async function pipe(response: Response, res: ServerResponse): Promise<void> {
-  const headers: Record<string, string> = {};
-  response.headers.forEach((v, k) => {
-    headers[k] = v;
-  });
-  res.writeHead(response.status, headers);
-  if (!response.body) {
-    res.end();
-    return;
-  }
-  const reader = response.body.getReader();
-  res.on('close', () => void reader.cancel().catch(() => {}));
-  res.flushHeaders();
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      res.write(value);
-    }
-  } catch {
-    // Cancelled: the client went away.
-  }
-  res.end();
 }
 
 /** A keyed `tools/call` as a 2026-07-28 client sends it. */

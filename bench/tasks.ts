@@ -2,6 +2,7 @@ import type { ClientKind, ServerKind } from './lib/stacks.js';
 import { callsStack } from './rows/calls.js';
 import { appendCost, eventsMemory, manySessions, sessionBreakdown, sessionsMemory } from './rows/memory.js';
 import { callsModern, type ModernKind, notifyModern } from './rows/modern.js';
+import { resumeModern } from './rows/modern-resume.js';
 import { resumeLatency } from './rows/resume.js';
 import { notifyRaw, notifySdkClientOnly, notifyStack } from './rows/throughput.js';
 import { exploreSpeed, propertyRuns } from './rows/verification.js';
@@ -49,6 +50,8 @@ export const TASKS: Record<string, (args: Args) => Promise<unknown>> = {
       (a.sizes as number[] | undefined) ?? [1_000, 10_000],
       num(a, 'repetitions', 30),
     ),
+  'resume-2026': (a) =>
+    resumeModern((a.sizes as number[] | undefined) ?? [1_000, 10_000], num(a, 'repetitions', 30)),
   'memory-sessions': (a) =>
     sessionsMemory(
       a.server as 'ours' | 'sdk',

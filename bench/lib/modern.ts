@@ -57,9 +57,11 @@ export async function startModernOfficial(): Promise<RunningServer> {
 }
 
 /** mcp-continuity serving 2026-07-28 with the continuity extension (library defaults, memory stores). */
-export async function startModernOurs(): Promise<RunningServer> {
+export async function startModernOurs(options: { maxEventsPerStream?: number } = {}): Promise<RunningServer> {
   const errors: string[] = [];
-  const log = new MemoryEventLog();
+  const log = new MemoryEventLog(
+    options.maxEventsPerStream === undefined ? {} : { maxEventsPerStream: options.maxEventsPerStream },
+  );
   const continuity = createContinuityServer({
     createMcpServer: () => {
       throw new Error('no 2025 sessions in this bench');

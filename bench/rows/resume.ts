@@ -4,7 +4,7 @@ import { summarize } from '../lib/stats.js';
 
 /** Row 3: time to receive every replayed event of a retained stream, resuming from its start. */
 export interface ResumeResult {
-  readonly server: 'ours' | 'sdk-store';
+  readonly server: 'ours' | 'sdk-store' | 'ours-2026';
   readonly events: number;
   readonly repetitions: number;
   readonly medianMs: number;

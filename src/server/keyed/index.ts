@@ -101,6 +101,12 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
   private readonly wakeups = new Wakeups();
   /** Bodies running here, by memo key: their abort controllers. */
   private readonly local = new Map<string, AbortController>();
+  /**
+   * Bodies that ended here but whose end could not be stored (the memo or the log failed): their entry
+   * would stay `running` under this instance's live lease, attached streams and re-issues waiting on it
+   * for ever. The lease tick runs their end again, with the answer they got, until it is stored.
+   */
+  private readonly unstored = new Map<string, { entry: MemoEntry; final: JsonRpcMessage | undefined }>();
   private readonly timers: Array<ReturnType<typeof setInterval>> = [];
   private readonly stopWatching: (() => void) | undefined;
   private readonly ready: Promise<void>;
@@ -276,6 +282,21 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
     } finally {
       this.local.delete(entry.memoKey);
     }
+    await this.storeEnd(entry, final);
+  }
+
+  /** The end of a body run, stored; on a store failure it is kept for the lease tick to store again. */
+  private async storeEnd(entry: MemoEntry, final: JsonRpcMessage | undefined): Promise<void> {
+    try {
+      await this.driveBodyEnd(entry, final);
+      this.unstored.delete(entry.memoKey);
+    } catch (error) {
+      this.onError(error);
+      this.unstored.set(entry.memoKey, { entry, final });
+    }
+  }
+
+  private async driveBodyEnd(entry: MemoEntry, final: JsonRpcMessage | undefined): Promise<void> {
     // The end (`keyedBodyEndSteps`): the outcome recorded durably first, under the id the final response
     // gets in the log, then appended: no stream ever writes an outcome the memo does not hold.
     await driveKeyedCall(keyedBodyEndSteps(entry, final), async (c) => {
@@ -435,6 +456,7 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
   private async tend(): Promise<void> {
     if (this.closed) return;
     await this.memo.renewLease(this.leaseMs);
+    for (const { entry, final } of [...this.unstored.values()]) await this.storeEnd(entry, final);
     for (const [mk, abort] of this.local) {
       const e = await this.memo.get(mk);
       if (abortsLocalRun(e, this.memo.instanceId)) abort.abort();

@@ -175,6 +175,42 @@ export function requestedVersion(facts: EraFacts): string | undefined {
   return facts.protocolVersion === null ? undefined : stripOws(facts.protocolVersion);
 }
 
+/** Where a POST goes once its era is known. */
+export type EraRoute =
+  | { readonly kind: 'modern' }
+  | { readonly kind: 'legacy' }
+  /** A modern request to an endpoint without a modern server: the spec's -32022 naming `supported`. */
+  | {
+      readonly kind: 'unsupported';
+      readonly status: 400;
+      readonly body: {
+        readonly jsonrpc: '2.0';
+        readonly id: string | number | null;
+        readonly error: { readonly code: number; readonly message: string; readonly data: object };
+      };
+    };
+
+/**
+ * Routes a POST by its era. A malformed body that only looks modern goes the legacy way when there is no
+ * modern server (the 2025 admission then answers it as it always has); with one, the SDK answers it.
+ */
+export function routeByEra(facts: EraFacts, modernServed: boolean, supported: readonly string[]): EraRoute {
+  const era = classifyEra(facts);
+  if (era.era !== 'modern' || (era.reason === 'malformed' && !modernServed)) return { kind: 'legacy' };
+  if (modernServed) return { kind: 'modern' };
+  const e = unsupportedVersion(supported, requestedVersion(facts));
+  const id = isObject(facts.body) ? facts.body.id : undefined;
+  return {
+    kind: 'unsupported',
+    status: e.status,
+    body: {
+      jsonrpc: '2.0',
+      id: typeof id === 'string' || typeof id === 'number' ? id : null,
+      error: { code: e.code, message: e.message, data: e.data },
+    },
+  };
+}
+
 /** The methods the continuity extension sees first (src/server/modern/keyed-hook.ts). */
 const KEYED_HOOK_METHODS = new Set(['tools/call', 'notifications/cancelled']);
 

@@ -18,7 +18,7 @@ import {
   SUPPORTED_PROTOCOL_VERSIONS,
 } from '../../machines/server/admission.js';
 import { namesSession, routeCall, sessionUnavailable } from '../../machines/server/call-routing.js';
-import { classifyEra, requestedVersion, unsupportedVersion } from '../../machines/server/era.js';
+import { routeByEra } from '../../machines/server/era.js';
 import {
   admitNewSession,
   type LimitRefusal,
@@ -419,22 +419,12 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
       }
       const parsed = parseBody(read.text, limits);
       const facts = { method: call.method, protocolVersion, body: parsed.ok ? parsed.body : undefined };
-      const era = classifyEra(facts);
-      if (era.era === 'modern' && (era.reason !== 'malformed' || options.modern)) {
-        if (!options.modern) {
-          const e = unsupportedVersion(SUPPORTED_PROTOCOL_VERSIONS, requestedVersion(facts));
-          metrics?.requestRejected('unsupported_protocol_version', e.status);
-          const id = (facts.body as { id?: unknown } | undefined)?.id;
-          return {
-            kind: 'json',
-            status: e.status,
-            body: {
-              jsonrpc: '2.0',
-              id: typeof id === 'string' || typeof id === 'number' ? id : null,
-              error: { code: e.code, message: e.message, data: e.data },
-            },
-          };
-        }
+      const route = routeByEra(facts, options.modern !== undefined, SUPPORTED_PROTOCOL_VERSIONS);
+      if (route.kind === 'unsupported') {
+        metrics?.requestRejected('unsupported_protocol_version', route.status);
+        return { kind: 'json', status: route.status, body: route.body };
+      }
+      if (route.kind === 'modern' && options.modern) {
         const endpoint = await modernEndpoint(options.modern);
         loadedModern = endpoint;
         return endpoint.serve({

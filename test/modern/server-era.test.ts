@@ -6,6 +6,7 @@ import {
   type EraFacts,
   handsToKeyed,
   PROTOCOL_VERSION_META_KEY,
+  routeByEra,
 } from '../../machines/server/era.js';
 
 /** The official v2 server's predicate on the same facts, through a real Request. */
@@ -249,5 +250,32 @@ describe('handsToKeyed: only calls whose standard headers agree reach the keyed 
     ['a cancellation without the envelope', { ...cancel, params: { requestId: 1 } }, {}, false],
   ])('%s', (_name, body, headers, expected) => {
     expect(handsToKeyed(body, h(headers))).toBe(expected);
+  });
+});
+
+describe('routeByEra: where a POST goes once its era is known', () => {
+  const call = (meta: object | undefined) => ({
+    method: 'POST',
+    protocolVersion: '2026-07-28',
+    body: { jsonrpc: '2.0', id: 7, method: 'tools/list', params: meta ? { _meta: meta } : {} },
+  });
+  const modernMeta = {
+    'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+    'io.modelcontextprotocol/clientCapabilities': {},
+  };
+  const legacy = {
+    method: 'POST',
+    protocolVersion: '2025-11-25',
+    body: { jsonrpc: '2.0', id: 1, method: 'initialize', params: {} },
+  };
+  it('modern with a modern server; -32022 naming the supported versions without one; 2025 stays 2025', () => {
+    expect(routeByEra(call(modernMeta), true, ['2025-11-25'])).toEqual({ kind: 'modern' });
+    expect(routeByEra(call(modernMeta), false, ['2025-11-25'])).toMatchObject({
+      kind: 'unsupported',
+      status: 400,
+      body: { id: 7, error: { code: -32022, data: { supported: ['2025-11-25'], requested: '2026-07-28' } } },
+    });
+    expect(routeByEra(legacy, true, ['2025-11-25'])).toEqual({ kind: 'legacy' });
+    expect(routeByEra(legacy, false, ['2025-11-25'])).toEqual({ kind: 'legacy' });
   });
 });

@@ -139,13 +139,25 @@ interface CallResult {
   readonly ms: number;
 }
 
+/**
+ * Connects (the `server/discover` probe) through the balancer. The probe may reuse a pooled connection
+ * the balancer is cutting for idleness at that instant (ECONNRESET on write); the demo is about the call,
+ * not the probe, so a connect is tried up to three times.
+ */
 async function connect(io: ModernPartIo, fetchImpl: typeof fetch): Promise<ClientV2> {
-  const client = new ClientV2(
-    { name: 'demo-v2', version: '1.0.0' },
-    { versionNegotiation: { mode: { pin: MODERN } } },
-  );
-  await client.connect(new TransportV2(io.proxy.url(), { fetch: fetchImpl }));
-  return client;
+  for (let attempt = 1; ; attempt++) {
+    const client = new ClientV2(
+      { name: 'demo-v2', version: '1.0.0' },
+      { versionNegotiation: { mode: { pin: MODERN } } },
+    );
+    try {
+      await client.connect(new TransportV2(io.proxy.url(), { fetch: fetchImpl }));
+      return client;
+    } catch (error) {
+      await client.close().catch(() => undefined);
+      if (attempt >= 3) throw error;
+    }
+  }
 }
 
 /** (a): `client.callTool` as the spec has it; the demo only watches what goes out. */

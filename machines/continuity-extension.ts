@@ -156,3 +156,59 @@ function canonicalJson(value: unknown): string {
 function field(o: unknown, k: string): unknown {
   return typeof o === 'object' && o !== null ? (o as Record<string, unknown>)[k] : undefined;
 }
+
+/**
+ * `_meta` keys of the extension's `subscriptions/listen` part (docs/continuity-extension.md §12). Positions
+ * travel in `_meta`, never as SSE ids, so 2025-era code never tries a `Last-Event-ID` resumption with them.
+ */
+export const ListenMeta = {
+  /** On the acknowledgement and every change notification: that message's position in the change log. */
+  position: 'io.github.mcp-continuity/position',
+  /** On a re-opened listen request: the last position the client received on the stream it re-opens. */
+  lastPosition: 'io.github.mcp-continuity/lastPosition',
+  /** On the acknowledgement of a re-open: `{ count, relist }`, only when the server can vouch for it. */
+  missed: 'io.github.mcp-continuity/missed',
+} as const;
+
+/** Longest position accepted back from a client: an epoch and a sequence number are far shorter. */
+export const MAX_POSITION_LENGTH = 64;
+
+/** The `_meta` key of a 2026-07-28 request's client capabilities (changelog, major change 2). */
+export const CLIENT_CAPABILITIES_META_KEY = 'io.modelcontextprotocol/clientCapabilities';
+
+/** A request's `_meta` declares the extension in its client capabilities. */
+export function declaresContinuity(params: unknown): boolean {
+  const caps = field(field(params, '_meta'), CLIENT_CAPABILITIES_META_KEY);
+  const value = field(field(caps, 'extensions'), CONTINUITY_EXTENSION);
+  return typeof value === 'object' && value !== null;
+}
+
+/** Client capabilities with the extension declared (an empty object as its value), the rest unchanged. */
+export function withContinuityDeclared(capabilities: unknown): Record<string, unknown> {
+  const caps =
+    typeof capabilities === 'object' && capabilities !== null && !Array.isArray(capabilities)
+      ? (capabilities as Record<string, unknown>)
+      : {};
+  const extensions = field(caps, 'extensions');
+  const others =
+    typeof extensions === 'object' && extensions !== null && !Array.isArray(extensions) ? extensions : {};
+  return { ...caps, extensions: { ...others, [CONTINUITY_EXTENSION]: {} } };
+}
+
+/** What a listen acknowledgement's `missed` says: exactly `count` accepted changes, of these list types. */
+export interface ListenMissedReport {
+  readonly count: number;
+  /** `tools`, `prompts`, `resources`, `resource:<uri>`: each at most once, empty exactly when `count` is 0. */
+  readonly relist: readonly string[];
+}
+
+/** Reads `missed` off an acknowledgement's `_meta`; anything malformed is `undefined` (not vouched for). */
+export function readListenMissed(meta: unknown): ListenMissedReport | undefined {
+  const raw = field(meta, ListenMeta.missed);
+  const count = field(raw, 'count');
+  const relist = field(raw, 'relist');
+  if (typeof count !== 'number' || !Number.isSafeInteger(count) || count < 0) return undefined;
+  if (!Array.isArray(relist) || !relist.every((r) => typeof r === 'string')) return undefined;
+  if (new Set(relist).size !== relist.length || (count === 0) !== (relist.length === 0)) return undefined;
+  return { count, relist: relist as string[] };
+}

@@ -1,6 +1,14 @@
 import { assign, enqueueActions, fromCallback, setup } from 'xstate';
 import { DEFAULT_RECONNECT_POLICY, type ReconnectPolicy, reconnectDelay } from '../backoff.js';
+import {
+  CLIENT_CAPABILITIES_META_KEY,
+  ListenMeta,
+  MAX_POSITION_LENGTH,
+  readListenMissed,
+  withContinuityDeclared,
+} from '../continuity-extension.js';
 import type { JsonRpcMessage, JsonRpcNotification, JsonRpcRequest, RequestId } from '../jsonrpc.js';
+import { ACKNOWLEDGED_METHOD, LISTEN_METHOD, SUBSCRIPTION_ID_META_KEY } from '../listen-wire.js';
 import type { Exchange, IoEvent, SseEvent } from './io.js';
 import { asJsonRpcMessage } from './wire.js';
 
@@ -31,22 +39,24 @@ import { asJsonRpcMessage } from './wire.js';
  *   (`endedByServer`), delivered to the application under the first id.
  * - The first acknowledgement is delivered; later ones (after a re-open) are not (the application
  *   already has one). Instead, when the stream had been acknowledged before it broke, the machine
- *   emits the gap (`listen.gap`: its size unknown without the continuity extension, which has no
- *   listen part yet) and the re-list advice (`listen.relist`), and delivers one synthesized change
- *   notification per subscribed type so the application's own list-changed handlers (and the v2
- *   client's response cache) re-list. A break before any acknowledgement loses nothing: no gap.
+ *   emits the gap (`listen.gap`) and the re-list advice (`listen.relist`), and delivers one synthesized
+ *   change notification per type to re-list, so the application's own list-changed handlers (and the
+ *   v2 client's response cache) re-list. A break before any acknowledgement loses nothing: no gap.
+ * - The gap's size. Every listen request declares the continuity extension; a server that serves its
+ *   listen part (docs/continuity-extension.md §12) puts a position on the acknowledgement and on every
+ *   change notification. The machine keeps the last one it received and sends it on each re-open;
+ *   when the re-open's acknowledgement carries a well-formed `missed`, the gap is EXACT: its count, and
+ *   only the types it names are re-listed (nothing at all when the count is 0). Anything else (no
+ *   position yet, no `missed`, a malformed one, one naming a type the filter never asked for) is a gap
+ *   of unknown size: every subscribed type is re-listed, as without the extension.
  * - The server stamps each message with the request's id (`io.modelcontextprotocol/subscriptionId`);
  *   every re-open has a new id, so delivered messages are stamped back to the first id, which the
  *   application's subscription knows.
  */
 
-/** The `_meta` key the server stamps the listen request's id under (SEP-2575). */
-export const SUBSCRIPTION_ID_META_KEY = 'io.modelcontextprotocol/subscriptionId';
+export { ACKNOWLEDGED_METHOD, LISTEN_METHOD, SUBSCRIPTION_ID_META_KEY } from '../listen-wire.js';
 /** Marks a change notification this client synthesized after a gap (not sent by the server). */
 export const RELIST_META_KEY = 'io.github.mcp-continuity/relist';
-
-export const LISTEN_METHOD = 'subscriptions/listen';
-export const ACKNOWLEDGED_METHOD = 'notifications/subscriptions/acknowledged';
 
 /** What the client opted in to (the spec's `SubscriptionFilter`). */
 export interface SubscriptionFilter {
@@ -58,9 +68,9 @@ export interface SubscriptionFilter {
 
 /** What could have been missed while the stream was down. */
 export type ListenMissed =
-  /** Without the continuity extension nobody can know (the only case implemented). */
+  /** Nobody can know: no extension, or the server could not vouch for a count (another instance, evicted). */
   | { readonly kind: 'unknown' }
-  /** With the extension's proposed listen part (docs/continuity-extension.md §12): an exact count. */
+  /** With the extension's listen part (docs/continuity-extension.md §12): exactly this many changes. */
   | { readonly kind: 'exact'; readonly count: number };
 
 /** A gap as the machine reports it; the runtime adds the wall-clock times. */
@@ -85,6 +95,11 @@ export interface ListenInput {
    * on forever. 0 turns it off. The official server sends a keep-alive every 15 s by default.
    */
   readonly stallTimeoutMs?: number;
+  /**
+   * Declare the continuity extension on every listen request and send the last position on a re-open, so
+   * a server with its listen part reports exact gaps. Default true; a server without it ignores both.
+   */
+  readonly useExtension?: boolean;
 }
 
 export interface ListenContext {
@@ -92,6 +107,11 @@ export interface ListenContext {
   readonly policy: ReconnectPolicy;
   readonly jitterSeed: number;
   readonly stallTimeoutMs: number;
+  readonly useExtension: boolean;
+  /** The last position (the extension's) received on any stream of this subscription. */
+  lastPosition: string | undefined;
+  /** The position the attempt in flight said it re-opens from (sent as `lastPosition`). */
+  reopenedFrom: string | undefined;
   /** The id of the attempt in flight (the first id, then one per re-open). */
   currentId: RequestId;
   /** The application holds the stream: from now on every answer is ours to handle. */
@@ -231,9 +251,61 @@ const messagesOf = (event: IoEvent | ListenCommand): JsonRpcMessage[] => {
 const retryOf = (event: IoEvent | ListenCommand): number | undefined =>
   event.type === 'sse.retry' ? event.ms : event.type === 'sse.events' ? event.retryMs : undefined;
 
-/** The exchange for the attempt in flight: the application's request, under the attempt's id. */
+/**
+ * The exchange for the attempt in flight: the application's request, under the attempt's id; with the
+ * extension declared, and on a re-open the last position received.
+ */
 export function exchangeFor(ctx: ListenContext): Exchange {
-  return { method: 'POST', body: { ...ctx.request, id: ctx.currentId } };
+  if (!ctx.useExtension) return { method: 'POST', body: { ...ctx.request, id: ctx.currentId } };
+  const params = (ctx.request.params ?? {}) as Record<string, unknown>;
+  const meta = (typeof params._meta === 'object' && params._meta !== null ? params._meta : {}) as Record<
+    string,
+    unknown
+  >;
+  const next: Record<string, unknown> = {
+    ...meta,
+    [CLIENT_CAPABILITIES_META_KEY]: withContinuityDeclared(meta[CLIENT_CAPABILITIES_META_KEY]),
+  };
+  if (ctx.reopenedFrom !== undefined) next[ListenMeta.lastPosition] = ctx.reopenedFrom;
+  return { method: 'POST', body: { ...ctx.request, id: ctx.currentId, params: { ...params, _meta: next } } };
+}
+
+/** The extension's position on a message (`_meta` of its params), when it has a usable one. */
+export function positionOfMessage(message: JsonRpcMessage): string | undefined {
+  if (!('method' in message)) return undefined;
+  const meta = (message.params as { _meta?: Record<string, unknown> } | undefined)?._meta;
+  const position = meta?.[ListenMeta.position];
+  return typeof position === 'string' && position.length > 0 && position.length <= MAX_POSITION_LENGTH
+    ? position
+    : undefined;
+}
+
+/**
+ * What a re-open's acknowledgement says was missed: exact when it carries a well-formed `missed` for the
+ * position the re-open sent, naming only types the filter subscribed to; otherwise unknown.
+ */
+export function missedOf(
+  ack: JsonRpcNotification,
+  reopenedFrom: string | undefined,
+  filter: SubscriptionFilter,
+): { missed: ListenMissed; relist: readonly string[] } {
+  const all = relistOf(filter);
+  const report = reopenedFrom !== undefined ? readListenMissed(ack.params?._meta) : undefined;
+  if (report === undefined || !report.relist.every((item) => all.includes(item)))
+    return { missed: { kind: 'unknown' }, relist: all };
+  return { missed: { kind: 'exact', count: report.count }, relist: report.relist };
+}
+
+/** The part of a filter that `relist` names (for the synthesized change notifications). */
+export function narrowedFilter(filter: SubscriptionFilter, relist: readonly string[]): SubscriptionFilter {
+  const has = (item: string) => relist.includes(item);
+  const uris = (filter.resourceSubscriptions ?? []).filter((uri) => has(`resource:${uri}`));
+  return {
+    ...(filter.toolsListChanged === true && has('tools') ? { toolsListChanged: true } : {}),
+    ...(filter.promptsListChanged === true && has('prompts') ? { promptsListChanged: true } : {}),
+    ...(filter.resourcesListChanged === true && has('resources') ? { resourcesListChanged: true } : {}),
+    ...(uris.length > 0 ? { resourceSubscriptions: uris } : {}),
+  };
 }
 
 export const listenMachine = setup({
@@ -284,7 +356,9 @@ export const listenMachine = setup({
       let gapOpen = context.gapOpen;
       let attempt = context.attempt;
       let attemptsInGap = context.attemptsInGap;
+      let lastPosition = context.lastPosition;
       for (const message of messagesOf(event)) {
+        lastPosition = positionOfMessage(message) ?? lastPosition;
         if (isAck(message)) {
           attempt = 0;
           if (!acknowledged) {
@@ -295,14 +369,17 @@ export const listenMachine = setup({
               | SubscriptionFilter
               | undefined;
             const filter = honored ?? requestedFilter(context.request);
-            const relist = relistOf(filter);
+            const { missed, relist } = missedOf(message as JsonRpcNotification, context.reopenedFrom, filter);
             if (out.length > 0) enqueue.emit({ type: 'listen.deliver', messages: out.splice(0) });
             enqueue.emit({
               type: 'listen.gap',
-              gap: { missed: { kind: 'unknown' }, attempts: attemptsInGap, relist, subscriptionId: first },
+              gap: { missed, attempts: attemptsInGap, relist, subscriptionId: first },
             });
-            enqueue.emit({ type: 'listen.relist', what: relist });
-            out.push(...relistNotifications(filter, first));
+            // An exact gap of 0 changes: nothing to re-list.
+            if (relist.length > 0) {
+              enqueue.emit({ type: 'listen.relist', what: relist });
+              out.push(...relistNotifications(narrowedFilter(filter, relist), first));
+            }
             gapOpen = false;
             attemptsInGap = 0;
           }
@@ -311,7 +388,7 @@ export const listenMachine = setup({
         out.push(stampedBack(message, first, context.currentId));
         if (answersAttempt(message, context.currentId)) break;
       }
-      enqueue.assign({ acknowledged, gapOpen, attempt, attemptsInGap });
+      enqueue.assign({ acknowledged, gapOpen, attempt, attemptsInGap, lastPosition });
       if (out.length > 0) enqueue.emit({ type: 'listen.deliver', messages: out });
     }),
     deliverJsonAnswer: enqueueActions(({ context, event, enqueue }) => {
@@ -339,6 +416,7 @@ export const listenMachine = setup({
     startReopen: assign({
       reopens: ({ context }) => context.reopens + 1,
       currentId: ({ context }) => reopenId(context.request.id, context.reopens + 1),
+      reopenedFrom: ({ context }) => context.lastPosition,
       attemptsInGap: ({ context }) => context.attemptsInGap + 1,
     }),
     noteRefusal: assign({
@@ -352,6 +430,9 @@ export const listenMachine = setup({
     policy: input.policy ?? DEFAULT_RECONNECT_POLICY,
     jitterSeed: input.jitterSeed,
     stallTimeoutMs: input.stallTimeoutMs ?? 0,
+    useExtension: input.useExtension ?? true,
+    lastPosition: undefined,
+    reopenedFrom: undefined,
     currentId: input.request.id,
     handedOver: false,
     acknowledged: false,

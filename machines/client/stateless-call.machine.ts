@@ -1,6 +1,10 @@
 import { assign, enqueueActions, fromCallback, fromPromise, setup } from 'xstate';
 import { JsonRpcCode } from '../codes.js';
-import { CONTINUITY_EXTENSION, ContinuityMeta } from '../continuity-extension.js';
+import {
+  CLIENT_CAPABILITIES_META_KEY,
+  ContinuityMeta,
+  withContinuityDeclared,
+} from '../continuity-extension.js';
 import type { GapDetails } from '../decide.js';
 import type {
   JsonRpcError,
@@ -197,18 +201,9 @@ export function attemptRequest(
   if (carry?.idempotencyKey !== undefined) {
     meta[ContinuityMeta.idempotencyKey] = carry.idempotencyKey;
     if (attempt > 0 && mayHaveRunBefore) meta[ContinuityMeta.lastEventId] = carry.lastEventId ?? null;
-    meta[CLIENT_CAPABILITIES_META] = withExtensionDeclared(meta[CLIENT_CAPABILITIES_META]);
+    meta[CLIENT_CAPABILITIES_META_KEY] = withContinuityDeclared(meta[CLIENT_CAPABILITIES_META_KEY]);
   }
   return { ...original, id, params: { ...params, _meta: meta } };
-}
-
-/** The `_meta` key of a 2026-07-28 request's client capabilities (changelog, major change 2). */
-export const CLIENT_CAPABILITIES_META = 'io.modelcontextprotocol/clientCapabilities';
-
-function withExtensionDeclared(capabilities: unknown): Record<string, unknown> {
-  const caps = asRecord(capabilities) ?? {};
-  const extensions = asRecord(caps.extensions) ?? {};
-  return { ...caps, extensions: { ...extensions, [CONTINUITY_EXTENSION]: {} } };
 }
 
 /** The error response an unknown outcome is delivered as: the application's id, `OUTCOME_UNKNOWN`. */

@@ -11,6 +11,7 @@ import {
   isPermanentRefusal,
   type ListenEmitted,
   listenMachine,
+  narrowedFilter,
   RELIST_META_KEY,
   relistNotifications,
   relistOf,
@@ -18,7 +19,17 @@ import {
   SUBSCRIPTION_ID_META_KEY,
   stampedBack,
 } from '../../machines/client/listen.machine.js';
-import type { JsonRpcMessage, JsonRpcRequest, RequestId } from '../../machines/jsonrpc.js';
+import {
+  CLIENT_CAPABILITIES_META_KEY,
+  CONTINUITY_EXTENSION,
+  ListenMeta,
+} from '../../machines/continuity-extension.js';
+import type {
+  JsonRpcMessage,
+  JsonRpcNotification,
+  JsonRpcRequest,
+  RequestId,
+} from '../../machines/jsonrpc.js';
 
 const POLICY: ReconnectPolicy = {
   initialDelayMs: 100,
@@ -36,7 +47,14 @@ const REQUEST: JsonRpcRequest = {
 };
 
 function world(
-  opts: { policy?: ReconnectPolicy; seed?: number; request?: JsonRpcRequest; stallTimeoutMs?: number } = {},
+  opts: {
+    policy?: ReconnectPolicy;
+    seed?: number;
+    request?: JsonRpcRequest;
+    stallTimeoutMs?: number;
+    /** Off unless a test is about the extension: the bodies below are the application's request as sent. */
+    useExtension?: boolean;
+  } = {},
 ) {
   const clock = new SimulatedClock();
   const exchanges: Exchange[] = [];
@@ -58,6 +76,7 @@ function world(
       policy: opts.policy ?? POLICY,
       jitterSeed: opts.seed ?? 1,
       stallTimeoutMs: opts.stallTimeoutMs,
+      useExtension: opts.useExtension ?? false,
     },
     clock,
   });
@@ -480,5 +499,123 @@ describe('listen helpers', () => {
     expect(asListenRequest({ jsonrpc: '2.0', id: 1, method: 'tools/list' })).toBeUndefined();
     expect(asListenRequest({ jsonrpc: '2.0', method: 'subscriptions/listen' })).toBeUndefined();
     expect(relistOf({})).toEqual([]);
+  });
+});
+
+describe('listenMachine: exact gaps through the continuity extension (docs/continuity-extension.md §12)', () => {
+  const DECLARED = {
+    [CLIENT_CAPABILITIES_META_KEY]: { extensions: { [CONTINUITY_EXTENSION]: {} } },
+  };
+  const FILTER = { toolsListChanged: true, resourceSubscriptions: ['file:///a'] };
+  const request: JsonRpcRequest = { ...REQUEST, params: { notifications: FILTER } };
+  const positioned = (message: JsonRpcMessage, position: string, extra: object = {}): JsonRpcMessage => {
+    const m = message as JsonRpcNotification;
+    const params = m.params as { _meta: object };
+    return {
+      ...m,
+      params: { ...params, _meta: { ...params._meta, [ListenMeta.position]: position, ...extra } },
+    };
+  };
+  const metaOf = (exchange: Exchange | undefined) =>
+    (exchange?.body as { params?: { _meta?: object } } | undefined)?.params?._meta;
+  /** Opened, acknowledged at `e.3`, a change at `e.5`, broken, re-opened: returns the re-open's id. */
+  const brokenAfterPositions = () => {
+    const w = world({ request, useExtension: true });
+    w.io({ type: 'http.stream' });
+    w.messages(positioned(w.ack(FIRST, FILTER), 'e.3'), positioned(w.change(FIRST), 'e.5'));
+    w.io({ type: 'net.failed', fault: 'reset' });
+    w.waitBackoff();
+    return { w, second: reopenId(FIRST, 1) };
+  };
+
+  it('declares the extension on the first request (the rest of the request as sent)', () => {
+    const w = world({ request, useExtension: true });
+    expect(w.exchanges[0]?.body).toEqual({ ...request, params: { ...request.params, _meta: DECLARED } });
+  });
+
+  it('a re-open carries the last position received (a notification’s, after the ack’s)', () => {
+    const { w, second } = brokenAfterPositions();
+    expect(w.exchanges[1]?.body).toEqual({
+      ...request,
+      id: second,
+      params: { ...request.params, _meta: { ...DECLARED, [ListenMeta.lastPosition]: 'e.5' } },
+    });
+  });
+
+  it('`missed` with a count: an exact gap, only the named types re-listed', () => {
+    const { w, second } = brokenAfterPositions();
+    w.io({ type: 'http.stream' });
+    w.messages(
+      positioned(w.ack(second, FILTER), 'e.9', {
+        [ListenMeta.missed]: { count: 2, relist: ['resource:file:///a'] },
+      }),
+    );
+    expect(w.of('listen.gap').map((e) => e.gap)).toEqual([
+      {
+        missed: { kind: 'exact', count: 2 },
+        attempts: 1,
+        relist: ['resource:file:///a'],
+        subscriptionId: FIRST,
+      },
+    ]);
+    expect(w.of('listen.relist').map((e) => e.what)).toEqual([['resource:file:///a']]);
+    const synthesized = w.delivered().slice(2) as { method: string; params: { uri?: string } }[];
+    expect(synthesized.map((m) => [m.method, m.params.uri])).toEqual([
+      ['notifications/resources/updated', 'file:///a'],
+    ]);
+    // The next re-open starts from the re-open's own acknowledgement.
+    w.io({ type: 'net.ended' });
+    w.waitBackoff();
+    expect(metaOf(w.exchanges[2])).toMatchObject({
+      [ListenMeta.lastPosition]: 'e.9',
+    });
+  });
+
+  it('`missed` of 0: the gap is reported exact, nothing is re-listed or synthesized', () => {
+    const { w, second } = brokenAfterPositions();
+    w.io({ type: 'http.stream' });
+    w.messages(positioned(w.ack(second, FILTER), 'e.6', { [ListenMeta.missed]: { count: 0, relist: [] } }));
+    expect(w.of('listen.gap').map((e) => e.gap.missed)).toEqual([{ kind: 'exact', count: 0 }]);
+    expect(w.of('listen.relist')).toHaveLength(0);
+    expect(w.delivered()).toHaveLength(2); // the first ack and the change before the cut
+  });
+
+  it.each([
+    ['no `missed` (the server could not vouch)', {}],
+    ['a malformed count', { [ListenMeta.missed]: { count: -1, relist: [] } }],
+    ['a count without types', { [ListenMeta.missed]: { count: 3, relist: [] } }],
+    ['a type the filter never asked for', { [ListenMeta.missed]: { count: 1, relist: ['prompts'] } }],
+  ])('%s: a gap of unknown size, everything re-listed', (_, extra) => {
+    const { w, second } = brokenAfterPositions();
+    w.io({ type: 'http.stream' });
+    w.messages(positioned(w.ack(second, FILTER), 'e.9', extra));
+    expect(w.of('listen.gap').map((e) => e.gap.missed)).toEqual([{ kind: 'unknown' }]);
+    expect(w.of('listen.relist').map((e) => e.what)).toEqual([['tools', 'resource:file:///a']]);
+  });
+
+  it('a server without positions: nothing sent back, the gap unknown', () => {
+    const w = world({ request, useExtension: true });
+    w.io({ type: 'http.stream' });
+    w.messages(w.ack(FIRST, FILTER));
+    w.io({ type: 'net.ended' });
+    w.waitBackoff();
+    expect(metaOf(w.exchanges[1])).toEqual(DECLARED);
+    w.io({ type: 'http.stream' });
+    // A `missed` the client did not ask for (no position was sent) is not believed.
+    w.messages(
+      positioned(w.ack(reopenId(FIRST, 1), FILTER), 'e.1', {
+        [ListenMeta.missed]: { count: 0, relist: [] },
+      }),
+    );
+    expect(w.of('listen.gap').map((e) => e.gap.missed)).toEqual([{ kind: 'unknown' }]);
+  });
+
+  it('narrowedFilter keeps what the relist names, within the filter', () => {
+    const all = { toolsListChanged: true, promptsListChanged: true, resourceSubscriptions: ['a', 'b'] };
+    expect(narrowedFilter(all, ['prompts', 'resource:b'])).toEqual({
+      promptsListChanged: true,
+      resourceSubscriptions: ['b'],
+    });
+    expect(narrowedFilter({ toolsListChanged: true }, ['prompts'])).toEqual({});
   });
 });

@@ -37,7 +37,10 @@ export interface ContinuityFetchOptions {
   readonly policy?: Partial<StatelessPolicy>;
   /** No byte for this long on a call's stream counts as a cut. Default 30 s; 0 turns it off. */
   readonly stallTimeoutMs?: number;
-  /** Send the continuity extension's idempotency key when the server advertises it. Default true. */
+  /**
+   * Send the continuity extension's idempotency key when the server advertises it, and ask for exact
+   * listen gaps (the extension's listen part). Default true.
+   */
   readonly useExtension?: boolean;
   /** Events of a keyed call were evicted on the server (exact count): the application may re-read state. */
   readonly onGap?: (gap: GapDetails, call: { readonly toolName: string }) => void;
@@ -108,6 +111,7 @@ export function continuityFetch(options: ContinuityFetchOptions = {}): typeof fe
           input,
           init,
           fetch: inner,
+          useExtension: options.useExtension !== false,
           ...(options.onListenGap ? { onGap: options.onListenGap } : {}),
           ...(options.onRelist ? { onRelist: options.onRelist } : {}),
         });

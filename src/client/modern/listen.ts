@@ -39,6 +39,11 @@ export interface ReopeningListenArgs {
   readonly stallTimeoutMs?: number;
   /** Seeds the jitter (replayable runs); random when absent. */
   readonly jitterSeed?: number;
+  /**
+   * Declare the continuity extension and send the last position on a re-open, so a server with its listen
+   * part (docs/continuity-extension.md §12) reports exact gaps. Default true; other servers ignore both.
+   */
+  readonly useExtension?: boolean;
 }
 
 const encoder = new TextEncoder();
@@ -129,6 +134,7 @@ export async function reopeningListen(args: ReopeningListenArgs): Promise<Respon
           policy: args.policy,
           jitterSeed: args.jitterSeed ?? randomSeed(),
           stallTimeoutMs: args.stallTimeoutMs ?? DEFAULT_STALL_TIMEOUT_MS,
+          useExtension: args.useExtension ?? true,
         },
       },
     );

@@ -9,8 +9,16 @@ import type {
 import { continuityCapability } from '../../../machines/continuity-extension.js';
 import type { JsonRpcRequest } from '../../../machines/jsonrpc.js';
 import { handsToKeyed, listsVersions, withLegacyVersions } from '../../../machines/server/era.js';
+import {
+  DEFAULT_LISTEN_LOG_LIMITS,
+  type ListenLogLimits,
+  listenAttemptOf,
+  positionedAck,
+} from '../../../machines/server/listen-log.js';
 import { loadOptional } from '../../optional-peer.js';
+import { rewritingFirstEvent } from './first-event.js';
 import type { KeyedRequests, RunOnSdk } from './keyed-hook.js';
+import { PositionedEventBus } from './positioned-bus.js';
 
 /** Builds the application's v2 SDK server for one 2026-07-28 request (`createMcpHandler`'s factory). */
 export type ModernServerFactory = (
@@ -31,6 +39,14 @@ export interface ModernOptions {
   readonly responseMode?: PerRequestResponseMode;
   /** SSE keep-alive comments on modern streams. Default: the server's `heartbeatMs`. */
   readonly keepAliveMs?: number;
+  /**
+   * The change log behind the extension's listen part (docs/continuity-extension.md §12), used when
+   * `keyed` is set: a re-opened `subscriptions/listen` is told exactly how many changes it missed when the
+   * log still holds every change since its last position. Defaults: 10 minutes, 10,000 changes
+   * (`DEFAULT_LISTEN_LOG_LIMITS`). The log is this process's: a re-open that lands on another instance, or
+   * after a restart, is reported as a gap of unknown size.
+   */
+  readonly listenLog?: Partial<ListenLogLimits>;
 }
 
 /** One admitted modern request, as the handler read it. */
@@ -99,9 +115,15 @@ export async function createModernEndpoint(
       settings.onError(e);
     },
   };
+  // With the extension, change events go through the listen log, which numbers them for the listen part.
+  const now = () => Date.now();
+  const bus = keyed
+    ? new PositionedEventBus({ ...DEFAULT_LISTEN_LOG_LIMITS, ...options.listenLog }, now, settings.onError)
+    : undefined;
   const handler: McpHttpHandler = sdk.createMcpHandler(factory, {
     ...common,
     responseMode: options.responseMode ?? 'auto',
+    ...(bus ? { bus } : {}),
   });
   // Keyed runs are detached from any client connection and always stream, so progress is recorded as it
   // happens; they share the subscription bus so a list change reaches every listener once.
@@ -164,6 +186,16 @@ export async function createModernEndpoint(
             { status: 500 },
           );
         }
+      }
+      const attempt = bus ? listenAttemptOf(input.body) : undefined;
+      if (bus && attempt) {
+        // The SDK subscribes the stream inside its handler; `within` lets the bus note the head then.
+        const live = { ...attempt };
+        const response = await bus.within(live, () => call(handler, request, input, input.body));
+        return cancelOnClose(
+          rewritingFirstEvent(response, (m) => positionedAck(m, live, bus.log, now(), bus.limits)),
+          gone,
+        );
       }
       const response = await call(handler, request, input, input.body);
       if (listsVersions(input.body, response.status))

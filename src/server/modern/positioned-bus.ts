@@ -1,0 +1,84 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { randomBytes } from 'node:crypto';
+import type { ServerEvent, ServerEventBus } from '@modelcontextprotocol/server';
+import {
+  createListenLog,
+  type ListenAttemptFacts,
+  type ListenLog,
+  type ListenLogLimits,
+  positionedParams,
+  positionOf,
+  recordChange,
+} from '../../../machines/server/listen-log.js';
+
+/** One listen request in flight: what it said, and (once the SDK subscribed it) the head it started at. */
+export type ListenAttempt = { -readonly [K in keyof ListenAttemptFacts]: ListenAttemptFacts[K] };
+
+type Listener = (event: ServerEvent) => void;
+
+/**
+ * The v2 SDK's `ServerEventBus` for the endpoint, over the listen log (machines/server/listen-log.ts):
+ * `publish` records each change and delivers it; a listener that the SDK's listen router registers while
+ * serving a request that declared the extension gets every change with its position in `_meta` (the SDK
+ * forwards an event's params onto the notification), and the head at that moment is noted on the request.
+ *
+ * The request is known through `AsyncLocalStorage`: the SDK subscribes inside its own handler, several
+ * awaits after the request arrived, and only the request's async context links the two. A listener
+ * registered outside `within` (none today) gets the changes without positions.
+ */
+export class PositionedEventBus implements ServerEventBus {
+  readonly log: ListenLog;
+  readonly #listeners = new Set<{ listener: Listener; positions: boolean }>();
+  readonly #attempts = new AsyncLocalStorage<ListenAttempt>();
+
+  constructor(
+    readonly limits: ListenLogLimits,
+    private readonly now: () => number,
+    private readonly onError: (error: unknown) => void,
+    /** Names this run's log; random, so a restarted or another instance never vouches for our positions. */
+    epoch: string = randomBytes(9).toString('base64url'),
+  ) {
+    this.log = createListenLog(epoch);
+  }
+
+  publish(event: ServerEvent): void {
+    const seq = recordChange(
+      this.log,
+      { kind: event.kind, ...(event.kind === 'resource_updated' ? { uri: event.uri } : {}) },
+      this.now(),
+      this.limits,
+    );
+    const positioned: ServerEvent = {
+      ...event,
+      params: positionedParams(event.params, positionOf(this.log, seq)),
+    } as ServerEvent;
+    // A snapshot: a listener that unsubscribes (its stream closed) while this runs does not skip another.
+    for (const entry of [...this.#listeners]) {
+      try {
+        entry.listener(entry.positions ? positioned : event);
+      } catch (error) {
+        this.onError(error);
+      }
+    }
+  }
+
+  subscribe(listener: Listener): () => void {
+    const attempt = this.#attempts.getStore();
+    if (attempt !== undefined) attempt.subscribedAt = this.log.head;
+    const entry = { listener, positions: attempt?.positions === true };
+    this.#listeners.add(entry);
+    return () => {
+      this.#listeners.delete(entry);
+    };
+  }
+
+  /** Runs the SDK's handling of one listen request with `attempt` as its context. */
+  within<T>(attempt: ListenAttempt, serve: () => T): T {
+    return this.#attempts.run(attempt, serve);
+  }
+
+  /** Open listeners (tests: nothing outlives its stream). */
+  get listenerCount(): number {
+    return this.#listeners.size;
+  }
+}

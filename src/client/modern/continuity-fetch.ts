@@ -26,7 +26,7 @@ import {
   type JsonRpcRequest,
 } from '../../../machines/jsonrpc.js';
 import { type AttemptIo, attemptExchange } from './attempt-exchange.js';
-import { type ListenGap, reopeningListen } from './listen.js';
+import { type ListenGap, type ReconnectPolicy, reopeningListen } from './listen.js';
 import { messagesOf, readThrough } from './read-messages.js';
 import { SdkResponse } from './sdk-response.js';
 
@@ -50,6 +50,8 @@ export interface ContinuityFetchOptions {
   readonly onListenGap?: (gap: ListenGap) => void;
   /** What to re-list after a listen stream's gap (`tools`, `prompts`, `resources`, `resource:<uri>`). */
   readonly onRelist?: (what: readonly string[]) => void;
+  /** How a broken listen stream is re-opened: backoff with full jitter. Default `DEFAULT_RECONNECT_POLICY`. */
+  readonly listenPolicy?: ReconnectPolicy;
   /** Makes idempotency keys. Default: a random UUID (122 random bits). */
   readonly newKey?: () => string;
 }
@@ -112,6 +114,7 @@ export function continuityFetch(options: ContinuityFetchOptions = {}): typeof fe
           init,
           fetch: inner,
           useExtension: options.useExtension !== false,
+          ...(options.listenPolicy ? { policy: options.listenPolicy } : {}),
           ...(options.onListenGap ? { onGap: options.onListenGap } : {}),
           ...(options.onRelist ? { onRelist: options.onRelist } : {}),
         });

@@ -388,7 +388,7 @@ describe('the listen part on the wire (raw POSTs to createContinuityServer)', ()
     const ack = await first.next();
     const last = ack.params?._meta?.[ListenMeta.position];
     first.close();
-    let open = () => undefined as void;
+    let open: () => void = () => undefined;
     gate = new Promise<void>((resolve) => {
       open = resolve;
     });

@@ -3,6 +3,7 @@
  * lost session. The pure core (machines and decisions) and the runtime built on it.
  */
 
+export type { ListenMissed } from '../machines/client/listen.machine.js';
 export {
   type AttemptInput,
   type StatelessCallEvent,
@@ -18,9 +19,11 @@ export {
   isModernVersion,
   MODERN_PROTOCOL_VERSION,
 } from '../machines/server/era.js';
+export { DEFAULT_LISTEN_LOG_LIMITS, type ListenLogLimits } from '../machines/server/listen-log.js';
 export { type CursorStore, FileCursorStore, MemoryCursorStore } from './client/cursor-store.js';
 export type { FetchLike } from './client/exchange.js';
 export { type ContinuityFetchOptions, continuityFetch } from './client/modern/continuity-fetch.js';
+export type { ListenGap } from './client/modern/listen.js';
 export { isOutcomeUnknown, OUTCOME_UNKNOWN } from './client/outcome.js';
 export { type ContinuityClientOptions, ContinuityClientTransport } from './client/transport.js';
 export { ContinuityError, ErrorCode, isContinuityError } from './errors.js';

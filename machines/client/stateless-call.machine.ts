@@ -457,6 +457,10 @@ export const statelessCallMachine = setup({
         },
         onError: 'waiting',
       },
+      // The refresh has the same deadline as silence on a call's stream: a server that never answers
+      // tools/list must not hold the call (its fetch is aborted when the actor stops); the re-issue goes
+      // ahead with the hints already known, and the server's header check answers it either way.
+      after: { stall: { guard: 'stallDetection', target: 'waiting' } },
       on: {
         'app.cancel': {
           target: 'deciding',

@@ -201,6 +201,39 @@ describe('the stateless call machine', () => {
     expect(h.output()).toMatchObject({ outcome: 'failed', reason: StatelessReason.headerMismatch });
   });
 
+  it('a tools/list refresh that never answers is abandoned at the stall deadline: its fetch aborted, the re-issue sent', () => {
+    const clock = new SimulatedClock();
+    const attempts: AttemptInput[] = [];
+    let refreshSignal: AbortSignal | undefined;
+    const machine = statelessCallMachine.provide({
+      actors: {
+        exchange: fromCallback<StatelessCallEvent, AttemptInput>(({ input: a }) => {
+          attempts.push(a);
+        }),
+        refreshTools: fromPromise<ToolHints | undefined, { readonly toolName?: string }>(({ signal }) => {
+          refreshSignal = signal;
+          return new Promise<never>(() => undefined);
+        }),
+      },
+    });
+    const actor = createActor(machine, {
+      clock,
+      input: { request: CHARGE, stallTimeoutMs: 5_000, startedAt: 0, jitterSeed: 1 },
+    });
+    actor.start();
+    const mismatch = { jsonrpc: '2.0', id: 7, error: { code: -32020, message: 'HeaderMismatch' } };
+    actor.send(ended({ kind: 'http-status', status: 400, body: mismatch }));
+    expect(JSON.stringify(actor.getSnapshot().value)).toBe('"refreshing"');
+    clock.increment(4_999);
+    expect(attempts).toHaveLength(1);
+    expect(refreshSignal?.aborted).toBe(false);
+    clock.increment(1);
+    expect(refreshSignal?.aborted).toBe(true);
+    clock.increment(0);
+    expect(attempts).toHaveLength(2);
+    actor.stop();
+  });
+
   it('stall detection counts as a cut (and is outcome unknown for a charge)', () => {
     const h = start({ stallTimeoutMs: 5_000 });
     h.advance(4_000);

@@ -147,8 +147,9 @@ export function continuityFetch(options: ContinuityFetchOptions = {}): typeof fe
     const machine = statelessCallMachine.provide({
       actors: {
         exchange: attemptExchange({ url, init: baseInit, fetch: inner, now, last }),
-        refreshTools: fromPromise(async ({ input }) => {
-          await refreshToolList(url, baseInit, request, facts);
+        // `signal` aborts when the machine leaves `refreshing` (its deadline, the application's cancel).
+        refreshTools: fromPromise(async ({ input, signal }) => {
+          await refreshToolList(url, { ...baseInit, signal }, request, facts);
           return input.toolName === undefined ? undefined : facts.hints.get(input.toolName);
         }),
       },

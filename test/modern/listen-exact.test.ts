@@ -18,6 +18,7 @@ import { MemoryEventLog } from '../../src/server/memory-event-log.js';
 import { MemoryMemoStore } from '../../src/server/memory-memo-store.js';
 import { FaultProxy } from '../../src/testing/fault-proxy.js';
 import { listenOnLoopback } from '../support/listen.js';
+import { until as waitUntil } from '../support/until.js';
 
 /**
  * Exact listen gaps (docs/continuity-extension.md §12), end to end over real HTTP on 127.0.0.1: the
@@ -157,15 +158,8 @@ async function startWorld(listenLog?: Partial<ListenLogLimits>): Promise<World> 
   return world;
 }
 
-async function until<T>(what: string, probe: () => T | undefined | false, ms = WAIT_MS): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (let i = 0; Date.now() < deadline && i < 10_000; i++) {
-    const value = probe();
-    if (value !== undefined && value !== false) return value;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
+const until = <T>(what: string, probe: () => T | undefined | false, ms = WAIT_MS) =>
+  waitUntil(what, probe, ms);
 
 /** Cuts the listen stream and keeps every re-open away for the outage, publishing `during` meanwhile. */
 async function gapWith(w: World, during: (c: ContinuityServer) => void): Promise<ListenGap> {

@@ -8,6 +8,7 @@ import { RELIST_META_KEY, SUBSCRIPTION_ID_META_KEY } from '../../machines/client
 import { type ListenGap, reopeningListen } from '../../src/client/modern/listen.js';
 import { FaultProxy } from '../../src/testing/fault-proxy.js';
 import { listenOnLoopback } from '../support/listen.js';
+import { until as waitUntil } from '../support/until.js';
 
 /**
  * The listen stream over real HTTP on 127.0.0.1: the official v2 server (`createMcpHandler`, served by
@@ -86,15 +87,8 @@ function listenFetch(
     reopeningListen({ input, init, fetch: counted, policy: POLICY, jitterSeed: 7, ...hooks });
 }
 
-async function until<T>(what: string, probe: () => T | undefined, ms = WAIT_MS): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (let i = 0; Date.now() < deadline && i < 10_000; i++) {
-    const value = probe();
-    if (value !== undefined && value !== false) return value;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
+const until = <T>(what: string, probe: () => T | undefined | false, ms = WAIT_MS) =>
+  waitUntil(what, probe, ms);
 
 describe('subscriptions/listen survives a cut (official v2 client and server, 2026-07-28)', () => {
   it('re-opens after a bounded delay, reports an unknown gap, re-lists, then delivers what the server publishes', async () => {

@@ -27,6 +27,7 @@ const gone: ResumeAnswer = {
   streamComplete: false,
 };
 const charged: RecordedOutcome = { kind: 'result', result: { resultType: 'complete', content: [] } };
+const refusedOutcome: RecordedOutcome = { kind: 'error', error: { code: -32020, message: 'HeaderMismatch' } };
 
 function keyed(machine: AnyStateMachine = keyedRequestMachine) {
   const actor = createActor(machine, { input: { memoKey: '3:bob|k-1', fingerprint: FP, attacher: 'a1' } });
@@ -215,6 +216,29 @@ describe('keyed request machine (2026-07-28 continuity extension), one test per 
     expect(k.reissue('a3')[0]).toMatchObject({ answer: { kind: 'outcome-unknown' } });
     expect(k.send({ type: 'memo.expired' })).toEqual([{ type: 'keyed.forget' }]);
   });
+
+  it('running + refused before the tool ran: the watchers get the refusal; a re-issue starts over (nothing ran)', () => {
+    const refusal: RecordedOutcome = { kind: 'error', error: { code: -32020, message: 'HeaderMismatch' } };
+    const k = keyed();
+    k.reissue('a2');
+    expect(k.send({ type: 'tool.refused', outcome: refusal })).toEqual([
+      { type: 'keyed.answer', attacher: 'a1', answer: { kind: 'outcome', outcome: refusal } },
+      { type: 'keyed.answer', attacher: 'a2', answer: { kind: 'outcome', outcome: refusal } },
+      { type: 'keyed.memo-armed' },
+    ]);
+    expect(k.value()).toBe('refused');
+    expect(k.reissue('a3')).toEqual([
+      { type: 'keyed.answer', attacher: 'a3', answer: { kind: 'start-over' } },
+    ]);
+    // Other arguments under the same key are still another request: refused, as in every state.
+    expect(k.reissue('a4', replay(0), OTHER_FP)[0]).toMatchObject({ answer: { kind: 'refused' } });
+    // Too late for a finish, a cancel or a death: nothing was running.
+    expect(k.send({ type: 'tool.finished', outcome: charged })).toEqual([]);
+    expect(k.send({ type: 'cancel.requested' })).toEqual([]);
+    expect(k.send({ type: 'instance.died' })).toEqual([]);
+    expect(k.value()).toBe('refused');
+    expect(k.send({ type: 'memo.expired' })).toEqual([{ type: 'keyed.forget' }]);
+  });
 });
 
 describe('keyedResume: a re-issue last event id against the key log', () => {
@@ -264,6 +288,8 @@ type Step =
   | { kind: 'close'; attacher: string }
   | { kind: 'cancel' }
   | { kind: 'finish' }
+  /** The server's checks refused the request before the tool ran. */
+  | { kind: 'refuse' }
   | { kind: 'expire' }
   | { kind: 'die' };
 
@@ -281,6 +307,7 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
   { weight: 3, arbitrary: fc.record({ kind: fc.constant('close' as const), attacher: attacherArb }) },
   { weight: 1, arbitrary: fc.constant({ kind: 'cancel' as const }) },
   { weight: 2, arbitrary: fc.constant({ kind: 'finish' as const }) },
+  { weight: 1, arbitrary: fc.constant({ kind: 'refuse' as const }) },
   { weight: 1, arbitrary: fc.constant({ kind: 'expire' as const }) },
   { weight: 1, arbitrary: fc.constant({ kind: 'die' as const }) },
 );
@@ -300,6 +327,8 @@ function toEvent(step: Step): KeyedRequestEvent {
       return { type: 'cancel.requested' };
     case 'finish':
       return { type: 'tool.finished', outcome: charged };
+    case 'refuse':
+      return { type: 'tool.refused', outcome: refusedOutcome };
     case 'expire':
       return { type: 'memo.expired' };
     case 'die':
@@ -318,6 +347,7 @@ function brokenRule(machine: AnyStateMachine, steps: readonly Step[]): string | 
   let finished = false;
   let cancelAsked = false;
   let died = false;
+  let refused = false;
   let ended = false;
   for (const step of steps) {
     if (k.actor.getSnapshot().status === 'done') return undefined;
@@ -329,6 +359,8 @@ function brokenRule(machine: AnyStateMachine, steps: readonly Step[]): string | 
     for (const e of out) {
       if (e.type !== 'keyed.answer') continue;
       const a = e.answer;
+      if (a.kind === 'start-over' && !refused) return 'a start-over after the tool may have run';
+      if (a.kind === 'outcome' && (refused || (step.kind === 'refuse' && !ended))) continue;
       if ((a.kind === 'recorded' || a.kind === 'outcome') && !(finished || step.kind === 'finish')) {
         return 'an outcome before the body finished';
       }
@@ -342,12 +374,17 @@ function brokenRule(machine: AnyStateMachine, steps: readonly Step[]): string | 
       if (!step.same && a.kind !== 'refused') return 'another request under the same key was not refused';
       if (step.same && a.kind === 'refused') return 'the same request was refused';
       if (a.kind === 'attach' && ended) return 'attached to work that had ended';
+      if (refused && step.same && a.kind !== 'start-over') return 'a refused key did not start over';
     }
     // Work ended only while running: the first of finish, cancel, death decides.
-    if (!ended && (step.kind === 'finish' || step.kind === 'cancel' || step.kind === 'die')) {
+    if (
+      !ended &&
+      (step.kind === 'finish' || step.kind === 'cancel' || step.kind === 'die' || step.kind === 'refuse')
+    ) {
       ended = true;
       finished = step.kind === 'finish';
       died = step.kind === 'die';
+      refused = step.kind === 'refuse';
     }
     if (ended && k.attached().length > 0) return 'a watcher left waiting on ended work';
   }
@@ -371,6 +408,18 @@ describe('keyed request property', () => {
     [
       'a re-issue of finished work executes again',
       keyedRequestMachine.provide({ actions: { answerRecorded: emit({ type: 'keyed.start' }) } }),
+    ],
+    [
+      'a refused key is answered the refusal again instead of running',
+      keyedRequestMachine.provide({
+        actions: { startOver: keyedRequestMachine.implementations.actions.answerRecorded as never },
+      }),
+    ],
+    [
+      'work that finished starts over as if it had been refused',
+      keyedRequestMachine.provide({
+        actions: { answerRecorded: keyedRequestMachine.implementations.actions.startOver as never },
+      }),
     ],
     [
       'the key is not checked against the request',

@@ -45,7 +45,15 @@ export type KeyedCallCommand =
   | { readonly kind: 'drop-log'; readonly entry: MemoEntry }
   /** → nothing: compare-and-set `next` over `entry` (from its state), then wake its watchers. */
   | { readonly kind: 'replace-entry'; readonly entry: MemoEntry; readonly next: MemoEntry }
-  /** → nothing: the body starts (once: only after `create-entry` answered `created`). */
+  /**
+   * → `boolean`, whether it won: compare-and-set `next` (a fresh running entry) over the refused `entry`
+   * (from `refused`), then wake its watchers.
+   */
+  | { readonly kind: 'restart-entry'; readonly entry: MemoEntry; readonly next: MemoEntry }
+  /**
+   * → nothing: the body starts (once per work: only after `create-entry` answered `created`, or
+   * `restart-entry` won).
+   */
   | { readonly kind: 'start-run'; readonly entry: MemoEntry };
 
 /** How the request ends. */
@@ -65,6 +73,7 @@ export interface KeyedCallAnswers {
   'create-entry': MemoCreate;
   'drop-log': undefined;
   'replace-entry': undefined;
+  'restart-entry': boolean;
   'start-run': undefined;
 }
 
@@ -109,6 +118,15 @@ export function* keyedCallSteps(facts: {
     }
     const fresh = (yield { kind: 'new-entry' }) as MemoEntry;
     yield { kind: 'open-log', entry: fresh };
+    if (plan.kind === 'execute-over') {
+      // Nothing ran under the refused entry: a new work replaces it; the refused entry's log goes with it.
+      const refused = entry as MemoEntry;
+      const won = (yield { kind: 'restart-entry', entry: refused, next: fresh }) as boolean;
+      yield { kind: 'drop-log', entry: won ? refused : fresh };
+      if (!won) continue;
+      yield { kind: 'start-run', entry: fresh };
+      return { kind: 'serve', entry: fresh, afterSeq: 0 };
+    }
     const created = (yield { kind: 'create-entry', entry: fresh }) as MemoCreate;
     if (created.kind !== 'created') yield { kind: 'drop-log', entry: fresh };
     if (created.kind === 'full') return { kind: 'reply', reply: memoFullReply(created.retryAfterSeconds) };
@@ -262,9 +280,11 @@ type BodyEndAnswer = MemoEntry | StreamWindow | boolean | undefined;
 export function* keyedBodyEndSteps(
   entry: Pick<MemoEntry, 'owner'>,
   final: JsonRpcMessage | undefined,
+  /** The SDK refused the request before the tool ran (`refusedBeforeRun`); `final` is the refusal. */
+  refused = false,
 ): Generator<KeyedBodyEndCommand, void, BodyEndAnswer> {
   const current = (yield { kind: 'read-entry' }) as MemoEntry | undefined;
-  const end = keyedRunEnd(current, entry.owner, final);
+  const end = keyedRunEnd(current, entry.owner, final, refused);
   if (end.kind === 'nothing' || !current) {
     yield { kind: 'ring' };
     return;
@@ -280,7 +300,11 @@ export function* keyedBodyEndSteps(
   const won = (yield {
     kind: 'record',
     entry: current,
-    event: { type: 'tool.finished', outcome: end.outcome, finalSeq },
+    event: {
+      type: end.kind === 'refused' ? 'tool.refused' : 'tool.finished',
+      outcome: end.outcome,
+      finalSeq,
+    },
     watched,
   }) as MemoEntry | undefined;
   if (appendsFinal(won, finalSeq)) yield { kind: 'append-final', message: final };

@@ -16,7 +16,13 @@ import {
  */
 
 /** A key's work state as stored: the machine's state, flattened (`finished.committed` → `committed`). */
-export type KeyedWorkState = 'running' | 'committed' | 'answered' | 'cancelled' | 'outcomeUnknown';
+export type KeyedWorkState =
+  | 'running'
+  | 'committed'
+  | 'answered'
+  | 'cancelled'
+  | 'outcomeUnknown'
+  | 'refused';
 
 /** One memo entry. Plain JSON: stores write it as is. */
 export interface MemoEntry {
@@ -27,7 +33,7 @@ export interface MemoEntry {
   /** `requestFingerprint(method, params)` of the first attempt. */
   readonly fingerprint: string;
   readonly state: KeyedWorkState;
-  /** The recorded outcome, once `committed` or `answered`. */
+  /** The recorded outcome, once `committed` or `answered` (or the refusal, once `refused`). */
   readonly outcome?: RecordedOutcome;
   /**
    * The sequence number of the final response in the key's log: the outcome is recorded with it before

@@ -51,7 +51,13 @@ export type KeyedPlan =
    * The entry is `running` but its owner is gone: record `instance.died` (compare-and-set from running),
    * then plan again with what the store holds.
    */
-  | { readonly kind: 'declare-died' };
+  | { readonly kind: 'declare-died' }
+  /**
+   * The entry is `refused` (nothing ran under the key): replace it (compare-and-set from refused) with a
+   * fresh running entry, then run the body as for a new key. If another attempt replaced it first, plan
+   * again with what the store holds.
+   */
+  | { readonly kind: 'execute-over' };
 
 /** What `planKeyedCall` is told. */
 export interface KeyedCallFacts {
@@ -131,6 +137,8 @@ export function planKeyedCall(facts: KeyedCallFacts): KeyedPlan {
       };
     case 'cancelled':
       return { kind: 'reply', reply: cancelledReply() };
+    case 'start-over':
+      return { kind: 'execute-over' };
     default:
       return { kind: 'reply', reply: outcomeUnknownReply() };
   }
@@ -327,6 +335,7 @@ export function nextEntry(
   entry: MemoEntry,
   event:
     | { readonly type: 'tool.finished'; readonly outcome: RecordedOutcome; readonly finalSeq: number }
+    | { readonly type: 'tool.refused'; readonly outcome: RecordedOutcome; readonly finalSeq: number }
     | { readonly type: 'cancel.requested' }
     | { readonly type: 'instance.died' },
   now: number,
@@ -335,7 +344,9 @@ export function nextEntry(
 ): MemoEntry | undefined {
   const step = stepMemoEntry(
     entry,
-    event.type === 'tool.finished' ? { type: 'tool.finished', outcome: event.outcome } : event,
+    event.type === 'tool.finished' || event.type === 'tool.refused'
+      ? { type: event.type, outcome: event.outcome }
+      : event,
     watched ? ['watcher'] : [],
   );
   if (!step.changed || step.state === 'forgotten') return undefined;
@@ -343,7 +354,7 @@ export function nextEntry(
     ...entry,
     state: step.state,
     ...(step.outcome === undefined ? {} : { outcome: step.outcome }),
-    ...(event.type === 'tool.finished' ? { finalSeq: event.finalSeq } : {}),
+    ...(event.type === 'tool.finished' || event.type === 'tool.refused' ? { finalSeq: event.finalSeq } : {}),
     ...(step.emitted.some((e) => e.type === 'keyed.memo-armed') ? { finishedAt: now } : {}),
   };
 }
@@ -355,16 +366,53 @@ export type KeyedRunEnd =
   /** The SDK ended without an answer (its stream broke, it threw): the side effect may have happened. */
   | { readonly kind: 'declare-died' }
   /** Record the outcome (compare-and-set from running), then append the final response to the log. */
-  | { readonly kind: 'record'; readonly outcome: RecordedOutcome };
+  | { readonly kind: 'record'; readonly outcome: RecordedOutcome }
+  /** Record the refusal (`tool.refused`, compare-and-set from running): nothing ran; then append it. */
+  | { readonly kind: 'refused'; readonly outcome: RecordedOutcome };
 
 export function keyedRunEnd(
   current: Pick<MemoEntry, 'state' | 'owner'> | undefined,
   self: string,
   final: JsonRpcMessage | undefined,
+  /** The SDK refused the request before running the tool (`refusedBeforeRun` of its status). */
+  refused = false,
 ): KeyedRunEnd {
   if (current?.state !== 'running' || current.owner !== self) return { kind: 'nothing' };
   const outcome = final === undefined ? undefined : outcomeOf(final);
-  return outcome === undefined ? { kind: 'declare-died' } : { kind: 'record', outcome };
+  if (outcome === undefined) return { kind: 'declare-died' };
+  return refused ? { kind: 'refused', outcome } : { kind: 'record', outcome };
+}
+
+/**
+ * Whether the SDK's HTTP status for a keyed run says it refused the request before running the tool.
+ * The v2 SDK answers every check it makes before dispatching (headers against arguments, scopes, the
+ * envelope) with a 4xx, and everything after dispatch (a result, a tool's error, invalid arguments as an
+ * `isError` result) with 200. 499 is the SDK's "connection closed" during the run: the tool may have run.
+ * A 5xx may come after the tool started. Neither is a refusal.
+ */
+export function refusedBeforeRun(status: number): boolean {
+  return status >= 400 && status < 499;
+}
+
+/**
+ * The final response a refusal is recorded as: the SDK's JSON-RPC error under the request's id (its body
+ * may carry `id: null`), or, when the body is no JSON-RPC error, one naming the status.
+ */
+export function refusalResponse(status: number, body: unknown, id: RequestId): JsonRpcMessage {
+  const error = (body as { error?: unknown } | undefined)?.error as
+    | { code?: unknown; message?: unknown; data?: unknown }
+    | undefined;
+  if (error && typeof error.code === 'number' && typeof error.message === 'string')
+    return {
+      jsonrpc: '2.0',
+      id,
+      error: {
+        code: error.code,
+        message: error.message,
+        ...(error.data !== undefined ? { data: error.data } : {}),
+      },
+    };
+  return { jsonrpc: '2.0', id, error: { code: -32600, message: `Refused by the server (HTTP ${status})` } };
 }
 
 /** The final response goes to the log only when this instance's recording won, under the seq it recorded. */
@@ -372,7 +420,10 @@ export function appendsFinal(
   stored: Pick<MemoEntry, 'state' | 'finalSeq'> | undefined,
   finalSeq: number,
 ): boolean {
-  return (stored?.state === 'committed' || stored?.state === 'answered') && stored.finalSeq === finalSeq;
+  return (
+    (stored?.state === 'committed' || stored?.state === 'answered' || stored?.state === 'refused') &&
+    stored.finalSeq === finalSeq
+  );
 }
 
 /** A body running here is aborted once its entry is no longer running here (cancelled, declared dead). */

@@ -12,7 +12,8 @@ import { answerCursor, type ResumeAnswer, type StreamWindow } from './retention.
  *
  * Work states: running → committed (side effect done, outcome recorded, nobody was watching) → answered
  * (the outcome went to a stream); running → cancelled (explicit cancel); running → outcomeUnknown (the
- * instance running it died); any finished state → forgotten (the memo window ran out; the runtime deletes
+ * instance running it died); running → refused (the server's checks refused it before the tool ran: a
+ * re-issue then runs, the only way a key runs twice, because it never ran); any finished state → forgotten (the memo window ran out; the runtime deletes
  * the record). The runtime keeps one actor per `memoKey(principal, key)`, so principals never meet here.
  *
  * Answers are emitted (`keyed.*`); the runtime relays them to HTTP, persists the snapshot (memory, SQLite,
@@ -47,6 +48,11 @@ export type KeyedRequestEvent =
   | { type: 'cancel.requested' }
   /** The tool body returned; its outcome is recorded durably before this event is sent. */
   | { type: 'tool.finished'; outcome: RecordedOutcome }
+  /**
+   * The server refused the request before the tool ran (the SDK's own checks answered 4xx: a header that
+   * disagrees with the arguments, a scope it lacks). Nothing ran; `outcome` is that refusal.
+   */
+  | { type: 'tool.refused'; outcome: RecordedOutcome }
   /** The memo window after the work ended has passed. Ignored while the work runs. */
   | { type: 'memo.expired' }
   /** The instance running the body died (lease lost, or restart found the record running). */
@@ -64,6 +70,8 @@ export type KeyedAnswer =
   | { readonly kind: 'refused'; readonly code: typeof ContinuityErrorCode.KEY_REUSED }
   | { readonly kind: 'cancelled'; readonly code: typeof ContinuityErrorCode.CANCELLED }
   | { readonly kind: 'outcome-unknown'; readonly code: typeof ContinuityErrorCode.OUTCOME_UNKNOWN }
+  /** The key's earlier attempt was refused before it ran: this one runs (a new work under the same key). */
+  | { readonly kind: 'start-over' }
   /** 410: the events after the re-issue's cursor were evicted; the details are the body's `data`. */
   | {
       readonly kind: 'evicted';
@@ -170,6 +178,8 @@ export const keyedRequestMachine = setup({
         outcome: context.outcome as RecordedOutcome,
       });
     }),
+    /** Nothing ran under the key: the re-issue runs. Named so a mutant can break it. */
+    startOver: emit(({ event }) => answer((event as Reissue).attacher, { kind: 'start-over' })),
     answerCancelled: emit(({ event }) =>
       answer((event as Reissue).attacher, { kind: 'cancelled', code: ContinuityErrorCode.CANCELLED }),
     ),
@@ -184,7 +194,7 @@ export const keyedRequestMachine = setup({
       enqueue.assign({ attached: context.attached.filter((a) => a !== event.attacher) });
     }),
     recordOutcome: enqueueActions(({ context, event, enqueue }) => {
-      if (event.type !== 'tool.finished') return;
+      if (event.type !== 'tool.finished' && event.type !== 'tool.refused') return;
       enqueue.assign({ outcome: event.outcome, attached: [] });
       for (const a of context.attached) enqueue.emit(answer(a, { kind: 'outcome', outcome: event.outcome }));
     }),
@@ -228,6 +238,8 @@ export const keyedRequestMachine = setup({
           { guard: 'someoneWatching', target: 'finished.answered', actions: 'recordOutcome' },
           { target: 'finished.committed', actions: 'recordOutcome' },
         ],
+        // The watchers get the refusal as the outcome; the key is free to run again.
+        'tool.refused': { target: 'refused', actions: 'recordOutcome' },
         'cancel.requested': {
           target: 'cancelled',
           actions: ['abortBody', { type: 'tellWatchers', params: 'cancelled' }],
@@ -266,6 +278,17 @@ export const keyedRequestMachine = setup({
             ],
           },
         },
+      },
+    },
+    refused: {
+      description: 'refused before the tool ran (the SDK answered 4xx); nothing ran, so a re-issue runs',
+      entry: 'armMemo',
+      on: {
+        'reissue.arrived': [
+          { guard: 'isOtherRequest', actions: 'refuseOtherRequest' },
+          { actions: 'startOver' },
+        ],
+        'memo.expired': 'forgotten',
       },
     },
     cancelled: {

@@ -27,6 +27,8 @@ import {
   nextEntry,
   planKeyedCall,
   planKeyedCancel,
+  refusalResponse,
+  refusedBeforeRun,
   routeKeyedMessage,
 } from '../../machines/server/keyed-plan.js';
 import type { StreamWindow } from '../../machines/server/retention.js';
@@ -461,3 +463,133 @@ function keyedCallMessage(key = 'k1') {
     params: { name: 'charge', arguments: {}, _meta: { 'io.github.mcp-continuity/idempotencyKey': key } },
   };
 }
+
+describe('refused before the tool ran (the SDK answered 4xx): nothing ran, the key runs again', () => {
+  const refusal = { kind: 'error' as const, error: { code: -32020, message: 'HeaderMismatch' } };
+  const refusedEntry = entry({ state: 'refused', outcome: refusal, finalSeq: 1, finishedAt: 3 });
+
+  it('which statuses are refusals: the SDK’s pre-dispatch 4xx; not 499 (closed mid-run), not 5xx, not 2xx', () => {
+    expect([400, 401, 403, 404, 413, 415, 429, 498].map(refusedBeforeRun)).toEqual(Array(8).fill(true));
+    expect([200, 202, 399, 499, 500, 503].map(refusedBeforeRun)).toEqual(Array(6).fill(false));
+  });
+
+  it('the refusal is recorded as the SDK’s error under the request id, or one naming the status', () => {
+    const body = { jsonrpc: '2.0', id: null, error: { code: -32020, message: 'm', data: { x: 1 } } };
+    expect(refusalResponse(400, body, 7)).toEqual({
+      jsonrpc: '2.0',
+      id: 7,
+      error: { code: -32020, message: 'm', data: { x: 1 } },
+    });
+    expect(refusalResponse(403, undefined, 'a')).toEqual({
+      jsonrpc: '2.0',
+      id: 'a',
+      error: { code: -32600, message: 'Refused by the server (HTTP 403)' },
+    });
+  });
+
+  it('the body end records `tool.refused` (compare-and-set from running), then appends the refusal', () => {
+    const final = { jsonrpc: '2.0' as const, id: 1, error: refusal.error };
+    expect(keyedRunEnd(entry(), 'me', final, true)).toEqual({ kind: 'refused', outcome: refusal });
+    const seen: KeyedBodyEndCommand[] = [];
+    driveKeyedCallSync(keyedBodyEndSteps(entry(), final, true), (c) => {
+      seen.push(c);
+      if (c.kind === 'read-entry') return entry();
+      if (c.kind === 'read-window') return win(1, 0);
+      if (c.kind === 'watched') return true;
+      if (c.kind === 'record') return nextEntry(c.entry, c.event, 3, c.watched);
+      return undefined;
+    });
+    expect(seen.map((c) => c.kind)).toEqual([
+      'read-entry',
+      'read-window',
+      'watched',
+      'record',
+      'append-final',
+      'ring',
+    ]);
+    const record = seen.find((c) => c.kind === 'record') as Extract<KeyedBodyEndCommand, { kind: 'record' }>;
+    expect(record.event).toEqual({ type: 'tool.refused', outcome: refusal, finalSeq: 1 });
+    expect(nextEntry(entry(), record.event, 3)).toMatchObject({
+      state: 'refused',
+      finalSeq: 1,
+      finishedAt: 3,
+    });
+    expect(appendsFinal(refusedEntry, 1)).toBe(true);
+  });
+
+  it('a re-issue (or a duplicate first attempt) of a refused key plans to run it; other arguments are 409', () => {
+    expect(planKeyedCall(facts({ entry: refusedEntry }))).toEqual({ kind: 'execute-over' });
+    expect(
+      planKeyedCall(facts({ entry: refusedEntry, reading: { kind: 'keyed', key: 'k', reissue: false } })),
+    ).toEqual({ kind: 'execute-over' });
+    expect(planKeyedCall(facts({ entry: refusedEntry, fingerprint: 'other' }))).toMatchObject({
+      kind: 'reply',
+      reply: { status: 409 },
+    });
+    // Streams attached when it was refused end with the refusal, under its final id.
+    expect(attachStep(refusedEntry, win(1, 1, true), [], 0, true).end).toEqual({
+      kind: 'outcome',
+      outcome: refusal,
+      seq: 1,
+    });
+  });
+
+  it('the steps: a fresh entry replaces the refused one (compare-and-set), the old log goes, the body starts', () => {
+    const fresh = entry({ epoch: 'ep2', logId: 'keyed-y' });
+    const seen: KeyedCallCommand[] = [];
+    const end = driveKeyedCallSync(
+      keyedCallSteps({
+        reading: { kind: 'keyed', key: 'k', reissue: false },
+        fingerprint: FP,
+        memoWindowMs: 1000,
+        now: 5,
+      }),
+      (c) => {
+        seen.push(c);
+        if (c.kind === 'read-entry') return refusedEntry;
+        if (c.kind === 'read-window') return win(1, 1, true);
+        if (c.kind === 'new-entry') return fresh;
+        if (c.kind === 'restart-entry') return true;
+        return 0 as never;
+      },
+    );
+    expect(seen.map((c) => c.kind)).toEqual([
+      'read-entry',
+      'read-window',
+      'memo-complete-for',
+      'new-entry',
+      'open-log',
+      'restart-entry',
+      'drop-log',
+      'start-run',
+    ]);
+    expect(seen.find((c) => c.kind === 'drop-log')).toMatchObject({ entry: { logId: 'keyed-x' } });
+    expect(end).toEqual({ kind: 'serve', entry: fresh, afterSeq: 0 });
+  });
+
+  it('a lost restart race: the loser drops its own log, re-reads and attaches; it never starts the body', () => {
+    const winner = entry({ epoch: 'ep3', logId: 'keyed-z', owner: 'other' });
+    let reads = 0;
+    const seen: KeyedCallCommand[] = [];
+    const end = driveKeyedCallSync(
+      keyedCallSteps({
+        reading: { kind: 'keyed', key: 'k', reissue: false },
+        fingerprint: FP,
+        memoWindowMs: 1000,
+        now: 5,
+      }),
+      (c) => {
+        seen.push(c);
+        if (c.kind === 'read-entry') return reads++ === 0 ? refusedEntry : winner;
+        if (c.kind === 'read-window') return win(1, 0);
+        if (c.kind === 'owner-alive') return true;
+        if (c.kind === 'new-entry') return entry({ epoch: 'ep2', logId: 'keyed-y' });
+        if (c.kind === 'restart-entry') return false;
+        return 0 as never;
+      },
+    );
+    expect(seen.map((c) => c.kind)).not.toContain('start-run');
+    expect(seen.find((c) => c.kind === 'drop-log')).toMatchObject({ entry: { logId: 'keyed-y' } });
+    expect(end).toEqual({ kind: 'serve', entry: winner, afterSeq: 0 });
+  });
+});

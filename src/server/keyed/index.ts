@@ -30,6 +30,8 @@ import {
   type KeyedReply,
   nextEntry,
   planKeyedCancel,
+  refusalResponse,
+  refusedBeforeRun,
   replyMessage,
   routeKeyedMessage,
 } from '../../../machines/server/keyed-plan.js';
@@ -37,7 +39,7 @@ import type { EventLog } from '../event-log.js';
 import type { MemoStore } from '../memo-store.js';
 import type { KeyedRequests, ModernCall, RunOnSdk } from '../modern/keyed-hook.js';
 import { eventFrame } from '../sse.js';
-import { sdkMessages } from './sdk-messages.js';
+import { parseJson, sdkMessages } from './sdk-messages.js';
 import { Wakeups } from './wakeups.js';
 
 export type { KeyedRequests, ModernCall, RunOnSdk } from '../modern/keyed-hook.js';
@@ -106,7 +108,10 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
    * would stay `running` under this instance's live lease, attached streams and re-issues waiting on it
    * for ever. The lease tick runs their end again, with the answer they got, until it is stored.
    */
-  private readonly unstored = new Map<string, { entry: MemoEntry; final: JsonRpcMessage | undefined }>();
+  private readonly unstored = new Map<
+    string,
+    { entry: MemoEntry; final: JsonRpcMessage | undefined; refused: boolean }
+  >();
   private readonly timers: Array<ReturnType<typeof setInterval>> = [];
   private readonly stopWatching: (() => void) | undefined;
   private readonly ready: Promise<void>;
@@ -204,6 +209,8 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
       .update(requestFingerprint(message.method, message.params))
       .digest('base64url');
     const attempt = attemptOf(message);
+    // Set when this attempt starts the body: the SDK's refusal (a 4xx before the tool ran), or nothing.
+    let started: Promise<Response | undefined> | undefined;
     const steps = keyedCallSteps({
       reading,
       fingerprint,
@@ -248,14 +255,30 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
           await this.memo.replace(c.next, c.entry.state);
           this.wakeups.ring(c.entry.logId);
           return undefined;
-        case 'start-run':
-          void this.runBody(c.entry, message, (signal) => run(message, signal)).catch(this.onError);
+        case 'restart-entry': {
+          const stored = await this.memo.replace(c.next, c.entry.state);
+          this.wakeups.ring(c.entry.logId);
+          return stored?.logId === c.next.logId && stored.state === 'running';
+        }
+        case 'start-run': {
+          let accepted: (refusal: Response | undefined) => void = () => undefined;
+          started = new Promise((resolve) => {
+            accepted = resolve;
+          });
+          void this.runBody(c.entry, message, (signal) => run(message, signal), accepted).catch((error) => {
+            accepted(undefined);
+            this.onError(error);
+          });
           return undefined;
+        }
       }
     });
-    return end.kind === 'reply'
-      ? json(end.reply, attempt.id)
-      : this.respond(end.entry, attempt, end.afterSeq);
+    if (end.kind === 'reply') return json(end.reply, attempt.id);
+    // The attempt that started the body answers as the SDK did when the SDK refused it (its 4xx: the
+    // client's own recovery, such as re-listing tools after -32020, depends on it). The SDK answers at once
+    // (its stream starts before the tool runs), so this wait is short.
+    const refusal = started ? await started : undefined;
+    return refusal ?? this.respond(end.entry, attempt, end.afterSeq);
   }
 
   /** Runs the body once, detached from every client stream; its messages go to the key's log. */
@@ -263,43 +286,66 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
     entry: MemoEntry,
     message: JsonRpcRequest,
     start: (signal: AbortSignal) => Promise<Response>,
+    /** Told once the SDK answered: with a copy of its refusal, or nothing (it runs, or it failed). */
+    accepted: (refusal: Response | undefined) => void,
   ): Promise<void> {
     const abort = new AbortController();
     this.local.set(entry.memoKey, abort);
     let final: JsonRpcMessage | undefined;
+    let refusal: Response | undefined;
     try {
       const response = await start(abort.signal);
-      for await (const m of sdkMessages(response, abort.signal)) {
-        if (isFinalAnswer(m, message.id)) {
-          final = m;
-          break;
+      if (refusedBeforeRun(response.status)) {
+        // Nothing ran: recorded as `refused` (machines/server/keyed-plan.ts), so a re-issue of the key runs.
+        const text = await response.text();
+        final = refusalResponse(response.status, parseJson(text), message.id);
+        refusal = new Response(text, { status: response.status, headers: response.headers });
+      } else {
+        accepted(undefined);
+        for await (const m of sdkMessages(response, abort.signal)) {
+          if (isFinalAnswer(m, message.id)) {
+            final = m;
+            break;
+          }
+          await this.log.append(entry.logId, KEYED_STREAM, m);
+          this.wakeups.ring(entry.logId);
         }
-        await this.log.append(entry.logId, KEYED_STREAM, m);
-        this.wakeups.ring(entry.logId);
       }
     } catch (error) {
       if (!abort.signal.aborted) this.onError(error);
     } finally {
       this.local.delete(entry.memoKey);
     }
-    await this.storeEnd(entry, final);
+    await this.storeEnd(entry, final, refusal !== undefined);
+    // The refusal is answered only once it is stored: the client's corrected re-issue must find the key
+    // `refused` (it then runs), not still `running` (it would attach and get the refusal again). Every
+    // other way out has told `accepted` already, or tells it nothing new (it resolves once).
+    accepted(refusal);
   }
 
   /** The end of a body run, stored; on a store failure it is kept for the lease tick to store again. */
-  private async storeEnd(entry: MemoEntry, final: JsonRpcMessage | undefined): Promise<void> {
+  private async storeEnd(
+    entry: MemoEntry,
+    final: JsonRpcMessage | undefined,
+    refused = false,
+  ): Promise<void> {
     try {
-      await this.driveBodyEnd(entry, final);
+      await this.driveBodyEnd(entry, final, refused);
       this.unstored.delete(entry.memoKey);
     } catch (error) {
       this.onError(error);
-      this.unstored.set(entry.memoKey, { entry, final });
+      this.unstored.set(entry.memoKey, { entry, final, refused });
     }
   }
 
-  private async driveBodyEnd(entry: MemoEntry, final: JsonRpcMessage | undefined): Promise<void> {
+  private async driveBodyEnd(
+    entry: MemoEntry,
+    final: JsonRpcMessage | undefined,
+    refused = false,
+  ): Promise<void> {
     // The end (`keyedBodyEndSteps`): the outcome recorded durably first, under the id the final response
     // gets in the log, then appended: no stream ever writes an outcome the memo does not hold.
-    await driveKeyedCall(keyedBodyEndSteps(entry, final), async (c) => {
+    await driveKeyedCall(keyedBodyEndSteps(entry, final, refused), async (c) => {
       switch (c.kind) {
         case 'read-entry':
           return this.memo.get(entry.memoKey);
@@ -456,7 +502,8 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
   private async tend(): Promise<void> {
     if (this.closed) return;
     await this.memo.renewLease(this.leaseMs);
-    for (const { entry, final } of [...this.unstored.values()]) await this.storeEnd(entry, final);
+    for (const { entry, final, refused } of [...this.unstored.values()])
+      await this.storeEnd(entry, final, refused);
     for (const [mk, abort] of this.local) {
       const e = await this.memo.get(mk);
       if (abortsLocalRun(e, this.memo.instanceId)) abort.abort();

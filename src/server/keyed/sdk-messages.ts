@@ -38,7 +38,8 @@ export async function* sdkMessages(response: Response, signal: AbortSignal): Asy
   }
 }
 
-function parseJson(text: string): JsonRpcMessage | JsonRpcMessage[] | undefined {
+/** A body's JSON (an object or a batch), or `undefined` when it is not JSON. */
+export function parseJson(text: string): JsonRpcMessage | JsonRpcMessage[] | undefined {
   try {
     const v = JSON.parse(text) as unknown;
     return typeof v === 'object' && v !== null ? (v as JsonRpcMessage) : undefined;

@@ -75,7 +75,6 @@ const EXAMPLE: Record<StatelessCase, StatelessStreamEnd> = {
 const base: StatelessCallContext = {
   attempts: 0,
   mayHaveRunBefore: false,
-  headerMismatchRetried: false,
   elapsedMs: 1_000,
   jitterSeed: 42,
 };
@@ -110,7 +109,7 @@ const ROWS: Array<[StatelessCase, Expect, Expect, Expect]> = [
   ['ext-events-evicted', 'fail', 'fail', 'reissue'],
   ['ext-outcome-unknown', 'outcome-unknown', 'outcome-unknown', 'outcome-unknown'],
   ['ext-cancelled', 'outcome-unknown', 'outcome-unknown', 'outcome-unknown'],
-  ['400-header-mismatch', 'reissue', 'reissue', 'reissue'],
+  ['400-header-mismatch', 'fail', 'fail', 'fail'],
   ['400-unsupported-version', 'fail', 'fail', 'fail'],
   ['400-missing-capability', 'fail', 'fail', 'fail'],
   ['400-other', 'fail', 'fail', 'fail'],
@@ -237,19 +236,16 @@ describe('the details of a decision', () => {
     expect(decideStatelessEnd(atMost, plain).action).toBe('backoff-reissue');
   });
 
-  it('header mismatch: refresh tools/list, re-issue once, then fail', () => {
+  it('header mismatch: fail at once (nothing ran; the SDK refreshes and sends again with new headers)', () => {
     const end = EXAMPLE['400-header-mismatch'];
-    expect(decideStatelessEnd(end, plain)).toMatchObject({
-      action: 'reissue',
-      refreshToolList: true,
-      delayMs: 0,
-    });
-    expect(decideStatelessEnd(end, { ...plain, headerMismatchRetried: true })).toEqual({
+    expect(decideStatelessEnd(end, plain)).toEqual({
       action: 'fail',
       reason: 'header_mismatch',
       status: 400,
       code: -32020,
     });
+    // After an attempt that may have run, a refusal says nothing about that attempt.
+    expect(decideStatelessEnd(end, { ...plain, mayHaveRunBefore: true }).action).toBe('outcome-unknown');
   });
 
   it('an evicted resume re-issues from the oldest retained event and reports the exact gap', () => {
@@ -352,7 +348,6 @@ const ctxArb: fc.Arbitrary<StatelessCallContext> = fc.record({
   lastEventId: fc.option(fc.constant('k1-1-3'), { nil: undefined }),
   attempts: fc.nat(5),
   mayHaveRunBefore: fc.boolean(),
-  headerMismatchRetried: fc.boolean(),
   elapsedMs: fc.nat(200_000),
   jitterSeed: fc.nat(),
 });

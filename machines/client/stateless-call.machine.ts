@@ -1,4 +1,4 @@
-import { assign, enqueueActions, fromCallback, fromPromise, setup } from 'xstate';
+import { assign, enqueueActions, fromCallback, setup } from 'xstate';
 import { JsonRpcCode } from '../codes.js';
 import {
   CLIENT_CAPABILITIES_META_KEY,
@@ -30,7 +30,7 @@ import {
  *   attempting ─(stream end, decided by `decideStatelessEnd`)─► answered | outcomeUnknown | failed
  *        ▲                                         │
  *        └──── waiting (the decision's delay) ◄────┘ re-issue: a new JSON-RPC id; through the extension
- *              (refreshing first on a header mismatch)    the same idempotency key and the last event id
+ *                                                         the same idempotency key and the last event id
  *
  * It owns what must survive across attempts: the idempotency key, the last SSE event id seen (over all
  * attempts), the SSE ids already delivered (a re-issue's replay never delivers a message twice), the
@@ -47,8 +47,6 @@ import {
  *   it reports a JSON-RPC response as an `attempt.message` like any other message, and the machine tells
  *   the call's own answer from the rest. Stopping it aborts the attempt (the machine stops it when the
  *   attempt ends, on a stall, and on cancel).
- * - actor `refreshTools` (fromPromise, input `{ toolName }`): `tools/list` after a header mismatch; resolves
- *   the tool's annotations (or undefined). Default: resolves undefined at once.
  * - action `deliver` (params `{ message }`): hand one message to the application, in order. Every
  *   notification, then the final response (id rewritten to the application's id), goes through here
  *   exactly once.
@@ -85,9 +83,6 @@ export interface ToolHints {
   readonly readOnlyHint?: boolean;
   readonly idempotentHint?: boolean;
 }
-
-/** The `refreshTools` actor: `tools/list` after a header mismatch, resolving the tool's hints. */
-export type RefreshTools = (input: { readonly toolName?: string }) => Promise<ToolHints | undefined>;
 
 /** The exchange actor's input: one attempt's request, ready to POST. */
 export interface AttemptInput {
@@ -162,7 +157,6 @@ export interface StatelessCallContext {
   /** Messages delivered to the application so far. */
   readonly deliveredCount: number;
   readonly mayHaveRunBefore: boolean;
-  readonly headerMismatchRetried: boolean;
   /** The latest time known (the largest `at` seen, advanced by the machine's own timers). */
   readonly now: number;
   /** The last attempt's end and its decision, while deciding and after. */
@@ -295,7 +289,6 @@ function tableContext(c: StatelessCallContext, at: number) {
     lastEventId: c.lastEventId,
     attempts: c.attempts,
     mayHaveRunBefore: c.mayHaveRunBefore,
-    headerMismatchRetried: c.headerMismatchRetried,
     elapsedMs: Math.max(0, at - c.startedAt),
     jitterSeed: c.jitterSeed,
   };
@@ -323,8 +316,6 @@ export const statelessCallMachine = setup({
   actors: {
     /** Placeholder: the runtime's fetch, or a simulated server. See the header. */
     exchange: fromCallback<StatelessCallEvent, AttemptInput>(() => undefined),
-    /** Placeholder: tools/list after a header mismatch. */
-    refreshTools: fromPromise<ToolHints | undefined, { readonly toolName?: string }>(async () => undefined),
   },
   actions: {
     deliver: (_, _params: { message: JsonRpcMessage }) => undefined,
@@ -339,7 +330,6 @@ export const statelessCallMachine = setup({
     stallDetection: ({ context }) => context.stallTimeoutMs > 0,
     isReissue: ({ context }) =>
       context.decision?.action === 'reissue' || context.decision?.action === 'backoff-reissue',
-    needsRefresh: ({ context }) => (context.decision as Reissue | undefined)?.refreshToolList === true,
     isDeliver: ({ context }) => context.decision?.action === 'deliver',
     isUnknown: ({ context }) => context.decision?.action === 'outcome-unknown',
   },
@@ -361,7 +351,6 @@ export const statelessCallMachine = setup({
       seenEventIds: new Set<string>(),
       deliveredCount: 0,
       mayHaveRunBefore: false,
-      headerMismatchRetried: false,
       now: input.startedAt,
     };
   },
@@ -442,33 +431,7 @@ export const statelessCallMachine = setup({
         const d = context.decision as Reissue;
         if (d.gap) enqueue({ type: 'reportGap', params: { gap: d.gap } });
       }),
-      always: [{ guard: 'needsRefresh', target: 'refreshing' }, { target: 'waiting' }],
-    },
-    refreshing: {
-      invoke: {
-        src: 'refreshTools',
-        input: ({ context }) => ({
-          toolName:
-            typeof context.request.params?.name === 'string' ? context.request.params.name : undefined,
-        }),
-        onDone: {
-          target: 'waiting',
-          actions: assign({ tool: ({ context, event }) => event.output ?? context.tool }),
-        },
-        onError: 'waiting',
-      },
-      // The refresh has the same deadline as silence on a call's stream: a server that never answers
-      // tools/list must not hold the call (its fetch is aborted when the actor stops); the re-issue goes
-      // ahead with the hints already known, and the server's header check answers it either way.
-      after: { stall: { guard: 'stallDetection', target: 'waiting' } },
-      on: {
-        'app.cancel': {
-          target: 'deciding',
-          actions: assign(({ context, event }) =>
-            decided(context, { kind: 'cancelled-by-application' }, event.at),
-          ),
-        },
-      },
+      always: { target: 'waiting' },
     },
     waiting: {
       after: {
@@ -600,7 +563,6 @@ function nextAttempt(c: StatelessCallContext): Partial<StatelessCallContext> {
     lastEventId: d.carry ? (d.carry.lastEventId ?? undefined) : c.lastEventId,
     now: c.now + d.delayMs,
     mayHaveRunBefore,
-    headerMismatchRetried: c.headerMismatchRetried || d.refreshToolList === true,
     current: attemptRequest(c.request, attempts, d.carry, mayHaveRunBefore),
     end: undefined,
     decision: undefined,

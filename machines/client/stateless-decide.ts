@@ -101,8 +101,6 @@ export const ModernErrorCode = {
 /**
  * What a row says to do:
  * - `deliver`: the server answered; hand the answer to the caller.
- * - `refresh-then-reissue`: the headers did not match the body (-32020); nothing ran. Refresh `tools/list`,
- *   then re-issue at once, once (streamable-http#client-behavior).
  * - `resume-after-gap`: the extension's 410; nothing new ran. Report the exact gap, then re-issue at once
  *   from the oldest retained event.
  * - `backoff-reissue`: the request did not run (never reached, or refused for load): wait, then re-issue.
@@ -112,7 +110,6 @@ export const ModernErrorCode = {
  */
 export type RowAction =
   | 'deliver'
-  | 'refresh-then-reissue'
   | 'resume-after-gap'
   | 'backoff-reissue'
   | 'reissue-if-safe'
@@ -195,8 +192,11 @@ export const STATELESS_DECISION_TABLE: Readonly<Record<StatelessCase, StatelessR
   'ext-outcome-unknown': { action: 'unknown', reason: R.serverOutcomeUnknown },
   // Extension: an explicit notifications/cancelled for this key was honoured. The key will never run again.
   'ext-cancelled': { action: 'unknown', reason: R.cancelledOnServer },
-  // The server rejected the headers before running anything; the spec says refresh tools/list and retry.
-  '400-header-mismatch': { action: 'refresh-then-reissue', reason: R.headerMismatch },
+  // The server rejected the headers before running anything. The spec's recovery (refresh tools/list, send
+  // again with the `Mcp-Param-*` headers the new schemas declare) is the SDK's: it builds those headers,
+  // and the official v2 client's `callTool` does exactly that on this answer. Re-sending our copy would
+  // carry the same stale headers, so the SDK gets the answer at once, under its own id.
+  '400-header-mismatch': { action: 'fail', reason: R.headerMismatch },
   // Version negotiation (the era fallback) is the transport's job, not this call's: end definitely.
   '400-unsupported-version': { action: 'fail', reason: R.unsupportedVersion },
   '400-missing-capability': { action: 'fail', reason: R.missingCapability },
@@ -315,8 +315,6 @@ export interface StatelessCallContext {
    * later refusal makes the call a definite failure: the earlier attempt may have done the side effect.
    */
   readonly mayHaveRunBefore: boolean;
-  /** A header-mismatch re-issue was already made (the spec's retry happens once). */
-  readonly headerMismatchRetried: boolean;
   /** Time since the call's first attempt was sent (the client's own monotonic clock). */
   readonly elapsedMs: number;
   /** Seed for the jitter of the backoff (replayable). */
@@ -365,8 +363,6 @@ export type StatelessDecision =
       readonly delayMs: number;
       /** Present when the re-issue goes through the extension. */
       readonly carry?: ContinuityCarry;
-      /** Header mismatch: call tools/list before re-issuing (streamable-http#client-behavior). */
-      readonly refreshToolList?: true;
       /** Events were evicted: report this gap to the application before resuming. */
       readonly gap?: GapDetails;
     }
@@ -477,16 +473,6 @@ function decideThisAttempt(
         reason,
         newRequestId: true,
         delayMs: delay(),
-        ...carry(ctx.lastEventId),
-      };
-    case 'refresh-then-reissue':
-      if (ctx.headerMismatchRetried) return failure();
-      return {
-        action: 'reissue',
-        reason,
-        newRequestId: true,
-        delayMs: 0,
-        refreshToolList: true,
         ...carry(ctx.lastEventId),
       };
     case 'resume-after-gap':

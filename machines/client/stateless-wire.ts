@@ -160,3 +160,21 @@ export function libraryEnding(
   if (end.kind === 'refused') return 'fetch-error';
   return 'final';
 }
+
+/**
+ * A `raw-answer` body as the library gets it: a JSON-RPC error response is put under the application's
+ * request id (a re-issue's answer names the re-issue's id, which the library never sent, and it would
+ * take the answer for a transport failure instead of the server's error); any other body as it came.
+ */
+export function rawAnswerAs(text: string, applicationId: JsonRpcRequest['id']): string {
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    return text;
+  }
+  const message = record(body);
+  if (message?.jsonrpc !== '2.0' || !('error' in message) || 'result' in message) return text;
+  if (message.id === applicationId) return text;
+  return JSON.stringify({ ...message, id: applicationId });
+}

@@ -1,12 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { createActor, fromCallback, fromPromise, SimulatedClock } from 'xstate';
+import { createActor, fromCallback, SimulatedClock } from 'xstate';
 import {
   type AttemptInput,
   type StatelessCallEvent,
   type StatelessCallInput,
   type StatelessCallOutput,
   statelessCallMachine,
-  type ToolHints,
 } from '../../machines/client/stateless-call.machine.js';
 import {
   DEFAULT_STATELESS_POLICY,
@@ -44,7 +43,6 @@ interface Harness {
   /** Simulated time: advances timers (backoff, stall). */
   advance(ms: number): void;
   output(): StatelessCallOutput | undefined;
-  refreshed: number;
 }
 
 function start(input: Partial<StatelessCallInput> = {}): Harness {
@@ -55,7 +53,6 @@ function start(input: Partial<StatelessCallInput> = {}): Harness {
     cancels: [],
     gaps: [],
     clock,
-    refreshed: 0,
     send: (e) => actor.send(e),
     advance: (ms) => clock.increment(ms),
     output: () => actor.getSnapshot().output,
@@ -64,10 +61,6 @@ function start(input: Partial<StatelessCallInput> = {}): Harness {
     actors: {
       exchange: fromCallback<StatelessCallEvent, AttemptInput>(({ input: a }) => {
         h.attempts.push(a);
-      }),
-      refreshTools: fromPromise<ToolHints | undefined, { readonly toolName?: string }>(async () => {
-        h.refreshed++;
-        return undefined;
       }),
     },
     actions: {
@@ -189,49 +182,13 @@ describe('the stateless call machine', () => {
     expect(h.attempts).toHaveLength(2);
   });
 
-  it('a header mismatch refreshes tools/list, then re-issues once', async () => {
+  it('a header mismatch fails at once with the server’s answer: nothing ran, nothing is re-sent', () => {
     const h = start();
     const mismatch = { jsonrpc: '2.0', id: 7, error: { code: -32020, message: 'HeaderMismatch' } };
     h.send(ended({ kind: 'http-status', status: 400, body: mismatch }));
-    await new Promise((r) => setTimeout(r, 0));
-    h.advance(0);
-    expect(h.refreshed).toBe(1);
-    expect(h.attempts).toHaveLength(2);
-    h.send(ended({ kind: 'http-status', status: 400, body: mismatch }));
+    h.advance(1_000);
+    expect(h.attempts).toHaveLength(1);
     expect(h.output()).toMatchObject({ outcome: 'failed', reason: StatelessReason.headerMismatch });
-  });
-
-  it('a tools/list refresh that never answers is abandoned at the stall deadline: its fetch aborted, the re-issue sent', () => {
-    const clock = new SimulatedClock();
-    const attempts: AttemptInput[] = [];
-    let refreshSignal: AbortSignal | undefined;
-    const machine = statelessCallMachine.provide({
-      actors: {
-        exchange: fromCallback<StatelessCallEvent, AttemptInput>(({ input: a }) => {
-          attempts.push(a);
-        }),
-        refreshTools: fromPromise<ToolHints | undefined, { readonly toolName?: string }>(({ signal }) => {
-          refreshSignal = signal;
-          return new Promise<never>(() => undefined);
-        }),
-      },
-    });
-    const actor = createActor(machine, {
-      clock,
-      input: { request: CHARGE, stallTimeoutMs: 5_000, startedAt: 0, jitterSeed: 1 },
-    });
-    actor.start();
-    const mismatch = { jsonrpc: '2.0', id: 7, error: { code: -32020, message: 'HeaderMismatch' } };
-    actor.send(ended({ kind: 'http-status', status: 400, body: mismatch }));
-    expect(JSON.stringify(actor.getSnapshot().value)).toBe('"refreshing"');
-    clock.increment(4_999);
-    expect(attempts).toHaveLength(1);
-    expect(refreshSignal?.aborted).toBe(false);
-    clock.increment(1);
-    expect(refreshSignal?.aborted).toBe(true);
-    clock.increment(0);
-    expect(attempts).toHaveLength(2);
-    actor.stop();
   });
 
   it('stall detection counts as a cut (and is outcome unknown for a charge)', () => {

@@ -1,7 +1,6 @@
 import { randomInt, randomUUID } from 'node:crypto';
-import { createActor, fromPromise } from 'xstate';
+import { createActor } from 'xstate';
 import {
-  envelopeOf,
   type StatelessCallOutput,
   statelessCallMachine,
   type ToolHints,
@@ -14,6 +13,7 @@ import {
 import {
   hintsFromToolsList,
   libraryEnding,
+  rawAnswerAs,
   routeOutgoing,
   settingsFromDiscover,
 } from '../../../machines/client/stateless-wire.js';
@@ -27,7 +27,7 @@ import {
 } from '../../../machines/jsonrpc.js';
 import { type AttemptIo, attemptExchange } from './attempt-exchange.js';
 import { type ListenGap, type ReconnectPolicy, reopeningListen } from './listen.js';
-import { messagesOf, readThrough } from './read-messages.js';
+import { readThrough } from './read-messages.js';
 import { SdkResponse } from './sdk-response.js';
 
 export interface ContinuityFetchOptions {
@@ -147,11 +147,6 @@ export function continuityFetch(options: ContinuityFetchOptions = {}): typeof fe
     const machine = statelessCallMachine.provide({
       actors: {
         exchange: attemptExchange({ url, init: baseInit, fetch: inner, now, last }),
-        // `signal` aborts when the machine leaves `refreshing` (its deadline, the application's cancel).
-        refreshTools: fromPromise(async ({ input, signal }) => {
-          await refreshToolList(url, { ...baseInit, signal }, request, facts);
-          return input.toolName === undefined ? undefined : facts.hints.get(input.toolName);
-        }),
       },
       actions: {
         // The answer itself is written when the call ends (below): it decides how the SDK gets it.
@@ -187,7 +182,10 @@ export function continuityFetch(options: ContinuityFetchOptions = {}): typeof fe
         options.onCallEnded?.({ ...out, toolName });
         if (signal?.aborted) return sdk.fail(signal.reason);
         const ending = libraryEnding(out.outcome, out.outcome === 'failed' ? out.end : undefined, sdk.isOpen);
-        if (ending === 'raw-answer' && last.answer) return sdk.endWith(last.answer);
+        // The server's answer as it came, under the application's id (a re-issue's answer names the
+        // re-issue's id): the SDK reacts to it as to its own request's (a -32020 → its own refresh).
+        if (ending === 'raw-answer' && last.answer)
+          return sdk.endWith({ ...last.answer, text: rawAnswerAs(last.answer.text, request.id) });
         if (ending === 'fetch-error' && last.error !== undefined) return sdk.fail(last.error);
         sdk.end(out.response);
       },
@@ -196,29 +194,6 @@ export function continuityFetch(options: ContinuityFetchOptions = {}): typeof fe
     signal?.addEventListener('abort', onAbort, { once: true });
     actor.start();
     return sdk.promise;
-  }
-
-  /** tools/list with the call's own envelope and headers, after a header mismatch (the spec's retry). */
-  async function refreshToolList(
-    url: string | URL,
-    init: RequestInit,
-    call: JsonRpcRequest,
-    facts: EndpointFacts,
-  ): Promise<void> {
-    const headers = new Headers(init.headers);
-    for (const name of [...headers.keys()]) if (name.startsWith('mcp-param-')) headers.delete(name);
-    headers.delete('mcp-name');
-    headers.set('mcp-method', 'tools/list');
-    const list: JsonRpcRequest = {
-      jsonrpc: '2.0',
-      id: `continuity-tools-list-${randomUUID()}`,
-      method: 'tools/list',
-      params: { _meta: envelopeOf(call) },
-    };
-    const response = await inner(url, { ...init, headers, body: JSON.stringify(list) });
-    const text = await response.text();
-    for (const m of messagesOf(response.status, response.headers.get('content-type'), text))
-      learn(facts, 'tools-list', m);
   }
 
   async function postNotification(

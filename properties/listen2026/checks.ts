@@ -144,7 +144,8 @@ export function judgeListen(o: ListenWorldOutcome): ListenVerdict {
     if (gap.missed.kind === 'exact') {
       if (gap.missed.count !== mine.length)
         fail('exactness', `${tag}: ${mine.length} change(s) missed there (ids ${mine.map((p) => p.id)})`);
-      if (!sameSet(gap.relist, items)) fail('exactness', `${tag}: the missed types are ${JSON.stringify(items)}`);
+      if (!sameSet(gap.relist, items))
+        fail('exactness', `${tag}: the missed types are ${JSON.stringify(items)}`);
       if (reasons.length > 0) fail('exactness', `${tag}: vouched for though ${reasons.join(', ')}`);
       if (gap.missed.count === 0 && (gap.relistEvents.length > 0 || gap.synthesized.length > 0))
         fail('exactness', `${tag}: a count of 0 re-listed or synthesized something`);
@@ -153,7 +154,10 @@ export function judgeListen(o: ListenWorldOutcome): ListenVerdict {
       if (reasons.length === 0)
         fail('exact whenever it can be', `${tag}: unknown, though the server could vouch for a count`);
     }
-    if (gap.relist.length > 0 && !(gap.relistEvents.length === 1 && sameSet(gap.relistEvents[0] ?? [], gap.relist)))
+    if (
+      gap.relist.length > 0 &&
+      !(gap.relistEvents.length === 1 && sameSet(gap.relistEvents[0] ?? [], gap.relist))
+    )
       fail('exactness', `${tag}: listen.relist was ${JSON.stringify(gap.relistEvents)}`);
     if (!sameSet(gap.synthesized, gap.relist) || gap.synthesized.length !== gap.relist.length)
       fail('exactness', `${tag}: synthesized ${JSON.stringify(gap.synthesized)}`);
@@ -162,12 +166,16 @@ export function judgeListen(o: ListenWorldOutcome): ListenVerdict {
   // 2: every owed change the application never got is covered by a gap where it was missed.
   for (const p of undelivered) {
     const n = streamOf.get(p.id);
-    if (n === undefined) fail('no silent loss', `change ${p.id} (${itemOf(p)}) never delivered, no later stream`);
-    else if (!gapStreams.has(n)) fail('no silent loss', `change ${p.id} (${itemOf(p)}) missed before stream ${n}, no gap`);
+    if (n === undefined)
+      fail('no silent loss', `change ${p.id} (${itemOf(p)}) never delivered, no later stream`);
+    else if (!gapStreams.has(n))
+      fail('no silent loss', `change ${p.id} (${itemOf(p)}) missed before stream ${n}, no gap`);
   }
 
   // 4: the application's view.
-  const acks = o.delivered.filter((m) => 'method' in m && m.method === 'notifications/subscriptions/acknowledged');
+  const acks = o.delivered.filter(
+    (m) => 'method' in m && m.method === 'notifications/subscriptions/acknowledged',
+  );
   if (acks.length !== 1) fail('one ack, one id, nothing twice', `${acks.length} acknowledgements delivered`);
   for (const m of o.delivered) {
     const id = metaOf(m)?.[SUBSCRIPTION_ID_META_KEY];

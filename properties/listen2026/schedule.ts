@@ -22,8 +22,12 @@ export type ListenCommand =
   /** The application publishes `CHANGES[change]` (nothing, while the server is down). */
   | { readonly kind: 'publish'; readonly change: number }
   | { readonly kind: 'advance'; readonly ms: number }
-  /** The client's open connection, if any, is cut: a reset, or (after the headers) a clean end. */
-  | { readonly kind: 'cut'; readonly clean: boolean }
+  /**
+   * The world waits for the client's next connection (the application holding a stream), lets `afterMs`
+   * pass (so a cut lands in any phase: request on the wire, subscription pending, ack in flight, streaming),
+   * then cuts it: a reset, or (after the headers) a clean end.
+   */
+  | { readonly kind: 'cut'; readonly clean: boolean; readonly afterMs: number }
   /** The server restarts: every stream is cut, a new log (a new epoch) serves after `downMs`. */
   | { readonly kind: 'restart'; readonly downMs: number };
 
@@ -71,7 +75,7 @@ const filterArb = fc
 
 const limitsArb: fc.Arbitrary<ListenLogLimits> = fc.oneof(
   fc.constant(BIG_LIMITS),
-  fc.record({ retentionMs: fc.integer({ min: 20, max: 400 }), maxChanges: fc.constant(1_000_000) }),
+  fc.record({ retentionMs: fc.integer({ min: 10, max: 150 }), maxChanges: fc.constant(1_000_000) }),
   fc.record({ retentionMs: fc.constant(1_000_000_000), maxChanges: fc.integer({ min: 1, max: 6 }) }),
   fc.record({ retentionMs: fc.integer({ min: 20, max: 400 }), maxChanges: fc.integer({ min: 1, max: 6 }) }),
 );
@@ -80,7 +84,7 @@ export const listenConfigArb: fc.Arbitrary<ListenWorldConfig> = fc.record({
   filter: filterArb,
   limits: limitsArb,
   latencyMaxMs: fc.integer({ min: 1, max: 8 }),
-  subscribeGapMaxMs: fc.integer({ min: 0, max: 15 }),
+  subscribeGapMaxMs: fc.integer({ min: 0, max: 30 }),
   seed: fc.integer({ min: 1, max: 0x7fffffff }),
 });
 
@@ -89,21 +93,35 @@ const commandArb = (restarts: boolean): fc.Arbitrary<ListenCommand> =>
     { weight: 5, arbitrary: fc.record({ kind: fc.constant('publish' as const), change: fc.nat(5) }) },
     {
       weight: 5,
-      arbitrary: fc.record({ kind: fc.constant('advance' as const), ms: fc.integer({ min: 1, max: 40 }) }),
+      // Mostly short steps, so cuts land inside the short windows (an ack in flight, a subscription pending).
+      arbitrary: fc.record({
+        kind: fc.constant('advance' as const),
+        ms: fc.oneof(fc.integer({ min: 1, max: 6 }), fc.integer({ min: 1, max: 60 })),
+      }),
     },
-    { weight: 2, arbitrary: fc.record({ kind: fc.constant('cut' as const), clean: fc.boolean() }) },
+    {
+      weight: 3,
+      arbitrary: fc.record({
+        kind: fc.constant('cut' as const),
+        clean: fc.boolean(),
+        afterMs: fc.integer({ min: 0, max: 40 }),
+      }),
+    },
     {
       weight: restarts ? 1 : 0,
-      arbitrary: fc.record({ kind: fc.constant('restart' as const), downMs: fc.integer({ min: 0, max: 60 }) }),
+      arbitrary: fc.record({
+        kind: fc.constant('restart' as const),
+        downMs: fc.integer({ min: 0, max: 60 }),
+      }),
     },
   );
 
-/** A world: a config, and up to 40 commands (a third of the worlds never restart the server). */
+/** A world: a config, and up to 60 commands (a third of the worlds never restart the server). */
 export const listenScenarioArb: fc.Arbitrary<ListenScenario> = fc
   .tuple(listenConfigArb, fc.nat(2))
   .chain(([config, r]) =>
     fc.record({
       config: fc.constant(config),
-      commands: fc.array(commandArb(r > 0), { maxLength: 40 }),
+      commands: fc.array(commandArb(r > 0), { maxLength: 60, size: 'large' }),
     }),
   );

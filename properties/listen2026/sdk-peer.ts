@@ -45,7 +45,11 @@ const METHODS: Record<PublishedEvent['kind'], string> = {
 
 function stamped(method: string, params: Record<string, unknown>, id: RequestId): JsonRpcNotification {
   const meta = (params._meta ?? {}) as Record<string, unknown>;
-  return { jsonrpc: '2.0', method, params: { ...params, _meta: { ...meta, [SUBSCRIPTION_ID_META_KEY]: id } } };
+  return {
+    jsonrpc: '2.0',
+    method,
+    params: { ...params, _meta: { ...meta, [SUBSCRIPTION_ID_META_KEY]: id } },
+  };
 }
 
 /** The acknowledgement the router writes first. */

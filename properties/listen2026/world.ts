@@ -68,7 +68,7 @@ export const RUNTIME_LISTEN_DECISIONS: ListenServerDecisions = {
 export interface ListenClientVariant {
   readonly machine?: typeof listenMachine;
   readonly read?: (event: IoEvent) => IoEvent;
-  readonly emitted?: (event: ListenEmitted) => ListenEmitted;
+  readonly emitted?: (event: ListenEmitted, config: ListenWorldConfig) => ListenEmitted;
 }
 
 export interface ListenVariant {
@@ -171,7 +171,7 @@ class ListenWorld {
       clock: this.clock,
     });
     const distort = variant.client?.emitted ?? ((e: ListenEmitted) => e);
-    this.actor.on('*', (e) => this.record(distort(e as ListenEmitted)));
+    this.actor.on('*', (e) => this.record(distort(e as ListenEmitted, config)));
     this.actor.start();
   }
 
@@ -242,7 +242,9 @@ class ListenWorld {
   cut(conn: Conn, clean: boolean): void {
     if (!conn.open) return;
     this.drop(conn);
-    this.give(conn, [clean && conn.headersDelivered ? { type: 'net.ended' } : { type: 'net.failed', fault: 'reset' }]);
+    this.give(conn, [
+      clean && conn.headersDelivered ? { type: 'net.ended' } : { type: 'net.failed', fault: 'reset' },
+    ]);
   }
 
   send(conn: Conn, frame: Frame): void {
@@ -267,7 +269,8 @@ class ListenWorld {
 
   arrivedAtClient(conn: Conn): void {
     const due: Frame[] = [];
-    while (conn.queue.length > 0 && (conn.queue[0] as Frame).at <= this.now()) due.push(conn.queue.shift() as Frame);
+    while (conn.queue.length > 0 && (conn.queue[0] as Frame).at <= this.now())
+      due.push(conn.queue.shift() as Frame);
     const events: IoEvent[] = [];
     let messages: SseEvent[] = [];
     const flush = () => {
@@ -442,6 +445,12 @@ class ListenWorld {
     else this.clock.setTimeout(back, downMs);
   }
 
+  /** Lets time pass until `ready` (bounded: a second of virtual time). */
+  waitFor(ready: () => boolean): void {
+    const end = this.now() + 1_000;
+    while (!ready() && this.now() < end) this.runUntil(this.now() + 1);
+  }
+
   handedOver(): boolean {
     return this.actor.getSnapshot().context.handedOver;
   }
@@ -500,11 +509,14 @@ export function runListenWorld(
         // Before the application holds a stream, a failure is its own answer (`notOpened`): the model
         // starts its faults once the first stream is handed over.
         case 'cut': {
+          w.waitFor(() => w.current() !== undefined && w.handedOver());
+          w.runUntil(w.now() + c.afterMs);
           const conn = w.current();
           if (conn && w.handedOver()) w.cut(conn, c.clean);
           break;
         }
         case 'restart':
+          w.waitFor(() => w.handedOver());
           if (w.handedOver()) w.restart(c.downMs);
           break;
       }

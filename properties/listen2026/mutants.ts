@@ -153,6 +153,18 @@ export const LISTEN_MUTANTS: readonly ListenMutant[] = [
     caughtBy: ['exactness', 'no silent loss'],
   },
   {
+    name: "the ack's position is the head when the request arrived (missed still counted to the subscription)",
+    branch: 'server: subscribedAt',
+    variant: server((message, attempt, log, now, limits, arrivalHead) => {
+      const real = positionedAck(message, attempt, log, now, limits);
+      if (!attempt.positions || !('method' in real) || real.method !== ACKNOWLEDGED_METHOD) return real;
+      const params = real.params as { _meta: Record<string, unknown> };
+      const meta = { ...params._meta, [ListenMeta.position]: positionOf(log, arrivalHead) };
+      return { ...real, params: { ...params, _meta: meta } } as JsonRpcMessage;
+    }),
+    caughtBy: ['exactness'],
+  },
+  {
     name: 'missed vouched for after eviction (counts what is still held)',
     branch: 'server: vouching',
     variant: server(

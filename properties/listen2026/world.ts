@@ -118,6 +118,11 @@ interface Conn {
 interface Listener {
   readonly conn: Conn;
   readonly positions: boolean;
+  /**
+   * The world's fact: its request declared the extension, so this server's frames on it carry positions
+   * (what the client's last position is judged by; `positions` is what the bus decided).
+   */
+  readonly declared: boolean;
   readonly filter: ListenFilter;
 }
 
@@ -376,7 +381,7 @@ class ListenWorld {
     const ack = acknowledgement(honored, id);
     const { subscribedAt, positions } = this.decisions.subscribed(this.log, attempt);
     attempt.subscribedAt = subscribedAt;
-    const listener: Listener = { conn, positions, filter: honored };
+    const listener: Listener = { conn, positions, declared: attempt.positions, filter: honored };
     conn.listener = listener;
     this.listeners.add(listener);
     conn.phase = 'served';
@@ -393,7 +398,7 @@ class ListenWorld {
       kind: 'message',
       message: rewritten,
       point: { run: this.run, point },
-      positioned: positions,
+      positioned: attempt.positions,
       ack: true,
     });
   }
@@ -424,7 +429,7 @@ class ListenWorld {
         kind: 'message',
         message: notificationOf(event, listener.positions ? positionedParams : event.params, id0),
         point: { run: this.run, point: index },
-        positioned: listener.positions,
+        positioned: listener.declared,
         ack: false,
       });
     }

@@ -24,7 +24,12 @@ export type ListenCheckName = (typeof LISTEN_CHECKS)[number];
 export type ListenVerdict = Partial<Record<ListenCheckName, string[]>>;
 
 /** Why a gap could not be exact (world facts): empty when the server could have vouched for a count. */
-export type UnknownReason = 'no position' | 'restart' | 'evicted by count' | 'evicted by time';
+export type UnknownReason =
+  | 'no extension'
+  | 'no position'
+  | 'restart'
+  | 'evicted by count'
+  | 'evicted by time';
 
 /** The spec's filter rule, written here independently of the log's. */
 export function acceptedBy(filter: ListenWorldConfig['filter'], p: PublishFact): boolean {
@@ -64,11 +69,13 @@ function allItems(filter: ListenWorldConfig['filter']): string[] {
 }
 
 /**
- * Why the re-open `s` cannot be told an exact count: the client had no position, its position is from
+ * Why the re-open `s` cannot be told an exact count: the server it reached does not serve the listen part,
+ * the client had no position, its position is from
  * another server run, or a change after it was gone from the log when the ack was written (the log holds
  * each change `retentionMs` and the newest `maxChanges`).
  */
 export function unknownReasons(o: ListenWorldOutcome, s: StreamFact): UnknownReason[] {
+  if (s.extension !== true) return ['no extension'];
   const last = s.lastPointAtSend;
   if (last === undefined) return ['no position'];
   if (last.run !== s.run) return ['restart'];

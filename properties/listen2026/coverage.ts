@@ -1,4 +1,4 @@
-import { acceptedBy, attribution, unknownReasons } from './checks.js';
+import { acceptedBy, attribution, type UnknownReason, unknownReasons } from './checks.js';
 import type { ListenWorldOutcome } from './facts.js';
 
 /**
@@ -19,16 +19,22 @@ export const LISTEN_BRANCHES: readonly Branch[] = [
   { name: 'gap unknown: evicted by count' },
   { name: 'gap unknown: evicted by time' },
   { name: 'gap unknown: restart (another epoch)' },
-  {
-    name: 'gap unknown: no position yet',
-    notModelled: 'the simulated server always serves the listen part: every ack carries a position',
-  },
+  { name: 'gap unknown: no position yet' },
+  { name: 'gap unknown: the server does not serve the listen part' },
   { name: "an accepted change published between a re-open's arrival and its subscription" },
   { name: 'a re-open whose ack was lost (cut before it arrived)' },
   { name: 'the first ack lost (cut before it arrived): no gap' },
   { name: 'a re-open refused (server down)' },
   { name: 'a change missed and attributed to a later stream' },
 ];
+
+const UNKNOWN_ROWS: Record<UnknownReason, string> = {
+  'no extension': 'gap unknown: the server does not serve the listen part',
+  'no position': 'gap unknown: no position yet',
+  restart: 'gap unknown: restart (another epoch)',
+  'evicted by count': 'gap unknown: evicted by count',
+  'evicted by time': 'gap unknown: evicted by time',
+};
 
 export function branchesOf(o: ListenWorldOutcome): Set<string> {
   const reached = new Set<string>();
@@ -43,8 +49,7 @@ export function branchesOf(o: ListenWorldOutcome): Set<string> {
       if (sinceLastAck.some((x) => x.ackLost))
         reached.add('gap exact, spanning a re-open whose ack was lost');
     } else {
-      for (const r of unknownReasons(o, s))
-        reached.add(r === 'restart' ? 'gap unknown: restart (another epoch)' : `gap unknown: ${r}`);
+      for (const r of unknownReasons(o, s)) reached.add(UNKNOWN_ROWS[r]);
     }
   }
   for (const s of o.streams) {

@@ -33,6 +33,8 @@ export interface StreamFact {
   /** The last positioned message the client had received when this attempt's request left. */
   readonly lastPointAtSend: WorldPoint | undefined;
   run?: number;
+  /** The run that received it serves the listen part. */
+  extension?: boolean;
   /** Changes published on its run when the request arrived. */
   arrivedPoint?: number;
   subscribedOrder?: number;

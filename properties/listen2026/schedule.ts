@@ -28,8 +28,11 @@ export type ListenCommand =
    * then cuts it: a reset, or (after the headers) a clean end.
    */
   | { readonly kind: 'cut'; readonly clean: boolean; readonly afterMs: number }
-  /** The server restarts: every stream is cut, a new log (a new epoch) serves after `downMs`. */
-  | { readonly kind: 'restart'; readonly downMs: number };
+  /**
+   * The server restarts: every stream is cut, a new log (a new epoch) serves after `downMs`; with
+   * `withoutExtension` it comes back as a version without the listen part (a rolling deploy, a rollback).
+   */
+  | { readonly kind: 'restart'; readonly downMs: number; readonly withoutExtension?: boolean };
 
 export interface ListenWorldConfig {
   readonly filter: {
@@ -39,6 +42,8 @@ export interface ListenWorldConfig {
     readonly resourceSubscriptions?: readonly string[];
   };
   readonly limits: ListenLogLimits;
+  /** The first server run serves the listen part (its bus numbers changes, its acks carry positions). */
+  readonly extension: boolean;
   /** Each frame and request takes 1..latencyMaxMs on the wire. */
   readonly latencyMaxMs: number;
   /** The SDK subscribes a stream 0..subscribeGapMaxMs after its request arrived (its own awaits). */
@@ -83,6 +88,7 @@ const limitsArb: fc.Arbitrary<ListenLogLimits> = fc.oneof(
 export const listenConfigArb: fc.Arbitrary<ListenWorldConfig> = fc.record({
   filter: filterArb,
   limits: limitsArb,
+  extension: fc.nat(5).map((n) => n > 0),
   latencyMaxMs: fc.integer({ min: 1, max: 8 }),
   subscribeGapMaxMs: fc.integer({ min: 0, max: 30 }),
   seed: fc.integer({ min: 1, max: 0x7fffffff }),
@@ -112,6 +118,7 @@ const commandArb = (restarts: boolean): fc.Arbitrary<ListenCommand> =>
       arbitrary: fc.record({
         kind: fc.constant('restart' as const),
         downMs: fc.integer({ min: 0, max: 60 }),
+        withoutExtension: fc.nat(5).map((n) => n === 0),
       }),
     },
   );

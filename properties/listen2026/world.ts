@@ -142,6 +142,8 @@ class ListenWorld {
   run = 1;
   generation = 0;
   up = true;
+  /** This run serves the listen part (the endpoint with `keyed`: the positioned bus and the ack rewrite). */
+  extension: boolean;
   log: ListenLog = createListenLog('run1');
   order = 0;
   acks = 0;
@@ -156,6 +158,7 @@ class ListenWorld {
     readonly variant: ListenVariant,
   ) {
     this.random = seededRandom(config.seed);
+    this.extension = config.extension;
     this.decisions = variant.server ?? RUNTIME_LISTEN_DECISIONS;
     const machine = (variant.client?.machine ?? listenMachine).provide({
       actors: {
@@ -349,11 +352,17 @@ class ListenWorld {
       this.send(conn, { at: this.now() + this.latency(), kind: 'refused' });
       return;
     }
-    const attempt = conn.body === undefined ? undefined : this.decisions.attemptOf(conn.body);
+    // Without the listen part the endpoint hands the request to the SDK as it is (no attempt, no log).
+    const attempt = !this.extension
+      ? { positions: false }
+      : conn.body === undefined
+        ? undefined
+        : this.decisions.attemptOf(conn.body);
     if (attempt === undefined) throw new Error('the listen world only sends listen requests');
     conn.phase = 'arrived';
     conn.attempt = { ...attempt };
     conn.fact.run = this.run;
+    conn.fact.extension = this.extension;
     conn.fact.arrivedPoint = this.runPublishes();
     const run = this.run;
     const arrivalHead = this.log.head;
@@ -379,7 +388,9 @@ class ListenWorld {
     const honored = honoredFilter(requested);
     const id = (conn.body as JsonRpcRequest).id;
     const ack = acknowledgement(honored, id);
-    const { subscribedAt, positions } = this.decisions.subscribed(this.log, attempt);
+    const { subscribedAt, positions } = this.extension
+      ? this.decisions.subscribed(this.log, attempt)
+      : { subscribedAt: undefined, positions: false };
     attempt.subscribedAt = subscribedAt;
     const listener: Listener = { conn, positions, declared: attempt.positions, filter: honored };
     conn.listener = listener;
@@ -389,7 +400,9 @@ class ListenWorld {
     conn.fact.subscribePoint = point;
     conn.fact.subscribedOrder = ++this.order;
     conn.fact.ackAt = this.now();
-    const rewritten = this.decisions.ack(ack, attempt, this.log, this.now(), this.config.limits, arrivalHead);
+    const rewritten = this.extension
+      ? this.decisions.ack(ack, attempt, this.log, this.now(), this.config.limits, arrivalHead)
+      : ack;
     const at = this.now() + this.latency();
     this.send(conn, { at, kind: 'headers' });
     // The ack may come in the headers' chunk or a later one.
@@ -410,7 +423,9 @@ class ListenWorld {
       ...change,
       params: { _meta: { [CHANGE_TAG]: id } },
     };
-    const { positionedParams } = this.decisions.publish(this.log, event, this.now(), this.config.limits);
+    const positionedParams = this.extension
+      ? this.decisions.publish(this.log, event, this.now(), this.config.limits).positionedParams
+      : event.params;
     const index = this.runPublishes() + 1;
     this.publishes.push({
       id,
@@ -435,7 +450,7 @@ class ListenWorld {
     }
   }
 
-  restart(downMs: number): void {
+  restart(downMs: number, withoutExtension: boolean): void {
     this.up = false;
     for (const conn of [...this.conns]) this.cut(conn, false);
     // A restart while down postpones the comeback: the latest one decides when.
@@ -444,6 +459,7 @@ class ListenWorld {
       if (generation !== this.generation) return;
       this.run += 1;
       this.log = createListenLog(`run${this.run}`);
+      this.extension = !withoutExtension;
       this.up = true;
     };
     if (downMs === 0) back();
@@ -522,7 +538,7 @@ export function runListenWorld(
         }
         case 'restart':
           w.waitFor(() => w.handedOver());
-          if (w.handedOver()) w.restart(c.downMs);
+          if (w.handedOver()) w.restart(c.downMs, c.withoutExtension === true);
           break;
       }
     }

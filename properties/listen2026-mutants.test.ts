@@ -3,16 +3,18 @@ import { describe, expect, it } from 'vitest';
 import { freshSeed } from './judge.js';
 import { LISTEN_MUTANT_RUNS, LISTEN_MUTANT_SEED, LISTEN_SHRINK_MS } from './listen2026/budget.js';
 import { describeListenVerdict, judgeListen } from './listen2026/checks.js';
+import { DIRECTED_LISTEN } from './listen2026/corpus.js';
 import { LISTEN_MUTANTS } from './listen2026/mutants.js';
-import { listenScenarioArb } from './listen2026/schedule.js';
+import { type ListenScenario, listenScenarioArb } from './listen2026/schedule.js';
 import { runListenWorld } from './listen2026/world.js';
 
 /**
  * The listen properties prove they can fail: every deliberately wrong variant of the listen part's
- * decisions yields a counterexample among random worlds. The catching property and the shrunk schedule are
+ * decisions yields a counterexample, from the directed worlds first, then random ones. The catching property and the shrunk schedule are
  * printed; the seed first (MCPC_LISTEN_MUTANT_SEED replays it).
  */
 const seed = LISTEN_MUTANT_SEED ?? freshSeed();
+const examples = DIRECTED_LISTEN.map((d): [ListenScenario] => [{ config: d.config, commands: d.commands }]);
 
 describe('listen part: the properties catch deliberately wrong variants of the real decisions', () => {
   for (const mutant of LISTEN_MUTANTS) {
@@ -22,7 +24,7 @@ describe('listen part: the properties catch deliberately wrong variants of the r
           listenScenarioArb,
           (s) => Object.keys(judgeListen(runListenWorld(s.commands, s.config, mutant.variant))).length === 0,
         ),
-        { numRuns: LISTEN_MUTANT_RUNS, seed, interruptAfterTimeLimit: LISTEN_SHRINK_MS },
+        { numRuns: LISTEN_MUTANT_RUNS, seed, examples, interruptAfterTimeLimit: LISTEN_SHRINK_MS },
       );
       expect(
         result.failed,

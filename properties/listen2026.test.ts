@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { freshSeed } from './judge.js';
 import { LISTEN_RUNS, LISTEN_SEED } from './listen2026/budget.js';
 import { describeListenVerdict, judgeListen, LISTEN_CHECKS } from './listen2026/checks.js';
+import { DIRECTED_LISTEN } from './listen2026/corpus.js';
 import { ListenCoverageTally } from './listen2026/coverage.js';
 import { BIG_LIMITS, type ListenScenario, listenScenarioArb } from './listen2026/schedule.js';
 import { runListenWorld } from './listen2026/world.js';
@@ -50,31 +51,20 @@ describe('MCP 2026-07-28 listen streams with the extension: exact gaps under ran
     expect(gaps).toBeGreaterThan(0);
   });
 
-  it('a change published while a re-open waits to be subscribed is counted on that re-open (exact 1)', () => {
-    const o = runListenWorld(
-      [
-        { kind: 'advance', ms: 20 },
-        { kind: 'cut', clean: false, afterMs: 0 },
-        // The backoff is at most 20 ms, the request 1 ms on the wire; the SDK subscribes 30 ms after.
-        { kind: 'advance', ms: 22 },
-        { kind: 'publish', change: 0 },
-        { kind: 'advance', ms: 100 },
-      ],
-      {
-        filter: { toolsListChanged: true },
-        limits: BIG_LIMITS,
-        latencyMaxMs: 1,
-        subscribeGapMaxMs: 30,
-        seed: 3,
-        extension: true,
-      },
-    );
-    expect(judgeListen(o)).toEqual({});
-    const reopen = o.streams.find((s) => s.n === 2);
-    expect(reopen?.arrivedPoint).toBe(0);
-    expect(reopen?.subscribePoint).toBe(1);
-    expect(o.gaps.map((g) => g.missed)).toEqual([{ kind: 'exact', count: 1 }]);
-    expect(o.gaps[0]?.relist).toEqual(['tools']);
+  it.each(DIRECTED_LISTEN.map((d) => [d.name, d] as const))('directed: %s', (_, d) => {
+    const { o, verdict } = judged(d);
+    expect(verdict, describeListenVerdict(verdict)).toEqual({});
+    expect(o.gaps.map((g) => ({ missed: g.missed, relist: g.relist }))).toEqual(d.gaps);
+  });
+
+  it('directed worlds reach their timing: a change inside the subscription gap, an ack lost in flight', () => {
+    const [window, lost] = ['waits to be subscribed', 'ack was lost'].map((part) => {
+      const d = DIRECTED_LISTEN.find((x) => x.name.includes(part));
+      return d && runListenWorld(d.commands, d.config);
+    });
+    const reopen = window?.streams.find((s) => s.n === 2);
+    expect([reopen?.arrivedPoint, reopen?.subscribePoint]).toEqual([0, 1]);
+    expect(lost?.streams.map((s) => s.ackLost)).toEqual([false, true, false]);
   });
 
   it('every listed branch is reached by some world', () => {

@@ -22,7 +22,8 @@ import {
 } from '../../machines/server/listen-log.js';
 import type { ListenCheckName } from './checks.js';
 import { CHANGES, type ListenWorldConfig } from './schedule.js';
-import { type ListenServerDecisions, type ListenVariant, RUNTIME_LISTEN_DECISIONS } from './world.js';
+import { type ListenServerDecisions, RUNTIME_LISTEN_DECISIONS } from './server.js';
+import type { ListenVariant } from './world.js';
 
 /**
  * Deliberately wrong variants of the listen part's decisions, each swapped in through a seam the runtime

@@ -1,6 +1,6 @@
 import { type Actor, createActor, fromCallback, SimulatedClock } from 'xstate';
 import type { ReconnectPolicy } from '../../machines/backoff.js';
-import type { Exchange, IoEvent, SseEvent } from '../../machines/client/io.js';
+import type { Exchange, IoEvent } from '../../machines/client/io.js';
 import {
   LISTEN_METHOD,
   type ListenEmitted,
@@ -8,61 +8,20 @@ import {
   RELIST_META_KEY,
 } from '../../machines/client/listen.machine.js';
 import type { JsonRpcMessage, JsonRpcRequest } from '../../machines/jsonrpc.js';
-import {
-  createListenLog,
-  type ListenAttemptFacts,
-  type ListenFilter,
-  type ListenLog,
-  type ListenLogLimits,
-  listenAttemptOf,
-  type PublishedEvent,
-  positionedAck,
-  publishChange,
-  streamSubscribed,
-} from '../../machines/server/listen-log.js';
 import { seededRandom } from '../world/random.js';
-import {
-  CHANGE_TAG,
-  type GapFact,
-  type ListenWorldOutcome,
-  type PublishFact,
-  type StreamFact,
-  type WorldPoint,
-} from './facts.js';
+import type { GapFact, ListenWorldOutcome } from './facts.js';
+import { type Conn, ListenNetwork } from './network.js';
 import { CHANGES, type ListenCommand, type ListenWorldConfig } from './schedule.js';
-import { acknowledgement, honoredFilter, notificationOf, routerAccepts } from './sdk-peer.js';
+import { ListenServer, type ListenServerDecisions, RUNTIME_LISTEN_DECISIONS } from './server.js';
+
+export { type ListenServerDecisions, RUNTIME_LISTEN_DECISIONS } from './server.js';
 
 /**
- * The listen world: the REAL `listenMachine` as the client, on an xstate `SimulatedClock`; a network that
- * delivers each stream's frames in order after small random delays and can cut a stream (what is in
- * flight is lost); a server whose bus makes the REAL listen-log decisions (`publishChange`,
- * `streamSubscribed`, `listenAttemptOf`, `positionedAck`: the functions `PositionedEventBus` and the
- * modern endpoint call) in front of a simulated v2 SDK listen router (sdk-peer.ts), with an async gap
- * between a request's arrival and the SDK subscribing it, and restarts (a new log, a new epoch).
+ * The listen world: the REAL `listenMachine` as the client (its exchange actor backed by the simulated
+ * network, network.ts), on an xstate `SimulatedClock`, against the simulated server (server.ts: the real
+ * listen-log decisions in front of a simulated v2 SDK listen router). It records what the application was
+ * given and which stream's acknowledgement each gap came with; the oracle (checks.ts) judges the rest.
  */
-
-/** The server's decisions, as the runtime makes them; a mutant swaps one. */
-export interface ListenServerDecisions {
-  readonly attemptOf: typeof listenAttemptOf;
-  readonly subscribed: typeof streamSubscribed;
-  readonly publish: typeof publishChange;
-  /** The ack rewrite (`positionedAck`); `arrivalHead`: the log's head when the request arrived. */
-  readonly ack: (
-    message: JsonRpcMessage,
-    attempt: ListenAttemptFacts,
-    log: ListenLog,
-    now: number,
-    limits: ListenLogLimits,
-    arrivalHead: number,
-  ) => JsonRpcMessage;
-}
-
-export const RUNTIME_LISTEN_DECISIONS: ListenServerDecisions = {
-  attemptOf: listenAttemptOf,
-  subscribed: streamSubscribed,
-  publish: publishChange,
-  ack: (message, attempt, log, now, limits) => positionedAck(message, attempt, log, now, limits),
-};
 
 /** A client variant: the machine (a `provide` of it), or what it reads and what it tells the application. */
 export interface ListenClientVariant {
@@ -86,85 +45,35 @@ export const LISTEN_POLICY: ReconnectPolicy = {
 const FIRST_ID = 'listen-1';
 /** After the schedule, how long (virtual) the client may take to be acknowledged again and idle. */
 export const LISTEN_SETTLE_MS = 30_000;
-const MAX_TIMER_STEPS = 200_000;
-
-type Frame =
-  | { readonly at: number; readonly kind: 'headers' }
-  | { readonly at: number; readonly kind: 'refused' }
-  | {
-      readonly at: number;
-      readonly kind: 'message';
-      readonly message: JsonRpcMessage;
-      readonly point: WorldPoint;
-      readonly positioned: boolean;
-      readonly ack: boolean;
-    };
-
-interface Conn {
-  readonly fact: StreamFact;
-  readonly body: JsonRpcMessage | undefined;
-  readonly sendBack: (event: IoEvent) => void;
-  open: boolean;
-  phase: 'requesting' | 'arrived' | 'served';
-  headersDelivered: boolean;
-  readonly queue: Frame[];
-  lastAt: number;
-  timer?: number;
-  serveTimer?: number;
-  attempt?: ListenAttemptFacts & { subscribedAt?: number };
-  listener?: Listener;
-}
-
-interface Listener {
-  readonly conn: Conn;
-  readonly positions: boolean;
-  /**
-   * The world's fact: its request declared the extension, so this server's frames on it carry positions
-   * (what the client's last position is judged by; `positions` is what the bus decided).
-   */
-  readonly declared: boolean;
-  readonly filter: ListenFilter;
-}
-
-type ClockInternals = { timeouts: Map<number, { start: number; timeout: number }> };
 
 class ListenWorld {
   readonly clock = new SimulatedClock();
-  readonly random: () => number;
-  readonly decisions: ListenServerDecisions;
-  readonly publishes: PublishFact[] = [];
-  readonly streams: StreamFact[] = [];
+  readonly net: ListenNetwork;
+  readonly server: ListenServer;
   readonly gaps: GapFact[] = [];
   readonly delivered: JsonRpcMessage[] = [];
   readonly anomalies: string[] = [];
-  readonly conns: Conn[] = [];
-  readonly listeners = new Set<Listener>();
-  run = 1;
-  generation = 0;
-  up = true;
-  /** This run serves the listen part (the endpoint with `keyed`: the positioned bus and the ack rewrite). */
-  extension: boolean;
-  log: ListenLog = createListenLog('run1');
-  order = 0;
-  acks = 0;
-  clientLast: WorldPoint | undefined;
   /** The stream whose frames the client is being given now (its emitted events are attributed to it). */
-  delivering: number | undefined;
-  currentGap: GapFact | undefined;
+  private delivering: number | undefined;
+  private currentGap: GapFact | undefined;
   readonly actor: Actor<typeof listenMachine>;
 
   constructor(
     readonly config: ListenWorldConfig,
     readonly variant: ListenVariant,
   ) {
-    this.random = seededRandom(config.seed);
-    this.extension = config.extension;
-    this.decisions = variant.server ?? RUNTIME_LISTEN_DECISIONS;
+    this.net = new ListenNetwork(this.clock, seededRandom(config.seed), config.latencyMaxMs);
+    this.server = new ListenServer(config, variant.server ?? RUNTIME_LISTEN_DECISIONS, this.net);
+    this.net.onArrive = (conn) => this.server.arrive(conn);
+    this.net.give = (conn, events) => this.give(conn, events);
     const machine = (variant.client?.machine ?? listenMachine).provide({
       actors: {
         exchange: fromCallback<IoEvent, Exchange>(({ input, sendBack }) => {
-          const conn = this.open(input, sendBack);
-          return () => this.closedByClient(conn);
+          const conn = this.net.open(input, sendBack);
+          // The machine is done with the exchange: the client closes the connection.
+          return () => {
+            if (conn.open) this.net.drop(conn);
+          };
         }),
       },
     });
@@ -183,132 +92,7 @@ class ListenWorld {
     this.actor.start();
   }
 
-  now(): number {
-    return this.clock.now();
-  }
-
-  latency(max = this.config.latencyMaxMs): number {
-    return 1 + Math.floor(this.random() * max);
-  }
-
-  // ---- the clock: every timer (the machine's, the network's, the server's) fires at its own time ----
-
-  runUntil(t: number): void {
-    const timeouts = (this.clock as unknown as ClockInternals).timeouts;
-    for (let step = 0; step < MAX_TIMER_STEPS; step++) {
-      let next = Number.POSITIVE_INFINITY;
-      for (const { start, timeout } of timeouts.values()) next = Math.min(next, start + timeout);
-      if (next > t) break;
-      this.clock.set(Math.max(next, this.now()));
-    }
-    if (t > this.now()) this.clock.set(t);
-  }
-
-  // ---- the client side of the network ----
-
-  open(exchange: Exchange, sendBack: (event: IoEvent) => void): Conn {
-    const fact: StreamFact = {
-      n: this.streams.length + 1,
-      sentAt: this.now(),
-      lastPointAtSend: this.clientLast,
-      ackDelivered: false,
-      ackLost: false,
-      refused: false,
-    };
-    this.streams.push(fact);
-    const conn: Conn = {
-      fact,
-      body: exchange.body,
-      sendBack,
-      open: true,
-      phase: 'requesting',
-      headersDelivered: false,
-      queue: [],
-      lastAt: this.now(),
-    };
-    this.conns.push(conn);
-    this.clock.setTimeout(() => this.arrive(conn), this.latency());
-    return conn;
-  }
-
-  closedByClient(conn: Conn): void {
-    if (!conn.open) return;
-    this.drop(conn);
-  }
-
-  /** The connection is gone: what is in flight is lost, the SDK tears the stream down (unsubscribes). */
-  drop(conn: Conn): void {
-    conn.open = false;
-    if (conn.queue.some((f) => f.kind === 'message' && f.ack)) conn.fact.ackLost = true;
-    conn.queue.length = 0;
-    if (conn.timer !== undefined) this.clock.clearTimeout(conn.timer);
-    if (conn.serveTimer !== undefined) this.clock.clearTimeout(conn.serveTimer);
-    if (conn.listener) this.listeners.delete(conn.listener);
-  }
-
-  /** Cut by the world: the client hears a reset (or, once it has the headers, maybe a clean end). */
-  cut(conn: Conn, clean: boolean): void {
-    if (!conn.open) return;
-    this.drop(conn);
-    this.give(conn, [
-      clean && conn.headersDelivered ? { type: 'net.ended' } : { type: 'net.failed', fault: 'reset' },
-    ]);
-  }
-
-  send(conn: Conn, frame: Frame): void {
-    if (!conn.open) return;
-    const at = Math.max(frame.at, conn.lastAt);
-    conn.lastAt = at;
-    conn.queue.push({ ...frame, at });
-    this.arm(conn);
-  }
-
-  arm(conn: Conn): void {
-    const head = conn.queue[0];
-    if (conn.timer !== undefined || head === undefined) return;
-    conn.timer = this.clock.setTimeout(
-      () => {
-        conn.timer = undefined;
-        this.arrivedAtClient(conn);
-      },
-      Math.max(0, head.at - this.now()),
-    );
-  }
-
-  arrivedAtClient(conn: Conn): void {
-    const due: Frame[] = [];
-    while (conn.queue.length > 0 && (conn.queue[0] as Frame).at <= this.now())
-      due.push(conn.queue.shift() as Frame);
-    const events: IoEvent[] = [];
-    let messages: SseEvent[] = [];
-    const flush = () => {
-      if (messages.length > 0) events.push({ type: 'sse.events', events: messages });
-      messages = [];
-    };
-    for (const frame of due) {
-      if (frame.kind === 'headers') {
-        conn.headersDelivered = true;
-        events.push({ type: 'http.stream' });
-      } else if (frame.kind === 'refused') {
-        flush();
-        conn.fact.refused = true;
-        this.drop(conn);
-        events.push({ type: 'net.failed', fault: 'refused' });
-      } else {
-        if (frame.ack) {
-          conn.fact.ackDelivered = true;
-          conn.fact.ackOrder = ++this.acks;
-        }
-        if (frame.positioned) this.clientLast = frame.point;
-        messages.push({ type: 'sse.event', event: 'message', message: frame.message });
-      }
-    }
-    flush();
-    this.give(conn, events);
-    this.arm(conn);
-  }
-
-  give(conn: Conn, events: IoEvent[]): void {
+  private give(conn: Conn, events: IoEvent[]): void {
     const read = this.variant.client?.read ?? ((e: IoEvent) => e);
     this.delivering = conn.fact.n;
     try {
@@ -319,7 +103,7 @@ class ListenWorld {
     }
   }
 
-  record(e: ListenEmitted): void {
+  private record(e: ListenEmitted): void {
     if (e.type === 'listen.gap') {
       const gap: GapFact = {
         stream: this.delivering ?? 0,
@@ -344,153 +128,44 @@ class ListenWorld {
     }
   }
 
-  // ---- the server ----
-
-  arrive(conn: Conn): void {
-    if (!conn.open) return;
-    if (!this.up) {
-      this.send(conn, { at: this.now() + this.latency(), kind: 'refused' });
-      return;
-    }
-    // Without the listen part the endpoint hands the request to the SDK as it is (no attempt, no log).
-    const attempt = !this.extension
-      ? { positions: false }
-      : conn.body === undefined
-        ? undefined
-        : this.decisions.attemptOf(conn.body);
-    if (attempt === undefined) throw new Error('the listen world only sends listen requests');
-    conn.phase = 'arrived';
-    conn.attempt = { ...attempt };
-    conn.fact.run = this.run;
-    conn.fact.extension = this.extension;
-    conn.fact.arrivedPoint = this.runPublishes();
-    const run = this.run;
-    const arrivalHead = this.log.head;
-    conn.serveTimer = this.clock.setTimeout(
-      () => {
-        conn.serveTimer = undefined;
-        if (!conn.open) return;
-        if (this.up && this.run === run) this.serve(conn, arrivalHead);
-        else this.cut(conn, false);
-      },
-      Math.floor(this.random() * (this.config.subscribeGapMaxMs + 1)),
-    );
-  }
-
-  runPublishes(): number {
-    return this.publishes.filter((p) => p.run === this.run).length;
-  }
-
-  /** The SDK's router serving the request: the ack first, then (synchronously) the bus subscription. */
-  serve(conn: Conn, arrivalHead: number): void {
-    const attempt = conn.attempt as ListenAttemptFacts & { subscribedAt?: number };
-    const requested = ((conn.body as JsonRpcRequest).params?.notifications ?? {}) as ListenFilter;
-    const honored = honoredFilter(requested);
-    const id = (conn.body as JsonRpcRequest).id;
-    const ack = acknowledgement(honored, id);
-    const { subscribedAt, positions } = this.extension
-      ? this.decisions.subscribed(this.log, attempt)
-      : { subscribedAt: undefined, positions: false };
-    attempt.subscribedAt = subscribedAt;
-    const listener: Listener = { conn, positions, declared: attempt.positions, filter: honored };
-    conn.listener = listener;
-    this.listeners.add(listener);
-    conn.phase = 'served';
-    const point = this.runPublishes();
-    conn.fact.subscribePoint = point;
-    conn.fact.subscribedOrder = ++this.order;
-    conn.fact.ackAt = this.now();
-    const rewritten = this.extension
-      ? this.decisions.ack(ack, attempt, this.log, this.now(), this.config.limits, arrivalHead)
-      : ack;
-    const at = this.now() + this.latency();
-    this.send(conn, { at, kind: 'headers' });
-    // The ack may come in the headers' chunk or a later one.
-    this.send(conn, {
-      at: at + Math.floor(this.random() * 2),
-      kind: 'message',
-      message: rewritten,
-      point: { run: this.run, point },
-      positioned: attempt.positions,
-      ack: true,
-    });
-  }
-
-  publish(change: (typeof CHANGES)[number]): void {
-    if (!this.up) return;
-    const id = this.publishes.length + 1;
-    const event: PublishedEvent = {
-      ...change,
-      params: { _meta: { [CHANGE_TAG]: id } },
-    };
-    const positionedParams = this.extension
-      ? this.decisions.publish(this.log, event, this.now(), this.config.limits).positionedParams
-      : event.params;
-    const index = this.runPublishes() + 1;
-    this.publishes.push({
-      id,
-      order: ++this.order,
-      at: this.now(),
-      run: this.run,
-      index,
-      kind: change.kind,
-      ...('uri' in change ? { uri: change.uri } : {}),
-    });
-    for (const listener of [...this.listeners]) {
-      if (!routerAccepts(listener.filter, event)) continue;
-      const id0 = (listener.conn.body as JsonRpcRequest).id;
-      this.send(listener.conn, {
-        at: this.now() + this.latency(),
-        kind: 'message',
-        message: notificationOf(event, listener.positions ? positionedParams : event.params, id0),
-        point: { run: this.run, point: index },
-        positioned: listener.declared,
-        ack: false,
-      });
-    }
-  }
-
-  restart(downMs: number, withoutExtension: boolean): void {
-    this.up = false;
-    for (const conn of [...this.conns]) this.cut(conn, false);
-    // A restart while down postpones the comeback: the latest one decides when.
-    const generation = ++this.generation;
-    const back = () => {
-      if (generation !== this.generation) return;
-      this.run += 1;
-      this.log = createListenLog(`run${this.run}`);
-      this.extension = !withoutExtension;
-      this.up = true;
-    };
-    if (downMs === 0) back();
-    else this.clock.setTimeout(back, downMs);
-  }
-
-  /** Lets time pass until `ready` (bounded: a second of virtual time). */
-  waitFor(ready: () => boolean): void {
-    const end = this.now() + 1_000;
-    while (!ready() && this.now() < end) this.runUntil(this.now() + 1);
-  }
-
   handedOver(): boolean {
     return this.actor.getSnapshot().context.handedOver;
   }
 
-  current(): Conn | undefined {
-    const last = this.conns.at(-1);
-    return last?.open ? last : undefined;
-  }
-
   settled(): boolean {
     const snap = this.actor.getSnapshot();
-    const ctx = snap.context;
     return (
-      this.up &&
+      this.server.up &&
       snap.matches({ exchanging: 'streaming' }) &&
-      ctx.acknowledged &&
-      !ctx.gapOpen &&
-      this.conns.every((c) => !c.open || (c.phase === 'served' && c.queue.length === 0))
+      snap.context.acknowledged &&
+      !snap.context.gapOpen &&
+      this.net.idle()
     );
+  }
+
+  step(c: ListenCommand): void {
+    const net = this.net;
+    switch (c.kind) {
+      case 'publish':
+        this.server.publish(CHANGES[c.change % CHANGES.length] as (typeof CHANGES)[number]);
+        break;
+      case 'advance':
+        net.runUntil(net.now() + c.ms);
+        break;
+      // Before the application holds a stream, a failure is its own answer (`notOpened`): the model
+      // starts its faults once the first stream is handed over.
+      case 'cut': {
+        net.waitFor(() => net.current() !== undefined && this.handedOver());
+        net.runUntil(net.now() + c.afterMs);
+        const conn = net.current();
+        if (conn && this.handedOver()) net.cut(conn, c.clean);
+        break;
+      }
+      case 'restart':
+        net.waitFor(() => this.handedOver());
+        if (this.handedOver()) this.server.restart(c.downMs, c.withoutExtension === true);
+        break;
+    }
   }
 }
 
@@ -511,7 +186,7 @@ function synthesizedItem(m: JsonRpcMessage): string | undefined {
   }
 }
 
-/** Runs one schedule, then quiescence; returns what the world saw. */
+/** Runs one schedule, then quiescence (no more faults: until acknowledged again and idle, bounded). */
 export function runListenWorld(
   commands: readonly ListenCommand[],
   config: ListenWorldConfig,
@@ -519,39 +194,17 @@ export function runListenWorld(
 ): ListenWorldOutcome {
   const w = new ListenWorld(config, variant);
   try {
-    for (const c of commands) {
-      switch (c.kind) {
-        case 'publish':
-          w.publish(CHANGES[c.change % CHANGES.length] as (typeof CHANGES)[number]);
-          break;
-        case 'advance':
-          w.runUntil(w.now() + c.ms);
-          break;
-        // Before the application holds a stream, a failure is its own answer (`notOpened`): the model
-        // starts its faults once the first stream is handed over.
-        case 'cut': {
-          w.waitFor(() => w.current() !== undefined && w.handedOver());
-          w.runUntil(w.now() + c.afterMs);
-          const conn = w.current();
-          if (conn && w.handedOver()) w.cut(conn, c.clean);
-          break;
-        }
-        case 'restart':
-          w.waitFor(() => w.handedOver());
-          if (w.handedOver()) w.restart(c.downMs, c.withoutExtension === true);
-          break;
-      }
-    }
-    const end = w.now() + LISTEN_SETTLE_MS;
-    while (!w.settled() && w.now() < end) w.runUntil(w.now() + 5);
+    for (const c of commands) w.step(c);
+    const end = w.net.now() + LISTEN_SETTLE_MS;
+    while (!w.settled() && w.net.now() < end) w.net.runUntil(w.net.now() + 5);
     return {
       config,
       firstId: FIRST_ID,
-      publishes: w.publishes,
-      streams: w.streams,
+      publishes: w.server.publishes,
+      streams: w.net.streams,
       gaps: w.gaps,
       delivered: w.delivered,
-      runs: w.run,
+      runs: w.server.run,
       settled: w.settled(),
       anomalies: w.anomalies,
     };

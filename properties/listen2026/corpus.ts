@@ -78,6 +78,20 @@ export const DIRECTED_LISTEN: readonly DirectedListen[] = [
     gaps: [{ missed: { kind: 'exact', count: 2 }, relist: ['tools'] }],
   },
   {
+    name: 'a black hole: silence until the stall timer, then the changes swallowed, exactly',
+    config: base,
+    commands: [
+      { kind: 'advance', ms: 10 },
+      { kind: 'publish', change: 0 },
+      { kind: 'advance', ms: 10 },
+      { kind: 'blackhole', afterMs: 0 },
+      { kind: 'publish', change: 0 },
+      { kind: 'publish', change: 3 },
+      { kind: 'advance', ms: 400 },
+    ],
+    gaps: [{ missed: { kind: 'exact', count: 2 }, relist: ['tools', 'resource:file:///a'] }],
+  },
+  {
     name: 'a restart: another epoch, unknown, everything re-listed',
     config: base,
     commands: [

@@ -25,6 +25,7 @@ export const LISTEN_BRANCHES: readonly Branch[] = [
   { name: 'a re-open whose ack was lost (cut before it arrived)' },
   { name: 'the first ack lost (cut before it arrived): no gap' },
   { name: 'a re-open refused (server down)' },
+  { name: "a black-holed stream ended by the client's stall timer" },
   { name: 'a change missed and attributed to a later stream' },
 ];
 
@@ -56,6 +57,7 @@ export function branchesOf(o: ListenWorldOutcome): Set<string> {
     if (s.n > 1 && s.ackLost) reached.add('a re-open whose ack was lost (cut before it arrived)');
     if (s.n === 1 && s.ackLost) reached.add('the first ack lost (cut before it arrived): no gap');
     if (s.n > 1 && s.refused) reached.add('a re-open refused (server down)');
+    if (s.stalledOut) reached.add("a black-holed stream ended by the client's stall timer");
     if (s.n > 1 && s.ackDelivered && (s.subscribePoint ?? 0) > (s.arrivedPoint ?? 0)) {
       const window = o.publishes.filter(
         (p) => p.run === s.run && p.index > (s.arrivedPoint ?? 0) && p.index <= (s.subscribePoint ?? 0),

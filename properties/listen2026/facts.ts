@@ -48,6 +48,8 @@ export interface StreamFact {
   /** Cut after its ack was written and before it arrived. */
   ackLost: boolean;
   refused: boolean;
+  /** Black-holed, and ended by the client's stall timer. */
+  stalledOut?: boolean;
 }
 
 export interface GapFact {

@@ -14,6 +14,8 @@ import type { StreamFact, WorldPoint } from './facts.js';
 
 export type Frame =
   | { readonly at: number; readonly kind: 'headers' }
+  /** The SDK's SSE keep-alive comment. */
+  | { readonly at: number; readonly kind: 'keepalive' }
   | { readonly at: number; readonly kind: 'refused' }
   | {
       readonly at: number;
@@ -32,6 +34,8 @@ export interface Conn {
   readonly body: JsonRpcMessage | undefined;
   readonly sendBack: (event: IoEvent) => void;
   open: boolean;
+  /** Swallowed by the path: nothing more arrives, and the client is not told. */
+  blackholed: boolean;
   phase: 'requesting' | 'arrived' | 'served';
   headersDelivered: boolean;
   readonly queue: Frame[];
@@ -104,6 +108,7 @@ export class ListenNetwork {
       body: exchange.body,
       sendBack,
       open: true,
+      blackholed: false,
       phase: 'requesting',
       headersDelivered: false,
       queue: [],
@@ -135,6 +140,16 @@ export class ListenNetwork {
     ]);
   }
 
+  /** The path swallows the connection: what is in flight is lost, what follows too, silently. */
+  blackhole(conn: Conn): void {
+    if (!conn.open) return;
+    conn.blackholed = true;
+    if (conn.queue.some((f) => f.kind === 'message' && f.ack)) conn.fact.ackLost = true;
+    conn.queue.length = 0;
+    if (conn.timer !== undefined) this.clock.clearTimeout(conn.timer);
+    conn.timer = undefined;
+  }
+
   /** The client's connection now, if it has one open. */
   current(): Conn | undefined {
     const last = this.conns.at(-1);
@@ -143,15 +158,19 @@ export class ListenNetwork {
 
   /** The server writes a frame; it arrives no earlier than the frames before it. */
   send(conn: Conn, frame: Frame): void {
-    if (!conn.open) return;
+    if (!conn.open || conn.blackholed) return;
     const at = Math.max(frame.at, conn.lastAt);
     conn.lastAt = at;
     conn.queue.push({ ...frame, at });
     this.arm(conn);
   }
 
+  /** Nothing in flight but keep-alives, and no connection black-holed (its stall is still to come). */
   idle(): boolean {
-    return this.conns.every((c) => !c.open || (c.phase === 'served' && c.queue.length === 0));
+    return this.conns.every(
+      (c) =>
+        !c.open || (!c.blackholed && c.phase === 'served' && c.queue.every((f) => f.kind === 'keepalive')),
+    );
   }
 
   private arm(conn: Conn): void {
@@ -180,6 +199,9 @@ export class ListenNetwork {
       if (frame.kind === 'headers') {
         conn.headersDelivered = true;
         events.push({ type: 'http.stream' });
+      } else if (frame.kind === 'keepalive') {
+        flush();
+        events.push({ type: 'sse.activity' });
       } else if (frame.kind === 'refused') {
         flush();
         conn.fact.refused = true;

@@ -29,6 +29,11 @@ export type ListenCommand =
    */
   | { readonly kind: 'cut'; readonly clean: boolean; readonly afterMs: number }
   /**
+   * Like `cut`, but the connection goes silent instead: everything on it is swallowed and nobody is told.
+   * Only the client's stall timer (the keep-alives stop) ends it.
+   */
+  | { readonly kind: 'blackhole'; readonly afterMs: number }
+  /**
    * The server restarts: every stream is cut, a new log (a new epoch) serves after `downMs`; with
    * `withoutExtension` it comes back as a version without the listen part (a rolling deploy, a rollback).
    */
@@ -110,6 +115,13 @@ const commandArb = (restarts: boolean): fc.Arbitrary<ListenCommand> =>
       arbitrary: fc.record({
         kind: fc.constant('cut' as const),
         clean: fc.boolean(),
+        afterMs: fc.integer({ min: 0, max: 40 }),
+      }),
+    },
+    {
+      weight: 1,
+      arbitrary: fc.record({
+        kind: fc.constant('blackhole' as const),
         afterMs: fc.integer({ min: 0, max: 40 }),
       }),
     },

@@ -48,6 +48,9 @@ export const RUNTIME_LISTEN_DECISIONS: ListenServerDecisions = {
   ack: (message, attempt, log, now, limits) => positionedAck(message, attempt, log, now, limits),
 };
 
+/** The SDK's keep-alive period, scaled to the world (the client's stall timeout is a few of these). */
+export const KEEP_ALIVE_MS = 40;
+
 interface Listener {
   readonly conn: Conn;
   readonly positions: boolean;
@@ -127,7 +130,17 @@ export class ListenServer {
     attempt.subscribedAt = subscribedAt;
     const listener: Listener = { conn, positions, declared: attempt.positions, filter: honored };
     this.listeners.add(listener);
-    conn.teardown = () => this.listeners.delete(listener);
+    // The SDK's keep-alive comments, until the stream is torn down.
+    let keepAlive: number | undefined;
+    const beat = () => {
+      net.send(conn, { at: net.now() + net.latency(), kind: 'keepalive' });
+      keepAlive = net.clock.setTimeout(beat, KEEP_ALIVE_MS);
+    };
+    keepAlive = net.clock.setTimeout(beat, KEEP_ALIVE_MS);
+    conn.teardown = () => {
+      this.listeners.delete(listener);
+      if (keepAlive !== undefined) net.clock.clearTimeout(keepAlive);
+    };
     conn.phase = 'served';
     const point = this.runPublishes();
     conn.fact.subscribePoint = point;

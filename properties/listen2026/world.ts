@@ -12,7 +12,12 @@ import { seededRandom } from '../world/random.js';
 import type { GapFact, ListenWorldOutcome } from './facts.js';
 import { type Conn, ListenNetwork } from './network.js';
 import { CHANGES, type ListenCommand, type ListenWorldConfig } from './schedule.js';
-import { ListenServer, type ListenServerDecisions, RUNTIME_LISTEN_DECISIONS } from './server.js';
+import {
+  KEEP_ALIVE_MS,
+  ListenServer,
+  type ListenServerDecisions,
+  RUNTIME_LISTEN_DECISIONS,
+} from './server.js';
 
 export { type ListenServerDecisions, RUNTIME_LISTEN_DECISIONS } from './server.js';
 
@@ -43,6 +48,8 @@ export const LISTEN_POLICY: ReconnectPolicy = {
   jitter: 'full',
 };
 const FIRST_ID = 'listen-1';
+/** The client's stall timeout: three keep-alives missed (the request and subscription take far less). */
+export const LISTEN_STALL_MS = 3 * KEEP_ALIVE_MS;
 /** After the schedule, how long (virtual) the client may take to be acknowledged again and idle. */
 export const LISTEN_SETTLE_MS = 30_000;
 
@@ -72,7 +79,9 @@ class ListenWorld {
           const conn = this.net.open(input, sendBack);
           // The machine is done with the exchange: the client closes the connection.
           return () => {
-            if (conn.open) this.net.drop(conn);
+            if (!conn.open) return;
+            if (conn.blackholed) conn.fact.stalledOut = true;
+            this.net.drop(conn);
           };
         }),
       },
@@ -84,7 +93,13 @@ class ListenWorld {
       params: { notifications: { ...config.filter } },
     };
     this.actor = createActor(machine, {
-      input: { request, policy: LISTEN_POLICY, jitterSeed: config.seed, useExtension: true },
+      input: {
+        request,
+        policy: LISTEN_POLICY,
+        jitterSeed: config.seed,
+        useExtension: true,
+        stallTimeoutMs: LISTEN_STALL_MS,
+      },
       clock: this.clock,
     });
     const distort = variant.client?.emitted ?? ((e: ListenEmitted) => e);
@@ -159,6 +174,13 @@ class ListenWorld {
         net.runUntil(net.now() + c.afterMs);
         const conn = net.current();
         if (conn && this.handedOver()) net.cut(conn, c.clean);
+        break;
+      }
+      case 'blackhole': {
+        net.waitFor(() => net.current() !== undefined && this.handedOver());
+        net.runUntil(net.now() + c.afterMs);
+        const conn = net.current();
+        if (conn && this.handedOver()) net.blackhole(conn);
         break;
       }
       case 'restart':

@@ -52,7 +52,7 @@ export const DIRECTED_LISTEN: readonly DirectedListen[] = [
     gaps: [{ missed: { kind: 'exact', count: 0 }, relist: [] }],
   },
   {
-    name: 'a change published while the re-open waits to be subscribed is counted on it',
+    name: 'a change published while the re-open waits to be subscribed is counted on it, once',
     config: { ...base, subscribeGapMaxMs: 30, seed: 5 },
     commands: [
       { kind: 'advance', ms: 40 },
@@ -61,8 +61,14 @@ export const DIRECTED_LISTEN: readonly DirectedListen[] = [
       { kind: 'advance', ms: 6 },
       { kind: 'publish', change: 0 },
       { kind: 'advance', ms: 200 },
+      // The next break counts from where that re-open subscribed: nothing.
+      { kind: 'cut', clean: false, afterMs: 0 },
+      { kind: 'advance', ms: 200 },
     ],
-    gaps: [{ missed: { kind: 'exact', count: 1 }, relist: ['tools'] }],
+    gaps: [
+      { missed: { kind: 'exact', count: 1 }, relist: ['tools'] },
+      { missed: { kind: 'exact', count: 0 }, relist: [] },
+    ],
   },
   {
     name: "a re-open whose ack was lost: the next one's gap spans both, exactly",

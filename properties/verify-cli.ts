@@ -1,5 +1,6 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { runHostile } from './hostile-runs.js';
+import { runVerifyListen } from './listen2026/verify.js';
 import { propertyNames, runVerify } from './verify-run.js';
 import { runVerify2026 } from './verify2026.js';
 
@@ -39,6 +40,13 @@ const program = new Command()
   )
   .option('--path-2026 <path>', 'replays a 2026-07-28 counterexample (with --seed and --runs 0)')
   .option(
+    '--runs-listen <n>',
+    'random worlds of the listen model (properties/listen2026: exact listen gaps; 0: skip)',
+    int('--runs-listen'),
+    Number(process.env.MCPC_LISTEN_RUNS ?? 20_000),
+  )
+  .option('--path-listen <path>', 'replays a listen-model counterexample (with --seed)')
+  .option(
     '--hostile <n>',
     'also run the hostile-input suites: n batches of raw requests against the server (CI: 100) and n generated hostile servers against the client (CI: 60)',
     int('--hostile'),
@@ -54,6 +62,8 @@ const program = new Command()
       hostile: number;
       runs2026: number;
       path2026?: string;
+      runsListen: number;
+      pathListen?: string;
     }) => {
       // --runs 0 with no exhaustive depth: only the other explorations (say, replaying a 2026 failure).
       let ok =
@@ -61,6 +71,8 @@ const program = new Command()
           ? runVerify({ runs: o.runs, seed: o.seed, path: o.path, properties: o.property, depth: o.depth })
           : true;
       if (o.runs2026 > 0) ok = runVerify2026({ runs: o.runs2026, seed: o.seed, path: o.path2026 }) && ok;
+      if (o.runsListen > 0)
+        ok = runVerifyListen({ runs: o.runsListen, seed: o.seed, path: o.pathListen }) && ok;
       if (o.hostile > 0) ok = runHostile({ serverBatches: o.hostile, clientRuns: o.hostile }) && ok;
       process.exitCode = ok ? 0 : 1;
     },

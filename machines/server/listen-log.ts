@@ -185,6 +185,44 @@ export function positionedParams(
   return { ...params, _meta: { ...others, [ListenMeta.position]: position } };
 }
 
+/** A change event as the v2 SDK's bus carries it, as far as the log reads it. */
+export interface PublishedEvent extends ChangeFacts {
+  readonly params?: Record<string, unknown>;
+}
+
+/**
+ * What publishing a change does (the runtime's bus, and the simulated world, call this): records it, and
+ * gives the params a listener served positions gets (the SDK forwards them onto the notification); a
+ * listener without positions gets the event as published.
+ */
+export function publishChange(
+  log: ListenLog,
+  event: PublishedEvent,
+  at: number,
+  limits: ListenLogLimits,
+): { readonly seq: number; readonly positionedParams: Record<string, unknown> } {
+  const seq = recordChange(
+    log,
+    { kind: event.kind, ...(event.kind === 'resource_updated' ? { uri: event.uri } : {}) },
+    at,
+    limits,
+  );
+  return { seq, positionedParams: positionedParams(event.params, positionOf(log, seq)) };
+}
+
+/**
+ * What the bus decides when the SDK's listen router subscribes a stream, while serving `attempt` (or outside
+ * any listen request: `undefined`): the stream starts at the head NOW (a change published since its request
+ * arrived is before it, so `missed` counts it), and it is served positions only if its request declared the
+ * extension.
+ */
+export function streamSubscribed(
+  log: ListenLog,
+  attempt: Pick<ListenAttemptFacts, 'positions'> | undefined,
+): { readonly subscribedAt: number; readonly positions: boolean } {
+  return { subscribedAt: log.head, positions: attempt?.positions === true };
+}
+
 /** What the endpoint knows of one listen request when its acknowledgement passes. */
 export interface ListenAttemptFacts {
   /** The request declared the extension in its client capabilities: positions are served. */

@@ -6,9 +6,8 @@ import {
   type ListenAttemptFacts,
   type ListenLog,
   type ListenLogLimits,
-  positionedParams,
-  positionOf,
-  recordChange,
+  publishChange,
+  streamSubscribed,
 } from '../../../machines/server/listen-log.js';
 
 /** One listen request in flight: what it said, and (once the SDK subscribed it) the head it started at. */
@@ -42,16 +41,8 @@ export class PositionedEventBus implements ServerEventBus {
   }
 
   publish(event: ServerEvent): void {
-    const seq = recordChange(
-      this.log,
-      { kind: event.kind, ...(event.kind === 'resource_updated' ? { uri: event.uri } : {}) },
-      this.now(),
-      this.limits,
-    );
-    const positioned: ServerEvent = {
-      ...event,
-      params: positionedParams(event.params, positionOf(this.log, seq)),
-    } as ServerEvent;
+    const { positionedParams } = publishChange(this.log, event, this.now(), this.limits);
+    const positioned: ServerEvent = { ...event, params: positionedParams } as ServerEvent;
     // A snapshot: a listener that unsubscribes (its stream closed) while this runs does not skip another.
     for (const entry of [...this.#listeners]) {
       try {
@@ -64,8 +55,9 @@ export class PositionedEventBus implements ServerEventBus {
 
   subscribe(listener: Listener): () => void {
     const attempt = this.#attempts.getStore();
-    if (attempt !== undefined) attempt.subscribedAt = this.log.head;
-    const entry = { listener, positions: attempt?.positions === true };
+    const { subscribedAt, positions } = streamSubscribed(this.log, attempt);
+    if (attempt !== undefined) attempt.subscribedAt = subscribedAt;
+    const entry = { listener, positions };
     this.#listeners.add(entry);
     return () => {
       this.#listeners.delete(entry);

@@ -17,9 +17,11 @@ import {
   positionedAck,
   positionedParams,
   positionOf,
+  publishChange,
   recordChange,
   relistItemOf,
   seqOf,
+  streamSubscribed,
 } from '../../machines/server/listen-log.js';
 
 /** The listen log's decisions (machines/server/listen-log.ts), row by row. */
@@ -217,5 +219,31 @@ describe('the acknowledgement and the requests', () => {
       'x',
     ])
       expect(read(bad)).toBeUndefined();
+  });
+});
+
+describe('the bus’s two rules (positioned-bus.ts and the simulated world call these)', () => {
+  it('publishing records the change and gives the params with its position (the event’s own params kept)', () => {
+    const log = createListenLog('E');
+    const first = publishChange(log, { kind: 'tools_list_changed' }, 0, BIG);
+    expect(first).toEqual({ seq: 1, positionedParams: { _meta: { [ListenMeta.position]: 'E.1' } } });
+    const second = publishChange(
+      log,
+      { kind: 'resource_updated', uri: 'file:///a', params: { x: 1 } },
+      0,
+      BIG,
+    );
+    expect(second.positionedParams).toEqual({ x: 1, _meta: { [ListenMeta.position]: 'E.2' } });
+    expect(log.changes.map((c) => [c.kind, c.uri])).toEqual([
+      ['tools_list_changed', undefined],
+      ['resource_updated', 'file:///a'],
+    ]);
+  });
+
+  it('a stream subscribed starts at the head now; positions only when its request declared the extension', () => {
+    const log = logWith([{ kind: 'tools_list_changed' }, { kind: 'tools_list_changed' }]);
+    expect(streamSubscribed(log, { positions: true })).toEqual({ subscribedAt: 2, positions: true });
+    expect(streamSubscribed(log, { positions: false })).toEqual({ subscribedAt: 2, positions: false });
+    expect(streamSubscribed(log, undefined)).toEqual({ subscribedAt: 2, positions: false });
   });
 });

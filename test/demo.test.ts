@@ -55,12 +55,26 @@ describe('the demo', () => {
     expect(demo.stdout).toMatch(/^inspector: http:\/\/127\.0\.0\.1:\d+\//m);
     const verify = await run(
       'npx',
-      ['tsx', 'properties/verify-cli.ts', '--runs', '30', '--property', 'no hang'],
+      // Small budgets for every exploration (the defaults, 20,000 worlds each, are for `npm run verify`).
+      [
+        'tsx',
+        'properties/verify-cli.ts',
+        '--runs',
+        '30',
+        '--property',
+        'no hang',
+        '--runs-2026',
+        '200',
+        '--runs-listen',
+        '200',
+      ],
       {
         timeout: 60_000,
       },
     );
     expect(verify.stdout).toMatch(/✓ no hang: 30 runs/);
+    expect(verify.stdout).toMatch(/2026-07-28 model: 200 worlds in .*, all properties held/);
+    expect(verify.stdout).toMatch(/listen model: 200 worlds in .*, all properties held/);
     await expect(
       run('npx', ['tsx', 'properties/verify-cli.ts', '--runs', 'many'], { timeout: 60_000 }),
     ).rejects.toMatchObject({

@@ -39,7 +39,7 @@ const TABLE_ROWS: ReadonlyArray<[StatelessCase, string?]> = [
   ['ext-events-evicted'],
   ['ext-outcome-unknown'],
   ['ext-cancelled', NO_APP_CANCEL],
-  ['400-header-mismatch', 'the simulated client always sends matching headers'],
+  ['400-header-mismatch'],
   ['400-unsupported-version', NEVER_SENT],
   ['400-missing-capability', NEVER_SENT],
   ['400-other', 'the simulated client never sends a malformed key'],
@@ -82,11 +82,20 @@ export const BRANCHES_2026: readonly Branch[] = [
   b('stored entry', 'running → answered'),
   b('stored entry', 'running → outcomeUnknown'),
   b('stored entry', 'running → cancelled', NO_APP_CANCEL),
+  b('stored entry', 'running → refused'),
+  b('stored entry', 'refused → running'),
+  b('stored entry', 'refused → forgotten'),
   b('stored entry', 'committed → forgotten'),
   b('stored entry', 'answered → forgotten'),
   b('stored entry', 'outcomeUnknown → forgotten'),
   b('stored entry', 'cancelled → forgotten', NO_APP_CANCEL),
   b('keyed plan', 'execute'),
+  b('keyed plan', 'execute-over'),
+  b(
+    'keyed plan',
+    'restart lost (another attempt restarted it)',
+    "the simulated stores run one request's steps at once: two never interleave",
+  ),
   b('keyed plan', 'serve'),
   b('keyed plan', 'declare-died'),
   b('keyed plan', 'reply -32010 (key reused)'),
@@ -100,6 +109,7 @@ export const BRANCHES_2026: readonly Branch[] = [
   ),
   b('attached response', 'outcome'),
   b('attached response', 'outcome-unknown'),
+  b('attached response', 'the refusal (nothing ran)'),
   b(
     'attached response',
     'lost (events evicted under a reader)',
@@ -108,6 +118,7 @@ export const BRANCHES_2026: readonly Branch[] = [
   b('attached response', 'cancelled', NO_APP_CANCEL),
   b('unkeyed request', 'run'),
   b('unkeyed request', 'cancelled-by-close'),
+  b('unkeyed request', 'refused'),
 ];
 
 const key = (group: string, name: string) => `${group}: ${name}`;

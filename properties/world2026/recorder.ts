@@ -63,6 +63,17 @@ export class Recorder2026 {
   readonly forgotten: number[] = [];
   /** Connections the world broke (reset, stalled, ended, answered with an injected status). */
   readonly faultedConns = new Set<number>();
+  /** -32020 answers the application's SDK got, per call (each makes it refresh and send again, once). */
+  readonly headerRefusalsSeen = new Map<string, number>();
+  /** When the application last refreshed its view of the tools' header declarations, per call. */
+  readonly refreshedAt = new Map<string, number>();
+  /** When a tool's header declaration changed, per tool. */
+  readonly schemaChanges: Array<{ tool: string; at: number }> = [];
+  /**
+   * -32020 answers sent to an attempt whose headers agreed with the tool's declaration at that moment: a
+   * refusal replayed as if it were an outcome (nothing refused this attempt).
+   */
+  readonly staleRefusals: string[] = [];
   /** Virtual time the last fault ended. */
   faultsEndAt = 0;
 

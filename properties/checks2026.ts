@@ -137,12 +137,14 @@ function headerMismatchUnexplained(
 }
 
 /**
- * Refusals are current: a -32020 reaches an attempt only when its headers disagree with the tool's
- * declaration at that moment (a refusal is not an outcome: the memo never replays it to an attempt the
- * SDK would run), and a call whose attempts were all refused before running never counts as run.
+ * Refusals are current: a recorded -32020 reaches an attempt only when its headers disagree with the tool's
+ * declaration (a refusal is not an outcome: the memo never replays it to an attempt the SDK would run);
+ * a request whose headers were refused is never sent again with them (the SDK rebuilds them); and a call
+ * whose attempts were all refused before running never counts as run.
  */
 export const refusalsAreCurrent2026: Check2026 = ({ recorder }) => [
   ...recorder.staleRefusals,
+  ...recorder.staleResends,
   ...[...recorder.calls.values()]
     .filter((c) => c.outcome === 'error' && c.reason === StatelessReason.headerMismatch)
     .filter((c) => (recorder.executions.get(c.callKey) ?? 0) > 0)

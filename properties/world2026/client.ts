@@ -8,6 +8,7 @@ import {
   statelessCallMachine,
 } from '../../machines/client/stateless-call.machine.js';
 import {
+  caseOf,
   DEFAULT_STATELESS_POLICY,
   ModernErrorCode,
   type StatelessCallContext,
@@ -98,10 +99,15 @@ export class SimCall {
   ) {
     const { clock, net, recorder } = deps;
     const rec = recorder.calls.get(callKey);
-    if (rec && deps.extension) rec.key = key;
+    // The call's first key (its SDK's retry after a -32020 is a new request with a new key).
+    if (rec && deps.extension && rec.key === undefined) rec.key = key;
     const report = variant.report ?? ((e: StatelessCallEvent) => e);
+    // This request got a 400 -32020: sending it again carries the same headers, which the server refused.
+    let refusedHeaders = false;
     const exchange = fromCallback<StatelessCallEvent, AttemptInput>(({ input, sendBack }) => {
       if (rec) rec.attempts++;
+      if (refusedHeaders)
+        recorder.staleResends.push(`${callKey} (${tool}) sent again with the headers the server refused`);
       let bytes = false;
       let faulted = false;
       let evicted = false;
@@ -115,6 +121,7 @@ export class SimCall {
           (end.kind === 'http-status' && end.status >= 400 && end.status < 500 && end.status !== 410) ||
           (end.kind === 'http-status' && end.status === 503);
         if (end.kind === 'http-status' && end.status === 410) evicted = true;
+        if (end.kind === 'http-status' && caseOf(end) === '400-header-mismatch') refusedHeaders = true;
         send({ type: 'attempt.ended', at: clock.now(), end });
       };
       const onEvent = (ev: IoEvent): void => {

@@ -70,10 +70,12 @@ export class Recorder2026 {
   /** When a tool's header declaration changed, per tool. */
   readonly schemaChanges: Array<{ tool: string; at: number }> = [];
   /**
-   * -32020 answers sent to an attempt whose headers agreed with the tool's declaration at that moment: a
-   * refusal replayed as if it were an outcome (nothing refused this attempt).
+   * Attempts served a recorded -32020 with headers the SDK would have accepted: a refusal replayed as if
+   * the tool had answered it.
    */
   readonly staleRefusals: string[] = [];
+  /** Requests sent again (same headers) after the server refused their headers with a 400 -32020. */
+  readonly staleResends: string[] = [];
   /** Virtual time the last fault ended. */
   faultsEndAt = 0;
 

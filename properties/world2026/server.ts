@@ -328,6 +328,7 @@ export class SimServer2026 {
       kind: 'plan',
       plan: this.started ? (this.restarted === 'won' ? 'execute-over' : 'execute') : 'serve',
     });
+    if (!this.started) this.noteReplay(end.entry, conn, request);
     // The attempt that started a body the SDK refuses gets the SDK's own answer (runKeyed), as in the
     // runtime; every other one is served from the key's log.
     if (!(this.started && this.refusing))
@@ -516,8 +517,6 @@ export class SimServer2026 {
     this.observe({ kind: 'attach-end', end: refusal ? 'the refusal (nothing ran)' : r.value.end });
     this.end(f);
     const frame = r.value.frame;
-    const code = frame && 'error' in frame.message ? frame.message.error.code : undefined;
-    if (code === HEADER_MISMATCH) this.noteRefusal(f.conn, f.conn.exchange.body as JsonRpcRequest);
     if (frame) write(f.conn, { type: 'sse.event', id: frame.id, message: frame.message });
     f.conn.send({ type: 'net.ended' });
   }
@@ -661,16 +660,21 @@ export class SimServer2026 {
       if (instance.incarnation !== incarnation) return;
       const refused = (this.decisions.refusedBeforeRun ?? refusedBeforeRun)(status);
       this.endBody(instance, memo, entry, refusalResponse(status, body, request.id), refused, undefined);
-      this.noteRefusal(conn, request);
       conn.send({ type: 'http.response', status, body });
     }, SDK_CHECK_MS);
   }
 
-  /** A -32020 goes to `conn`'s attempt: recorded stale when its headers agree with the declaration now. */
-  private noteRefusal(conn: SimConnection, request: JsonRpcRequest): void {
-    if (!conn.open || this.headerMismatch(conn, request)) return;
+  /**
+   * An attempt served from an entry that holds a -32020 as its outcome, with headers the SDK would accept
+   * now: a refusal replayed as if the tool had answered it (the correct server starts such a key over; an
+   * attempt attached while the SDK was refusing gets that refusal, which is not this).
+   */
+  private noteReplay(entry: MemoEntry, conn: SimConnection, request: JsonRpcRequest): void {
+    const outcome = entry.outcome;
+    if (outcome?.kind !== 'error' || outcome.error.code !== HEADER_MISMATCH) return;
+    if (this.headerMismatch(conn, request)) return;
     this.recorder.staleRefusals.push(
-      `${callKeyOf(request)} (${request.params?.name}) answered -32020 at ${this.clock.now()} with headers that agree`,
+      `${callKeyOf(request)} (${request.params?.name}) served a recorded -32020 at ${this.clock.now()} with headers that agree`,
     );
   }
 
@@ -724,7 +728,6 @@ export class SimServer2026 {
       this.observe({ kind: 'unkeyed', event: 'refused' });
       this.clock.setTimeout(() => {
         if (instance.incarnation !== incarnation) return;
-        this.noteRefusal(conn, request);
         conn.send({ type: 'http.response', status: 400, body: this.refusalBody(request) });
       }, SDK_CHECK_MS);
       return;

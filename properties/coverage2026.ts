@@ -33,7 +33,8 @@ const TABLE_ROWS: ReadonlyArray<[StatelessCase, string?]> = [
   ['cancelled-by-application', NO_APP_CANCEL],
   ['result-complete'],
   ['result-input-required', 'the simulated tools never ask for input (MRTR)'],
-  ['error-response', 'the simulated tools never answer a JSON-RPC error'],
+  // The simulated tools never answer one; a response attached while the SDK refuses the call gets the -32020.
+  ['error-response'],
   ['malformed-response', NEVER_SENT],
   ['ext-key-reused'],
   ['ext-events-evicted'],

@@ -52,6 +52,7 @@ export const commandArb2026: fc.Arbitrary<Command2026> = fc.oneof(
     weight: 1,
     arbitrary: fc.integer({ min: 500, max: 12_000 }).map((ms) => ({ kind: 'blackhole', ms }) as const),
   },
+  { weight: 1, arbitrary: fc.constant({ kind: 'duplicate' } as const) },
   // A tool starts or stops declaring an `Mcp-Param-*` header: the application's view goes stale.
   {
     weight: 1,

@@ -85,6 +85,19 @@ export const DIRECTED_2026: readonly Directed2026[] = [
     ],
   },
   {
+    name: 'a proxy doubles the re-issue of a refused key: two restarts race, one wins, the other attaches',
+    config: world({}),
+    commands: [
+      declare('charge'),
+      call('charge'),
+      advance(10),
+      { kind: 'blackhole', ms: 100 },
+      declare('charge'),
+      { kind: 'duplicate' },
+      advance(6_000),
+    ],
+  },
+  {
     name: 'a duplicate attaches while the SDK refuses the first: the attached response ends with the refusal',
     config: world({}),
     commands: [declare('charge'), call('charge'), { kind: 'reset', pick: 0 }, advance(3_000)],

@@ -92,11 +92,8 @@ export const BRANCHES_2026: readonly Branch[] = [
   b('stored entry', 'cancelled → forgotten', NO_APP_CANCEL),
   b('keyed plan', 'execute'),
   b('keyed plan', 'execute-over'),
-  b(
-    'keyed plan',
-    'restart lost (another attempt restarted it)',
-    "the simulated stores run one request's steps at once: two never interleave",
-  ),
+  // Two copies of one POST (a proxy's retry) interleave their steps, one store command at a time.
+  b('keyed plan', 'restart lost (another attempt restarted it)'),
   b('keyed plan', 'serve'),
   b('keyed plan', 'declare-died'),
   b('keyed plan', 'reply -32010 (key reused)'),

@@ -49,7 +49,7 @@ import {
   type StreamWindow,
 } from '../../machines/server/retention.js';
 import type { VirtualClock } from '../world/clock.js';
-import type { SimConnection, SimNetwork } from '../world/network.js';
+import { SimConnection, type SimNetwork } from '../world/network.js';
 import type { SimExchange2026 } from './client.js';
 import type { Recorder2026 } from './recorder.js';
 import { TOOLS_2026, type Tool2026 } from './tools.js';
@@ -135,6 +135,16 @@ interface Instance {
   memo: SimMemo;
 }
 
+/** What one request's steps did (the coverage table's plan, and how its attempt is answered). */
+interface Serving {
+  started: boolean;
+  /** Its body replaced a refused entry (`restart-entry` won), or its restart lost the compare-and-set. */
+  restarted: 'won' | 'lost' | undefined;
+  lostRestart: boolean;
+  /** The SDK refuses the body it started (its answer comes after `SDK_CHECK_MS`). */
+  refusing: boolean;
+}
+
 interface Follower {
   readonly conn: SimConnection;
   readonly attempt: Attempt;
@@ -169,12 +179,10 @@ export class SimServer2026 {
   private rr = 0;
   /** When the memo store was created: `-memoAgeMs` (a store as old as its window is complete). */
   private readonly storeSince: number;
-  /** The steps of the request being served started its body. */
-  private started = false;
-  /** ... by replacing a refused entry (`restart-entry` won); `lost`: a restart lost its compare-and-set. */
-  private restarted: 'won' | 'lost' | undefined;
-  /** The SDK refuses the body the steps started (its answer comes after `SDK_CHECK_MS`). */
-  private refusing = false;
+  /** What the steps of the request whose command runs now did so far. */
+  private serving: Serving = { started: false, restarted: undefined, refusing: false, lostRestart: false };
+  /** The next keyed POST reaches the server twice at once (a proxy's retry): both copies are served. */
+  duplicateNext = false;
   private epochs = 0;
   private executions = 0;
   /** Requests to answer with `failStatus` before serving normally. */
@@ -252,9 +260,20 @@ export class SimServer2026 {
       ? routeKeyedMessage(request, this.config.settings.maxKeyLength)
       : { kind: 'unkeyed' };
     if (route.kind === 'reply') this.reply(conn, route.reply, request);
-    else if (route.kind === 'call') this.call(instance, conn, request, route.reading);
+    else if (route.kind === 'call') {
+      const copy = this.duplicateNext ? this.proxyCopy(conn) : undefined;
+      this.duplicateNext = false;
+      this.call(instance, conn, request, route.reading, copy);
+    }
     // The simulated client never sends a cancel; an unkeyed request is the spec's.
     else this.runUnkeyed(instance, conn, request);
+  }
+
+  /** The proxy's own connection for its copy: the server answers it; the proxy drops what comes back. */
+  private proxyCopy(conn: SimConnection): SimConnection {
+    const copy = new SimConnection(-conn.id, conn.exchange, this.net, () => undefined);
+    this.servedBy.set(copy, this.servedBy.get(conn) as number);
+    return copy;
   }
 
   private reply(conn: SimConnection, reply: KeyedReply, request: JsonRpcRequest): void {
@@ -298,25 +317,50 @@ export class SimServer2026 {
     conn: SimConnection,
     request: JsonRpcRequest,
     reading: Extract<KeyReading, { kind: 'keyed' }>,
+    /** A proxy's copy of the same POST, served at the same time (its answer goes nowhere). */
+    copy?: SimConnection,
   ): void {
     const memo = this.memoOf(instance);
     const mk = memoKey(PRINCIPAL, reading.key);
     const fingerprint = requestFingerprint(request.method, request.params);
-    const steps = keyedCallSteps({
-      reading,
-      fingerprint,
-      memoWindowMs: this.config.settings.memoWindowMs,
-      now: this.clock.now(),
-    });
     const answer = this.decisions.answer ?? ((_c: KeyedCallCommand, a: unknown) => a);
-    this.started = false;
-    this.restarted = undefined;
-    this.refusing = false;
-    const ran = driveKeyedCallSync(
-      steps,
-      (cmd) => answer(cmd, this.command(instance, memo, mk, fingerprint, request, cmd, conn)) as never,
-    );
-    if (this.restarted === 'lost')
+    const serving = [conn, ...(copy ? [copy] : [])].map((c) => ({
+      conn: c,
+      steps: keyedCallSteps({
+        reading,
+        fingerprint,
+        memoWindowMs: this.config.settings.memoWindowMs,
+        now: this.clock.now(),
+      }),
+      state: { started: false, restarted: undefined, refusing: false, lostRestart: false } as Serving,
+      r: undefined as IteratorResult<KeyedCallCommand, KeyedCallEnd> | undefined,
+    }));
+    // The steps of concurrent requests interleave one store command at a time, as the runtime's awaits
+    // let them (each command is atomic in the store: set-if-absent, compare-and-set).
+    for (const x of serving) x.r = x.steps.next();
+    while (serving.some((x) => !x.r?.done)) {
+      for (const x of serving) {
+        const r = x.r as IteratorResult<KeyedCallCommand, KeyedCallEnd>;
+        if (r.done) continue;
+        this.serving = x.state;
+        x.r = x.steps.next(
+          answer(r.value, this.command(instance, memo, mk, fingerprint, request, r.value, x.conn)) as never,
+        );
+      }
+    }
+    for (const x of serving)
+      this.served(memo, x.conn, request, x.state, (x.r as { value: KeyedCallEnd }).value);
+  }
+
+  /** The end of one request's steps: the reply, or the response (the SDK's own answer to a refused start). */
+  private served(
+    memo: SimMemo,
+    conn: SimConnection,
+    request: JsonRpcRequest,
+    state: Serving,
+    ran: KeyedCallEnd,
+  ): void {
+    if (state.lostRestart)
       this.observe({ kind: 'plan', plan: 'restart lost (another attempt restarted it)' });
     const end = this.decisions.end ? this.decisions.end(ran) : ran;
     if (end.kind === 'reply') {
@@ -326,12 +370,12 @@ export class SimServer2026 {
     }
     this.observe({
       kind: 'plan',
-      plan: this.started ? (this.restarted === 'won' ? 'execute-over' : 'execute') : 'serve',
+      plan: state.started ? (state.restarted === 'won' ? 'execute-over' : 'execute') : 'serve',
     });
-    if (!this.started) this.noteReplay(end.entry, conn, request);
+    if (!state.started) this.noteReplay(end.entry, conn, request);
     // The attempt that started a body the SDK refuses gets the SDK's own answer (runKeyed), as in the
     // runtime; every other one is served from the key's log.
-    if (!(this.started && this.refusing))
+    if (!(state.started && state.refusing))
       this.respond(memo, end.entry, conn, attemptOf(request), end.afterSeq);
   }
 
@@ -391,11 +435,12 @@ export class SimServer2026 {
         // Compare-and-set from the refused entry's state; it won when the fresh entry is what is stored.
         this.replace(memo, cmd.entry, cmd.next);
         const won = memo.entries.get(mk) === cmd.next;
-        this.restarted = won ? 'won' : 'lost';
+        this.serving.restarted = won ? 'won' : 'lost';
+        if (!won) this.serving.lostRestart = true;
         return won;
       }
       case 'start-run':
-        this.started = true;
+        this.serving.started = true;
         this.runKeyed(instance, memo, cmd.entry, request, conn);
         return undefined;
     }
@@ -581,7 +626,7 @@ export class SimServer2026 {
     conn: SimConnection,
   ): void {
     if (this.headerMismatch(conn, request)) {
-      this.refusing = true;
+      this.serving.refusing = true;
       this.refuseKeyed(instance, memo, entry, request, conn);
       return;
     }

@@ -50,6 +50,8 @@ export type Command2026 =
    * the application's view (its cached tools/list) is stale until it refreshes it after a -32020.
    */
   | { readonly kind: 'schemaChange'; readonly tool: Tool2026 }
+  /** A proxy retries the next keyed POST on its own: the server gets two copies at once. */
+  | { readonly kind: 'duplicate' }
   /** One instance dies, and is back after `downMs` (0: a restart; with two instances the other serves). */
   | { readonly kind: 'instanceDies'; readonly pick: number; readonly downMs?: number };
 
@@ -291,6 +293,9 @@ export class World2026 {
       case 'blackhole':
         this.swallowUntil = Math.max(this.swallowUntil, now + cmd.ms);
         for (const c of open) this.swallow(c);
+        break;
+      case 'duplicate':
+        this.server.duplicateNext = true;
         break;
       case 'schemaChange':
         if (this.declared.has(cmd.tool)) this.declared.delete(cmd.tool);

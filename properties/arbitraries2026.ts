@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { TOOL_NAMES_2026 } from './world2026/tools.js';
+import { TOOL_NAMES_2026, type Tool2026 } from './world2026/tools.js';
 import { type Command2026, GONE_FOR_GOOD_MS, type WorldConfig2026 } from './world2026/world.js';
 
 /** Random fault schedules for the 2026-07-28 world. Picks are positions, so commands stay valid while shrinking. */
@@ -51,6 +51,14 @@ export const commandArb2026: fc.Arbitrary<Command2026> = fc.oneof(
   {
     weight: 1,
     arbitrary: fc.integer({ min: 500, max: 12_000 }).map((ms) => ({ kind: 'blackhole', ms }) as const),
+  },
+  { weight: 1, arbitrary: fc.constant({ kind: 'duplicate' } as const) },
+  // A tool starts or stops declaring an `Mcp-Param-*` header: the application's view goes stale.
+  {
+    weight: 1,
+    arbitrary: fc
+      .constantFrom<Tool2026>('charge', 'meteredCharge', 'charge', 'scan', 'upsert')
+      .map((tool) => ({ kind: 'schemaChange', tool }) as const),
   },
   {
     weight: 2,

@@ -107,10 +107,49 @@ function unexplained(
     }
     case StatelessReason.eventsEvicted:
       return 'a 410 of the extension is a resume, never an end';
+    case StatelessReason.headerMismatch:
+      return headerMismatchUnexplained(recorder, c, extension);
     default:
       return 'no such reason in this world';
   }
 }
+
+/**
+ * A call that ended on a -32020: its SDK refreshed its view and sent it again once (a new request), so
+ * the end is honest only when the declaration changed again after that refresh. Outcome unknown on it
+ * only without the extension (an earlier attempt may have run): with it, a key that ran is answered from
+ * the memo, never by the SDK's checks, so a -32020 proves nothing ran under the key.
+ */
+function headerMismatchUnexplained(
+  recorder: Recorder2026,
+  c: CallRecord2026,
+  extension: boolean,
+): string | undefined {
+  if (c.outcome === 'unknown') {
+    if (extension) return 'a keyed -32020 proves nothing ran under the key: the SDK had to get it';
+    return c.faultedEnds > 0 ? undefined : 'no fault broke any of its attempts';
+  }
+  const refreshed = recorder.refreshedAt.get(c.callKey);
+  if (refreshed === undefined) return 'the application never refreshed its view (its SDK never got a -32020)';
+  return recorder.schemaChanges.some((x) => x.tool === c.tool && x.at >= refreshed)
+    ? undefined
+    : 'its declaration did not change after the refresh: the re-sent call carried matching headers';
+}
+
+/**
+ * Refusals are current: a recorded -32020 reaches an attempt only when its headers disagree with the tool's
+ * declaration (a refusal is not an outcome: the memo never replays it to an attempt the SDK would run);
+ * a request whose headers were refused is never sent again with them (the SDK rebuilds them); and a call
+ * whose attempts were all refused before running never counts as run.
+ */
+export const refusalsAreCurrent2026: Check2026 = ({ recorder }) => [
+  ...recorder.staleRefusals,
+  ...recorder.staleResends,
+  ...[...recorder.calls.values()]
+    .filter((c) => c.outcome === 'error' && c.reason === StatelessReason.headerMismatch)
+    .filter((c) => (recorder.executions.get(c.callKey) ?? 0) > 0)
+    .map((c) => `${c.callKey} (${c.tool}) ran, then ended on a header refusal`),
+];
 
 /** Once faults stop, every call ends (result, error or outcome unknown) within the settle bound. */
 export const noHang2026: Check2026 = ({ hung, recorder }) =>
@@ -162,6 +201,7 @@ export const CHECKS_2026 = {
   'no unflagged loss': noUnflaggedLoss2026,
   'no hang': noHang2026,
   'no duplicate delivery': noDuplicateDelivery2026,
+  'refusals are current': refusalsAreCurrent2026,
 } as const satisfies Record<string, Check2026>;
 
 export type CheckName2026 = keyof typeof CHECKS_2026;

@@ -43,7 +43,70 @@ export const MEMO_WINDOW: Directed2026 = {
   commands: [call('charge'), advance(100), { kind: 'blackhole', ms: 12_000 }, advance(14_000)],
 };
 
+const declare = (tool: 'charge' | 'scan'): Command2026 => ({ kind: 'schemaChange', tool });
+
+/** The charge starts declaring a header the application's view lacks: refused, refreshed, sent again. */
+export const STALE_HEADERS: Directed2026 = {
+  name: 'a stale tool list: the keyed charge is refused (400 -32020), the SDK refreshes and sends it again',
+  config: world({}),
+  commands: [declare('charge'), call('charge'), advance(3_000)],
+};
+
+/**
+ * The refused attempt's 400 is lost (a black hole: the client's stall timer ends it), and the declaration
+ * changes back meanwhile: our client re-issues the same key with the same headers, which now agree; the
+ * key starts over (execute-over) and runs once. The memo never replays the refusal as an outcome.
+ */
+export const REFUSAL_LOST_THEN_AGREES: Directed2026 = {
+  name: 'a refusal lost on its way back, the declaration changes back: the same key starts over and runs',
+  config: world({}),
+  commands: [
+    declare('charge'),
+    call('charge'),
+    advance(10),
+    { kind: 'blackhole', ms: 100 },
+    declare('charge'),
+    advance(6_000),
+  ],
+};
+
 export const DIRECTED_2026: readonly Directed2026[] = [
+  STALE_HEADERS,
+  REFUSAL_LOST_THEN_AGREES,
+  {
+    name: 'a refusal lost on its way back, still declared: the same key starts over, is refused again, and the SDK sends it anew',
+    config: world({ memoWindowMs: 8_000 }),
+    commands: [
+      declare('charge'),
+      call('charge'),
+      advance(10),
+      { kind: 'blackhole', ms: 100 },
+      advance(14_000),
+    ],
+  },
+  {
+    name: 'a proxy doubles the re-issue of a refused key: two restarts race, one wins, the other attaches',
+    config: world({}),
+    commands: [
+      declare('charge'),
+      call('charge'),
+      advance(10),
+      { kind: 'blackhole', ms: 100 },
+      declare('charge'),
+      { kind: 'duplicate' },
+      advance(6_000),
+    ],
+  },
+  {
+    name: 'a duplicate attaches while the SDK refuses the first: the attached response ends with the refusal',
+    config: world({}),
+    commands: [declare('charge'), call('charge'), { kind: 'reset', pick: 0 }, advance(3_000)],
+  },
+  {
+    name: 'a stale tool list without the extension: a plain 400, refreshed, sent again',
+    config: world({ extension: false }),
+    commands: [declare('charge'), call('charge'), declare('scan'), call('scan'), advance(3_000)],
+  },
   INCIDENT_EXTENSION,
   INCIDENT_SPEC,
   MEMO_WINDOW,

@@ -33,13 +33,14 @@ const TABLE_ROWS: ReadonlyArray<[StatelessCase, string?]> = [
   ['cancelled-by-application', NO_APP_CANCEL],
   ['result-complete'],
   ['result-input-required', 'the simulated tools never ask for input (MRTR)'],
-  ['error-response', 'the simulated tools never answer a JSON-RPC error'],
+  // The simulated tools never answer one; a response attached while the SDK refuses the call gets the -32020.
+  ['error-response'],
   ['malformed-response', NEVER_SENT],
   ['ext-key-reused'],
   ['ext-events-evicted'],
   ['ext-outcome-unknown'],
   ['ext-cancelled', NO_APP_CANCEL],
-  ['400-header-mismatch', 'the simulated client always sends matching headers'],
+  ['400-header-mismatch'],
   ['400-unsupported-version', NEVER_SENT],
   ['400-missing-capability', NEVER_SENT],
   ['400-other', 'the simulated client never sends a malformed key'],
@@ -82,11 +83,17 @@ export const BRANCHES_2026: readonly Branch[] = [
   b('stored entry', 'running → answered'),
   b('stored entry', 'running → outcomeUnknown'),
   b('stored entry', 'running → cancelled', NO_APP_CANCEL),
+  b('stored entry', 'running → refused'),
+  b('stored entry', 'refused → running'),
+  b('stored entry', 'refused → forgotten'),
   b('stored entry', 'committed → forgotten'),
   b('stored entry', 'answered → forgotten'),
   b('stored entry', 'outcomeUnknown → forgotten'),
   b('stored entry', 'cancelled → forgotten', NO_APP_CANCEL),
   b('keyed plan', 'execute'),
+  b('keyed plan', 'execute-over'),
+  // Two copies of one POST (a proxy's retry) interleave their steps, one store command at a time.
+  b('keyed plan', 'restart lost (another attempt restarted it)'),
   b('keyed plan', 'serve'),
   b('keyed plan', 'declare-died'),
   b('keyed plan', 'reply -32010 (key reused)'),
@@ -100,6 +107,7 @@ export const BRANCHES_2026: readonly Branch[] = [
   ),
   b('attached response', 'outcome'),
   b('attached response', 'outcome-unknown'),
+  b('attached response', 'the refusal (nothing ran)'),
   b(
     'attached response',
     'lost (events evicted under a reader)',
@@ -108,6 +116,7 @@ export const BRANCHES_2026: readonly Branch[] = [
   b('attached response', 'cancelled', NO_APP_CANCEL),
   b('unkeyed request', 'run'),
   b('unkeyed request', 'cancelled-by-close'),
+  b('unkeyed request', 'refused'),
 ];
 
 const key = (group: string, name: string) => `${group}: ${name}`;

@@ -5,6 +5,7 @@ import {
 } from '../machines/client/stateless-decide.js';
 import { JsonRpcCode } from '../machines/codes.js';
 import { ContinuityErrorCode } from '../machines/continuity-extension.js';
+import { keyedBodyEndSteps } from '../machines/server/keyed-execute.js';
 import { memoExpired } from '../machines/server/keyed-memo.js';
 import { attachStep } from '../machines/server/keyed-plan.js';
 import { keyedRequestMachine } from '../machines/server/keyed-request.machine.js';
@@ -56,7 +57,45 @@ function keyedGuard(name: string, guard: () => boolean): () => () => void {
 const client = CORRECT_CLIENT_2026;
 const REISSUE = { action: 'backoff-reissue', reason: 'cut_mid_stream' } as const;
 
+/** Swaps one action of the real keyed-request machine for another of its actions, for one world. */
+function keyedAction(name: string, as: string): () => () => void {
+  return () => {
+    const actions = keyedRequestMachine.implementations.actions as Record<string, unknown>;
+    const saved = actions[name];
+    actions[name] = actions[as];
+    return () => {
+      actions[name] = saved;
+    };
+  };
+}
+
 export const MUTANTS_2026: readonly Mutant2026[] = [
+  {
+    // The old behaviour: the SDK's -32020 memoized for the whole window as if the tool had answered.
+    name: 'a refusal before the run is recorded as the tool’s outcome (keyedBodyEndSteps told refused=false)',
+    branch: 'stored entry',
+    variant: {
+      client,
+      server: { ...RUNTIME_DECISIONS, bodyEnd: (entry, final) => keyedBodyEndSteps(entry, final, false) },
+    },
+    caughtBy: ['refusals are current'],
+  },
+  {
+    name: 'a re-issue of a key whose tool ran starts over (answerRecorded provided as startOver)',
+    branch: 'keyed plan',
+    variant: { client, patch: keyedAction('answerRecorded', 'startOver') },
+    caughtBy: ['at most once'],
+  },
+  {
+    // The old client row: re-send on -32020, with the same stale headers.
+    name: 'the table re-issues a -32020 with the same headers',
+    branch: 'table row',
+    variant: {
+      client,
+      patch: tableRows({ '400-header-mismatch': { action: 'backoff-reissue', reason: 'header_mismatch' } }),
+    },
+    caughtBy: ['refusals are current'],
+  },
   {
     // What the spec asks of a client without the extension: re-issue whatever broke.
     name: 'the table re-issues every cut, stall and silent end, safe or not',

@@ -248,6 +248,19 @@ describe('the details of a decision', () => {
     expect(decideStatelessEnd(end, { ...plain, mayHaveRunBefore: true }).action).toBe('outcome-unknown');
   });
 
+  it('found by the 2026 model: a keyed re-issue refused -32020 after a cut still fails at once (nothing ran under the key), so the SDK refreshes and sends it again', () => {
+    // The refused attempt's 400 was lost; the re-issue under the same key started over (the key was
+    // `refused`) and the SDK refused its same stale headers again. A key that ran is answered from the
+    // memo, never by the SDK's checks: outcome unknown here would be spurious and stop the SDK's recovery.
+    const end = EXAMPLE['400-header-mismatch'];
+    expect(decideStatelessEnd(end, { ...keyed, attempts: 1, mayHaveRunBefore: true })).toEqual({
+      action: 'fail',
+      reason: 'header_mismatch',
+      status: 400,
+      code: -32020,
+    });
+  });
+
   it('an evicted resume re-issues from the oldest retained event and reports the exact gap', () => {
     const d = decideStatelessEnd(EXAMPLE['ext-events-evicted'], keyed);
     expect(d).toMatchObject({
@@ -370,8 +383,12 @@ function safetyHolds(
   policy: StatelessPolicy,
 ): boolean {
   const d = decideStatelessEnd(end, ctx, policy, table);
-  // Honest endings: a definite failure only for a call no attempt of which may have run.
-  if (d.action === 'fail' && (ctx.mayHaveRunBefore || mayHaveRun(end))) return false;
+  // Honest endings: a definite failure only for a call no attempt of which may have run. A -32020 to a
+  // call keyed through the extension says so itself: a key that ran is answered from the memo, never by
+  // the SDK's checks.
+  const keyedRefusal =
+    ctx.extension !== undefined && ctx.idempotencyKey !== undefined && caseOf(end) === '400-header-mismatch';
+  if (d.action === 'fail' && ((ctx.mayHaveRunBefore && !keyedRefusal) || mayHaveRun(end))) return false;
   if (d.action !== 'reissue' && d.action !== 'backoff-reissue') return true;
   const bound = Math.max(policy.backoff.maxDelayMs, end.kind === 'http-status' ? (end.retryAfterMs ?? 0) : 0);
   if (!(d.newRequestId && d.delayMs >= 0 && d.delayMs <= bound)) return false;

@@ -424,13 +424,22 @@ export function decideStatelessEnd(
 ): StatelessDecision {
   const d = decideThisAttempt(end, ctx, policy, table);
   // "This attempt did not run" says nothing of the earlier ones: a cut charge, then a refused re-issue, is
-  // a charge of unknown outcome, not a failure.
-  if (d.action !== 'fail' || !ctx.mayHaveRunBefore) return d;
+  // a charge of unknown outcome, not a failure. Except a header refusal of a keyed re-issue through the
+  // extension: the server answers a key that ran (or runs) from its memo, never through the SDK's checks,
+  // so the SDK refusing it proves no attempt under the key ran; the SDK must get the -32020 to recover.
+  if (d.action !== 'fail' || !ctx.mayHaveRunBefore || keyedHeaderRefusal(end, ctx)) return d;
   return {
     action: 'outcome-unknown',
     reason: d.reason,
     ...(ctx.idempotencyKey !== undefined && ctx.extension ? { idempotencyKey: ctx.idempotencyKey } : {}),
   };
+}
+
+/** A -32020 to a call keyed through the extension (nothing ran under its key: the key is `refused`). */
+function keyedHeaderRefusal(end: StatelessStreamEnd, ctx: StatelessCallContext): boolean {
+  return (
+    ctx.extension !== undefined && ctx.idempotencyKey !== undefined && caseOf(end) === '400-header-mismatch'
+  );
 }
 
 function decideThisAttempt(

@@ -1,5 +1,5 @@
 import { type Actor, createActor, fromCallback, type InspectionEvent } from 'xstate';
-import type { IoEvent } from '../../machines/client/io.js';
+import type { Exchange, IoEvent } from '../../machines/client/io.js';
 import {
   type AttemptInput,
   type StatelessCallContext as CallMachineContext,
@@ -8,10 +8,13 @@ import {
   statelessCallMachine,
 } from '../../machines/client/stateless-call.machine.js';
 import {
+  caseOf,
   DEFAULT_STATELESS_POLICY,
+  ModernErrorCode,
   type StatelessCallContext,
   type StatelessDecision,
   type StatelessPolicy,
+  StatelessReason,
   type StatelessStreamEnd,
 } from '../../machines/client/stateless-decide.js';
 import { asMessage, endOfAnswer } from '../../machines/client/stateless-wire.js';
@@ -56,6 +59,20 @@ export interface ClientDeps2026 {
   readonly stallTimeoutMs: number;
   /** Told each decision (coverage). */
   readonly onDecision?: (end: StatelessStreamEnd, ctx: StatelessCallContext, d: StatelessDecision) => void;
+  /**
+   * The application's SDK got a -32020 for this call: as the official v2 `Client.callTool` does, it
+   * refreshes its tools/list view and sends the call again as a NEW request (new id, through our client
+   * a new idempotency key), once. Answers whether it did (then this answer is not the call's outcome).
+   */
+  readonly onHeaderMismatch?: (callKey: string) => boolean;
+}
+
+/**
+ * A POST of this world: the exchange plus the `Mcp-Param-*` header the application built from its view
+ * of the tool's declarations (`paramHeader`: it sent one). Every re-issue of one request carries the same.
+ */
+export interface SimExchange2026 extends Exchange {
+  readonly paramHeader: boolean;
 }
 
 export const SIM_STATELESS_POLICY: StatelessPolicy = {
@@ -77,13 +94,20 @@ export class SimCall {
     /** The idempotency key; the application's own when it reuses one (a bug it may have). */
     key: string,
     seed: number,
+    /** The application's view said the tool declares an `Mcp-Param-*` header: it sends one. */
+    paramHeader = false,
   ) {
     const { clock, net, recorder } = deps;
     const rec = recorder.calls.get(callKey);
-    if (rec && deps.extension) rec.key = key;
+    // The call's first key (its SDK's retry after a -32020 is a new request with a new key).
+    if (rec && deps.extension && rec.key === undefined) rec.key = key;
     const report = variant.report ?? ((e: StatelessCallEvent) => e);
+    // This request got a 400 -32020: sending it again carries the same headers, which the server refused.
+    let refusedHeaders = false;
     const exchange = fromCallback<StatelessCallEvent, AttemptInput>(({ input, sendBack }) => {
       if (rec) rec.attempts++;
+      if (refusedHeaders)
+        recorder.staleResends.push(`${callKey} (${tool}) sent again with the headers the server refused`);
       let bytes = false;
       let faulted = false;
       let evicted = false;
@@ -97,6 +121,7 @@ export class SimCall {
           (end.kind === 'http-status' && end.status >= 400 && end.status < 500 && end.status !== 410) ||
           (end.kind === 'http-status' && end.status === 503);
         if (end.kind === 'http-status' && end.status === 410) evicted = true;
+        if (end.kind === 'http-status' && caseOf(end) === '400-header-mismatch') refusedHeaders = true;
         send({ type: 'attempt.ended', at: clock.now(), end });
       };
       const onEvent = (ev: IoEvent): void => {
@@ -138,7 +163,8 @@ export class SimCall {
             return;
         }
       };
-      const conn = net.connect({ method: 'POST', body: input.request }, onEvent, (c) => deps.serve(c));
+      const post: SimExchange2026 = { method: 'POST', body: input.request, paramHeader };
+      const conn = net.connect(post, onEvent, (c) => deps.serve(c));
       return () => {
         if (rec) {
           // A 410 right after a broken attempt is that fault's consequence (its events were evicted
@@ -206,15 +232,27 @@ export class SimCall {
     });
     this.actor.subscribe((s) => {
       // A definite failure passed through from the server (a 409) carries no reason: the machine's.
-      if (s.status === 'done' && rec && rec.reason === undefined) rec.reason = s.output?.reason;
+      if (s.status === 'done' && rec && rec.reason === undefined && !this.superseded)
+        rec.reason = s.output?.reason;
     });
     this.actor.start();
   }
+
+  /** The SDK sent the call again after this request's -32020: this request's end is not the call's. */
+  private superseded = false;
 
   /** The call's one answer reached the application (a second would be a duplicate). */
   private settle(deps: ClientDeps2026, m: JsonRpcMessage): void {
     const rec = deps.recorder.calls.get(this.callKey);
     if (!rec) return;
+    const code = 'error' in m ? (m.error as { code?: unknown }).code : undefined;
+    if (code === ModernErrorCode.HEADER_MISMATCH) {
+      deps.recorder.count(deps.recorder.headerRefusalsSeen, this.callKey);
+      if (deps.onHeaderMismatch?.(this.callKey)) {
+        this.superseded = true;
+        return;
+      }
+    }
     rec.outcomes++;
     rec.endedAt = deps.clock.now();
     const uid = 'result' in m ? (m.result as { _meta?: { uid?: unknown } })._meta?.uid : undefined;
@@ -227,6 +265,8 @@ export class SimCall {
     const error = (m as { error: { code: number; data?: { reason?: unknown } } }).error;
     rec.outcome = error.code === JsonRpcCode.OUTCOME_UNKNOWN ? 'unknown' : 'error';
     if (typeof error.data?.reason === 'string') rec.reason = error.data.reason;
+    // The application reads the code: a -32020 is a header mismatch however it came (a 400, or a stream).
+    else if (error.code === ModernErrorCode.HEADER_MISMATCH) rec.reason = StatelessReason.headerMismatch;
   }
 
   stop(): void {

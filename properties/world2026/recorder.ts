@@ -63,6 +63,19 @@ export class Recorder2026 {
   readonly forgotten: number[] = [];
   /** Connections the world broke (reset, stalled, ended, answered with an injected status). */
   readonly faultedConns = new Set<number>();
+  /** -32020 answers the application's SDK got, per call (each makes it refresh and send again, once). */
+  readonly headerRefusalsSeen = new Map<string, number>();
+  /** When the application last refreshed its view of the tools' header declarations, per call. */
+  readonly refreshedAt = new Map<string, number>();
+  /** When a tool's header declaration changed, per tool. */
+  readonly schemaChanges: Array<{ tool: string; at: number }> = [];
+  /**
+   * Attempts served a recorded -32020 with headers the SDK would have accepted: a refusal replayed as if
+   * the tool had answered it.
+   */
+  readonly staleRefusals: string[] = [];
+  /** Requests sent again (same headers) after the server refused their headers with a 400 -32020. */
+  readonly staleResends: string[] = [];
   /** Virtual time the last fault ended. */
   faultsEndAt = 0;
 

@@ -35,6 +35,8 @@ import {
   nextEntry,
   outcomeMessage,
   planKeyedCancel,
+  refusalResponse,
+  refusedBeforeRun,
   replyMessage,
   routeKeyedMessage,
 } from '../../machines/server/keyed-plan.js';
@@ -47,7 +49,8 @@ import {
   type StreamWindow,
 } from '../../machines/server/retention.js';
 import type { VirtualClock } from '../world/clock.js';
-import type { SimConnection, SimNetwork } from '../world/network.js';
+import { SimConnection, type SimNetwork } from '../world/network.js';
+import type { SimExchange2026 } from './client.js';
 import type { Recorder2026 } from './recorder.js';
 import { TOOLS_2026, type Tool2026 } from './tools.js';
 
@@ -96,6 +99,10 @@ export interface ServerDecisions2026 {
   readonly memoExpired: typeof memoExpired;
   /** What a closed response stream of a keyed request does: nothing (a transport fact), or a mutant's cancel. */
   readonly onKeyedStreamClosed?: 'cancel';
+  /** The end of a body run (a mutant records a refusal as the tool's outcome). */
+  readonly bodyEnd?: typeof keyedBodyEndSteps;
+  /** Whether the SDK's status says it refused before running (a mutant misreads one). */
+  readonly refusedBeforeRun?: typeof refusedBeforeRun;
 }
 
 export const RUNTIME_DECISIONS: ServerDecisions2026 = { attachStep, memoExpired };
@@ -105,7 +112,7 @@ export type ServerObservation2026 =
   | { readonly kind: 'plan'; readonly plan: string }
   | { readonly kind: 'state'; readonly from: string; readonly to: string }
   | { readonly kind: 'attach-end'; readonly end: string }
-  | { readonly kind: 'unkeyed'; readonly event: 'run' | 'cancelled-by-close' };
+  | { readonly kind: 'unkeyed'; readonly event: 'run' | 'cancelled-by-close' | 'refused' };
 
 interface KeyLog {
   window: StreamWindow;
@@ -128,6 +135,16 @@ interface Instance {
   memo: SimMemo;
 }
 
+/** What one request's steps did (the coverage table's plan, and how its attempt is answered). */
+interface Serving {
+  started: boolean;
+  /** Its body replaced a refused entry (`restart-entry` won), or its restart lost the compare-and-set. */
+  restarted: 'won' | 'lost' | undefined;
+  lostRestart: boolean;
+  /** The SDK refuses the body it started (its answer comes after `SDK_CHECK_MS`). */
+  refusing: boolean;
+}
+
 interface Follower {
   readonly conn: SimConnection;
   readonly attempt: Attempt;
@@ -148,6 +165,13 @@ const PRINCIPAL = '';
 const MAX_PLAN_ROUNDS = 4;
 /** An attached response also looks without a wake-up this often (the runtime's `pollMs`). */
 const POLL_MS = 250;
+/**
+ * How long the simulated SDK takes to answer a refusal (its checks before dispatch). At once in the
+ * runtime too, but asynchronously: a duplicate attempt may attach meanwhile.
+ */
+const SDK_CHECK_MS = 20;
+/** The SDK's own code for an `Mcp-Param-*` header that disagrees with the tool's declaration. */
+const HEADER_MISMATCH = -32020;
 
 export class SimServer2026 {
   private readonly instances: Instance[] = [];
@@ -155,8 +179,10 @@ export class SimServer2026 {
   private rr = 0;
   /** When the memo store was created: `-memoAgeMs` (a store as old as its window is complete). */
   private readonly storeSince: number;
-  /** The steps of the request being served started its body. */
-  private started = false;
+  /** What the steps of the request whose command runs now did so far. */
+  private serving: Serving = { started: false, restarted: undefined, refusing: false, lostRestart: false };
+  /** The next keyed POST reaches the server twice at once (a proxy's retry): both copies are served. */
+  duplicateNext = false;
   private epochs = 0;
   private executions = 0;
   /** Requests to answer with `failStatus` before serving normally. */
@@ -176,6 +202,8 @@ export class SimServer2026 {
     readonly config: SimServer2026Config,
     private readonly decisions: ServerDecisions2026 = RUNTIME_DECISIONS,
     private readonly observe: (o: ServerObservation2026) => void = () => undefined,
+    /** Whether the tool declares an `Mcp-Param-*` header now (the server's registry). */
+    private readonly declares: (tool: Tool2026) => boolean = () => false,
   ) {
     this.storeSince = -(config.memoAgeMs ?? 0);
     for (let i = 0; i < Math.max(1, config.instances); i++)
@@ -232,9 +260,20 @@ export class SimServer2026 {
       ? routeKeyedMessage(request, this.config.settings.maxKeyLength)
       : { kind: 'unkeyed' };
     if (route.kind === 'reply') this.reply(conn, route.reply, request);
-    else if (route.kind === 'call') this.call(instance, conn, request, route.reading);
+    else if (route.kind === 'call') {
+      const copy = this.duplicateNext ? this.proxyCopy(conn) : undefined;
+      this.duplicateNext = false;
+      this.call(instance, conn, request, route.reading, copy);
+    }
     // The simulated client never sends a cancel; an unkeyed request is the spec's.
     else this.runUnkeyed(instance, conn, request);
+  }
+
+  /** The proxy's own connection for its copy: the server answers it; the proxy drops what comes back. */
+  private proxyCopy(conn: SimConnection): SimConnection {
+    const copy = new SimConnection(-conn.id, conn.exchange, this.net, () => undefined);
+    this.servedBy.set(copy, this.servedBy.get(conn) as number);
+    return copy;
   }
 
   private reply(conn: SimConnection, reply: KeyedReply, request: JsonRpcRequest): void {
@@ -278,22 +317,51 @@ export class SimServer2026 {
     conn: SimConnection,
     request: JsonRpcRequest,
     reading: Extract<KeyReading, { kind: 'keyed' }>,
+    /** A proxy's copy of the same POST, served at the same time (its answer goes nowhere). */
+    copy?: SimConnection,
   ): void {
     const memo = this.memoOf(instance);
     const mk = memoKey(PRINCIPAL, reading.key);
     const fingerprint = requestFingerprint(request.method, request.params);
-    const steps = keyedCallSteps({
-      reading,
-      fingerprint,
-      memoWindowMs: this.config.settings.memoWindowMs,
-      now: this.clock.now(),
-    });
     const answer = this.decisions.answer ?? ((_c: KeyedCallCommand, a: unknown) => a);
-    this.started = false;
-    const ran = driveKeyedCallSync(
-      steps,
-      (cmd) => answer(cmd, this.command(instance, memo, mk, fingerprint, request, cmd)) as never,
-    );
+    const serving = [conn, ...(copy ? [copy] : [])].map((c) => ({
+      conn: c,
+      steps: keyedCallSteps({
+        reading,
+        fingerprint,
+        memoWindowMs: this.config.settings.memoWindowMs,
+        now: this.clock.now(),
+      }),
+      state: { started: false, restarted: undefined, refusing: false, lostRestart: false } as Serving,
+      r: undefined as IteratorResult<KeyedCallCommand, KeyedCallEnd> | undefined,
+    }));
+    // The steps of concurrent requests interleave one store command at a time, as the runtime's awaits
+    // let them (each command is atomic in the store: set-if-absent, compare-and-set).
+    for (const x of serving) x.r = x.steps.next();
+    while (serving.some((x) => !x.r?.done)) {
+      for (const x of serving) {
+        const r = x.r as IteratorResult<KeyedCallCommand, KeyedCallEnd>;
+        if (r.done) continue;
+        this.serving = x.state;
+        x.r = x.steps.next(
+          answer(r.value, this.command(instance, memo, mk, fingerprint, request, r.value, x.conn)) as never,
+        );
+      }
+    }
+    for (const x of serving)
+      this.served(memo, x.conn, request, x.state, (x.r as { value: KeyedCallEnd }).value);
+  }
+
+  /** The end of one request's steps: the reply, or the response (the SDK's own answer to a refused start). */
+  private served(
+    memo: SimMemo,
+    conn: SimConnection,
+    request: JsonRpcRequest,
+    state: Serving,
+    ran: KeyedCallEnd,
+  ): void {
+    if (state.lostRestart)
+      this.observe({ kind: 'plan', plan: 'restart lost (another attempt restarted it)' });
     const end = this.decisions.end ? this.decisions.end(ran) : ran;
     if (end.kind === 'reply') {
       this.observe({ kind: 'plan', plan: `reply ${end.reply.error.code}` });
@@ -302,9 +370,13 @@ export class SimServer2026 {
     }
     this.observe({
       kind: 'plan',
-      plan: this.started ? 'execute' : 'serve',
+      plan: state.started ? (state.restarted === 'won' ? 'execute-over' : 'execute') : 'serve',
     });
-    this.respond(memo, end.entry, conn, attemptOf(request), end.afterSeq);
+    if (!state.started) this.noteReplay(end.entry, conn, request);
+    // The attempt that started a body the SDK refuses gets the SDK's own answer (runKeyed), as in the
+    // runtime; every other one is served from the key's log.
+    if (!(state.started && state.refusing))
+      this.respond(memo, end.entry, conn, attemptOf(request), end.afterSeq);
   }
 
   /** One command of the steps, on the simulated stores. */
@@ -315,6 +387,7 @@ export class SimServer2026 {
     fingerprint: string,
     request: JsonRpcRequest,
     cmd: KeyedCallCommand,
+    conn: SimConnection,
   ): KeyedCallAnswers[keyof KeyedCallAnswers] {
     switch (cmd.kind) {
       case 'read-entry':
@@ -358,9 +431,17 @@ export class SimServer2026 {
           this.observe({ kind: 'plan', plan: 'declare-died' });
         this.replace(memo, cmd.entry, cmd.next);
         return undefined;
+      case 'restart-entry': {
+        // Compare-and-set from the refused entry's state; it won when the fresh entry is what is stored.
+        this.replace(memo, cmd.entry, cmd.next);
+        const won = memo.entries.get(mk) === cmd.next;
+        this.serving.restarted = won ? 'won' : 'lost';
+        if (!won) this.serving.lostRestart = true;
+        return won;
+      }
       case 'start-run':
-        this.started = true;
-        this.runKeyed(instance, memo, cmd.entry, request);
+        this.serving.started = true;
+        this.runKeyed(instance, memo, cmd.entry, request, conn);
         return undefined;
     }
   }
@@ -477,7 +558,8 @@ export class SimServer2026 {
     f.pending = r;
     f.busy = false;
     if (!r.done || f.done) return;
-    this.observe({ kind: 'attach-end', end: r.value.end });
+    const refusal = r.value.end === 'outcome' && f.memo.entries.get(f.mk)?.state === 'refused';
+    this.observe({ kind: 'attach-end', end: refusal ? 'the refusal (nothing ran)' : r.value.end });
     this.end(f);
     const frame = r.value.frame;
     if (frame) write(f.conn, { type: 'sse.event', id: frame.id, message: frame.message });
@@ -536,7 +618,18 @@ export class SimServer2026 {
    * The body of a keyed request, detached from every stream: progress into the key's log; at the end the
    * outcome is recorded first (under the final response's seq), then the final response appended.
    */
-  private runKeyed(instance: Instance, memo: SimMemo, entry: MemoEntry, request: JsonRpcRequest): void {
+  private runKeyed(
+    instance: Instance,
+    memo: SimMemo,
+    entry: MemoEntry,
+    request: JsonRpcRequest,
+    conn: SimConnection,
+  ): void {
+    if (this.headerMismatch(conn, request)) {
+      this.serving.refusing = true;
+      this.refuseKeyed(instance, memo, entry, request, conn);
+      return;
+    }
     const execution = `x${++this.executions}`;
     const { tool, callKey } = this.begin(request, execution);
     this.recorder.keyedExecutions.set(callKey, [
@@ -550,15 +643,7 @@ export class SimServer2026 {
       instance.incarnation === incarnation &&
       memo.entries.get(entry.memoKey)?.logId === entry.logId &&
       !abortsLocalRun(memo.entries.get(entry.memoKey), owner);
-    const append = (message: JsonRpcMessage): number => {
-      const log = memo.logs.get(entry.logId) as KeyLog;
-      const before = log.window.oldest;
-      const { window, seq } = appendToWindow(log.window, this.clock.now(), this.retention);
-      for (let s = before; s < window.oldest; s++) log.messages.delete(s);
-      log.window = window;
-      log.messages.set(seq, message);
-      return seq;
-    };
+    const append = (message: JsonRpcMessage): number => this.append(memo, entry, message);
     for (let n = 1; n <= tool.progress; n++) {
       this.clock.setTimeout(() => {
         if (!live()) return;
@@ -569,8 +654,90 @@ export class SimServer2026 {
     this.clock.setTimeout(() => {
       if (!live()) return;
       const final = outcomeMessage({ kind: 'result', result: resultOf(execution) }, { id: request.id });
-      // The runtime's end of a body run (`keyedBodyEndSteps`), on the simulated stores.
-      driveKeyedCallSync(keyedBodyEndSteps(entry, final), (c): unknown => {
+      this.endBody(instance, memo, entry, final, false, { callKey, execution });
+    }, tool.durationMs);
+  }
+
+  /** Appends to the key's log (evicting what the retention policy says). */
+  private append(memo: SimMemo, entry: MemoEntry, message: JsonRpcMessage): number {
+    const log = memo.logs.get(entry.logId) as KeyLog;
+    const before = log.window.oldest;
+    const { window, seq } = appendToWindow(log.window, this.clock.now(), this.retention);
+    for (let s = before; s < window.oldest; s++) log.messages.delete(s);
+    log.window = window;
+    log.messages.set(seq, message);
+    return seq;
+  }
+
+  /** The SDK's check of the `Mcp-Param-*` header against the tool's declaration now (SEP-2243). */
+  private headerMismatch(conn: SimConnection, request: JsonRpcRequest): boolean {
+    const tool = request.params?.name as Tool2026;
+    // A declared header must be sent; one the tool does not declare is ignored.
+    return this.declares(tool) && !(conn.exchange as SimExchange2026).paramHeader;
+  }
+
+  /** What the SDK answers a request it refuses before dispatch: 400, a JSON-RPC error. */
+  private refusalBody(request: JsonRpcRequest): JsonRpcMessage {
+    return {
+      jsonrpc: '2.0',
+      id: request.id,
+      error: { code: HEADER_MISMATCH, message: `Mcp-Param header disagrees with ${request.params?.name}` },
+    };
+  }
+
+  /**
+   * A keyed body the SDK refuses (400 -32020), as the runtime's `runBody` takes it: `refusedBeforeRun` of
+   * the status, the refusal (`refusalResponse`) recorded by `keyedBodyEndSteps(..., refused)`, and only
+   * once that is stored the starting attempt gets the SDK's own 400. Nothing ran.
+   */
+  private refuseKeyed(
+    instance: Instance,
+    memo: SimMemo,
+    entry: MemoEntry,
+    request: JsonRpcRequest,
+    conn: SimConnection,
+  ): void {
+    const incarnation = instance.incarnation;
+    const status = 400;
+    const body = this.refusalBody(request);
+    this.clock.setTimeout(() => {
+      // A dead process answers nothing; its running entry is declared dead like any other.
+      if (instance.incarnation !== incarnation) return;
+      const refused = (this.decisions.refusedBeforeRun ?? refusedBeforeRun)(status);
+      this.endBody(instance, memo, entry, refusalResponse(status, body, request.id), refused, undefined);
+      conn.send({ type: 'http.response', status, body });
+    }, SDK_CHECK_MS);
+  }
+
+  /**
+   * An attempt served from an entry that holds a -32020 as its outcome, with headers the SDK would accept
+   * now: a refusal replayed as if the tool had answered it (the correct server starts such a key over; an
+   * attempt attached while the SDK was refusing gets that refusal, which is not this).
+   */
+  private noteReplay(entry: MemoEntry, conn: SimConnection, request: JsonRpcRequest): void {
+    const outcome = entry.outcome;
+    if (outcome?.kind !== 'error' || outcome.error.code !== HEADER_MISMATCH) return;
+    if (this.headerMismatch(conn, request)) return;
+    this.recorder.staleRefusals.push(
+      `${callKeyOf(request)} (${request.params?.name}) served a recorded -32020 at ${this.clock.now()} with headers that agree`,
+    );
+  }
+
+  /**
+   * The runtime's end of a body run (`keyedBodyEndSteps`), on the simulated stores. `ran`: the execution
+   * whose result `final` is (none for a refusal).
+   */
+  private endBody(
+    instance: Instance,
+    memo: SimMemo,
+    entry: MemoEntry,
+    final: JsonRpcMessage,
+    refused: boolean,
+    ran: { callKey: string; execution: string } | undefined,
+  ): void {
+    {
+      const bodyEnd = this.decisions.bodyEnd ?? keyedBodyEndSteps;
+      driveKeyedCallSync(bodyEnd(entry, final, refused), (c): unknown => {
         switch (c.kind) {
           case 'read-entry':
             return memo.entries.get(entry.memoKey);
@@ -582,10 +749,10 @@ export class SimServer2026 {
               (f) => !f.done && this.servedBy.get(f.conn) === instance.id,
             );
           case 'record':
-            if (c.event.type === 'tool.finished') this.complete(callKey, execution);
+            if (c.event.type === 'tool.finished' && ran) this.complete(ran.callKey, ran.execution);
             return this.record(memo, c.entry, c.event, c.watched);
           case 'append-final': {
-            append(c.message);
+            this.append(memo, entry, c.message);
             const log = memo.logs.get(entry.logId) as KeyLog;
             log.window = finishWindow(log.window);
             return undefined;
@@ -595,13 +762,22 @@ export class SimServer2026 {
             return undefined;
         }
       });
-    }, tool.durationMs);
+    }
   }
 
   /** The spec's request: it runs; closing its stream cancels it. */
   private runUnkeyed(instance: Instance, conn: SimConnection, request: JsonRpcRequest): void {
-    const execution = `x${++this.executions}`;
     const incarnation = instance.incarnation;
+    if (this.headerMismatch(conn, request)) {
+      // The spec's server: the SDK's plain 400 before dispatch; nothing ran, nothing is kept.
+      this.observe({ kind: 'unkeyed', event: 'refused' });
+      this.clock.setTimeout(() => {
+        if (instance.incarnation !== incarnation) return;
+        conn.send({ type: 'http.response', status: 400, body: this.refusalBody(request) });
+      }, SDK_CHECK_MS);
+      return;
+    }
+    const execution = `x${++this.executions}`;
     this.observe({ kind: 'unkeyed', event: 'run' });
     const { tool, callKey } = this.begin(request, execution);
     let cancelled = false;

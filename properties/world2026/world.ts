@@ -45,6 +45,13 @@ export type Command2026 =
    * reach a server nor hear back (a black hole, not a refusal). Only stall detection or the balancer ends them.
    */
   | { readonly kind: 'blackhole'; readonly ms: number }
+  /**
+   * The server's tool changes whether it declares an argument as an `Mcp-Param-*` header (`x-mcp-header`):
+   * the application's view (its cached tools/list) is stale until it refreshes it after a -32020.
+   */
+  | { readonly kind: 'schemaChange'; readonly tool: Tool2026 }
+  /** A proxy retries the next keyed POST on its own: the server gets two copies at once. */
+  | { readonly kind: 'duplicate' }
   /** One instance dies, and is back after `downMs` (0: a restart; with two instances the other serves). */
   | { readonly kind: 'instanceDies'; readonly pick: number; readonly downMs?: number };
 
@@ -125,6 +132,12 @@ export class World2026 {
   private idCount = 0;
   private partitionUntil = 0;
   private swallowUntil = 0;
+  /** The tools that declare a header now (the server's registry; none at the start). */
+  private readonly declared = new Set<Tool2026>();
+  /** The application's view of the declarations (its cached tools/list), refreshed after a -32020. */
+  private readonly view = new Set<Tool2026>();
+  /** Calls the application's SDK already sent again after a -32020 (it does so once). */
+  private readonly retried = new Set<string>();
 
   constructor(
     readonly config: WorldConfig2026 = DEFAULT_WORLD_2026,
@@ -154,6 +167,7 @@ export class World2026 {
       },
       variant.server ?? RUNTIME_DECISIONS,
       observer.server,
+      (tool) => this.declared.has(tool),
     );
     if (!config.heartbeat) this.startBalancer();
   }
@@ -185,6 +199,26 @@ export class World2026 {
       faultedEnds: 0,
       attempts: 0,
     });
+    this.send(callKey, tool, key ?? `key-${callKey}`, this.callCount * 7919);
+  }
+
+  /**
+   * The application's SDK after a -32020 (the official v2 `Client.callTool`): refresh the view of the
+   * declarations (tools/list; instant here), then send the call again as a new request, once.
+   */
+  private resend(callKey: string): boolean {
+    const rec = this.recorder.calls.get(callKey);
+    if (!rec || this.retried.has(callKey)) return false;
+    this.retried.add(callKey);
+    this.view.clear();
+    for (const t of this.declared) this.view.add(t);
+    this.recorder.refreshedAt.set(callKey, this.clock.now());
+    // Through our client a new fetch: a new idempotency key (the SDK's own retry is a new request).
+    this.send(callKey, rec.tool as Tool2026, `key-${callKey}-again`, this.callCount * 7919 + 1);
+    return true;
+  }
+
+  private send(callKey: string, tool: Tool2026, key: string, seed: number): void {
     const deps = {
       clock: this.clock,
       net: this.net,
@@ -195,10 +229,10 @@ export class World2026 {
       policy: SIM_STATELESS_POLICY,
       stallTimeoutMs: this.config.heartbeat ? STALL_MS : 0,
       onDecision: this.observer.decision?.bind(this.observer),
+      onHeaderMismatch: (k: string) => this.resend(k),
     };
-    this.calls.push(
-      new SimCall(deps, this.variant.client, callKey, tool, key ?? `key-${callKey}`, this.callCount * 7919),
-    );
+    // The SDK builds the `Mcp-Param-*` headers from its view, once per request.
+    this.calls.push(new SimCall(deps, this.variant.client, callKey, tool, key, seed, this.view.has(tool)));
   }
 
   apply(cmd: Command2026): void {
@@ -259,6 +293,14 @@ export class World2026 {
       case 'blackhole':
         this.swallowUntil = Math.max(this.swallowUntil, now + cmd.ms);
         for (const c of open) this.swallow(c);
+        break;
+      case 'duplicate':
+        this.server.duplicateNext = true;
+        break;
+      case 'schemaChange':
+        if (this.declared.has(cmd.tool)) this.declared.delete(cmd.tool);
+        else this.declared.add(cmd.tool);
+        this.recorder.schemaChanges.push({ tool: cmd.tool, at: now });
         break;
       case 'instanceDies':
         for (const c of open) this.recorder.faultedConns.add(c.id);

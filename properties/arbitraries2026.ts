@@ -39,8 +39,12 @@ export const commandArb2026: fc.Arbitrary<Command2026> = fc.oneof(
   {
     weight: 1,
     arbitrary: fc
-      .tuple(fc.integer({ min: 1, max: 3 }), fc.constantFrom(503, 503, 429, 500, 502))
-      .map(([count, status]) => ({ kind: 'serverError', count, status }) as const),
+      .tuple(fc.integer({ min: 1, max: 3 }), fc.constantFrom(503, 503, 429, 500, 502), fc.boolean())
+      .map(([count, status, retryAfter]) => ({ kind: 'serverError', count, status, retryAfter }) as const),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.integer({ min: 1, max: 2 }).map((count) => ({ kind: 'upstreamReset', count }) as const),
   },
   { weight: 1, arbitrary: fc.nat(5).map((pick) => ({ kind: 'endStream', pick }) as const) },
   { weight: 1, arbitrary: fc.nat(5).map((pick) => ({ kind: 'stall', pick }) as const) },

@@ -54,6 +54,7 @@ const TABLE_ROWS: ReadonlyArray<[StatelessCase, string?]> = [
   ['415', NEVER_SENT],
   ['429'],
   ['503'],
+  ['503-no-retry-after'],
   ['500'],
   ['502-504'],
   ['other-4xx', NEVER_SENT],

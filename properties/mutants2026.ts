@@ -112,6 +112,13 @@ export const MUTANTS_2026: readonly Mutant2026[] = [
     caughtBy: ['at most once'],
   },
   {
+    // A 503 is "not processed" by RFC 9110, but a proxy answers it after its upstream reset too.
+    name: 'a 503 without Retry-After read as a server shedding load (nothing ran)',
+    branch: 'table row',
+    variant: { client, patch: tableRows({ '503-no-retry-after': STATELESS_DECISION_TABLE['503'] }) },
+    caughtBy: ['at most once'],
+  },
+  {
     name: 'a cut mid-stream read as a refused connection (nothing ran)',
     branch: 'table row',
     variant: { client, patch: tableRows({ 'cut-mid-stream': STATELESS_DECISION_TABLE.refused }) },

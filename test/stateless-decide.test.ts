@@ -65,6 +65,7 @@ const EXAMPLE: Record<StatelessCase, StatelessStreamEnd> = {
   '415': status(415),
   '429': status(429, undefined, 2_000),
   '503': status(503, undefined, 5_000),
+  '503-no-retry-after': status(503),
   '500': status(500),
   '502-504': status(504),
   'other-4xx': status(422),
@@ -123,6 +124,8 @@ const ROWS: Array<[StatelessCase, Expect, Expect, Expect]> = [
   ['415', 'fail', 'fail', 'fail'],
   ['429', 'backoff-reissue', 'backoff-reissue', 'backoff-reissue'],
   ['503', 'backoff-reissue', 'backoff-reissue', 'backoff-reissue'],
+  // A proxy's 503 (no Retry-After) may follow a reset after it forwarded the request: as a gateway error.
+  ['503-no-retry-after', 'outcome-unknown', 'backoff-reissue', 'backoff-reissue'],
   ['500', 'outcome-unknown', 'backoff-reissue', 'backoff-reissue'],
   ['502-504', 'outcome-unknown', 'backoff-reissue', 'backoff-reissue'],
   ['other-4xx', 'fail', 'fail', 'fail'],
@@ -193,11 +196,13 @@ describe('the details of a decision', () => {
       reason: 'reissue_given_up',
     });
     expect(decideStatelessEnd({ kind: 'refused' }, spent)).toEqual({ action: 'fail', reason: 'unreachable' });
-    expect(decideStatelessEnd(status(503), spent)).toEqual({
+    expect(decideStatelessEnd(status(503, undefined, 1_000), spent)).toEqual({
       action: 'fail',
       reason: 'unavailable',
       status: 503,
     });
+    // Without Retry-After the 503 may have followed the request: the spent budget is outcome unknown.
+    expect(decideStatelessEnd(status(503), spent).action).toBe('outcome-unknown');
   });
 
   it('after an attempt that may have run, a later refusal is outcome unknown, not a definite failure', () => {

@@ -38,6 +38,8 @@ export type IoEvent =
       status: number;
       sessionId?: string;
       body?: unknown;
+      /** The `Retry-After` header, as sent (read by the 2026 call's table: a 503 with it did not run). */
+      retryAfter?: string;
       advertisement?: ServerAdvertisement;
     }
   | SseEvent

@@ -151,6 +151,7 @@ export type StatelessCase =
   | '415'
   | '429'
   | '503'
+  | '503-no-retry-after'
   | '500'
   | '502-504'
   | 'other-4xx'
@@ -217,8 +218,13 @@ export const STATELESS_DECISION_TABLE: Readonly<Record<StatelessCase, StatelessR
   '415': { action: 'fail', reason: R.unsupportedMediaType },
   // Throttled: the server did not process it (RFC 9110/6585); wait at least Retry-After, then re-issue.
   '429': { action: 'backoff-reissue', reason: R.throttled },
-  // Unavailable: not processed (RFC 9110 15.6.4); wait at least Retry-After, then re-issue.
+  // Unavailable with Retry-After: a server shedding load, which did not process it (RFC 9110 15.6.4; ours
+  // sends Retry-After with every 503); wait at least Retry-After, then re-issue.
   '503': { action: 'backoff-reissue', reason: R.unavailable },
+  // Unavailable WITHOUT Retry-After: what a proxy answers when its upstream failed, which may be after it
+  // forwarded the request (Envoy answers 503 "upstream connect error or disconnect/reset before headers"
+  // when the upstream reset the connection after receiving it). It may have run: as a gateway error.
+  '503-no-retry-after': { action: 'reissue-if-safe', reason: R.gatewayError },
   // The server failed while handling it, possibly after the side effect.
   '500': { action: 'reissue-if-safe', reason: R.serverError },
   // A gateway lost or timed out on the upstream, which may have run the request (504 most of all).
@@ -248,7 +254,7 @@ export function caseOf(end: StatelessStreamEnd): StatelessCase {
     case 'error-response':
       return extensionCase(end.code) ?? 'error-response';
     case 'http-status':
-      return statusCase(end.status, errorCode(end.body));
+      return statusCase(end.status, errorCode(end.body), end.retryAfterMs !== undefined);
   }
 }
 
@@ -280,7 +286,7 @@ const STATUS_CASES: Readonly<Record<number, StatelessCase>> = {
   503: '503',
 };
 
-function statusCase(status: number, code: number | undefined): StatelessCase {
+function statusCase(status: number, code: number | undefined, retryAfter: boolean): StatelessCase {
   const ext = extensionCase(code);
   if (ext) return ext;
   if (status === 400) {
@@ -290,6 +296,7 @@ function statusCase(status: number, code: number | undefined): StatelessCase {
     return '400-other';
   }
   if (status === 404) return code === ModernErrorCode.METHOD_NOT_FOUND ? '404-method-not-found' : '404-other';
+  if (status === 503 && !retryAfter) return '503-no-retry-after';
   const exact = STATUS_CASES[status];
   if (exact) return exact;
   if (status === 502 || status === 504) return '502-504';
@@ -579,7 +586,9 @@ export function mayHaveRun(end: StatelessStreamEnd): boolean {
       // The extension's refusals run nothing new: a reused key or an evicted resume is answered before any work.
       if (code === ContinuityErrorCode.KEY_REUSED || code === ContinuityErrorCode.EVENTS_EVICTED)
         return false;
-      return !(end.status >= 400 && end.status < 500) && end.status !== 503;
+      return (
+        !(end.status >= 400 && end.status < 500) && !(end.status === 503 && end.retryAfterMs !== undefined)
+      );
     }
     case 'error-response':
       return !(

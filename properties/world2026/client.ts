@@ -119,7 +119,9 @@ export class SimCall {
         provenNotRun =
           end.kind === 'refused' ||
           (end.kind === 'http-status' && end.status >= 400 && end.status < 500 && end.status !== 410) ||
-          (end.kind === 'http-status' && end.status === 503);
+          // A 503 proves it only with Retry-After (a server shedding load); without, a proxy may have
+          // forwarded it first (the world's `upstreamReset`), and the client cannot tell the two apart.
+          (end.kind === 'http-status' && end.status === 503 && end.retryAfterMs !== undefined);
         if (end.kind === 'http-status' && end.status === 410) evicted = true;
         if (end.kind === 'http-status' && caseOf(end) === '400-header-mismatch') refusedHeaders = true;
         send({ type: 'attempt.ended', at: clock.now(), end });
@@ -146,7 +148,7 @@ export class SimCall {
             // JSON-RPC message is a message like any other (the machine tells the call's own answer apart).
             const message = ev.status === 200 ? asMessage(ev.body) : undefined;
             if (message) send({ type: 'attempt.message', at, message });
-            else ended(endOfAnswer(ev.status, ev.body, null, at));
+            else ended(endOfAnswer(ev.status, ev.body, ev.retryAfter ?? null, at));
             return;
           }
           case 'net.ended':

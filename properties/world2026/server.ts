@@ -188,6 +188,13 @@ export class SimServer2026 {
   /** Requests to answer with `failStatus` before serving normally. */
   failNext = 0;
   failStatus = 503;
+  /** Whether the injected failures carry `Retry-After: 1` (a server shedding load does). */
+  failRetryAfter = false;
+  /**
+   * The next POSTs are forwarded (they run) while the balancer answers the client 503 without Retry-After:
+   * its upstream connection reset after the request went up (Envoy's "disconnect/reset before headers").
+   */
+  upstreamResetNext = 0;
   /** Open response streams (for heartbeats). */
   private readonly open = new Set<SimConnection>();
   /** Which instance took each connection (an instance's death resets its connections). */
@@ -242,7 +249,11 @@ export class SimServer2026 {
     if (this.failNext > 0) {
       this.failNext--;
       this.recorder.faultedConns.add(conn.id);
-      conn.send({ type: 'http.response', status: this.failStatus });
+      conn.send({
+        type: 'http.response',
+        status: this.failStatus,
+        ...(this.failRetryAfter ? { retryAfter: '1' } : {}),
+      });
       return;
     }
     const up = this.instances.filter((i) => !i.down);
@@ -254,6 +265,22 @@ export class SimServer2026 {
       return;
     }
     this.servedBy.set(conn, instance.id);
+    if (this.upstreamResetNext > 0) {
+      // The request goes up on the balancer's own connection (the server answers it, nobody hears it);
+      // the client gets the balancer's 503.
+      this.upstreamResetNext--;
+      this.recorder.faultedConns.add(conn.id);
+      const upstream = new SimConnection(-conn.id, conn.exchange, this.net, () => undefined);
+      this.servedBy.set(upstream, instance.id);
+      this.route(instance, upstream);
+      conn.send({ type: 'http.response', status: 503 });
+      return;
+    }
+    this.route(instance, conn);
+  }
+
+  /** An admitted POST on `instance`: the runtime's routing by the extension's `_meta` keys. */
+  private route(instance: Instance, conn: SimConnection): void {
     const request = conn.exchange.body as JsonRpcRequest;
     // The runtime's routing by the extension's `_meta` keys (a server without the extension has none).
     const route: KeyedRoute = this.config.extension

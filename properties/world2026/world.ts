@@ -33,7 +33,15 @@ export type Command2026 =
   /** The balancer recycles: every connection resets. */
   | { readonly kind: 'resetAll' }
   /** The next `count` requests get `status` before reaching any instance. */
-  | { readonly kind: 'serverError'; readonly count: number; readonly status: number }
+  | {
+      readonly kind: 'serverError';
+      readonly count: number;
+      readonly status: number;
+      /** The failures carry `Retry-After: 1` (a server shedding load); absent: a proxy's plain status. */
+      readonly retryAfter?: boolean;
+    }
+  /** The next `count` POSTs run, but the balancer answers 503 without Retry-After (upstream reset). */
+  | { readonly kind: 'upstreamReset'; readonly count: number }
   /** A proxy ends one response cleanly, without its answer. */
   | { readonly kind: 'endStream'; readonly pick: number }
   /** One connection goes silent without closing. */
@@ -242,7 +250,10 @@ export class World2026 {
     if (cmd.kind === 'partition' || cmd.kind === 'blackhole') this.noteFault(now + cmd.ms);
     // An instance that is down is a fault until it is back.
     else if (cmd.kind === 'instanceDies') this.noteFault(now + (cmd.downMs ?? 0));
-    else if ((cmd.kind === 'call' || cmd.kind === 'callReusingKey') && this.server.failNext > 0)
+    else if (
+      (cmd.kind === 'call' || cmd.kind === 'callReusingKey') &&
+      (this.server.failNext > 0 || this.server.upstreamResetNext > 0)
+    )
       this.noteFault(now + 1);
     else if (cmd.kind !== 'call' && cmd.kind !== 'callReusingKey' && cmd.kind !== 'advance')
       this.noteFault(now);
@@ -269,6 +280,10 @@ export class World2026 {
       case 'serverError':
         this.server.failNext = cmd.count;
         this.server.failStatus = cmd.status;
+        this.server.failRetryAfter = cmd.retryAfter === true;
+        break;
+      case 'upstreamReset':
+        this.server.upstreamResetNext = cmd.count;
         break;
       case 'endStream': {
         const c = pick(open, cmd.pick);
@@ -348,6 +363,7 @@ export class World2026 {
   /** Faults stop (the balancer goes on); the world runs until every call has ended, or the bound. */
   settle(): WorldOutcome2026 {
     this.server.failNext = 0;
+    this.server.upstreamResetNext = 0;
     this.partitionUntil = 0;
     this.swallowUntil = 0;
     this.heal();

@@ -58,6 +58,11 @@ if ARGV[5] ~= '' then
   redis.call('ZADD', KEYS[2], ARGV[5], ARGV[6])
   redis.call('SREM', KEYS[3], ARGV[6])
   redis.call('ZADD', KEYS[4], ARGV[5], ARGV[7])
+else
+  -- Running again (a refused key restarted): never expires, counts for its principal, is found on restart.
+  redis.call('PERSIST', KEYS[1])
+  redis.call('ZADD', KEYS[2], '+inf', ARGV[6])
+  redis.call('SADD', KEYS[3], ARGV[6])
 end
 return { 2 }
 `;

@@ -168,10 +168,25 @@ export function reopenId(first: RequestId, n: number): string {
 
 /** The filter a request asked for. */
 export function requestedFilter(request: JsonRpcRequest): SubscriptionFilter {
-  const notifications = (request.params as { notifications?: unknown } | undefined)?.notifications;
-  return typeof notifications === 'object' && notifications !== null
-    ? (notifications as SubscriptionFilter)
-    : {};
+  return filterOf((request.params as { notifications?: unknown } | undefined)?.notifications);
+}
+
+/**
+ * A filter as read off the wire (the server's acknowledgement says what it honoured): only `true` flags and
+ * an array of strings count; anything else is absent. A hostile or broken server's ack never throws here.
+ */
+export function filterOf(value: unknown): SubscriptionFilter {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return {};
+  const raw = value as Record<string, unknown>;
+  const uris = Array.isArray(raw.resourceSubscriptions)
+    ? raw.resourceSubscriptions.filter((u): u is string => typeof u === 'string')
+    : [];
+  return {
+    ...(raw.toolsListChanged === true ? { toolsListChanged: true } : {}),
+    ...(raw.promptsListChanged === true ? { promptsListChanged: true } : {}),
+    ...(raw.resourcesListChanged === true ? { resourcesListChanged: true } : {}),
+    ...(uris.length > 0 ? { resourceSubscriptions: uris } : {}),
+  };
 }
 
 /**
@@ -365,10 +380,8 @@ export const listenMachine = setup({
             acknowledged = true;
             out.push(stampedBack(message, first, context.currentId));
           } else if (gapOpen) {
-            const honored = (message as JsonRpcNotification).params?.notifications as
-              | SubscriptionFilter
-              | undefined;
-            const filter = honored ?? requestedFilter(context.request);
+            const honored = (message as JsonRpcNotification).params?.notifications;
+            const filter = honored !== undefined ? filterOf(honored) : requestedFilter(context.request);
             const { missed, relist } = missedOf(message as JsonRpcNotification, context.reopenedFrom, filter);
             if (out.length > 0) enqueue.emit({ type: 'listen.deliver', messages: out.splice(0) });
             enqueue.emit({

@@ -619,3 +619,29 @@ describe('listenMachine: exact gaps through the continuity extension (docs/conti
     expect(narrowedFilter({ toolsListChanged: true }, ['prompts'])).toEqual({});
   });
 });
+
+describe('listenMachine: a hostile re-acknowledgement', () => {
+  it.each([
+    ['resourceSubscriptions as a string', { toolsListChanged: true, resourceSubscriptions: 'abc' }],
+    ['resourceSubscriptions as a number', { toolsListChanged: true, resourceSubscriptions: 5 }],
+    [
+      'non-string URIs and non-boolean flags',
+      { toolsListChanged: true, promptsListChanged: 'yes', resourceSubscriptions: [1, null] },
+    ],
+    ['not an object', 'everything'],
+  ])('%s: never throws; what it says that is well-formed is re-listed', (_, notifications) => {
+    const w = world();
+    w.openAndAck();
+    w.io({ type: 'net.ended' });
+    w.waitBackoff();
+    w.io({ type: 'http.stream' });
+    w.messages({
+      jsonrpc: '2.0',
+      method: ACKNOWLEDGED_METHOD,
+      params: { notifications, _meta: { [SUBSCRIPTION_ID_META_KEY]: reopenId(FIRST, 1) } },
+    } as JsonRpcMessage);
+    expect(w.snap().status).toBe('active');
+    const expected = typeof notifications === 'string' ? [] : ['tools'];
+    expect(w.of('listen.gap').map((e) => e.gap.relist)).toEqual([expected]);
+  });
+});

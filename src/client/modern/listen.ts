@@ -182,27 +182,36 @@ export async function reopeningListen(args: ReopeningListenArgs): Promise<Respon
     });
 
     const onAbort = () => actor.send({ type: 'app.close' });
-    actor.subscribe((snapshot) => {
-      if (snapshot.status !== 'done') return;
-      signal?.removeEventListener('abort', onAbort);
-      const state = snapshot.value;
-      if (state === 'closed') {
-        const reason =
-          signal?.reason instanceof Error ? signal.reason : new DOMException('aborted', 'AbortError');
+    actor.subscribe({
+      // A failure inside the machine (none is known) ends the body with it rather than escaping uncaught.
+      error: (error) => {
+        signal?.removeEventListener('abort', onAbort);
+        const reason = error instanceof Error ? error : new Error(String(error));
         settle({ error: reason });
         endBody(reason);
-      } else if (state === 'givenUp') {
-        endBody(
-          new Error(`subscriptions/listen: the re-open was refused (HTTP ${snapshot.context.refusal})`),
-        );
-      } else if (state === 'notOpened') {
-        // The first attempt's answer was passed through; if there was none, it stalled.
-        settle({ error: new Error('subscriptions/listen: no response within the stall timeout') });
-        endBody();
-      } else {
-        // endedByServer: its answer was delivered; notOpened: the answer was passed through.
-        endBody();
-      }
+      },
+      next: (snapshot) => {
+        if (snapshot.status !== 'done') return;
+        signal?.removeEventListener('abort', onAbort);
+        const state = snapshot.value;
+        if (state === 'closed') {
+          const reason =
+            signal?.reason instanceof Error ? signal.reason : new DOMException('aborted', 'AbortError');
+          settle({ error: reason });
+          endBody(reason);
+        } else if (state === 'givenUp') {
+          endBody(
+            new Error(`subscriptions/listen: the re-open was refused (HTTP ${snapshot.context.refusal})`),
+          );
+        } else if (state === 'notOpened') {
+          // The first attempt's answer was passed through; if there was none, it stalled.
+          settle({ error: new Error('subscriptions/listen: no response within the stall timeout') });
+          endBody();
+        } else {
+          // endedByServer: its answer was delivered; notOpened: the answer was passed through.
+          endBody();
+        }
+      },
     });
     if (signal?.aborted) {
       settle({ error: signal.reason });

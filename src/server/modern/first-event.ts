@@ -7,8 +7,8 @@ const MAX_FIRST_EVENT_BYTES = 64 * 1024;
  * An SSE response whose first event's JSON-RPC message is replaced by `rewrite(message)`; every other
  * byte passes through as it came. Used for the listen acknowledgement, which the v2 SDK writes as the
  * stream's first event (`event: message` + one `data:` line). Anything that is not that shape (no
- * event-stream, no JSON, a first event over 64 KiB) passes through unchanged. Cancelling the result
- * cancels the original body.
+ * event-stream, no JSON, several `data:` lines, a first event over 64 KiB) passes through unchanged.
+ * Cancelling the result cancels the original body.
  */
 export function rewritingFirstEvent(
   response: Response,
@@ -18,33 +18,45 @@ export function rewritingFirstEvent(
   if (body === null || !(response.headers.get('content-type') ?? '').includes('text/event-stream'))
     return response;
   const reader = body.getReader();
-  const decoder = new TextDecoder();
-  const encoder = new TextEncoder();
-  let pending = '';
-  let done = false;
+  // Bytes, not text: the boundary (a blank line) is ASCII, so the first event decodes whole and every byte
+  // after it passes as it came, a character cut between two chunks included.
+  let pending: Uint8Array<ArrayBuffer> = new Uint8Array(0);
+  let passing = false;
   const relayed = new ReadableStream<Uint8Array>({
+    // Each pull enqueues something or ends the stream: a pull that returned empty-handed would never be
+    // called again, and the reader would wait for ever on a first event split over several chunks.
     async pull(controller) {
       try {
-        const chunk = await reader.read();
-        if (done) {
-          if (chunk.done) controller.close();
-          else controller.enqueue(chunk.value);
+        for (;;) {
+          const chunk = await reader.read();
+          if (passing) {
+            if (chunk.done) controller.close();
+            else controller.enqueue(chunk.value);
+            return;
+          }
+          if (chunk.done) {
+            // The stream ended inside its first event: what there was goes through as it came.
+            if (pending.length > 0) controller.enqueue(pending);
+            controller.close();
+            return;
+          }
+          pending = concat(pending, chunk.value);
+          const end = eventEnd(pending);
+          if (end < 0 && pending.length <= MAX_FIRST_EVENT_BYTES) continue;
+          passing = true;
+          const out =
+            end < 0
+              ? pending
+              : concat(
+                  new TextEncoder().encode(
+                    rewritten(new TextDecoder().decode(pending.subarray(0, end)), rewrite),
+                  ),
+                  pending.subarray(end),
+                );
+          pending = new Uint8Array(0);
+          controller.enqueue(out);
           return;
         }
-        if (chunk.done) {
-          // The stream ended inside its first event: what there was goes through as it came.
-          if (pending.length > 0) controller.enqueue(encoder.encode(pending));
-          controller.close();
-          return;
-        }
-        pending += decoder.decode(chunk.value, { stream: true });
-        const end = /\r?\n\r?\n/.exec(pending);
-        if (end === null && pending.length <= MAX_FIRST_EVENT_BYTES) return;
-        done = true;
-        const first = end === null ? pending : pending.slice(0, end.index);
-        const rest = end === null ? '' : pending.slice(end.index);
-        pending = '';
-        controller.enqueue(encoder.encode(end === null ? first : rewritten(first, rewrite) + rest));
       } catch (error) {
         controller.error(error);
       }
@@ -62,6 +74,7 @@ export function rewritingFirstEvent(
 
 /** One SSE event's text (no trailing blank line) with its `data:` message rewritten, or as it was. */
 function rewritten(event: string, rewrite: (message: JsonRpcMessage) => JsonRpcMessage): string {
+  const newline = event.includes('\r\n') ? '\r\n' : '\n';
   const lines = event.split(/\r?\n/);
   const dataLines = lines.filter((l) => l.startsWith('data:'));
   if (dataLines.length !== 1) return event;
@@ -73,5 +86,24 @@ function rewritten(event: string, rewrite: (message: JsonRpcMessage) => JsonRpcM
   }
   const next = rewrite(message);
   if (next === message) return event;
-  return lines.map((l) => (l.startsWith('data:') ? `data: ${JSON.stringify(next)}` : l)).join('\n');
+  return lines.map((l) => (l.startsWith('data:') ? `data: ${JSON.stringify(next)}` : l)).join(newline);
+}
+
+function concat(a: Uint8Array, b: Uint8Array): Uint8Array<ArrayBuffer> {
+  const out = new Uint8Array(a.length + b.length);
+  out.set(a);
+  out.set(b, a.length);
+  return out;
+}
+
+const LF = 10;
+const CR = 13;
+
+/** Where the first event's blank line starts (`\n\n` or `\r\n\r\n`), or -1. */
+function eventEnd(bytes: Uint8Array): number {
+  for (let i = 0; i + 1 < bytes.length; i++) {
+    if (bytes[i] === LF && bytes[i + 1] === LF) return i;
+    if (bytes[i] === CR && bytes[i + 1] === LF && bytes[i + 2] === CR && bytes[i + 3] === LF) return i;
+  }
+  return -1;
 }

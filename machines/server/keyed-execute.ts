@@ -122,9 +122,14 @@ export function* keyedCallSteps(facts: {
       // Nothing ran under the refused entry: a new work replaces it; the refused entry's log goes with it.
       const refused = entry as MemoEntry;
       const won = (yield { kind: 'restart-entry', entry: refused, next: fresh }) as boolean;
-      yield { kind: 'drop-log', entry: won ? refused : fresh };
-      if (!won) continue;
+      if (!won) {
+        yield { kind: 'drop-log', entry: fresh };
+        continue;
+      }
+      // The body starts before the old log is dropped: a store failure dropping it must not leave the
+      // new entry running with nothing running it.
       yield { kind: 'start-run', entry: fresh };
+      yield { kind: 'drop-log', entry: refused };
       return { kind: 'serve', entry: fresh, afterSeq: 0 };
     }
     const created = (yield { kind: 'create-entry', entry: fresh }) as MemoCreate;

@@ -384,6 +384,14 @@ export function keyedRunEnd(
 }
 
 /**
+ * How long the attempt that starts a keyed body waits for the SDK's first answer before it is served from
+ * the key's log. The SDK answers at once (its stream starts before the tool runs; a refusal is immediate),
+ * so the wait only matters for a slow server factory: past it the attempt gets its stream and keep-alives,
+ * and a late refusal reaches it through the log as the recorded answer.
+ */
+export const KEYED_START_WAIT_MS = 1_000;
+
+/**
  * Whether the SDK's HTTP status for a keyed run says it refused the request before running the tool.
  * The v2 SDK answers every check it makes before dispatching (headers against arguments, scopes, the
  * envelope) with a 4xx, and everything after dispatch (a result, a tool's error, invalid arguments as an

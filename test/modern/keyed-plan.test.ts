@@ -560,8 +560,8 @@ describe('refused before the tool ran (the SDK answered 4xx): nothing ran, the k
       'new-entry',
       'open-log',
       'restart-entry',
-      'drop-log',
       'start-run',
+      'drop-log',
     ]);
     expect(seen.find((c) => c.kind === 'drop-log')).toMatchObject({ entry: { logId: 'keyed-x' } });
     expect(end).toEqual({ kind: 'serve', entry: fresh, afterSeq: 0 });

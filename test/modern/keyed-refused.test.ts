@@ -14,7 +14,7 @@ import { createKeyedRequests } from '../../src/server/keyed/index.js';
 import { MemoryEventLog } from '../../src/server/memory-event-log.js';
 import { MemoryMemoStore } from '../../src/server/memory-memo-store.js';
 import { listenOnLoopback } from '../support/listen.js';
-import { keyedCall, post } from './keyed-harness.js';
+import { keyedCall, modernHeaders, post } from './keyed-harness.js';
 
 /**
  * A keyed call the official v2 SDK refuses before running the tool (its `Mcp-Param-*` check against the
@@ -153,5 +153,40 @@ describe('a keyed call the SDK refuses before running it', () => {
       official.closeAllConnections();
       await new Promise((r) => official.close(r));
     }
+  });
+
+  it('a slow server factory does not hold the first attempt’s headers: it gets its stream, then the result', async () => {
+    const state = { runs: 0, declare: false };
+    let built = false;
+    log = new MemoryEventLog();
+    memo = new MemoryMemoStore({ memoWindowMs: 60_000 });
+    continuity = createContinuityServer({
+      createMcpServer: () => new McpServerV1({ name: 'legacy', version: '1.0.0' }),
+      heartbeatMs: 0,
+      modern: {
+        // Every modern request builds its server; this one takes 3 s (a cold database pool, say).
+        createServer: async () => {
+          await new Promise((r) => setTimeout(r, 3_000));
+          built = true;
+          return chargingServer(state);
+        },
+        keyed: createKeyedRequests({ log, memo, pollMs: 50 }),
+      },
+    });
+    http = createServer(continuity.nodeHandler);
+    const url = `http://127.0.0.1:${await listenOnLoopback(http)}/mcp`;
+    const call = keyedCall(1, 'charge', { cents: 3, region: 'eu' }, 'k-slow');
+    const response = await fetch(url, {
+      method: 'POST',
+      headers: modernHeaders(call),
+      body: JSON.stringify(call),
+      signal: AbortSignal.timeout(20_000),
+    });
+    // The headers came while the factory was still building (the wait is bounded: KEYED_START_WAIT_MS).
+    expect(built).toBe(false);
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toContain('text/event-stream');
+    expect(await response.text()).toContain('charged 3 (#1)');
+    expect(state.runs).toBe(1);
   });
 });

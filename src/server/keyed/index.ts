@@ -27,6 +27,7 @@ import {
   type Attempt,
   abortsLocalRun,
   isFinalAnswer,
+  KEYED_START_WAIT_MS,
   type KeyedReply,
   nextEntry,
   planKeyedCancel,
@@ -249,7 +250,8 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
         case 'create-entry':
           return this.memo.create(c.entry, this.maxEntries);
         case 'drop-log':
-          await this.log.dropSession(c.entry.logId);
+          // Best effort: a log that could not be dropped is only storage; the request goes on.
+          await this.log.dropSession(c.entry.logId).catch(this.onError);
           return undefined;
         case 'replace-entry':
           await this.memo.replace(c.next, c.entry.state);
@@ -277,7 +279,7 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
     // The attempt that started the body answers as the SDK did when the SDK refused it (its 4xx: the
     // client's own recovery, such as re-listing tools after -32020, depends on it). The SDK answers at once
     // (its stream starts before the tool runs), so this wait is short.
-    const refusal = started ? await started : undefined;
+    const refusal = started ? await firstOf(started, KEYED_START_WAIT_MS) : undefined;
     return refusal ?? this.respond(end.entry, attempt, end.afterSeq);
   }
 
@@ -316,11 +318,12 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
     } finally {
       this.local.delete(entry.memoKey);
     }
-    await this.storeEnd(entry, final, refusal !== undefined);
+    const stored = await this.storeEnd(entry, final, refusal !== undefined);
     // The refusal is answered only once it is stored: the client's corrected re-issue must find the key
-    // `refused` (it then runs), not still `running` (it would attach and get the refusal again). Every
+    // `refused` (it then runs), not still `running` (it would attach and get the refusal again). Unstored,
+    // the attempt is served from the log instead (the lease tick stores the refusal, which ends it). Every
     // other way out has told `accepted` already, or tells it nothing new (it resolves once).
-    accepted(refusal);
+    accepted(stored ? refusal : undefined);
   }
 
   /** The end of a body run, stored; on a store failure it is kept for the lease tick to store again. */
@@ -328,13 +331,15 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
     entry: MemoEntry,
     final: JsonRpcMessage | undefined,
     refused = false,
-  ): Promise<void> {
+  ): Promise<boolean> {
     try {
       await this.driveBodyEnd(entry, final, refused);
       this.unstored.delete(entry.memoKey);
+      return true;
     } catch (error) {
       this.onError(error);
       this.unstored.set(entry.memoKey, { entry, final, refused });
+      return false;
     }
   }
 
@@ -534,4 +539,17 @@ function json(reply: KeyedReply, id: JsonRpcRequest['id'] | null): Response {
     status: reply.status,
     headers,
   });
+}
+
+/** `promise`'s value, or `undefined` once `ms` passed first (the timer never outlives the wait). */
+async function firstOf<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), ms);
+  });
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }

@@ -180,7 +180,7 @@ export const CLIENT_CAPABILITIES_META_KEY = 'io.modelcontextprotocol/clientCapab
 export function declaresContinuity(params: unknown): boolean {
   const caps = field(field(params, '_meta'), CLIENT_CAPABILITIES_META_KEY);
   const value = field(field(caps, 'extensions'), CONTINUITY_EXTENSION);
-  return typeof value === 'object' && value !== null;
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /** Client capabilities with the extension declared (an empty object as its value), the rest unchanged. */

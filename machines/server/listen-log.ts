@@ -62,6 +62,19 @@ export interface ListenLogLimits {
 
 export const DEFAULT_LISTEN_LOG_LIMITS: ListenLogLimits = { retentionMs: 600_000, maxChanges: 10_000 };
 
+/**
+ * The limits an application's partial setting gives: each value a whole number ≥ 0, or the default (an
+ * `undefined`, a NaN or a negative would otherwise turn eviction off and let the log grow without bound).
+ */
+export function listenLogLimits(partial: Partial<ListenLogLimits> | undefined): ListenLogLimits {
+  const pick = (v: number | undefined, fallback: number) =>
+    typeof v === 'number' && Number.isFinite(v) && v >= 0 ? Math.floor(v) : fallback;
+  return {
+    retentionMs: pick(partial?.retentionMs, DEFAULT_LISTEN_LOG_LIMITS.retentionMs),
+    maxChanges: pick(partial?.maxChanges, DEFAULT_LISTEN_LOG_LIMITS.maxChanges),
+  };
+}
+
 /** The filter of the v2 SDK's `subscriptions/listen` (the spec's `SubscriptionFilter`), as honored. */
 export interface ListenFilter {
   readonly toolsListChanged?: boolean;

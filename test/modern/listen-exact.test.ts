@@ -342,7 +342,6 @@ describe('the listen part on the wire (raw POSTs to createContinuityServer)', ()
 
   it.each([
     ['another epoch', 'someone-else.0'],
-    ['ahead of the log', 'x.99'],
     ['a long string', 'a'.repeat(10_000)],
     ['an object', { seq: 1 }],
     ['null', null],
@@ -356,6 +355,19 @@ describe('the listen part on the wire (raw POSTs to createContinuityServer)', ()
     server.notifyModern.toolsChanged();
     expect((await stream.next()).method).toBe('notifications/tools/list_changed');
     stream.close();
+  });
+
+  it('a lastPosition of this log but ahead of its head is served, without a missed count', async () => {
+    const { url } = await start();
+    const first = await listen(url, declared, 'a');
+    const position = String((await first.next()).params?._meta?.[ListenMeta.position]);
+    first.close();
+    const epoch = position.slice(0, position.lastIndexOf('.'));
+    const ahead = await listen(url, { ...declared, [ListenMeta.lastPosition]: `${epoch}.99` }, 'b');
+    const ack = await ahead.next();
+    expect(ack.params?._meta?.[ListenMeta.position]).toBe(`${epoch}.0`);
+    expect(ack.params?._meta).not.toHaveProperty(ListenMeta.missed);
+    ahead.close();
   });
 
   it('a re-open from its own position is told the exact count, from the SDK’s subscribe on', async () => {

@@ -10,9 +10,11 @@ import { ACKNOWLEDGED_METHOD, SUBSCRIPTION_ID_META_KEY } from '../../machines/li
 import {
   changeAccepted,
   createListenLog,
+  DEFAULT_LISTEN_LOG_LIMITS,
   expireChanges,
   type ListenLogLimits,
   listenAttemptOf,
+  listenLogLimits,
   missedSince,
   positionedAck,
   positionedParams,
@@ -57,6 +59,18 @@ describe('the listen log', () => {
     expect(seqOf(logWith([{ kind: 'tools_list_changed' }, { kind: 'tools_list_changed' }]), position)).toBe(
       undefined,
     );
+  });
+
+  it('an application’s limits: whole numbers ≥ 0, anything else the default', () => {
+    expect(listenLogLimits(undefined)).toEqual(DEFAULT_LISTEN_LOG_LIMITS);
+    expect(listenLogLimits({ maxChanges: 5 })).toEqual({ ...DEFAULT_LISTEN_LOG_LIMITS, maxChanges: 5 });
+    expect(listenLogLimits({ maxChanges: undefined, retentionMs: Number.NaN })).toEqual(
+      DEFAULT_LISTEN_LOG_LIMITS,
+    );
+    expect(listenLogLimits({ maxChanges: -1, retentionMs: 2.7 })).toEqual({
+      maxChanges: DEFAULT_LISTEN_LOG_LIMITS.maxChanges,
+      retentionMs: 2,
+    });
   });
 
   it('keeps at most maxChanges, and each change retentionMs after it was published', () => {

@@ -10,9 +10,9 @@ import { continuityCapability } from '../../../machines/continuity-extension.js'
 import type { JsonRpcRequest } from '../../../machines/jsonrpc.js';
 import { handsToKeyed, listsVersions, withLegacyVersions } from '../../../machines/server/era.js';
 import {
-  DEFAULT_LISTEN_LOG_LIMITS,
   type ListenLogLimits,
   listenAttemptOf,
+  listenLogLimits,
   positionedAck,
 } from '../../../machines/server/listen-log.js';
 import { loadOptional } from '../../optional-peer.js';
@@ -118,7 +118,7 @@ export async function createModernEndpoint(
   // With the extension, change events go through the listen log, which numbers them for the listen part.
   const now = () => Date.now();
   const bus = keyed
-    ? new PositionedEventBus({ ...DEFAULT_LISTEN_LOG_LIMITS, ...options.listenLog }, now, settings.onError)
+    ? new PositionedEventBus(listenLogLimits(options.listenLog), now, settings.onError)
     : undefined;
   const handler: McpHttpHandler = sdk.createMcpHandler(factory, {
     ...common,

@@ -208,7 +208,7 @@ type FollowAnswer = KeyedLogRead | MemoEntry | boolean | undefined;
  * `attachStep` (the simulated world's mutants wrap it). Never starts anything.
  */
 export function* keyedFollowSteps(facts: {
-  readonly entry: Pick<MemoEntry, 'epoch'>;
+  readonly entry: Pick<MemoEntry, 'epoch' | 'logId'>;
   readonly attempt: Attempt;
   readonly afterSeq: number;
   readonly decide?: typeof attachStep;
@@ -218,6 +218,10 @@ export function* keyedFollowSteps(facts: {
   for (;;) {
     const read = (yield { kind: 'read-log', afterSeq: lastSent }) as KeyedLogRead | undefined;
     const current = (yield { kind: 'read-entry' }) as MemoEntry | undefined;
+    // Another work under the key now (a refused key restarted under this stream): its events are in
+    // another log. End without an answer, as a stream that fell behind: the client's re-issue attaches to
+    // the new work from its start.
+    if (current && current.logId !== facts.entry.logId) return { end: 'lost' };
     const alive =
       current && needsOwnerLiveness(current)
         ? ((yield { kind: 'owner-alive', owner: current.owner }) as boolean)

@@ -513,7 +513,7 @@ export class SimServer2026 {
     afterSeq: number,
   ): void {
     const steps = keyedFollowSteps({
-      entry: { epoch: epochOf(entry.logId) },
+      entry: { epoch: epochOf(entry.logId), logId: entry.logId },
       attempt,
       afterSeq,
       decide: this.decisions.attachStep,

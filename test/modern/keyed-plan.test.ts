@@ -324,6 +324,13 @@ describe('attached response steps (keyedFollowSteps: what src/ and the world dri
     return { end, seen };
   };
 
+  it('another work under the key (a refused key restarted under the stream): ends without an answer', () => {
+    const restarted = entry({ logId: 'keyed-other', epoch: 'ep9' });
+    const { end, seen } = follow([{ entry: restarted, window: win(1, 1) }]);
+    expect(end).toEqual({ end: 'lost' });
+    expect(seen.map((c) => c.kind)).toEqual(['read-log', 'read-entry']);
+  });
+
   it('writes new events as the attempt, waits, then ends with the recorded outcome under its id', () => {
     const done = entry({ state: 'committed', outcome: recorded, finalSeq: 4, finishedAt: 1 });
     const { end, seen } = follow([

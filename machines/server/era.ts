@@ -256,6 +256,19 @@ export function handsToKeyed(body: unknown, headers: { get(name: string): string
 }
 
 /**
+ * Whether a modern request the keyed hook left alone (an unkeyed call: a client without the extension, or
+ * a call it did not key) is served as an event stream rather than in `auto` mode: only a `tools/call`, and
+ * only when keep-alive comments are on. A call runs for as long as its tool does and a JSON answer sends no
+ * byte until then, so a balancer's idle timeout shorter than the tool cuts every attempt (a read-only lookup
+ * re-issued on each cut never finishes); keep-alives on a stream keep it open. Without keep-alives a stream
+ * gains nothing and costs a client that hangs on a cut stream (the official v2 client waits for its request
+ * timeout), so the application's mode stands. Everything else is answered at once and keeps it too.
+ */
+export function streamsUnkeyedCall(body: unknown, keepAliveMs: number): boolean {
+  return keepAliveMs > 0 && isObject(body) && body.method === 'tools/call' && isRequest(body);
+}
+
+/**
  * Whether the SDK's answer to a modern request may need the 2025 versions added (`withLegacyVersions`):
  * the answer to a `server/discover`, or any 400 (an unsupported version). The body is whatever the
  * client sent: anything but an object (`null` included) is no `server/discover`.

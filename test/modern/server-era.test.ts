@@ -7,6 +7,7 @@ import {
   handsToKeyed,
   PROTOCOL_VERSION_META_KEY,
   routeByEra,
+  streamsUnkeyedCall,
 } from '../../machines/server/era.js';
 
 /** The official v2 server's predicate on the same facts, through a real Request. */
@@ -277,5 +278,19 @@ describe('routeByEra: where a POST goes once its era is known', () => {
     });
     expect(routeByEra(legacy, true, ['2025-11-25'])).toEqual({ kind: 'legacy' });
     expect(routeByEra(legacy, false, ['2025-11-25'])).toEqual({ kind: 'legacy' });
+  });
+});
+
+describe('streamsUnkeyedCall: with the extension, an unkeyed tools/call is answered as a stream (keep-alives)', () => {
+  it.each([
+    [{ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'lookup' } }, true],
+    [{ jsonrpc: '2.0', id: 1, method: 'tools/list' }, false],
+    [{ jsonrpc: '2.0', method: 'tools/call' }, false],
+    [[{ jsonrpc: '2.0', id: 1, method: 'tools/call' }], false],
+    [null, false],
+  ])('%j → %s', (body, expected) => {
+    expect(streamsUnkeyedCall(body, 15_000)).toBe(expected);
+    // Without keep-alives a stream gains nothing: the application's mode stands.
+    expect(streamsUnkeyedCall(body, 0)).toBe(false);
   });
 });

@@ -117,7 +117,9 @@ const callArb: fc.Arbitrary<ModernCommand> = fc.oneof(
     weight: 2,
   },
   {
-    arbitrary: fc.record({ kind: fc.constant('lookup' as const), ms: fc.integer({ min: 0, max: 300 }) }),
+    // Under the balancer's idle cut (250 ms): an unkeyed call longer than it finishes only through the
+    // server's keep-alives (README, limits), which the world may turn off; see the unkeyed-stream test.
+    arbitrary: fc.record({ kind: fc.constant('lookup' as const), ms: fc.integer({ min: 0, max: 200 }) }),
     weight: 1,
   },
 );

@@ -8,7 +8,12 @@ import type {
 } from '@modelcontextprotocol/server';
 import { continuityCapability } from '../../../machines/continuity-extension.js';
 import type { JsonRpcRequest } from '../../../machines/jsonrpc.js';
-import { handsToKeyed, listsVersions, withLegacyVersions } from '../../../machines/server/era.js';
+import {
+  handsToKeyed,
+  listsVersions,
+  streamsUnkeyedCall,
+  withLegacyVersions,
+} from '../../../machines/server/era.js';
 import {
   type ListenLogLimits,
   listenAttemptOf,
@@ -197,7 +202,10 @@ export async function createModernEndpoint(
           gone,
         );
       }
-      const response = await call(handler, request, input, input.body);
+      // With the extension, unkeyed calls stream too (keep-alives through idle balancers): the streaming
+      // handler, on the client's own connection (closing it cancels the call, as the spec says).
+      const serving = detached && streamsUnkeyedCall(input.body, common.keepAliveMs) ? detached : handler;
+      const response = await call(serving, request, input, input.body);
       if (listsVersions(input.body, response.status))
         return listLegacyVersions(response, settings.legacyVersions);
       return cancelOnClose(response, gone);

@@ -423,6 +423,17 @@ export function refusalResponse(status: number, body: unknown, id: RequestId): J
   return { jsonrpc: '2.0', id, error: { code: -32600, message: `Refused by the server (HTTP ${status})` } };
 }
 
+/**
+ * Whether a restart (`restart-entry`: a fresh running entry compare-and-set over a refused one) won: what
+ * the store holds after it is that fresh entry. Another attempt's restart, or any other move, is a loss.
+ */
+export function restartWon(
+  stored: Pick<MemoEntry, 'state' | 'logId'> | undefined,
+  fresh: Pick<MemoEntry, 'logId'>,
+): boolean {
+  return stored?.state === 'running' && stored.logId === fresh.logId;
+}
+
 /** The final response goes to the log only when this instance's recording won, under the seq it recorded. */
 export function appendsFinal(
   stored: Pick<MemoEntry, 'state' | 'finalSeq'> | undefined,

@@ -38,6 +38,7 @@ import {
   refusalResponse,
   refusedBeforeRun,
   replyMessage,
+  restartWon,
   routeKeyedMessage,
 } from '../../machines/server/keyed-plan.js';
 import {
@@ -461,7 +462,7 @@ export class SimServer2026 {
       case 'restart-entry': {
         // Compare-and-set from the refused entry's state; it won when the fresh entry is what is stored.
         this.replace(memo, cmd.entry, cmd.next);
-        const won = memo.entries.get(mk) === cmd.next;
+        const won = restartWon(memo.entries.get(mk), cmd.next);
         this.serving.restarted = won ? 'won' : 'lost';
         if (!won) this.serving.lostRestart = true;
         return won;

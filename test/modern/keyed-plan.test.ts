@@ -29,6 +29,7 @@ import {
   planKeyedCancel,
   refusalResponse,
   refusedBeforeRun,
+  restartWon,
   routeKeyedMessage,
 } from '../../machines/server/keyed-plan.js';
 import type { StreamWindow } from '../../machines/server/retention.js';
@@ -539,6 +540,14 @@ describe('refused before the tool ran (the SDK answered 4xx): nothing ran, the k
       outcome: refusal,
       seq: 1,
     });
+  });
+
+  it('a restart won only when the store holds the fresh running entry', () => {
+    const fresh = entry({ logId: 'keyed-y' });
+    expect(restartWon(fresh, fresh)).toBe(true);
+    expect(restartWon(entry({ logId: 'keyed-z' }), fresh)).toBe(false); // another attempt's restart
+    expect(restartWon(refusedEntry, fresh)).toBe(false);
+    expect(restartWon(undefined, fresh)).toBe(false);
   });
 
   it('the steps: a fresh entry replaces the refused one (compare-and-set), the old log goes, the body starts', () => {

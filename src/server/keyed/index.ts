@@ -34,6 +34,7 @@ import {
   refusalResponse,
   refusedBeforeRun,
   replyMessage,
+  restartWon,
   routeKeyedMessage,
 } from '../../../machines/server/keyed-plan.js';
 import type { EventLog } from '../event-log.js';
@@ -260,7 +261,7 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
         case 'restart-entry': {
           const stored = await this.memo.replace(c.next, c.entry.state);
           this.wakeups.ring(c.entry.logId);
-          return stored?.logId === c.next.logId && stored.state === 'running';
+          return restartWon(stored, c.next);
         }
         case 'start-run': {
           let accepted: (refusal: Response | undefined) => void = () => undefined;

@@ -18,6 +18,7 @@ import { MemoryEventLog } from '../../src/server/memory-event-log.js';
 import { MemoryMemoStore } from '../../src/server/memory-memo-store.js';
 import { FaultProxy } from '../../src/testing/fault-proxy.js';
 import { listenOnLoopback } from '../support/listen.js';
+import { listenRequestInit } from '../support/listen-request.js';
 import { until as waitUntil } from '../support/until.js';
 
 /**
@@ -231,7 +232,6 @@ describe('subscriptions/listen with the continuity extension: the gap is exact',
 });
 
 describe('the listen part on the wire (raw POSTs to createContinuityServer)', () => {
-  const MODERN = '2026-07-28';
   const declared = {
     'io.modelcontextprotocol/clientCapabilities': { extensions: { [CONTINUITY_EXTENSION]: {} } },
   };
@@ -240,25 +240,7 @@ describe('the listen part on the wire (raw POSTs to createContinuityServer)', ()
   /** POSTs a listen request; returns a reader of its SSE messages (bounded waits). */
   async function listen(url: URL, meta: Record<string, unknown>, id = 'L1') {
     const abort = new AbortController();
-    const response = await fetch(url, {
-      method: 'POST',
-      signal: abort.signal,
-      headers: {
-        'content-type': 'application/json',
-        accept: 'application/json, text/event-stream',
-        'mcp-protocol-version': MODERN,
-        'mcp-method': 'subscriptions/listen',
-      },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id,
-        method: 'subscriptions/listen',
-        params: {
-          notifications: { toolsListChanged: true },
-          _meta: { 'io.modelcontextprotocol/protocolVersion': MODERN, ...meta },
-        },
-      }),
-    });
+    const response = await fetch(url, listenRequestInit(id, meta, abort.signal));
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toContain('text/event-stream');
     const reader = (response.body as ReadableStream<Uint8Array>).getReader();

@@ -13,6 +13,7 @@ import { MemoryEventLog } from '../../src/server/memory-event-log.js';
 import { MemoryMemoStore } from '../../src/server/memory-memo-store.js';
 import { FaultProxy } from '../../src/testing/fault-proxy.js';
 import { listenOnLoopback } from '../support/listen.js';
+import { listenRequestInit } from '../support/listen-request.js';
 import { until } from '../support/until.js';
 
 /**
@@ -30,7 +31,6 @@ import { until } from '../support/until.js';
 
 const RUNS = Number(process.env.MCPC_LISTEN_STACK_RUNS ?? 15);
 const SEED = process.env.MCPC_LISTEN_STACK_SEED ? Number(process.env.MCPC_LISTEN_STACK_SEED) : undefined;
-const MODERN = '2026-07-28';
 const POLICY: ReconnectPolicy = {
   initialDelayMs: 20,
   maxDelayMs: 200,
@@ -134,28 +134,7 @@ async function runListenStack(commands: readonly Command[], tamper?: Tamper): Pr
   try {
     const response = await reopeningListen({
       input: proxy.url(),
-      init: {
-        method: 'POST',
-        signal: abort.signal,
-        headers: {
-          'content-type': 'application/json',
-          accept: 'application/json, text/event-stream',
-          'mcp-protocol-version': MODERN,
-          'mcp-method': 'subscriptions/listen',
-        },
-        body: JSON.stringify({
-          jsonrpc: '2.0',
-          id: 'listen-1',
-          method: 'subscriptions/listen',
-          params: {
-            notifications: { toolsListChanged: true },
-            _meta: {
-              'io.modelcontextprotocol/protocolVersion': MODERN,
-              'io.modelcontextprotocol/clientCapabilities': {},
-            },
-          },
-        }),
-      },
+      init: listenRequestInit('listen-1', { 'io.modelcontextprotocol/clientCapabilities': {} }, abort.signal),
       fetch: tampered,
       policy: POLICY,
       jitterSeed: 11,

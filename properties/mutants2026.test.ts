@@ -1,7 +1,7 @@
-import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { type Scenario2026, scenarioArb2026 } from './arbitraries2026.js';
 import { MUTANT_RUNS_2026, MUTANT_SEED_2026, SHRINK_MS_2026 } from './budget2026.js';
+import { huntMutant } from './catch-mutant.js';
 import { describeVerdict2026, judge2026 } from './checks2026.js';
 import { DIRECTED_2026 } from './corpus2026.js';
 import { freshSeed } from './judge.js';
@@ -18,19 +18,18 @@ const examples = DIRECTED_2026.map((d): [Scenario2026] => [{ config: d.config, c
 
 describe('MCP 2026-07-28: the properties catch deliberately wrong variants of the real decisions', () => {
   for (const mutant of MUTANTS_2026) {
-    it(`${mutant.branch}: ${mutant.name}`, { timeout: SHRINK_MS_2026 * 10 + 20_000 }, () => {
-      const result = fc.check(
-        fc.property(
-          scenarioArb2026,
-          (s) => Object.keys(judge2026(runSchedule2026(s.commands, s.config, mutant.variant))).length === 0,
-        ),
-        { numRuns: MUTANT_RUNS_2026, seed, examples, interruptAfterTimeLimit: SHRINK_MS_2026 },
+    // A count of worlds, not a time budget, decides whether it is caught; a busy machine only makes it slower.
+    it(`${mutant.branch}: ${mutant.name}`, { timeout: 600_000 }, () => {
+      const result = huntMutant(
+        scenarioArb2026,
+        (s) => Object.keys(judge2026(runSchedule2026(s.commands, s.config, mutant.variant))).length === 0,
+        { numRuns: MUTANT_RUNS_2026, seed, examples, shrinkMs: SHRINK_MS_2026 },
       );
       expect(
-        result.failed,
+        result.caught,
         `no counterexample for "${mutant.name}" in ${result.numRuns} worlds (seed ${seed})`,
       ).toBe(true);
-      const [scenario] = result.counterexample ?? [];
+      const scenario = result.counterexample;
       const verdict = judge2026(runSchedule2026(scenario?.commands ?? [], scenario?.config, mutant.variant));
       expect(Object.keys(verdict).length).toBeGreaterThan(0);
       console.info(

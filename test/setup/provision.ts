@@ -1,0 +1,106 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, readdir, rename, rm, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { locateNode22, NODE22_CACHE_DIR } from '../conformance/node22.js';
+import { CHROMIUM } from '../inspect/chromium.js';
+import {
+  aptCommands,
+  node22InstallCommand,
+  type ProvisionFacts,
+  type ProvisionStep,
+  planProvision,
+} from './provision-plan.js';
+
+/**
+ * Vitest global setup: provisions what the suite needs beyond `npm ci` (Node 22 for the conformance CLI,
+ * redis-server, chromium) so that `npm ci && npm test` pass on a fresh machine. The decisions are
+ * `planProvision`'s; this file only observes the machine and executes the plan.
+ */
+
+/** A half-written install older than this belongs to an aborted run; a newer one may be a live run's. */
+const STALE_PARTIAL_MS = 60 * 60 * 1000;
+
+function runs(argv: readonly string[], timeoutMs = 5_000): boolean {
+  const [command, ...args] = argv as [string, ...string[]];
+  const result = spawnSync(command, args, { stdio: 'ignore', timeout: timeoutMs });
+  return result.error === undefined && result.status === 0;
+}
+
+/** The facts `planProvision` decides on. */
+export function observe(env: NodeJS.ProcessEnv = process.env): ProvisionFacts {
+  const isRoot = process.getuid?.() === 0;
+  const redisFound = runs([env.REDIS_SERVER || 'redis-server', '--version']);
+  const chromiumFound = existsSync(CHROMIUM);
+  const needsApt = !redisFound || !chromiumFound;
+  return {
+    env,
+    node22Found: locateNode22() !== undefined,
+    redisFound,
+    chromiumFound,
+    aptGet: runs(['apt-get', '--version']),
+    isRoot,
+    // Only asked when it matters; `-n` never prompts, so this returns at once either way.
+    sudoWithoutPassword: needsApt && !isRoot && runs(['sudo', '-n', 'true']),
+  };
+}
+
+function execute(argv: readonly string[], what: string): void {
+  const [command, ...args] = argv as [string, ...string[]];
+  const result = spawnSync(command, args, { stdio: ['ignore', 'inherit', 'inherit'] });
+  if (result.error || result.status !== 0) {
+    throw new Error(
+      `test setup: ${what} failed (\`${argv.join(' ')}\`: ${result.error?.message ?? `exit ${result.status ?? result.signal}`})`,
+    );
+  }
+}
+
+/**
+ * Installs the `node` npm package into a fresh sibling directory, then renames it into place: a
+ * concurrent or aborted run never leaves a half install at `.cache/node22`.
+ */
+async function installNode22(version: string): Promise<void> {
+  const cache = join(NODE22_CACHE_DIR, '..');
+  await mkdir(cache, { recursive: true });
+  for (const name of await readdir(cache)) {
+    if (!name.startsWith('node22.partial-')) continue;
+    const path = join(cache, name);
+    const age = Date.now() - (await stat(path)).mtimeMs;
+    if (age > STALE_PARTIAL_MS) await rm(path, { recursive: true, force: true });
+  }
+  const partial = await mkdtemp(join(cache, 'node22.partial-'));
+  try {
+    console.log(`test setup: installing node@${version} for the conformance CLI into .cache/node22 (once)`);
+    execute(node22InstallCommand(version, partial), `installing node@${version}`);
+    if (!runs([join(partial, 'node_modules/.bin/node'), '--version'], 30_000)) {
+      throw new Error(`test setup: node@${version} installed into ${partial} does not run`);
+    }
+    try {
+      await rename(partial, NODE22_CACHE_DIR);
+    } catch (error) {
+      // Another run renamed its complete install first (the target is then a non-empty directory).
+      if (locateNode22() === undefined) throw error;
+    }
+  } finally {
+    await rm(partial, { recursive: true, force: true });
+  }
+}
+
+async function perform(step: ProvisionStep): Promise<void> {
+  if (step.kind === 'install-node22') return installNode22(step.version);
+  console.log(`test setup: installing ${step.packages.join(' ')} with apt-get (once)`);
+  for (const argv of aptCommands(step)) execute(argv, `installing ${step.packages.join(' ')}`);
+}
+
+export default async function provision(): Promise<void> {
+  const plan = planProvision(observe());
+  if (plan.kind === 'stop') throw new Error(plan.message);
+  for (const step of plan.steps) await perform(step);
+  for (const warning of plan.warnings) console.warn(warning);
+  if (plan.steps.length === 0) return;
+  // What was installed must now be found where the tests look: a second plan has nothing left to do.
+  const again = planProvision(observe());
+  if (again.kind === 'run' && again.steps.length > 0) {
+    throw new Error(`test setup: installed, but still missing: ${JSON.stringify(again.steps)}`);
+  }
+}

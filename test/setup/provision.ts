@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { locateNode22, NODE22_CACHE_DIR } from '../conformance/node22.js';
-import { CHROMIUM } from '../inspect/chromium.js';
+import { CHROMIUM } from '../inspect/chromium-path.js';
 import {
   aptCommands,
   node22InstallCommand,
@@ -34,7 +34,12 @@ export function observe(env: NodeJS.ProcessEnv = process.env): ProvisionFacts {
   const chromiumFound = existsSync(CHROMIUM);
   const needsApt = !redisFound || !chromiumFound;
   return {
-    env,
+    env: {
+      MCPC_NO_SYSTEM_INSTALL: env.MCPC_NO_SYSTEM_INSTALL,
+      REDIS_SERVER: env.REDIS_SERVER,
+      MCPC_CHROMIUM: env.MCPC_CHROMIUM,
+      MCP_CONFORMANCE_NODE: env.MCP_CONFORMANCE_NODE,
+    },
     node22Found: locateNode22() !== undefined,
     redisFound,
     chromiumFound,

@@ -64,7 +64,7 @@ function execute(argv: readonly string[], what: string): void {
  * Installs the `node` npm package into a fresh sibling directory, then renames it into place: a
  * concurrent or aborted run never leaves a half install at `.cache/node22`.
  */
-async function installNode22(version: string): Promise<void> {
+export async function installNode22(version: string): Promise<void> {
   const cache = join(NODE22_CACHE_DIR, '..');
   await mkdir(cache, { recursive: true });
   for (const name of await readdir(cache)) {
@@ -99,7 +99,11 @@ async function perform(step: ProvisionStep): Promise<void> {
 
 export default async function provision(): Promise<void> {
   const plan = planProvision(observe());
-  if (plan.kind === 'stop') throw new Error(plan.message);
+  if (plan.kind === 'stop') {
+    const stop = new Error(plan.message);
+    stop.stack = stop.message; // the message says what to do; a stack trace into this file would bury it
+    throw stop;
+  }
   for (const step of plan.steps) await perform(step);
   for (const warning of plan.warnings) console.warn(warning);
   if (plan.steps.length === 0) return;

@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readdir, rename, rm, stat } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { locateNode22, NODE22_CACHE_DIR } from '../conformance/node22.js';
 import { CHROMIUM } from '../inspect/chromium-path.js';
@@ -18,8 +18,19 @@ import {
  * `planProvision`'s; this file only observes the machine and executes the plan.
  */
 
-/** A half-written install older than this belongs to an aborted run; a newer one may be a live run's. */
-const STALE_PARTIAL_MS = 60 * 60 * 1000;
+const PARTIAL_PREFIX = 'node22.partial-';
+
+/** Whether the process that named a partial install (`node22.partial-<pid>-…`) is still running. */
+function ownerAlive(name: string): boolean {
+  const pid = Number(name.slice(PARTIAL_PREFIX.length).split('-')[0]);
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM'; // alive, someone else's
+  }
+}
 
 function runs(argv: readonly string[], timeoutMs = 5_000): boolean {
   const [command, ...args] = argv as [string, ...string[]];
@@ -67,13 +78,14 @@ function execute(argv: readonly string[], what: string): void {
 export async function installNode22(version: string): Promise<void> {
   const cache = join(NODE22_CACHE_DIR, '..');
   await mkdir(cache, { recursive: true });
+  // Partial installs of aborted runs; a live run's is left alone.
   for (const name of await readdir(cache)) {
-    if (!name.startsWith('node22.partial-')) continue;
-    const path = join(cache, name);
-    const age = Date.now() - (await stat(path)).mtimeMs;
-    if (age > STALE_PARTIAL_MS) await rm(path, { recursive: true, force: true });
+    if (name.startsWith(PARTIAL_PREFIX) && !ownerAlive(name)) {
+      await rm(join(cache, name), { recursive: true, force: true });
+    }
   }
-  const partial = await mkdtemp(join(cache, 'node22.partial-'));
+  const partial = await mkdtemp(join(cache, `${PARTIAL_PREFIX}${process.pid}-`));
+  await chmod(partial, 0o755); // mkdtemp's 0700 would become .cache/node22's mode
   try {
     console.log(`test setup: installing node@${version} for the conformance CLI into .cache/node22 (once)`);
     execute(node22InstallCommand(version, partial), `installing node@${version}`);
@@ -84,7 +96,7 @@ export async function installNode22(version: string): Promise<void> {
       await rename(partial, NODE22_CACHE_DIR);
     } catch (error) {
       // Another run renamed its complete install first (the target is then a non-empty directory).
-      if (locateNode22() === undefined) throw error;
+      if (!existsSync(join(NODE22_CACHE_DIR, 'node_modules/.bin/node'))) throw error;
     }
   } finally {
     await rm(partial, { recursive: true, force: true });

@@ -104,7 +104,7 @@ export function planProvision(facts: ProvisionFacts): ProvisionPlan {
     );
     return { kind: 'run', steps, warnings };
   }
-  const optOut = 'or set MCPC_NO_SYSTEM_INSTALL=1 to run without them';
+  const optOut = `or set MCPC_NO_SYSTEM_INSTALL=1 to run the other tests without ${missing.length > 1 ? 'them' : 'it'}`;
   if (!facts.aptGet) {
     return {
       kind: 'stop',

@@ -2,9 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type BrowserContext, chromium } from 'playwright-core';
-
-/** Debian's chromium, which `.ci/run` installs when it is missing. */
-export const CHROMIUM = process.env.MCPC_CHROMIUM ?? '/usr/bin/chromium';
+import { CHROMIUM } from './chromium-path.js';
 
 /**
  * A headless chromium with a fresh profile, nothing fetched from the network on its own (no updates, no

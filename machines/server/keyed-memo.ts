@@ -165,8 +165,30 @@ export function admitNewKey(
     const at = memoExpiresAt(e, memoWindowMs);
     if (at !== undefined && at < first) first = at;
   }
+  return admitCounted({ live: principalEntries.length, firstWindowEnd: first }, max, memoWindowMs, now);
+}
+
+/**
+ * What a store counts of a principal's live entries, without reading them: how many, and when the first
+ * of them leaves its window (`Infinity` when every one is running). Stores count in the store (an indexed
+ * SQL COUNT, a Redis ZCARD), so admitting a key costs the same at 10 entries and at 10,000.
+ */
+export interface PrincipalCount {
+  readonly live: number;
+  /** The earliest window end among the live entries; only read when the bound is reached. */
+  readonly firstWindowEnd: number;
+}
+
+/** `admitNewKey` on a count: the same rule, for stores that count instead of listing entries. */
+export function admitCounted(
+  count: PrincipalCount,
+  max: number,
+  memoWindowMs: number,
+  now: number,
+): MemoAdmission {
+  if (count.live < max) return { kind: 'admit' };
   // Every entry running: nothing frees before one finishes and its window passes.
-  const waitMs = Number.isFinite(first) ? first - now : memoWindowMs;
+  const waitMs = Number.isFinite(count.firstWindowEnd) ? count.firstWindowEnd - now : memoWindowMs;
   return { kind: 'full', retryAfterSeconds: Math.max(1, Math.ceil(waitMs / 1000)) };
 }
 

@@ -7,6 +7,7 @@ import {
 } from '../../machines/continuity-extension.js';
 import type { JsonRpcMessage, JsonRpcRequest } from '../../machines/jsonrpc.js';
 import { isOwnerAlive } from '../../machines/server/instances.js';
+import { storedEvent } from '../../machines/server/keyed-events.js';
 import {
   driveKeyedCallSync,
   type KeyedCallAnswers,
@@ -675,7 +676,8 @@ export class SimServer2026 {
     for (let n = 1; n <= tool.progress; n++) {
       this.clock.setTimeout(() => {
         if (!live()) return;
-        append(this.progressMessage(request, callKey, execution, n));
+        // Kept as the runtime keeps it: without the progress token (each attempt is written its own).
+        append(storedEvent(this.progressMessage(request, callKey, execution, n)));
         this.wake(entry.logId);
       }, tool.stepMs * n);
     }

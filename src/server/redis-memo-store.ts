@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import {
-  admitNewKey,
+  admitCounted,
   type KeyedWorkState,
   type MemoEntry,
   memoExpired,
@@ -25,17 +25,18 @@ end
 /**
  * KEYS: entry, principal set (zset: entry hash → window end, +inf while running), running set.
  * ARGV: now, max per principal, entry JSON, entry hash. Set-if-absent and the bound in one step, so two
- * instances racing on one key create it once. Replies {1} created, {0, json} exists, {2, scores...} full.
+ * instances racing on one key create it once. Replies {1} created, {0, json} exists, {2, count, first
+ * window end} full. The bound is counted (ZCARD, after ZREMRANGEBYSCORE drops what left its window) and
+ * the first window end is the set's lowest score: O(log n) whatever the principal holds.
  */
 const CREATE = `${LIVE}
 local NOW = tonumber(ARGV[1])
 if live(KEYS[1], NOW) then return { 0, redis.call('HGET', KEYS[1], 'e') } end
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', NOW)
-if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[2]) then
-  local scores = redis.call('ZRANGE', KEYS[2], 0, -1, 'WITHSCORES')
-  local out = { 2 }
-  for i = 2, #scores, 2 do out[#out + 1] = scores[i] end
-  return out
+local held = redis.call('ZCARD', KEYS[2])
+if held >= tonumber(ARGV[2]) then
+  local first = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+  return { 2, held, first[2] or 'inf' }
 end
 redis.call('DEL', KEYS[1])
 redis.call('HSET', KEYS[1], 'e', ARGV[3], 's', 'running', 'x', '')
@@ -184,14 +185,14 @@ export class RedisMemoStore implements MemoStore {
     )) as Array<number | string>;
     if (Number(reply[0]) === 1) return { kind: 'created' };
     if (Number(reply[0]) === 0) return { kind: 'exists', entry: JSON.parse(String(reply[1])) as MemoEntry };
-    // Full: the scores are the window ends of the principal's live entries (inf while running).
-    const live = reply.slice(1).map((score) => {
-      const end = Number(score);
-      return Number.isFinite(end)
-        ? { state: 'committed' as const, finishedAt: end - this.memoWindowMs }
-        : { state: 'running' as const };
-    });
-    const admission = admitNewKey(live, maxEntriesPerPrincipal, this.memoWindowMs, now);
+    // Full: the count, and the lowest score (the first window end; inf when every entry runs).
+    const first = Number(reply[2]);
+    const admission = admitCounted(
+      { live: Number(reply[1]), firstWindowEnd: Number.isNaN(first) ? Number.POSITIVE_INFINITY : first },
+      maxEntriesPerPrincipal,
+      this.memoWindowMs,
+      now,
+    );
     return admission.kind === 'full' ? admission : { kind: 'full', retryAfterSeconds: 1 };
   }
 

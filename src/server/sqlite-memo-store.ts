@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import Database from 'better-sqlite3';
 import {
-  admitNewKey,
+  admitCounted,
   type KeyedWorkState,
   type MemoEntry,
   memoExpiresAt,
@@ -20,7 +20,8 @@ export interface SqliteMemoStoreOptions {
  * The memo on SQLite (better-sqlite3, WAL): one process, survives a restart. Every change is one
  * transaction, so set-if-absent, the per-principal bound and compare-and-set are atomic. A restarted
  * process has a new instance id, so entries its predecessor left `running` have an owner nobody leases:
- * the runtime declares them outcome unknown. `expires_at` (NULL while running) is indexed for the sweep.
+ * the runtime declares them outcome unknown. `expires_at` (NULL while running) is indexed for the sweep, and
+ * with the principal for the per-principal bound (counted in SQL, so a new key costs the same at any count).
  */
 export class SqliteMemoStore implements MemoStore {
   readonly durable: boolean;
@@ -41,7 +42,8 @@ export class SqliteMemoStore implements MemoStore {
       CREATE TABLE IF NOT EXISTS memo (
         memo_key TEXT PRIMARY KEY, principal TEXT NOT NULL, state TEXT NOT NULL,
         expires_at INTEGER, entry TEXT NOT NULL) WITHOUT ROWID;
-      CREATE INDEX IF NOT EXISTS memo_principal ON memo (principal);
+      DROP INDEX IF EXISTS memo_principal;
+      CREATE INDEX IF NOT EXISTS memo_principal_expiry ON memo (principal, expires_at);
       CREATE INDEX IF NOT EXISTS memo_expiry ON memo (expires_at);
       CREATE TABLE IF NOT EXISTS memo_meta (k TEXT PRIMARY KEY, v INTEGER NOT NULL) WITHOUT ROWID;
     `);
@@ -52,8 +54,10 @@ export class SqliteMemoStore implements MemoStore {
       get: db.prepare<[string], { entry: string; expires_at: number | null }>(
         'SELECT entry, expires_at FROM memo WHERE memo_key = ?',
       ),
-      live: db.prepare<[string, number], { entry: string }>(
-        'SELECT entry FROM memo WHERE principal = ? AND (expires_at IS NULL OR expires_at > ?)',
+      // Counted on the (principal, expires_at) index alone: no row is read, no entry parsed.
+      live: db.prepare<[string, number], { live: number; first: number | null }>(
+        'SELECT COUNT(*) AS live, MIN(expires_at) AS first FROM memo ' +
+          'WHERE principal = ? AND (expires_at IS NULL OR expires_at > ?)',
       ),
       insert: db.prepare(
         'INSERT INTO memo (memo_key, principal, state, expires_at, entry) VALUES (?, ?, ?, ?, ?)',
@@ -92,8 +96,13 @@ export class SqliteMemoStore implements MemoStore {
       const existing = this.read(entry.memoKey);
       if (existing) return { kind: 'exists', entry: existing };
       const now = this.now();
-      const live = this.q.live.all(entry.principal, now).map((r) => JSON.parse(r.entry) as MemoEntry);
-      const admission = admitNewKey(live, maxEntriesPerPrincipal, this.memoWindowMs, now);
+      const counted = this.q.live.get(entry.principal, now);
+      const admission = admitCounted(
+        { live: counted?.live ?? 0, firstWindowEnd: counted?.first ?? Number.POSITIVE_INFINITY },
+        maxEntriesPerPrincipal,
+        this.memoWindowMs,
+        now,
+      );
       if (admission.kind === 'full') return admission;
       // An expired row of the same key may still be there (not swept yet): the new entry replaces it.
       this.q.remove.run(entry.memoKey);

@@ -10,6 +10,12 @@ import {
 import type { JsonRpcMessage, JsonRpcRequest } from '../../../machines/jsonrpc.js';
 import { isOwnerAlive } from '../../../machines/server/instances.js';
 import {
+  admitKeyedEvent,
+  EMPTY_EVENT_BUDGET,
+  maxEventBytesPerKey,
+  storedEvent,
+} from '../../../machines/server/keyed-events.js';
+import {
   driveKeyedCall,
   type KeyedFollowCommand,
   type KeyedLogRead,
@@ -61,6 +67,12 @@ export interface KeyedRequestsOptions {
    * 10,000 (without `authenticate`, every caller is one principal).
    */
   readonly maxEntriesPerPrincipal?: number;
+  /**
+   * Bytes of events (JSON, progress kept without its token) one key's log keeps; the body's messages
+   * past it are neither kept nor delivered, and its result is always recorded and answered
+   * (machines/server/keyed-events.ts). Defaults to 1 MiB.
+   */
+  readonly maxEventBytesPerKey?: number;
   /** How long this instance's lease lasts; renewed every third of it. Defaults to 10 s. */
   readonly leaseMs?: number;
   /** How often an attached response looks at the log and entry without a wake-up. Defaults to 250 ms. */
@@ -102,6 +114,7 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
   private readonly keepAliveMs: number;
   private readonly leaseMs: number;
   private readonly maxEntries: number;
+  private readonly maxEventBytes: number;
   private readonly wakeups = new Wakeups();
   /** Bodies running here, by memo key: their abort controllers. */
   private readonly local = new Map<string, AbortController>();
@@ -128,6 +141,7 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
     this.keepAliveMs = options.keepAliveMs ?? 15_000;
     this.leaseMs = options.leaseMs ?? 10_000;
     this.maxEntries = options.maxEntriesPerPrincipal ?? 10_000;
+    this.maxEventBytes = maxEventBytesPerKey(options.maxEventBytesPerKey);
     this.onError = options.onError ?? (() => {});
     const finite = (n: number, otherwise: number) => (Number.isFinite(n) ? n : otherwise);
     this.settings = {
@@ -305,12 +319,22 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
         refusal = new Response(text, { status: response.status, headers: response.headers });
       } else {
         accepted(undefined);
+        // What the key's log keeps: each message in its stored form, within the key's byte budget.
+        let budget = EMPTY_EVENT_BUDGET;
         for await (const m of sdkMessages(response, abort.signal)) {
           if (isFinalAnswer(m, message.id)) {
             final = m;
             break;
           }
-          await this.log.append(entry.logId, KEYED_STREAM, m);
+          const stored = storedEvent(m);
+          const admission = admitKeyedEvent(
+            budget,
+            Buffer.byteLength(JSON.stringify(stored)),
+            this.maxEventBytes,
+          );
+          budget = admission.budget;
+          if (admission.kind === 'drop') continue;
+          await this.log.append(entry.logId, KEYED_STREAM, stored);
           this.wakeups.ring(entry.logId);
         }
       }

@@ -15,6 +15,10 @@ import {
   withLegacyVersions,
 } from '../../../machines/server/era.js';
 import {
+  maxResourceSubscriptions,
+  refuseOversizeFilter,
+} from '../../../machines/server/listen-filter-bound.js';
+import {
   type ListenLogLimits,
   listenAttemptOf,
   listenLogLimits,
@@ -52,6 +56,12 @@ export interface ModernOptions {
    * after a restart, is reported as a gap of unknown size.
    */
   readonly listenLog?: Partial<ListenLogLimits>;
+  /**
+   * Resource URIs one `subscriptions/listen` filter may name; a larger filter is answered 400 with
+   * -32602 before the SDK sees it (every published change is looked up in every stream's filter).
+   * Default 10,000 (`DEFAULT_MAX_RESOURCE_SUBSCRIPTIONS`).
+   */
+  readonly maxResourceSubscriptions?: number;
 }
 
 /** One admitted modern request, as the handler read it. */
@@ -152,8 +162,12 @@ export async function createModernEndpoint(
     }
   };
 
+  const maxUris = maxResourceSubscriptions(options.maxResourceSubscriptions);
+
   return {
     async serve(input) {
+      const oversize = refuseOversizeFilter(input.body, maxUris);
+      if (oversize) return Response.json(oversize.message, { status: oversize.status });
       // The exchange's signal: the SDK cancels the request when it fires (spec: close = cancel). It fires
       // when the client goes away, before the response exists (`input.gone`) or while its body streams
       // (the body is cancelled).

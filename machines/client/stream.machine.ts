@@ -7,6 +7,7 @@ import type { ServerAdvertisement } from '../validity.js';
 import { type Absorbed, absorbEvents, type DeliveredMessage, rememberIds } from './absorb.js';
 import type { Exchange, IoEvent, SseEvent } from './io.js';
 import { serverRetryFloor } from './limits.js';
+import { notFoundClose } from './not-found.js';
 import { decidePostFailure, type PostFacts } from './post-failure.js';
 import { asJsonRpcMessage } from './wire.js';
 
@@ -133,6 +134,8 @@ export interface StreamContext {
   gapSinceOpen: boolean;
   /** Some attempt of this stream may have reached the server (anything but a refusal or a 404). */
   mayHaveRun: boolean;
+  /** The server opened this stream (an event stream) at least once: it knows it (`decideNotFound`). */
+  opened: boolean;
   /**
    * What the last run of SSE events did (`absorbEvents`); read by the actions and guards after it, and
    * forgotten when the exchange ends.
@@ -169,6 +172,7 @@ function initialContext(input: StreamInput): StreamContext {
     nextDelayMs: 0,
     gapSinceOpen: false,
     mayHaveRun: false,
+    opened: false,
     absorbed: undefined,
   };
 }
@@ -271,10 +275,19 @@ export const streamMachine = setup({
   actions: {
     // Only a refused connection and a 404 prove that an attempt did not run; anything else may have.
     classifyResponse: assign({
-      decision: ({ event }) =>
-        event.type === 'http.response'
-          ? classifyClose({ kind: 'http-status', status: event.status, body: event.body })
-          : undefined,
+      decision: ({ context, event }) => {
+        if (event.type !== 'http.response') return undefined;
+        const decision = classifyClose({ kind: 'http-status', status: event.status, body: event.body });
+        if (decision.action !== 'session-terminated') return decision;
+        // Whether this 404 ends the session or only this stream: machines/client/not-found.ts.
+        const exchange = exchangeFor(context);
+        return notFoundClose({
+          method: exchange.method,
+          stream: context.stream.kind === 'standalone' ? 'standalone' : 'request',
+          carriedSessionId: exchange.sessionId !== undefined,
+          servedBefore: context.opened || context.lastEventId !== undefined,
+        });
+      },
       mayHaveRun: ({ context, event }) =>
         context.mayHaveRun || (event.type === 'http.response' && event.status !== 404),
     }),
@@ -296,7 +309,7 @@ export const streamMachine = setup({
       mayHaveRun: true,
     }),
     /** A stream opened: the request may have run. Attempts start over only on progress (see `absorb`). */
-    markOpened: assign({ gapSinceOpen: false, mayHaveRun: true }),
+    markOpened: assign({ gapSinceOpen: false, mayHaveRun: true, opened: true }),
     markGap: assign({ gapSinceOpen: true }),
     scheduleReconnect: assign(({ context }) => ({
       nextDelayMs: reconnectDelay(

@@ -156,6 +156,22 @@ export function exchangeFor(ctx: StreamContext): Exchange {
 }
 
 /**
+ * What a status other than a 200 event stream means for this stream: the close table (`classifyClose`),
+ * and for a 404 whether it ends the session or only this stream (`notFoundClose`, not-found.ts).
+ */
+export function responseDecision(ctx: StreamContext, status: number, body: unknown): CloseDecision {
+  const decision = classifyClose({ kind: 'http-status', status, body });
+  if (decision.action !== 'session-terminated') return decision;
+  const exchange = exchangeFor(ctx);
+  return notFoundClose({
+    method: exchange.method,
+    stream: ctx.stream.kind === 'standalone' ? 'standalone' : 'request',
+    carriedSessionId: exchange.sessionId !== undefined,
+    servedBefore: ctx.opened || ctx.lastEventId !== undefined,
+  });
+}
+
+/**
  * A stream's context at its start. Every field is spelled out, not `...input`: the spread built a slow
  * object shape (~13 µs per stream), and every `assign` copies this object again.
  */
@@ -275,19 +291,8 @@ export const streamMachine = setup({
   actions: {
     // Only a refused connection and a 404 prove that an attempt did not run; anything else may have.
     classifyResponse: assign({
-      decision: ({ context, event }) => {
-        if (event.type !== 'http.response') return undefined;
-        const decision = classifyClose({ kind: 'http-status', status: event.status, body: event.body });
-        if (decision.action !== 'session-terminated') return decision;
-        // Whether this 404 ends the session or only this stream: machines/client/not-found.ts.
-        const exchange = exchangeFor(context);
-        return notFoundClose({
-          method: exchange.method,
-          stream: context.stream.kind === 'standalone' ? 'standalone' : 'request',
-          carriedSessionId: exchange.sessionId !== undefined,
-          servedBefore: context.opened || context.lastEventId !== undefined,
-        });
-      },
+      decision: ({ context, event }) =>
+        event.type === 'http.response' ? responseDecision(context, event.status, event.body) : undefined,
       mayHaveRun: ({ context, event }) =>
         context.mayHaveRun || (event.type === 'http.response' && event.status !== 404),
     }),

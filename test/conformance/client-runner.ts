@@ -72,6 +72,7 @@ export async function listClientScenarios(): Promise<string[]> {
 }
 
 const bundles = new Map<string, Promise<string>>();
+const bundleDirs: string[] = [];
 
 /**
  * The client app bundled into one ES module, once per app and process: started with tsx, each run spent
@@ -81,6 +82,7 @@ function bundled(app: string): Promise<string> {
   let bundle = bundles.get(app);
   if (!bundle) {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'mcp-conformance-app-'));
+    bundleDirs.push(dir);
     const outfile = path.join(dir, 'client-app.mjs');
     bundle = build({
       entryPoints: [app],
@@ -93,13 +95,16 @@ function bundled(app: string): Promise<string> {
       banner: {
         js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);",
       },
-    }).then(() => {
-      process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
-      return outfile;
-    });
+    }).then(() => outfile);
     bundles.set(app, bundle);
   }
   return bundle;
+}
+
+/** Deletes the bundled apps (a test file's `afterAll`). */
+export function removeClientApps(): void {
+  for (const dir of bundleDirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+  bundles.clear();
 }
 
 /** The checks.json the CLI wrote under `dir` (`<scenario>-<timestamp>/checks.json`, nested for `auth/…`). */

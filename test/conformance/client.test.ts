@@ -1,7 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { describe, expect, it } from 'vitest';
-import { type ClientRunResult, listClientScenarios, readBaseline, runRepeatedly } from './client-runner.js';
+import { afterAll, describe, expect, it } from 'vitest';
+import {
+  type ClientRunResult,
+  listClientScenarios,
+  readBaseline,
+  removeClientApps,
+  runRepeatedly,
+} from './client-runner.js';
 
 /**
  * The official MCP conformance suite (`@modelcontextprotocol/conformance` 0.1.16), client side: every
@@ -31,6 +37,8 @@ const summary = (results: readonly ClientRunResult[]) => {
 };
 
 describe('MCP conformance suite 0.1.16, client scenarios (ContinuityClientTransport)', () => {
+  afterAll(removeClientApps);
+
   it('lists the non-auth client scenarios this file knows to run', () => {
     expect(scenarios).toEqual(
       expect.arrayContaining([

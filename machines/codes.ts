@@ -72,6 +72,8 @@ export const StopReason = {
   closeEvent: 'close_event',
   noContent: 'no_content',
   notOffered: 'not_offered',
+  /** A 404 to a call's resume that cannot mean the session's end (no session id was sent): not-found.ts. */
+  notFound: 'not_found',
 } as const;
 export type StopReason = (typeof StopReason)[keyof typeof StopReason];
 

@@ -5,6 +5,7 @@ export * from './client/cursor.js';
 export type { Exchange, IoEvent, NetworkFault } from './client/io.js';
 export * from './client/ledger.js';
 export * from './client/limits.js';
+export * from './client/not-found.js';
 export * from './client/post-failure.js';
 export * from './client/session.machine.js';
 export * from './client/stateless-decide.js';

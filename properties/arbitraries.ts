@@ -78,6 +78,8 @@ export const worldConfigArb: fc.Arbitrary<WorldConfig> = fc.record({
   seed: fc.nat(),
   dedupe: fc.boolean(),
   replayOverlap: fc.constantFrom(0, 0, 1, 3),
+  // Now and then a server that answers the standalone GET 404 while it serves POSTs (issue 22).
+  standaloneNotFound: fc.constantFrom(false, false, false, false, false, true),
 });
 
 /**

@@ -107,6 +107,31 @@ export const REGRESSIONS: readonly Scenario[] = [
  */
 export const DIRECTED: readonly Scenario[] = [
   {
+    // Issue 22: a server that routes only POST. Calls run on the one session; a POST's 404 after the session
+    // expired in a partition re-initializes, and the re-sent call completes.
+    name: 'not-found rule: standalone GET never served, 404 \u2192 not offered, session kept',
+    config: {
+      heartbeat: true,
+      maxEventsPerStream: 4,
+      retentionMs: 60000,
+      idleTtlMs: 30000,
+      latencyMaxMs: 10,
+      seed: 22,
+      standaloneNotFound: true,
+    },
+    commands: [
+      { kind: 'call', tool: 'upsert' },
+      { kind: 'advance', ms: 100 },
+      { kind: 'serverNotify' },
+      { kind: 'call', tool: 'charge' },
+      { kind: 'advance', ms: 2000 },
+      { kind: 'partition', ms: 35000 },
+      { kind: 'advance', ms: 40000 },
+      { kind: 'call', tool: 'upsert' },
+      { kind: 'advance', ms: 5000 },
+    ],
+  },
+  {
     name: 'session: re-initialize failed \u2192 terminated',
     config: {
       heartbeat: false,

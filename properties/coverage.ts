@@ -1,7 +1,7 @@
 import type { InspectionEvent } from 'xstate';
 import { alreadyDelivered } from '../machines/client/absorb.js';
-import type { StreamContext } from '../machines/client/stream.machine.js';
-import { JsonRpcCode } from '../machines/codes.js';
+import { exchangeFor, type StreamContext } from '../machines/client/stream.machine.js';
+import { JsonRpcCode, StopReason } from '../machines/codes.js';
 import type { CloseDecision } from '../machines/decide.js';
 import { isResponse, type JsonRpcMessage } from '../machines/jsonrpc.js';
 import type { ResumeAnswer } from '../machines/server/retention.js';
@@ -43,10 +43,22 @@ export const BRANCHES: readonly Branch[] = [
     '410 → gap, standalone stream starts over',
     'the simulated log never sweeps a live standalone stream',
   ),
-  b('close table', '204/405 → stop', 'the simulated server always offers the standalone stream'),
+  b(
+    'close table',
+    '204/405 → stop',
+    'the simulated server answers a standalone GET with a stream or a 404 (the not-found rule), never 204/405',
+  ),
   b('close table', 'other status → refused'),
   b('close table', 'reconnects exhausted → given up'),
   b('close table', 'event: close → closed by server'),
+  b('not-found rule', 'POST 404 → session lost'),
+  b('not-found rule', 'GET 404 for a stream served in this session → session lost'),
+  b('not-found rule', 'standalone GET never served, 404 → not offered, session kept'),
+  b(
+    'not-found rule',
+    'GET 404 without a session id → only the stream ends',
+    'the simulated client opens every GET with its session id',
+  ),
   b('POST-failure rule', 'refused → re-send'),
   b('POST-failure rule', 'may have run, re-send safe → re-send'),
   b('POST-failure rule', 'may have run, not re-send safe → outcome unknown'),
@@ -115,10 +127,29 @@ function closeRow(d: CloseDecision | undefined, target: string, ctx: StreamConte
         return '410 → gap, standalone stream starts over';
       return '410 → gap, resume at the oldest retained event';
     case 'stop':
-      return '204/405 → stop';
+      // A stop that a 404 decided is the not-found rule's row (`notFoundRow`).
+      return notFoundRow(d, ctx) ? undefined : '204/405 → stop';
     case 'refuse':
       return 'other status → refused';
   }
+}
+
+/**
+ * The not-found rule's row (machines/client/not-found.ts) for a decision a 404 made. A 405 to a standalone
+ * GET that never opened reads as the 404 row here; the simulated server never answers 405.
+ */
+function notFoundRow(d: CloseDecision | undefined, ctx: StreamContext): string | undefined {
+  if (d?.action === 'session-terminated')
+    return exchangeFor(ctx).method === 'POST'
+      ? 'POST 404 → session lost'
+      : 'GET 404 for a stream served in this session → session lost';
+  if (d?.action !== 'stop') return undefined;
+  if (d.reason === StopReason.notFound) return 'GET 404 without a session id → only the stream ends';
+  if (d.reason !== StopReason.notOffered) return undefined;
+  if (ctx.stream.sessionId === undefined) return 'GET 404 without a session id → only the stream ends';
+  return ctx.stream.kind === 'standalone' && !ctx.opened
+    ? 'standalone GET never served, 404 → not offered, session kept'
+    : undefined;
 }
 
 /** The POST-failure rule's branch, when the stream leaving `deciding` is a request that never got an id. */
@@ -159,6 +190,8 @@ export function inspectClient(observe: Observe): (ev: InspectionEvent) => void {
             if (row) observe(key('close table', row));
             const rule = postFailureRow(ctx, to);
             if (rule) observe(key('POST-failure rule', rule));
+            const notFound = notFoundRow(ctx.decision, ctx);
+            if (notFound) observe(key('not-found rule', notFound));
           } else if (from === 'streaming' && to === 'responseEvicted')
             observe(key('close table', '410 → gap, response evicted'));
         } else if (id === 'client') {

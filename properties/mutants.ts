@@ -1,9 +1,9 @@
 import { assign, emit } from 'xstate';
 import { absorbEvents } from '../machines/client/absorb.js';
 import { clientSessionMachine } from '../machines/client/session.machine.js';
-import { streamMachine } from '../machines/client/stream.machine.js';
+import { responseDecision, streamMachine } from '../machines/client/stream.machine.js';
 import { JsonRpcCode } from '../machines/codes.js';
-import { classifyClose } from '../machines/decide.js';
+import type { classifyClose } from '../machines/decide.js';
 import { parseEventId } from '../machines/event-id.js';
 import type { JsonRpcMessage } from '../machines/jsonrpc.js';
 import { answerCursor, type ResumeAnswer } from '../machines/server/retention.js';
@@ -38,12 +38,9 @@ function closeTable(
   return streamMachine.provide({
     actions: {
       classifyResponse: assign({
-        decision: ({ event }) =>
+        decision: ({ context, event }) =>
           event.type === 'http.response'
-            ? rewrite(
-                classifyClose({ kind: 'http-status', status: event.status, body: event.body }),
-                event.status,
-              )
+            ? rewrite(responseDecision(context, event.status, event.body), event.status)
             : undefined,
         mayHaveRun: ({ context, event }) =>
           context.mayHaveRun || (event.type === 'http.response' && event.status !== 404),
@@ -121,6 +118,16 @@ export const MUTANTS: readonly Mutant[] = [
       closeTable((d, status) => (status === 404 ? { action: 'reconnect', reason: 'reset' } : d)),
     ),
     caughtBy: ['no spurious outcome unknown', 'no hang', 'no unflagged loss'],
+  },
+  {
+    // Issue 22: the client before machines/client/not-found.ts, against a server that routes only POST.
+    name: "a standalone GET's 404 read as the session's end",
+    branch: 'not-found rule',
+    variant: client(
+      'get-404-session-lost',
+      closeTable((d, status) => (status === 404 ? { action: 'session-terminated' } : d)),
+    ),
+    caughtBy: ['session survives transport', 'no unflagged loss'],
   },
   {
     name: '410 read as a transport fault (reconnect without a gap)',

@@ -7,6 +7,7 @@ import type { ServerAdvertisement } from '../validity.js';
 import { type Absorbed, absorbEvents, type DeliveredMessage, rememberIds } from './absorb.js';
 import type { Exchange, IoEvent, SseEvent } from './io.js';
 import { serverRetryFloor } from './limits.js';
+import { notFoundClose } from './not-found.js';
 import { decidePostFailure, type PostFacts } from './post-failure.js';
 import { asJsonRpcMessage } from './wire.js';
 
@@ -133,6 +134,8 @@ export interface StreamContext {
   gapSinceOpen: boolean;
   /** Some attempt of this stream may have reached the server (anything but a refusal or a 404). */
   mayHaveRun: boolean;
+  /** The server opened this stream (an event stream) at least once: it knows it (`decideNotFound`). */
+  opened: boolean;
   /**
    * What the last run of SSE events did (`absorbEvents`); read by the actions and guards after it, and
    * forgotten when the exchange ends.
@@ -153,6 +156,22 @@ export function exchangeFor(ctx: StreamContext): Exchange {
 }
 
 /**
+ * What a status other than a 200 event stream means for this stream: the close table (`classifyClose`),
+ * and for a 404 whether it ends the session or only this stream (`notFoundClose`, not-found.ts).
+ */
+export function responseDecision(ctx: StreamContext, status: number, body: unknown): CloseDecision {
+  const decision = classifyClose({ kind: 'http-status', status, body });
+  if (decision.action !== 'session-terminated') return decision;
+  const exchange = exchangeFor(ctx);
+  return notFoundClose({
+    method: exchange.method,
+    stream: ctx.stream.kind === 'standalone' ? 'standalone' : 'request',
+    carriedSessionId: exchange.sessionId !== undefined,
+    servedBefore: ctx.opened || ctx.lastEventId !== undefined,
+  });
+}
+
+/**
  * A stream's context at its start. Every field is spelled out, not `...input`: the spread built a slow
  * object shape (~13 µs per stream), and every `assign` copies this object again.
  */
@@ -169,6 +188,7 @@ function initialContext(input: StreamInput): StreamContext {
     nextDelayMs: 0,
     gapSinceOpen: false,
     mayHaveRun: false,
+    opened: false,
     absorbed: undefined,
   };
 }
@@ -271,10 +291,8 @@ export const streamMachine = setup({
   actions: {
     // Only a refused connection and a 404 prove that an attempt did not run; anything else may have.
     classifyResponse: assign({
-      decision: ({ event }) =>
-        event.type === 'http.response'
-          ? classifyClose({ kind: 'http-status', status: event.status, body: event.body })
-          : undefined,
+      decision: ({ context, event }) =>
+        event.type === 'http.response' ? responseDecision(context, event.status, event.body) : undefined,
       mayHaveRun: ({ context, event }) =>
         context.mayHaveRun || (event.type === 'http.response' && event.status !== 404),
     }),
@@ -296,7 +314,7 @@ export const streamMachine = setup({
       mayHaveRun: true,
     }),
     /** A stream opened: the request may have run. Attempts start over only on progress (see `absorb`). */
-    markOpened: assign({ gapSinceOpen: false, mayHaveRun: true }),
+    markOpened: assign({ gapSinceOpen: false, mayHaveRun: true, opened: true }),
     markGap: assign({ gapSinceOpen: true }),
     scheduleReconnect: assign(({ context }) => ({
       nextDelayMs: reconnectDelay(

@@ -59,6 +59,11 @@ export interface SimServerConfig {
   readonly dedupe: boolean;
   /** A resume starts this many events before the cursor (the client already has them). */
   readonly replayOverlap: number;
+  /**
+   * The server offers no standalone stream: it answers a GET without a cursor 404 while it serves the
+   * session's POSTs, as a server that routes only POST does (the conformance suite's; issue 22).
+   */
+  readonly standaloneNotFound?: boolean;
 }
 
 /** A decision the simulated server took, for whoever counts what the model reaches (coverage). */
@@ -194,6 +199,10 @@ export class SimServer {
         conn.send({ type: 'http.response', status: 200 });
         return;
       case 'standalone': {
+        if (this.config.standaloneNotFound) {
+          conn.send({ type: 'http.response', status: 404 });
+          return;
+        }
         const s = session as SimSession;
         const { decision } = this.ask(s, { type: 'standalone.requested' }, 'decision.attach');
         this.observe({ kind: 'attach', decision });
@@ -498,6 +507,8 @@ export class SimServer {
 
   /** A server-initiated notification on the standalone stream of every session that opened one. */
   notifyStandalone(): void {
+    // A server without a standalone stream has nowhere to send it.
+    if (this.config.standaloneNotFound) return;
     for (const session of this.sessions.values()) {
       if (session.actor.getSnapshot().matches('ended')) continue;
       // Before the client's first GET the message is kept for it, as the runtime does (`standalone.used`).

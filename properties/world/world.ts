@@ -58,6 +58,8 @@ export interface WorldConfig {
   readonly dedupe?: boolean;
   /** A resume replays this many events the client already has before the ones it asked for (default 0). */
   readonly replayOverlap?: number;
+  /** The server answers every GET without a cursor 404 and serves POSTs (`SimServerConfig`; default off). */
+  readonly standaloneNotFound?: boolean;
 }
 
 export const DEFAULT_WORLD: WorldConfig = {
@@ -125,6 +127,7 @@ export class World {
       retryMs: 100,
       dedupe: config.dedupe ?? true,
       replayOverlap: config.replayOverlap ?? 0,
+      standaloneNotFound: config.standaloneNotFound === true,
     };
     this.server = new SimServer(
       this.clock,

@@ -23,7 +23,8 @@ export interface HostileRequest {
 
 export type Misbehave = (request: HostileRequest) => void;
 
-export async function hostileServer(misbehave: Misbehave, sessionId = 'hostile-session') {
+/** `sessionId` null: a stateless server, which names no session (the conformance suite's `tools_call`). */
+export async function hostileServer(misbehave: Misbehave, sessionId: string | null = 'hostile-session') {
   const seen: SeenByServer[] = [];
   const kinds = new Map<string, number>();
   const server = createServer((req, res) => {
@@ -42,7 +43,10 @@ export async function hostileServer(misbehave: Misbehave, sessionId = 'hostile-s
       const nth = kinds.get(kind) ?? 0;
       kinds.set(kind, nth + 1);
       if (req.method === 'POST' && body?.method === 'initialize') {
-        res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': sessionId });
+        res.writeHead(200, {
+          'content-type': 'application/json',
+          ...(sessionId === null ? {} : { 'mcp-session-id': sessionId }),
+        });
         res.end(
           JSON.stringify({
             jsonrpc: '2.0',

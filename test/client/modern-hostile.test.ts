@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { createParser } from 'eventsource-parser';
 import { afterEach, describe, expect, it } from 'vitest';
+import { backoffCeiling, type ReconnectPolicy } from '../../machines/backoff.js';
 import {
   MAX_EVENT_ID_LENGTH,
   MAX_REMEMBERED_CALL_IDS,
@@ -8,7 +9,11 @@ import {
 } from '../../machines/client/limits.js';
 import type { StatelessCallOutput } from '../../machines/client/stateless-call.machine.js';
 import { ContinuityMeta } from '../../machines/continuity-extension.js';
+import { ACKNOWLEDGED_METHOD, SUBSCRIPTION_ID_META_KEY } from '../../machines/listen-wire.js';
 import { continuityFetch } from '../../src/client/modern/continuity-fetch.js';
+import type { ListenGap } from '../../src/client/modern/listen.js';
+import { listenRequestInit } from '../support/listen-request.js';
+import { until } from '../support/until.js';
 import {
   discoverAnswer,
   event,
@@ -165,4 +170,51 @@ describe('item 7: event ids on a keyed call', () => {
     expect(seen.has(`e${3 * MAX_REMEMBERED_CALL_IDS - 1}`)).toBe(true);
     expect(seen.has(`e${2 * MAX_REMEMBERED_CALL_IDS - 1}`)).toBe(false);
   });
+});
+
+describe('item 9: a listen stream that closes right after each acknowledgement', () => {
+  it('is re-opened after a growing backoff (an ack is not progress), each re-open one gap', async () => {
+    const REOPENS = 7;
+    const policy: ReconnectPolicy = {
+      initialDelayMs: 20,
+      maxDelayMs: 5_000,
+      factor: 2,
+      maxRetries: 8,
+      jitter: 'none',
+    };
+    const arrivals: number[] = [];
+    const server = await hostileModernServer(({ res, body }) => {
+      if (body.method !== 'subscriptions/listen') return res.writeHead(404).end();
+      arrivals.push(performance.now());
+      sse(res);
+      const ack = {
+        jsonrpc: '2.0',
+        method: ACKNOWLEDGED_METHOD,
+        params: {
+          notifications: (body.params as { notifications?: unknown }).notifications,
+          _meta: { [SUBSCRIPTION_ID_META_KEY]: body.id },
+        },
+      };
+      res.end(event(ack));
+    });
+    servers.push(server);
+    const gaps: ListenGap[] = [];
+    const stop = new AbortController();
+    const fetchImpl = continuityFetch({ listenPolicy: policy, onListenGap: (g) => gaps.push(g) });
+    const response = await fetchImpl(server.url, listenRequestInit('L1', {}, stop.signal));
+    const draining = response.text().catch(() => undefined);
+    await until('the re-opens', () => arrivals.length > REOPENS || undefined, 30_000);
+    stop.abort();
+    await draining;
+    // Re-open k waits the ceiling of attempt k-1 (no jitter): a timer never fires early, however busy
+    // the machine. Before the fix every re-open came ~20 ms after the last (the ack restarted the backoff).
+    const waits = arrivals.slice(1, REOPENS + 1).map((t, k) => t - (arrivals[k] ?? 0));
+    console.log(`item 9: waits before re-opens ${waits.map((w) => w.toFixed(0)).join(', ')} ms`);
+    waits.forEach((wait, k) => {
+      expect(wait).toBeGreaterThanOrEqual(backoffCeiling(k, policy) - 2);
+    });
+    // Each re-open after an acknowledged stream broke is one gap: never more gaps than re-opens.
+    expect(gaps.length).toBeLessThanOrEqual(arrivals.length - 1);
+    expect(gaps.length).toBeGreaterThanOrEqual(REOPENS - 1);
+  }, 60_000);
 });

@@ -64,6 +64,7 @@ export function discoverAnswer(id: string | number | undefined, memoWindowMs = 6
     jsonrpc: '2.0',
     id,
     result: {
+      resultType: 'complete',
       supportedVersions: [VERSION],
       capabilities: { tools: {}, ...continuityCapability({ ...DEFAULT_CONTINUITY_SETTINGS, memoWindowMs }) },
       serverInfo: { name: 'hostile-2026', version: '1' },

@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { createParser } from 'eventsource-parser';
 import { afterEach, describe, expect, it } from 'vitest';
 import { backoffCeiling, type ReconnectPolicy } from '../../machines/backoff.js';
@@ -216,5 +217,118 @@ describe('item 9: a listen stream that closes right after each acknowledgement',
     // Each re-open after an acknowledged stream broke is one gap: never more gaps than re-opens.
     expect(gaps.length).toBeLessThanOrEqual(arrivals.length - 1);
     expect(gaps.length).toBeGreaterThanOrEqual(REOPENS - 1);
+  }, 60_000);
+});
+
+describe('item 8: discover and list answers are passed on as they arrive, capped', () => {
+  /** Keep-alive comments every 20 ms until the client goes away. */
+  const keepAlive = (res: ServerResponse) => {
+    const timer = setInterval(() => res.write(': keep-alive\n\n'), 20);
+    res.on('close', () => clearInterval(timer));
+  };
+  const bounded = <T>(what: string, p: Promise<T>) =>
+    Promise.race([
+      p,
+      new Promise<never>((_, reject) =>
+        setTimeout(() => reject(new Error(`${what} did not settle within 20 s`)), 20_000).unref(),
+      ),
+    ]);
+
+  it('answers on event streams kept open by keep-alives: connect and listTools settle at the answer; what they said is learned', async () => {
+    const callMeta: Record<string, unknown>[] = [];
+    const server = await hostileModernServer(({ res, body }) => {
+      switch (body.method) {
+        case 'server/discover':
+        case 'tools/list': {
+          sse(res);
+          keepAlive(res);
+          res.write(': keep-alive\n\n');
+          const result =
+            body.method === 'server/discover'
+              ? discoverAnswer(body.id)
+              : {
+                  jsonrpc: '2.0',
+                  id: body.id,
+                  result: {
+                    resultType: 'complete',
+                    ttlMs: 0,
+                    cacheScope: 'private',
+                    tools: [{ name: 'charge', inputSchema: { type: 'object' } }],
+                  },
+                };
+          // Another id's response first: it does not end the exchange.
+          res.write(event({ jsonrpc: '2.0', id: 'not-yours', result: {} }));
+          res.write(event(result));
+          return; // never ended: keep-alives until the client leaves
+        }
+        case 'tools/call':
+          callMeta.push((body.params?._meta ?? {}) as Record<string, unknown>);
+          return json(res, { jsonrpc: '2.0', id: body.id, result: { resultType: 'complete', content: [] } });
+        default:
+          return res.writeHead(404).end();
+      }
+    });
+    servers.push(server);
+    const client = new Client(
+      { name: 'item-8', version: '1.0.0' },
+      { versionNegotiation: { mode: { pin: '2026-07-28' } } },
+    );
+    await bounded(
+      'connect',
+      client.connect(new StreamableHTTPClientTransport(new URL(server.url), { fetch: continuityFetch() })),
+    );
+    const listed = await bounded('listTools', client.listTools());
+    expect(listed.tools.map((t) => t.name)).toEqual(['charge']);
+    await bounded('callTool', client.callTool({ name: 'charge', arguments: {} }));
+    // The discover answer was read as it passed: the extension's key went with the call.
+    expect(typeof callMeta[0]?.[ContinuityMeta.idempotencyKey]).toBe('string');
+    await client.close();
+  }, 60_000);
+
+  it('a 64 MiB tools/list body: the client reads at most the cap and the call fails saying why', async () => {
+    let written = 0;
+    const server = await hostileModernServer(({ res, body }) => {
+      if (body.method !== 'tools/list') return res.writeHead(404).end();
+      res.writeHead(200, { 'content-type': 'application/json' });
+      const piece = 'x'.repeat(1024 * 1024);
+      void (async () => {
+        await write(res, `{"jsonrpc":"2.0","id":${JSON.stringify(body.id)},"result":{"tools":[],"pad":"`);
+        for (let i = 0; i < 64 && !res.destroyed; i++) {
+          await write(res, piece);
+          written += piece.length;
+        }
+        res.end('"}}');
+      })();
+    });
+    servers.push(server);
+    const fetchImpl = continuityFetch();
+    const response = await bounded('tools/list', fetchImpl(server.url, modernInit(1, 'tools/list')));
+    const answer = await response.json();
+    expect(answer).toMatchObject({ id: 1, error: { code: -32055, data: { reason: 'answer_too_large' } } });
+    expect(answer.error.message).toMatch(/tools\/list answer exceeded 16777216 bytes/);
+    // The server could write the cap plus what the sockets buffer, not the 64 MiB.
+    console.log(`item 8: the server wrote ${(written / 2 ** 20).toFixed(0)} MiB of a 64 MiB body`);
+    expect(written).toBeLessThan(40 * 2 ** 20);
+  }, 60_000);
+
+  it('an event stream of keep-alives that never answers: cut at the cap with a clear error', async () => {
+    const server = await hostileModernServer(({ res }) => {
+      sse(res);
+      keepAlive(res);
+    });
+    servers.push(server);
+    const fetchImpl = continuityFetch({ maxListingBytes: 1024 });
+    const response = await bounded(
+      'server/discover',
+      fetchImpl(server.url, modernInit(7, 'server/discover')),
+    );
+    const messages: Record<string, unknown>[] = [];
+    await bounded(
+      'the body',
+      readMessages(response, (m) => messages.push(m)),
+    );
+    expect(messages).toMatchObject([
+      { id: 7, error: { code: -32055, data: { reason: 'answer_too_large', limit: 1024 } } },
+    ]);
   }, 60_000);
 });

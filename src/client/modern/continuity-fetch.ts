@@ -54,6 +54,11 @@ export interface ContinuityFetchOptions {
   /** How a broken listen stream is re-opened: backoff with full jitter. Default `DEFAULT_RECONNECT_POLICY`. */
   readonly listenPolicy?: ReconnectPolicy;
   /**
+   * No byte (not even a keep-alive) for this long on a listen stream, or before its headers, counts as a
+   * break (the first attempt: the listen fails). Default 5 min (`DEFAULT_STALL_TIMEOUT_MS`); 0 turns it off.
+   */
+  readonly listenStallTimeoutMs?: number;
+  /**
    * No `server/discover` or `tools/list` answer is read beyond this many bytes: the application gets a
    * JSON-RPC error (-32055, `data.reason: 'answer_too_large'`) instead. Default 16 MiB.
    */
@@ -122,6 +127,9 @@ export function continuityFetch(options: ContinuityFetchOptions = {}): typeof fe
           fetch: inner,
           useExtension: options.useExtension !== false,
           ...(options.listenPolicy ? { policy: options.listenPolicy } : {}),
+          ...(options.listenStallTimeoutMs !== undefined
+            ? { stallTimeoutMs: options.listenStallTimeoutMs }
+            : {}),
           ...(options.onListenGap ? { onGap: options.onListenGap } : {}),
           ...(options.onRelist ? { onRelist: options.onRelist } : {}),
         });

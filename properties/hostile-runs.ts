@@ -3,14 +3,19 @@ import { spawnSync } from 'node:child_process';
 /**
  * The hostile-input suites at a longer budget than CI gives them: raw HTTP requests against a running
  * server (`MCPC_FUZZ_RUNS` batches) and a generated hostile server against the real client machines
- * (`MCPC_HOSTILE_RUNS` runs). They are vitest files because they drive real sockets; this runs them as
+ * (`MCPC_HOSTILE_RUNS` runs), and generated hostile 2026 servers over loopback against `continuityFetch`
+ * (`MCPC_HOSTILE_2026_RUNS` runs). They are vitest files because they drive real sockets; this runs them as
  * they run in CI, only longer, and says whether they held.
  */
 export function runHostile(options: {
   readonly serverBatches: number;
   readonly clientRuns: number;
 }): boolean {
-  const files = ['test/server/hostile-input.property.test.ts', 'test/client/hostile-server.property.test.ts'];
+  const files = [
+    'test/server/hostile-input.property.test.ts',
+    'test/client/hostile-server.property.test.ts',
+    'test/client/modern-hostile.property.test.ts',
+  ];
   console.log(
     `hostile input: ${options.serverBatches} batches of raw requests against the server, ` +
       `${options.clientRuns} generated hostile servers against the client`,
@@ -21,6 +26,7 @@ export function runHostile(options: {
       ...process.env,
       MCPC_FUZZ_RUNS: String(options.serverBatches),
       MCPC_HOSTILE_RUNS: String(options.clientRuns),
+      MCPC_HOSTILE_2026_RUNS: String(options.clientRuns),
     },
   });
   return run.status === 0;

@@ -74,3 +74,25 @@ export function acceptableEventId(id: string | undefined): id is string {
 export function acceptableSessionId(id: string): boolean {
   return id.length > 0 && id.length <= MAX_SESSION_ID_LENGTH && /^[\x21-\x7e]+$/.test(id);
 }
+
+/**
+ * How many SSE event ids one 2026-07-28 call remembers, to drop an event a re-issue replays (the newest
+ * ones: a server resumes after the last id the client sent back, so only recent ids come again). With
+ * ids of at most `MAX_EVENT_ID_LENGTH` characters a call keeps at most ~0.5 MiB of them, however long
+ * its stream.
+ */
+export const MAX_REMEMBERED_CALL_IDS = 1_024;
+
+/**
+ * Remembers a delivered event id of a 2026 call, in place (one call owns the set: copying it per message
+ * made a call of n events cost n²), forgetting the oldest once more than `MAX_REMEMBERED_CALL_IDS` are
+ * kept (a `Set` iterates in insertion order).
+ */
+export function rememberCallId(seen: Set<string>, id: string): Set<string> {
+  seen.add(id);
+  if (seen.size > MAX_REMEMBERED_CALL_IDS) {
+    const oldest = seen.values().next().value;
+    if (oldest !== undefined) seen.delete(oldest);
+  }
+  return seen;
+}

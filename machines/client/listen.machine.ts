@@ -29,7 +29,13 @@ import { asJsonRpcMessage } from './wire.js';
  *   before the application has a stream, so it sees every refusal as the server made it.
  * - Once the application holds the stream, every break (reset, clean end without a response) is
  *   re-opened after `reconnectDelay` (full jitter; the server's `retry:` a floor, capped). Attempts
- *   count failures since the last acknowledged stream; past `policy.maxRetries` the ceiling stays at
+ *   count failures since the last PROGRESS: a message other than an acknowledgement, or a stream that
+ *   stayed acknowledged for `policy.maxDelayMs` (`listenSteady`). An acknowledgement alone is not
+ *   progress: a server that acknowledges and closes at once was re-opened ~4 times a second forever
+ *   (issue 22 item 9), now it is backed off like one that refuses, as the 2025 streams are (a stream that
+ *   stays up as long as the longest backoff starts them over, so re-opens never outpace the backoff's
+ *   ceiling); each re-open after a break of an acknowledged stream is a real gap (changes published
+ *   while it was down are owed) and is reported, at the backoff's pace. Past `policy.maxRetries` the ceiling stays at
  *   `maxDelayMs` and the machine keeps polling, like the 2025 standalone GET stream: the listen
  *   stream has no call to unblock, and giving up would only lose notifications silently.
  * - It gives up only when the server refuses the re-open for good: a 4xx other than 408/425/429
@@ -120,7 +126,7 @@ export interface ListenContext {
   acknowledged: boolean;
   /** The stream broke after an acknowledgement and no re-open has been acknowledged since. */
   gapOpen: boolean;
-  /** Failed attempts since the last acknowledged stream. */
+  /** Failed attempts since the last progress (a message other than an ack, or a steady stream). */
   attempt: number;
   /** Re-opens ever started, never reset: names re-open ids and mixes the jitter. */
   reopens: number;
@@ -339,9 +345,13 @@ export const listenMachine = setup({
     listenBackoff: ({ context }) => context.nextDelayMs,
     /** Silence that counts as a dead connection. */
     listenStall: ({ context }) => context.stallTimeoutMs,
+    /** An acknowledged stream up this long is progress: as long as the longest backoff. */
+    listenSteady: ({ context }) => context.policy.maxDelayMs,
   },
   guards: {
     stallDetectionOn: ({ context }) => context.stallTimeoutMs > 0,
+    /** The stream in flight has been acknowledged (a re-open's ack closes the gap its break opened). */
+    acknowledgedHere: ({ context }) => context.acknowledged && !context.gapOpen,
     handedOver: ({ context }) => context.handedOver,
     permanentRefusal: ({ event }) => event.type === 'http.response' && isPermanentRefusal(event.status),
     /** A JSON answer that is the listen request's own answer: the server ended or refused the subscription. */
@@ -375,7 +385,7 @@ export const listenMachine = setup({
       for (const message of messagesOf(event)) {
         lastPosition = positionOfMessage(message) ?? lastPosition;
         if (isAck(message)) {
-          attempt = 0;
+          // Not progress: a server may acknowledge and close at once (see the header).
           if (!acknowledged) {
             acknowledged = true;
             out.push(stampedBack(message, first, context.currentId));
@@ -398,6 +408,8 @@ export const listenMachine = setup({
           }
           continue;
         }
+        // A message the application gets: progress, the attempts start over.
+        attempt = 0;
         out.push(stampedBack(message, first, context.currentId));
         if (answersAttempt(message, context.currentId)) break;
       }
@@ -463,6 +475,8 @@ export const listenMachine = setup({
     /** One attempt's HTTP exchange, from the POST to the end of its body. */
     exchanging: {
       invoke: { src: 'exchange', input: ({ context }) => exchangeFor(context) },
+      // Not restarted by what arrives (only `streaming` is re-entered): up since the POST.
+      after: { listenSteady: { guard: 'acknowledgedHere', actions: assign({ attempt: 0 }) } },
       initial: 'connecting',
       states: {
         connecting: {

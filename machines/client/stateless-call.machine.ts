@@ -14,6 +14,7 @@ import type {
   JsonRpcResponse,
   RequestId,
 } from '../jsonrpc.js';
+import { acceptableEventId, rememberCallId } from './limits.js';
 import {
   DEFAULT_STATELESS_POLICY,
   decideStatelessEnd,
@@ -149,9 +150,9 @@ export interface StatelessCallContext {
   /** SSE id of the last event received for this call, across attempts (the extension's `lastEventId`). */
   readonly lastEventId?: string;
   /**
-   * SSE ids already delivered: a replayed event with one of them is dropped. Grown in place (one call
-   * owns it): copying it per message made a call of n events cost n² (100,000 progress events did not
-   * finish in 2 minutes in the bench).
+   * SSE ids already delivered (the newest `MAX_REMEMBERED_CALL_IDS`): a replayed event with one of them is
+   * dropped. Grown in place (one call owns it): copying it per message made a call of n events cost n²
+   * (100,000 progress events did not finish in 2 minutes in the bench).
    */
   readonly seenEventIds: Set<string>;
   /** Messages delivered to the application so far. */
@@ -389,7 +390,7 @@ export const statelessCallMachine = setup({
                 actions: assign(({ context, event }) => ({
                   ...decided(context, endOfResponse(event.message as JsonRpcResponse), event.at),
                   answer: event.message as JsonRpcResponse,
-                  ...(event.eventId !== undefined ? { lastEventId: event.eventId } : {}),
+                  ...(acceptableEventId(event.eventId) ? { lastEventId: event.eventId } : {}),
                 })),
               },
               {
@@ -539,7 +540,9 @@ function absorbed(
   event: Extract<StatelessCallEvent, { type: 'attempt.message' }>,
 ): { update: Partial<StatelessCallContext>; deliver?: JsonRpcMessage } {
   const now = Math.max(c.now, event.at);
-  const id = event.eventId;
+  // An over-long id (as on 2025 streams, `MAX_EVENT_ID_LENGTH`) is a protocol error: the message counts,
+  // its id is never kept nor sent back as `lastEventId` (800 ids of 256 KiB held 230 MiB, issue 22 item 7).
+  const id = acceptableEventId(event.eventId) ? event.eventId : undefined;
   // A replayed event (the extension keeps its original SSE id) was delivered by an earlier attempt.
   if (id !== undefined && c.seenEventIds.has(id)) return { update: { now } };
   // The server must not send requests on a response stream (2026-07-28), and another id's answer is not
@@ -547,7 +550,7 @@ function absorbed(
   const deliverable = 'method' in event.message && !('id' in event.message);
   const update: Partial<StatelessCallContext> = {
     now,
-    ...(id !== undefined ? { lastEventId: id, seenEventIds: c.seenEventIds.add(id) } : {}),
+    ...(id !== undefined ? { lastEventId: id, seenEventIds: rememberCallId(c.seenEventIds, id) } : {}),
     deliveredCount: c.deliveredCount + (deliverable ? 1 : 0),
   };
   return deliverable ? { update, deliver: forApplication(event.message, c.request) } : { update };

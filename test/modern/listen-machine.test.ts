@@ -645,3 +645,58 @@ describe('listenMachine: a hostile re-acknowledgement', () => {
     expect(w.of('listen.gap').map((e) => e.gap.relist)).toEqual([expected]);
   });
 });
+
+describe('listenMachine: attempts start over only on progress (issue 22 item 9)', () => {
+  /** Re-open n: open, acknowledge, and close at once, as a hostile server does. */
+  const ackAndClose = (w: ReturnType<typeof world>, n: number) => {
+    w.io({ type: 'http.stream' });
+    w.messages(w.ack(n === 0 ? FIRST : reopenId(FIRST, n)));
+    w.io({ type: 'net.ended' });
+  };
+
+  it('an acknowledgement alone is not progress: a stream closed after each ack is backed off like a refusal', () => {
+    const w = world();
+    ackAndClose(w, 0);
+    for (let n = 1; n <= 5; n++) {
+      expect(w.snap().context.attempt).toBe(n);
+      w.waitBackoff();
+      ackAndClose(w, n);
+    }
+    // Each re-open after a break of an acknowledged stream is a gap (changes may have been published).
+    expect(w.of('listen.gap')).toHaveLength(5);
+    expect(w.snap().context.attempt).toBe(6);
+  });
+
+  it('a change notification is progress: the attempts start over', () => {
+    const w = world();
+    ackAndClose(w, 0);
+    w.waitBackoff();
+    ackAndClose(w, 1);
+    w.waitBackoff();
+    w.io({ type: 'http.stream' });
+    w.messages(w.ack(reopenId(FIRST, 2)));
+    expect(w.snap().context.attempt).toBe(2);
+    w.messages(w.change(reopenId(FIRST, 2)));
+    expect(w.snap().context.attempt).toBe(0);
+  });
+
+  it('an acknowledged stream up for maxDelayMs is progress; one not acknowledged is not', () => {
+    const w = world();
+    ackAndClose(w, 0);
+    w.waitBackoff();
+    ackAndClose(w, 1);
+    w.waitBackoff();
+    w.io({ type: 'http.stream' });
+    w.clock.increment(POLICY.maxDelayMs);
+    expect(w.snap().context.attempt).toBe(2);
+    w.messages(w.ack(reopenId(FIRST, 2)));
+    w.io({ type: 'net.ended' });
+    w.waitBackoff();
+    w.io({ type: 'http.stream' });
+    w.messages(w.ack(reopenId(FIRST, 3)));
+    w.clock.increment(POLICY.maxDelayMs - 1);
+    expect(w.snap().context.attempt).toBe(3);
+    w.clock.increment(1);
+    expect(w.snap().context.attempt).toBe(0);
+  });
+});

@@ -1,5 +1,6 @@
 import { randomInt, randomUUID } from 'node:crypto';
 import { createActor } from 'xstate';
+import { DEFAULT_MAX_LISTING_BYTES, endsListing } from '../../../machines/client/listing-answer.js';
 import {
   type StatelessCallOutput,
   statelessCallMachine,
@@ -27,7 +28,7 @@ import {
 } from '../../../machines/jsonrpc.js';
 import { type AttemptIo, attemptExchange } from './attempt-exchange.js';
 import { type ListenGap, type ReconnectPolicy, reopeningListen } from './listen.js';
-import { readThrough } from './read-messages.js';
+import { passListing } from './pass-listing.js';
 import { SdkResponse } from './sdk-response.js';
 
 export interface ContinuityFetchOptions {
@@ -52,6 +53,16 @@ export interface ContinuityFetchOptions {
   readonly onRelist?: (what: readonly string[]) => void;
   /** How a broken listen stream is re-opened: backoff with full jitter. Default `DEFAULT_RECONNECT_POLICY`. */
   readonly listenPolicy?: ReconnectPolicy;
+  /**
+   * No byte (not even a keep-alive) for this long on a listen stream, or before its headers, counts as a
+   * break (the first attempt: the listen fails). Default 5 min (`DEFAULT_STALL_TIMEOUT_MS`); 0 turns it off.
+   */
+  readonly listenStallTimeoutMs?: number;
+  /**
+   * No `server/discover` or `tools/list` answer is read beyond this many bytes: the application gets a
+   * JSON-RPC error (-32055, `data.reason: 'answer_too_large'`) instead. Default 16 MiB.
+   */
+  readonly maxListingBytes?: number;
   /** Makes idempotency keys. Default: a random UUID (122 random bits). */
   readonly newKey?: () => string;
 }
@@ -72,7 +83,8 @@ interface EndpointFacts {
  *
  * - 2025-era traffic (no 2026 `_meta` envelope) and every other request pass through untouched.
  * - `server/discover` and `tools/list` results are read as they pass: the extension's settings, the tools'
- *   `readOnlyHint` / `idempotentHint`.
+ *   `readOnlyHint` / `idempotentHint`. They reach the SDK as they arrive (an event stream ends with the
+ *   request's own response, however long the server keeps it open) and are capped (`maxListingBytes`).
  * - A 2026-07-28 `tools/call` runs `statelessCallMachine`: re-issued with a new id only when that cannot
  *   duplicate a side effect (through the extension: the same key and the last event id), and otherwise
  *   ended AT ONCE as outcome unknown: the SDK gets a JSON-RPC error `OUTCOME_UNKNOWN` (-32050) with
@@ -115,15 +127,25 @@ export function continuityFetch(options: ContinuityFetchOptions = {}): typeof fe
           fetch: inner,
           useExtension: options.useExtension !== false,
           ...(options.listenPolicy ? { policy: options.listenPolicy } : {}),
+          ...(options.listenStallTimeoutMs !== undefined
+            ? { stallTimeoutMs: options.listenStallTimeoutMs }
+            : {}),
           ...(options.onListenGap ? { onGap: options.onListenGap } : {}),
           ...(options.onRelist ? { onRelist: options.onRelist } : {}),
         });
       }
       case 'discover':
       case 'tools-list': {
-        const { messages, copy } = await readThrough(await inner(input, init));
-        for (const m of messages) learn(facts, route.kind, m);
-        return copy;
+        const kind = route.kind;
+        const request = route.request;
+        // Passed on as it arrives, read on the way; it ends with the request's own response.
+        return passListing(await inner(input, init), {
+          request,
+          maxBytes: options.maxListingBytes ?? DEFAULT_MAX_LISTING_BYTES,
+          onMessage: (m) => {
+            if (endsListing(m, request.id)) learn(facts, kind, m);
+          },
+        });
       }
       case 'call':
         return runCall(input, init ?? {}, route.request, route.toolName, facts);

@@ -1,12 +1,11 @@
 /**
- * The transport needs none of these; the command line, the demo and the inspector do. They are optional
+ * The transport needs none of these; the demo and the inspector do. They are optional
  * peer dependencies, loaded only when one of those parts runs, so installing the transport does not pull
  * them in, and a missing one is named with the command that installs it.
  */
 export const OPTIONAL_PEERS = {
   '@modelcontextprotocol/client': "the demo's 2026-07-28 part (mcp-continuity demo)",
   '@modelcontextprotocol/server': 'the 2026-07-28 endpoint (createContinuityServer({ modern }))',
-  commander: 'the mcp-continuity command line',
   ws: 'the inspector (startInspectorServer, createInspectorFeed, mcp-continuity inspect)',
   zod: 'the demo (mcp-continuity demo)',
 } as const;

@@ -69,8 +69,8 @@ const run = promisify(execFile);
 
 /** What the transport needs at run time, and nothing else. */
 const TRANSPORT_DEPENDENCIES = ['@opentelemetry/api', 'eventsource-parser', 'xstate'];
-/** Needed only by the command line, the demo, the inspector, or the repository's own tools and tests. */
-const NOT_FOR_THE_TRANSPORT = ['commander', 'fast-check', 'ws', 'zod'];
+/** Needed only by the demo, the inspector, or the repository's own tools and tests. */
+const NOT_FOR_THE_TRANSPORT = ['fast-check', 'ws', 'zod'];
 
 /**
  * The package as a user installs it: the real build (tsconfig.build.json) in a directory of its own, whose
@@ -137,11 +137,14 @@ describe('installing the package', () => {
   it('depends on exactly what the transport needs; the rest are optional peers or development tools', async () => {
     const pkg = JSON.parse(await readFile('package.json', 'utf8'));
     expect(Object.keys(pkg.dependencies).sort()).toEqual(TRANSPORT_DEPENDENCIES);
-    for (const name of ['commander', 'ws', 'zod']) {
+    for (const name of ['ws', 'zod']) {
       expect(pkg.peerDependencies[name], name).toBeDefined();
       expect(pkg.peerDependenciesMeta[name], name).toEqual({ optional: true });
     }
     expect(pkg.peerDependencies['fast-check']).toBeUndefined();
+    // The command line parses its arguments with node:util: no package of any kind for it.
+    for (const field of ['dependencies', 'peerDependencies', 'peerDependenciesMeta', 'devDependencies'])
+      expect(pkg[field].commander, field).toBeUndefined();
     for (const name of NOT_FOR_THE_TRANSPORT)
       expect(pkg.devDependencies[name], name).toMatch(/^\d+\.\d+\.\d+$/);
     // `npm run verify` runs the simulated world from the repository, not through the published command line.
@@ -188,32 +191,26 @@ describe('installing the package', () => {
     }
   });
 
-  it('the command line, the demo and the inspector name the optional peer they miss', async () => {
+  it('the command line runs with the transport alone; the demo and the inspector name the peer they miss', async () => {
     const bin = join('dist', 'src', 'cli', 'main.js');
     const transportOnly = await installed([...TRANSPORT_DEPENDENCIES, '@modelcontextprotocol/sdk']);
-    const noCommander = await node(transportOnly, [bin, '--help']);
-    expect(noCommander.code).toBe(1);
-    expect(noCommander.stderr).toContain('needs the package "commander"');
-    expect(noCommander.stderr).toContain('npm install commander');
-
-    const withCommander = await installed([
-      ...TRANSPORT_DEPENDENCIES,
-      '@modelcontextprotocol/sdk',
-      'commander',
-    ]);
-    const help = await node(withCommander, [bin, '--help']);
+    const help = await node(transportOnly, [bin, '--help']);
+    expect(help.stderr).toBe('');
     expect(help.code).toBe(0);
     expect(help.stdout).toMatch(/demo[\s\S]*inspect/);
     expect(help.stdout).not.toContain('verify');
-    const noWs = await node(withCommander, [bin, 'inspect', '--port', '0']);
+    const unknown = await node(transportOnly, [bin, 'frob']);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toMatch(/unknown command 'frob'[\s\S]*Usage: mcp-continuity/);
+    const noWs = await node(transportOnly, [bin, 'inspect', '--port', '0']);
     expect(noWs.code).toBe(1);
     expect(noWs.stderr).toContain('needs the package "ws"');
-    const noZod = await node(withCommander, [bin, 'demo', '--no-inspect']);
+    const noZod = await node(transportOnly, [bin, 'demo', '--no-inspect']);
     expect(noZod.code).toBe(1);
     expect(noZod.stderr).toContain('needs the package "zod"');
 
     // A feed must not throw into the machines it watches: without ws it warns once, naming the package.
-    const feed = await node(withCommander, [
+    const feed = await node(transportOnly, [
       '--input-type=module',
       '-e',
       "const { createInspectorFeed } = await import('./dist/src/index.js');\n" +
@@ -222,5 +219,54 @@ describe('installing the package', () => {
         'await feed.close();',
     ]);
     expect(feed.stdout).toContain('needs the package "ws"');
+  });
+
+  /**
+   * What a user gets from `npm install mcp-continuity` in an empty project: the packed tarball, installed by
+   * npm itself (the registry supplies the dependencies and the required peer, as for a user), and nothing
+   * else. The command line answers --help; the demo runs what it can (parts 1 and 2, on the 2025 protocol,
+   * with no inspector page) and names the one command that enables part 3 (MCP 2026-07-28).
+   */
+  it('installed from its tarball into an empty project, `npx mcp-continuity` answers --help and runs the demo', {
+    timeout: 240_000,
+  }, async () => {
+    // The npm running this test may have set npm_config_* (its prefix among them): the user's npm has not.
+    const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^npm_/i.test(key)));
+    const packed = await mkdtemp(join(tmpdir(), 'mcpc-tgz-'));
+    scratch.push(packed);
+    const pack = await run('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', packed], {
+      cwd: await installed([]),
+      env,
+    });
+    const tarball = join(packed, (JSON.parse(pack.stdout) as Array<{ filename: string }>)[0]?.filename ?? '');
+    const project = await mkdtemp(join(tmpdir(), 'mcpc-project-'));
+    scratch.push(project);
+    await writeFile(join(project, 'package.json'), '{ "name": "project", "private": true }\n');
+    await run('npm', ['install', tarball, '--no-audit', '--no-fund', '--prefer-offline'], {
+      cwd: project,
+      env,
+      timeout: 150_000,
+    });
+    const top = await readdir(join(project, 'node_modules'));
+    expect(top).toContain('mcp-continuity');
+    expect(top).toContain('xstate');
+    for (const absent of ['commander', 'ws']) expect(top, absent).not.toContain(absent);
+    const official = await readdir(join(project, 'node_modules', '@modelcontextprotocol'));
+    expect(official).toEqual(['sdk']);
+
+    // --no-install: the installed bin or a failure, never a same-named package fetched from the registry.
+    const npx = (args: string[]) =>
+      run('npx', ['--no-install', 'mcp-continuity', ...args], { cwd: project, env, timeout: 90_000 });
+    const help = await npx(['--help']);
+    expect(help.stdout).toMatch(/^Usage: mcp-continuity <command> \[options\]/);
+    expect(help.stdout).toMatch(/demo[\s\S]*inspect/);
+    const demo = await npx(['demo']);
+    expect(demo.stdout).toMatch(/inspector: not served .*npm install ws/);
+    expect(demo.stdout).toContain('result: charged card-4242');
+    expect(demo.stdout).toMatch(/lost silently +0/);
+    expect(demo.stdout).toContain(
+      'to run it: npm install @modelcontextprotocol/server@2.4.0 @modelcontextprotocol/client@2.4.0',
+    );
+    expect(demo.stdout).toContain('All guarantees of parts 1 and 2 held');
   });
 });

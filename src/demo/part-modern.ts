@@ -7,6 +7,9 @@ import { continuityFetch } from '../client/modern/continuity-fetch.js';
 import type { FaultProxy } from '../testing/fault-proxy.js';
 import type { DemoLedger } from './demo-server.js';
 import type { ModernChargeEvents } from './demo-server-modern.js';
+import { CONTINUITY_KEY, OFFICIAL_KEY } from './modern-keys.js';
+
+export { CONTINUITY_KEY, OFFICIAL_KEY };
 
 /**
  * Part 3 of the demo: the same slow charge through the same idle-cutting balancer, on MCP 2026-07-28
@@ -16,8 +19,6 @@ import type { ModernChargeEvents } from './demo-server-modern.js';
  */
 
 const MODERN = '2026-07-28';
-export const OFFICIAL_KEY = 'card-2026-a';
-export const CONTINUITY_KEY = 'card-2026-b';
 
 export interface ModernPartIo {
   readonly proxy: FaultProxy;

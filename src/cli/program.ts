@@ -1,0 +1,71 @@
+import type { ProgramSpec } from './args.js';
+
+/** The commands of `mcp-continuity` and their options (parsed by ./args.ts, run by ./main.ts). */
+export const PROGRAM: ProgramSpec = {
+  name: 'mcp-continuity',
+  description: 'MCP Streamable HTTP that never confuses a dropped connection with a lost session',
+  commands: {
+    demo: {
+      description:
+        'run the design note scenario: a long charge through a balancer that cuts idle connections, then a chatty tool through a too-small buffer, then the charge again on MCP 2026-07-28',
+      options: {
+        'idle-timeout': {
+          kind: 'int',
+          placeholder: '<ms>',
+          description: "the balancer's idle timeout",
+          default: 250,
+        },
+        'charge-ms': {
+          kind: 'int',
+          placeholder: '<ms>',
+          description: 'how long the charge takes',
+          default: 1_500,
+        },
+        count: {
+          kind: 'int',
+          placeholder: '<n>',
+          description: 'notifications the chatty tool sends',
+          default: 300,
+        },
+        buffer: {
+          kind: 'int',
+          placeholder: '<n>',
+          description: 'events the server keeps per stream',
+          default: 100,
+        },
+        'no-inspect': { kind: 'flag', description: 'do not serve the inspector page' },
+        'inspect-port': {
+          kind: 'int',
+          placeholder: '<n>',
+          description: 'port of the inspector page; 0: any free port',
+          default: 0,
+        },
+        'wait-for-page': {
+          kind: 'flag',
+          description: 'start the scenario once an inspector page is open (waits at most 60 s)',
+        },
+        slow: {
+          kind: 'flag',
+          description: 'wait for the inspector page, and pause 2 s before each part, to watch it live',
+        },
+        hold: {
+          kind: 'flag',
+          description: 'keep the inspector page serving after the demo ends, until Ctrl-C',
+        },
+      },
+    },
+    inspect: {
+      description:
+        'serve the live inspector page: the statecharts, cursors, gaps, outcome-unknown calls and metrics of running clients and servers',
+      options: {
+        port: { kind: 'int', placeholder: '<n>', description: 'port to listen on', default: 4477 },
+        host: {
+          kind: 'string',
+          placeholder: '<host>',
+          description: 'address to bind (loopback keeps it to this machine)',
+          default: '127.0.0.1',
+        },
+      },
+    },
+  },
+};

@@ -1,0 +1,54 @@
+import { describe, expect, it } from 'vitest';
+import type { KeyedWorkState, MemoEntry } from '../../machines/server/keyed-memo.js';
+import type { MemoCreate } from '../../src/server/memo-store.js';
+import { MemoryMemoStore } from '../../src/server/memory-memo-store.js';
+import { failingCases, memoStoreContract } from '../../src/testing/index.js';
+
+/** The contract suites can fail: stores broken on purpose are caught by the cases that name the rule. */
+
+/** Writes whatever it is given: compare-and-set without the compare (last writer wins). */
+class BlindReplaceStore extends MemoryMemoStore {
+  override async replace(next: MemoEntry, _expected: KeyedWorkState): Promise<MemoEntry | undefined> {
+    // Whatever is stored now is taken as expected (the private map is read to skip the compare).
+    const stored = (this as unknown as { entries: Map<string, MemoEntry> }).entries.get(next.memoKey);
+    return super.replace(next, stored?.state ?? next.state);
+  }
+}
+
+/** Reads, waits, then writes: two creates of one key both see it absent and both win. */
+class CheckThenActStore extends MemoryMemoStore {
+  override async create(entry: MemoEntry, max: number): Promise<MemoCreate> {
+    const existing = await this.get(entry.memoKey);
+    if (existing) return { kind: 'exists', entry: existing };
+    await new Promise((resolve) => setImmediate(resolve));
+    // Another writer may have created it meanwhile: this one overwrites it and also answers `created`.
+    if ((await this.replace(entry, 'running')) === entry) return { kind: 'created' };
+    return super.create(entry, max);
+  }
+}
+
+const failing = async (make: (o: { memoWindowMs: number; now: () => number }) => MemoryMemoStore) =>
+  (await failingCases(memoStoreContract({ create: make }))).map((f) => f.name);
+
+describe('a broken memo store fails the contract', () => {
+  it('compare-and-set that does not compare: the CAS and the outcome race cases fail', async () => {
+    const names = await failing((o) => new BlindReplaceStore(o));
+    expect(names).toContain(
+      'replace is compare-and-set on the state: it writes only from the expected state',
+    );
+    expect(names).toContain(
+      'two writers racing to record an outcome: exactly one compare-and-set wins, all see its entry',
+    );
+  });
+
+  it('create as check-then-act: the create race case fails', async () => {
+    const names = await failing((o) => new CheckThenActStore(o));
+    expect(names).toContain(
+      'two writers racing to create one key: exactly one creates it, every other is told of that entry',
+    );
+  });
+
+  it('the correct store fails nothing', async () => {
+    expect(await failing((o) => new MemoryMemoStore(o))).toEqual([]);
+  });
+});

@@ -27,6 +27,19 @@ class CheckThenActStore extends MemoryMemoStore {
   }
 }
 
+/**
+ * Compares which run an entry is, not only its state: what the 2026 world's object-identity
+ * compare-and-set did before it used `SimMemoStore` (a restarted key is another object, another log).
+ */
+class SameRunReplaceStore extends MemoryMemoStore {
+  override async replace(next: MemoEntry, expected: KeyedWorkState): Promise<MemoEntry | undefined> {
+    const stored = await this.get(next.memoKey);
+    if (stored && stored.state === expected && stored.logId !== next.logId && expected === 'running')
+      return stored;
+    return super.replace(next, expected);
+  }
+}
+
 const failing = async (make: (o: { memoWindowMs: number; now: () => number }) => MemoryMemoStore) =>
   (await failingCases(memoStoreContract({ create: make }))).map((f) => f.name);
 
@@ -46,6 +59,12 @@ describe('a broken memo store fails the contract', () => {
     expect(names).toContain(
       'two writers racing to create one key: exactly one creates it, every other is told of that entry',
     );
+  });
+
+  it('compare-and-set on identity (the run) instead of the state: the ABA case fails, and only it', async () => {
+    expect(await failing((o) => new SameRunReplaceStore(o))).toEqual([
+      'compares the state alone: an entry that left the expected state and came back is replaced (ABA)',
+    ]);
   });
 
   it('the correct store fails nothing', async () => {

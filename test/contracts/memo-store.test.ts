@@ -1,7 +1,10 @@
+import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, it } from 'vitest';
+import { SimMemoStore } from '../../properties/world2026/sim-memo.js';
+import type { MemoStore } from '../../src/server/memo-store.js';
 import { MemoryMemoStore } from '../../src/server/memory-memo-store.js';
 import { RedisMemoStore } from '../../src/server/redis-memo-store.js';
 import { SqliteMemoStore } from '../../src/server/sqlite-memo-store.js';
@@ -63,5 +66,62 @@ registerContract(
     create: (o) => onRedis(`memo-contract-${process.pid}-${++prefixes}:`, o),
     peer: (store, o) => onRedis(prefixOf.get(store) as string, o),
     reopen: (previous, o) => onRedis(prefixOf.get(previous) as string, o),
+  }),
+);
+
+/**
+ * The 2026 world's simulated memo (properties/world2026/sim-memo.ts), one instance's view of it: the world
+ * shares one store between its instances (a durable memo), so `peer` and `reopen` are views of the same data
+ * with their own instance ids, and leases live beside the data as they do in Redis.
+ */
+interface SimData {
+  readonly store: SimMemoStore;
+  readonly leases: Set<string>;
+  /** Where the store reports what it forgets by itself (the world's `onForget`). */
+  forgot?: (logId: string) => void;
+}
+const simOf = new WeakMap<MemoStore, SimData>();
+function simView(data: SimData): MemoStore {
+  const instanceId = randomBytes(8).toString('hex');
+  const { store, leases } = data;
+  const view: MemoStore = {
+    durable: true,
+    memoWindowMs: store.memoWindowMs,
+    instanceId,
+    completeForMs: async () => store.completeForMs(),
+    get: async (k) => store.get(k),
+    create: async (e, max) => store.create(e, max),
+    replace: async (next, expected) => store.replace(next, expected),
+    running: async () => store.running(),
+    sweep: async () => store.sweep(),
+    renewLease: async () => {
+      leases.add(instanceId);
+    },
+    dropLease: async () => {
+      leases.delete(instanceId);
+    },
+    alive: async (ids) => new Set(ids.filter((id) => id === instanceId || leases.has(id))),
+    onForget: (listener) => {
+      data.forgot = listener;
+    },
+    close: async () => undefined,
+  };
+  simOf.set(view, data);
+  return view;
+}
+
+registerContract(
+  { describe, it },
+  'MemoStore contract: simulated (2026 world)',
+  memoStoreContract({
+    create: (o) => {
+      const data: SimData = {
+        store: new SimMemoStore({ ...o, since: o.now(), onForget: (e) => data.forgot?.(e.logId) }),
+        leases: new Set(),
+      };
+      return simView(data);
+    },
+    peer: (view) => simView(simOf.get(view) as SimData),
+    reopen: (view) => simView(simOf.get(view) as SimData),
   }),
 );

@@ -1,6 +1,11 @@
 /** Test and demo utilities: `import { FaultProxy, memoStoreContract } from 'mcp-continuity/testing'`. */
 
 export {
+  type EventLogContractOptions,
+  type EventLogFactory,
+  eventLogContract,
+} from './contracts/event-log.js';
+export {
   type ContractCase,
   ContractClock,
   failingCases,

@@ -20,6 +20,7 @@ import {
   keyedFollowSteps,
 } from '../../machines/server/keyed-execute.js';
 import {
+  KEYED_STREAM,
   keyedLogId,
   type MemoEntry,
   memoExpired,
@@ -40,16 +41,10 @@ import {
   restartWon,
   routeKeyedMessage,
 } from '../../machines/server/keyed-plan.js';
-import {
-  appendToWindow,
-  EMPTY_WINDOW,
-  evictWindow,
-  finishWindow,
-  type RetentionPolicy,
-  type StreamWindow,
-} from '../../machines/server/retention.js';
+import type { RetentionPolicy } from '../../machines/server/retention.js';
 import type { VirtualClock } from '../world/clock.js';
 import { SimConnection, type SimNetwork } from '../world/network.js';
+import { SimEventLog } from '../world/sim-event-log.js';
 import type { SimExchange2026 } from './client.js';
 import type { Recorder2026 } from './recorder.js';
 import { SimMemoStore } from './sim-memo.js';
@@ -115,15 +110,13 @@ export type ServerObservation2026 =
   | { readonly kind: 'attach-end'; readonly end: string }
   | { readonly kind: 'unkeyed'; readonly event: 'run' | 'cancelled-by-close' | 'refused' };
 
-interface KeyLog {
-  window: StreamWindow;
-  readonly messages: Map<number, JsonRpcMessage>;
-}
-
-/** A simulated memo store (the `MemoStore` contract: `SimMemoStore`) and the key logs beside it. */
+/**
+ * A simulated memo store (the `MemoStore` contract: `SimMemoStore`) and the key logs beside it (the
+ * `EventLog` contract: `SimEventLog`, one pseudo-session per key, stream `KEYED_STREAM`).
+ */
 interface SimMemo {
   readonly store: SimMemoStore;
-  readonly logs: Map<string, KeyLog>;
+  readonly logs: SimEventLog;
 }
 
 interface Instance {
@@ -237,7 +230,7 @@ export class SimServer2026 {
 
   /** A memo store created at `since`; what it forgets takes its key log with it and wakes its watchers. */
   private newMemo(since: number): SimMemo {
-    const logs = new Map<string, KeyLog>();
+    const logs = new SimEventLog(this.retention, () => this.clock.now());
     const store = new SimMemoStore({
       memoWindowMs: this.config.settings.memoWindowMs,
       now: () => this.clock.now(),
@@ -245,7 +238,7 @@ export class SimServer2026 {
       expired: this.decisions.memoExpired,
       schedule: (fn, ms) => this.clock.setTimeout(fn, ms),
       onForget: (entry) => {
-        logs.delete(entry.logId);
+        logs.dropSession(entry.logId);
         this.recorder.forgotten.push(this.clock.now());
         this.observe({ kind: 'state', from: entry.state, to: 'forgotten' });
         this.wake(entry.logId);
@@ -328,16 +321,6 @@ export class SimServer2026 {
 
   private reply(conn: SimConnection, reply: KeyedReply, request: JsonRpcRequest): void {
     conn.send({ type: 'http.response', status: reply.status, body: replyMessage(reply, { id: request.id }) });
-  }
-
-  /** The key's log window, after age eviction now. */
-  private windowOf(memo: SimMemo, logId: string): StreamWindow | undefined {
-    const log = memo.logs.get(logId);
-    if (!log) return undefined;
-    const before = log.window.oldest;
-    log.window = evictWindow(log.window, this.clock.now(), this.retention);
-    for (let s = before; s < log.window.oldest; s++) log.messages.delete(s);
-    return log.window;
   }
 
   /**
@@ -425,7 +408,7 @@ export class SimServer2026 {
       case 'read-entry':
         return memo.store.get(mk);
       case 'read-window':
-        return this.windowOf(memo, cmd.entry.logId);
+        return memo.logs.window(cmd.entry.logId, KEYED_STREAM);
       case 'owner-alive':
         return this.alive(instance, cmd.owner);
       case 'memo-complete-for':
@@ -445,13 +428,12 @@ export class SimServer2026 {
         };
       }
       case 'open-log':
-        if (!memo.logs.has(cmd.entry.logId))
-          memo.logs.set(cmd.entry.logId, { window: EMPTY_WINDOW, messages: new Map() });
+        memo.logs.openStream(cmd.entry.logId, KEYED_STREAM);
         return undefined;
       case 'create-entry':
         return memo.store.create(cmd.entry, NO_BOUND);
       case 'drop-log':
-        memo.logs.delete(cmd.entry.logId);
+        memo.logs.dropSession(cmd.entry.logId);
         return undefined;
       case 'replace-entry':
         if (cmd.next.state === 'outcomeUnknown' && cmd.entry.state === 'running')
@@ -591,17 +573,8 @@ export class SimServer2026 {
   /** One command of an attached response's steps, on the simulated stores (the runtime's order). */
   private followCommand(f: Follower, c: KeyedFollowCommand): unknown {
     switch (c.kind) {
-      case 'read-log': {
-        const log = f.memo.logs.get(f.logId);
-        const window = this.windowOf(f.memo, f.logId);
-        if (!log || !window) return undefined;
-        const events: Array<{ seq: number; message: JsonRpcMessage }> = [];
-        for (let seq = Math.max(c.afterSeq + 1, window.oldest); seq <= window.head; seq++) {
-          const message = log.messages.get(seq);
-          if (message) events.push({ seq, message });
-        }
-        return { window, events } satisfies KeyedLogRead;
-      }
+      case 'read-log':
+        return f.memo.logs.read(f.logId, KEYED_STREAM, c.afterSeq) satisfies KeyedLogRead | undefined;
       case 'read-entry': {
         const current = f.memo.store.get(f.mk);
         return current?.logId === f.logId ? current : undefined;
@@ -686,13 +659,7 @@ export class SimServer2026 {
 
   /** Appends to the key's log (evicting what the retention policy says). */
   private append(memo: SimMemo, entry: MemoEntry, message: JsonRpcMessage): number {
-    const log = memo.logs.get(entry.logId) as KeyLog;
-    const before = log.window.oldest;
-    const { window, seq } = appendToWindow(log.window, this.clock.now(), this.retention);
-    for (let s = before; s < window.oldest; s++) log.messages.delete(s);
-    log.window = window;
-    log.messages.set(seq, message);
-    return seq;
+    return memo.logs.append(entry.logId, KEYED_STREAM, message);
   }
 
   /** The SDK's check of the `Mcp-Param-*` header against the tool's declaration now (SEP-2243). */
@@ -768,7 +735,7 @@ export class SimServer2026 {
           case 'read-entry':
             return memo.store.get(entry.memoKey);
           case 'read-window':
-            return (memo.logs.get(entry.logId) as KeyLog).window;
+            return memo.logs.window(entry.logId, KEYED_STREAM);
           case 'watched':
             // A response of this instance waiting on the key's log: the outcome is recorded `answered`.
             return [...(this.followers.get(entry.logId) ?? [])].some(
@@ -777,12 +744,9 @@ export class SimServer2026 {
           case 'record':
             if (c.event.type === 'tool.finished' && ran) this.complete(ran.callKey, ran.execution);
             return this.record(memo, c.entry, c.event, c.watched);
-          case 'append-final': {
-            this.append(memo, entry, c.message);
-            const log = memo.logs.get(entry.logId) as KeyLog;
-            log.window = finishWindow(log.window);
+          case 'append-final':
+            memo.logs.appendFinal(entry.logId, KEYED_STREAM, c.message);
             return undefined;
-          }
           case 'ring':
             this.wake(entry.logId);
             return undefined;

@@ -1,5 +1,6 @@
 /** Test and demo utilities: `import { FaultProxy, memoStoreContract } from 'mcp-continuity/testing'`. */
 
+export { type CursorStoreFactory, cursorStoreContract } from './contracts/cursor-store.js';
 export {
   type EventLogContractOptions,
   type EventLogFactory,

@@ -1,8 +1,10 @@
 import { describe, expect, it } from 'vitest';
+import type { CursorRecord } from '../../machines/client/cursor.js';
 import type { KeyedWorkState, MemoEntry } from '../../machines/server/keyed-memo.js';
+import { MemoryCursorStore } from '../../src/client/cursor-store.js';
 import type { MemoCreate } from '../../src/server/memo-store.js';
 import { MemoryMemoStore } from '../../src/server/memory-memo-store.js';
-import { failingCases, memoStoreContract } from '../../src/testing/index.js';
+import { cursorStoreContract, failingCases, memoStoreContract } from '../../src/testing/index.js';
 
 /** The contract suites can fail: stores broken on purpose are caught by the cases that name the rule. */
 
@@ -69,5 +71,23 @@ describe('a broken memo store fails the contract', () => {
 
   it('the correct store fails nothing', async () => {
     expect(await failing((o) => new MemoryMemoStore(o))).toEqual([]);
+  });
+});
+
+/** Every other save takes longer to land: racing saves land out of order (an unserialised file write). */
+class ReorderingCursorStore extends MemoryCursorStore {
+  private saves = 0;
+  override async save(record: CursorRecord | null): Promise<void> {
+    if (this.saves++ % 2 === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    return super.save(record);
+  }
+}
+
+describe('a broken cursor store fails the contract', () => {
+  it('saves that land out of order: the racing-saves case fails, and only it', async () => {
+    const failed = await failingCases(cursorStoreContract({ create: () => new ReorderingCursorStore() }));
+    expect(failed.map((f) => f.name)).toEqual([
+      'the last of racing saves wins (they may be coalesced, never reordered)',
+    ]);
   });
 });

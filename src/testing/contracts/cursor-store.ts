@@ -51,9 +51,8 @@ const recordOf = (n: number, over: Partial<CursorRecord> = {}): CursorRecord => 
  * awaited save is readable at once, the largest record a client writes fits, and, for a durable store, all
  * of it across a restart. Memory, file and the simulated store of the property worlds pass it.
  *
- * @example
+ * @example With your test framework's `describe` and `it` (vitest, jest, mocha):
  * ```ts
- * import { describe, it } from 'vitest';
  * import { cursorStoreContract, registerContract } from 'mcp-continuity/testing';
  * registerContract({ describe, it }, 'KeychainCursorStore', cursorStoreContract({
  *   create: () => new KeychainCursorStore(freshItemName()),

@@ -61,9 +61,8 @@ function random(seed: number): (n: number) => number {
  * over seeded random sequences), `appendFinal` written once however many race for it, isolation of
  * streams and sessions, two writers, and restart for durable logs. Memory, SQLite and Redis pass it.
  *
- * @example
+ * @example With your test framework's `describe` and `it` (vitest, jest, mocha):
  * ```ts
- * import { describe, it } from 'vitest';
  * import { eventLogContract, registerContract } from 'mcp-continuity/testing';
  * registerContract({ describe, it }, 'PostgresEventLog', eventLogContract({
  *   create: (options) => new PostgresEventLog({ pool, schema: freshSchema(), ...options }),

@@ -41,9 +41,8 @@ const FINISHED: readonly KeyedWorkState[] = [
  * as `restartWon` does), the memo window, races between two writers, the sweep, leases and restarts.
  * Memory, SQLite, Redis and the simulated store of the property worlds all pass it.
  *
- * @example
+ * @example With your test framework's `describe` and `it` (vitest, jest, mocha):
  * ```ts
- * import { describe, it } from 'vitest';
  * import { memoStoreContract, registerContract } from 'mcp-continuity/testing';
  * registerContract({ describe, it }, 'PostgresMemoStore', memoStoreContract({
  *   create: ({ memoWindowMs, now }) => new PostgresMemoStore({ pool, schema: freshSchema(), memoWindowMs, now }),

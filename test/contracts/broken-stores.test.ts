@@ -1,10 +1,17 @@
 import { describe, expect, it } from 'vitest';
 import type { CursorRecord } from '../../machines/client/cursor.js';
+import type { JsonRpcMessage } from '../../machines/jsonrpc.js';
 import type { KeyedWorkState, MemoEntry } from '../../machines/server/keyed-memo.js';
 import { MemoryCursorStore } from '../../src/client/cursor-store.js';
 import type { MemoCreate } from '../../src/server/memo-store.js';
+import { MemoryEventLog } from '../../src/server/memory-event-log.js';
 import { MemoryMemoStore } from '../../src/server/memory-memo-store.js';
-import { cursorStoreContract, failingCases, memoStoreContract } from '../../src/testing/index.js';
+import {
+  cursorStoreContract,
+  eventLogContract,
+  failingCases,
+  memoStoreContract,
+} from '../../src/testing/index.js';
 
 /** The contract suites can fail: stores broken on purpose are caught by the cases that name the rule. */
 
@@ -89,5 +96,30 @@ describe('a broken cursor store fails the contract', () => {
     expect(failed.map((f) => f.name)).toEqual([
       'the last of racing saves wins (they may be coalesced, never reordered)',
     ]);
+  });
+});
+
+/** `appendFinal` as a plain append: a call's answer can be written twice, and the stream never finishes. */
+class NeverFinishingLog extends MemoryEventLog {
+  override async appendFinal(sessionId: string, stream: number, message: JsonRpcMessage): Promise<number> {
+    return this.append(sessionId, stream, message);
+  }
+}
+
+describe('a broken event log fails the contract', () => {
+  it('appendFinal that neither finishes nor excludes: the finish, race and retention cases fail', async () => {
+    const failed = await failingCases(eventLogContract({ create: (o) => new NeverFinishingLog(o) }, 20));
+    expect(failed.map((f) => f.name).sort()).toEqual(
+      [
+        'a finished window keeps what is retained',
+        'agrees with the retention functions on every read (20 seeded random sequences)',
+        'appendFinal writes the last message of a stream exactly once, however many race for it',
+        'two writers appending at once: sequence numbers dense and distinct, each with its message',
+      ].sort(),
+    );
+  });
+
+  it('the correct log fails nothing', async () => {
+    expect(await failingCases(eventLogContract({ create: (o) => new MemoryEventLog(o) }, 20))).toEqual([]);
   });
 });

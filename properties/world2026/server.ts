@@ -21,10 +21,10 @@ import {
   keyedFollowSteps,
 } from '../../machines/server/keyed-execute.js';
 import {
+  KEYED_STREAM,
   keyedLogId,
   type MemoEntry,
   memoExpired,
-  memoExpiresAt,
   orphanedEntries,
 } from '../../machines/server/keyed-memo.js';
 import {
@@ -42,18 +42,13 @@ import {
   restartWon,
   routeKeyedMessage,
 } from '../../machines/server/keyed-plan.js';
-import {
-  appendToWindow,
-  EMPTY_WINDOW,
-  evictWindow,
-  finishWindow,
-  type RetentionPolicy,
-  type StreamWindow,
-} from '../../machines/server/retention.js';
+import type { RetentionPolicy } from '../../machines/server/retention.js';
 import type { VirtualClock } from '../world/clock.js';
 import { SimConnection, type SimNetwork } from '../world/network.js';
+import { SimEventLog } from '../world/sim-event-log.js';
 import type { SimExchange2026 } from './client.js';
 import type { Recorder2026 } from './recorder.js';
+import { SimMemoStore } from './sim-memo.js';
 import { TOOLS_2026, type Tool2026 } from './tools.js';
 
 /**
@@ -116,15 +111,13 @@ export type ServerObservation2026 =
   | { readonly kind: 'attach-end'; readonly end: string }
   | { readonly kind: 'unkeyed'; readonly event: 'run' | 'cancelled-by-close' | 'refused' };
 
-interface KeyLog {
-  window: StreamWindow;
-  readonly messages: Map<number, JsonRpcMessage>;
-}
-
-/** A simulated memo store: set-if-absent, compare-and-set, expiry, and the key logs beside it. */
-class SimMemo {
-  readonly entries = new Map<string, MemoEntry>();
-  readonly logs = new Map<string, KeyLog>();
+/**
+ * A simulated memo store (the `MemoStore` contract: `SimMemoStore`) and the key logs beside it (the
+ * `EventLog` contract: `SimEventLog`, one pseudo-session per key, stream `KEYED_STREAM`).
+ */
+interface SimMemo {
+  readonly store: SimMemoStore;
+  readonly logs: SimEventLog;
 }
 
 interface Instance {
@@ -163,6 +156,8 @@ interface Follower {
 }
 
 const PRINCIPAL = '';
+/** The per-principal bound is not modelled (one principal, few keys): the store keeps it, never reached. */
+const NO_BOUND = Number.MAX_SAFE_INTEGER;
 /** The runtime's bound on looks per wake-up of an attached response (a declared death, then the end). */
 const MAX_PLAN_ROUNDS = 4;
 /** An attached response also looks without a wake-up this often (the runtime's `pollMs`). */
@@ -177,7 +172,7 @@ const HEADER_MISMATCH = -32020;
 
 export class SimServer2026 {
   private readonly instances: Instance[] = [];
-  private readonly shared = new SimMemo();
+  private readonly shared: SimMemo;
   private rr = 0;
   /** When the memo store was created: `-memoAgeMs` (a store as old as its window is complete). */
   private readonly storeSince: number;
@@ -215,13 +210,14 @@ export class SimServer2026 {
     private readonly declares: (tool: Tool2026) => boolean = () => false,
   ) {
     this.storeSince = -(config.memoAgeMs ?? 0);
+    this.shared = this.newMemo(this.storeSince);
     for (let i = 0; i < Math.max(1, config.instances); i++)
       this.instances.push({
         id: i,
         incarnation: 0,
         down: false,
         startedAt: this.storeSince,
-        memo: new SimMemo(),
+        memo: this.newMemo(this.storeSince),
       });
     if (config.heartbeatMs > 0) this.heartbeat();
   }
@@ -231,6 +227,25 @@ export class SimServer2026 {
       maxEventsPerStream: this.config.settings.maxEventsPerRequest,
       retentionMs: this.config.settings.eventRetentionMs,
     };
+  }
+
+  /** A memo store created at `since`; what it forgets takes its key log with it and wakes its watchers. */
+  private newMemo(since: number): SimMemo {
+    const logs = new SimEventLog(this.retention, () => this.clock.now());
+    const store = new SimMemoStore({
+      memoWindowMs: this.config.settings.memoWindowMs,
+      now: () => this.clock.now(),
+      since,
+      expired: this.decisions.memoExpired,
+      schedule: (fn, ms) => this.clock.setTimeout(fn, ms),
+      onForget: (entry) => {
+        logs.dropSession(entry.logId);
+        this.recorder.forgotten.push(this.clock.now());
+        this.observe({ kind: 'state', from: entry.state, to: 'forgotten' });
+        this.wake(entry.logId);
+      },
+    });
+    return { store, logs };
   }
 
   private memoOf(instance: Instance): SimMemo {
@@ -307,34 +322,6 @@ export class SimServer2026 {
 
   private reply(conn: SimConnection, reply: KeyedReply, request: JsonRpcRequest): void {
     conn.send({ type: 'http.response', status: reply.status, body: replyMessage(reply, { id: request.id }) });
-  }
-
-  /** The memo's entry, unless its window has passed (the store deletes it and the key's log then). */
-  private lookup(memo: SimMemo, mk: string): MemoEntry | undefined {
-    const entry = memo.entries.get(mk);
-    if (!entry) return undefined;
-    if (!this.decisions.memoExpired(entry, this.config.settings.memoWindowMs, this.clock.now())) return entry;
-    this.forget(memo, entry);
-    return undefined;
-  }
-
-  private forget(memo: SimMemo, entry: MemoEntry): void {
-    if (memo.entries.get(entry.memoKey) !== entry) return;
-    memo.entries.delete(entry.memoKey);
-    memo.logs.delete(entry.logId);
-    this.recorder.forgotten.push(this.clock.now());
-    this.observe({ kind: 'state', from: entry.state, to: 'forgotten' });
-    this.wake(entry.logId);
-  }
-
-  /** The key's log window, after age eviction now. */
-  private windowOf(memo: SimMemo, logId: string): StreamWindow | undefined {
-    const log = memo.logs.get(logId);
-    if (!log) return undefined;
-    const before = log.window.oldest;
-    log.window = evictWindow(log.window, this.clock.now(), this.retention);
-    for (let s = before; s < log.window.oldest; s++) log.messages.delete(s);
-    return log.window;
   }
 
   /**
@@ -420,14 +407,14 @@ export class SimServer2026 {
   ): KeyedCallAnswers[keyof KeyedCallAnswers] {
     switch (cmd.kind) {
       case 'read-entry':
-        return this.lookup(memo, mk);
+        return memo.store.get(mk);
       case 'read-window':
-        return this.windowOf(memo, cmd.entry.logId);
+        return memo.logs.window(cmd.entry.logId, KEYED_STREAM);
       case 'owner-alive':
         return this.alive(instance, cmd.owner);
       case 'memo-complete-for':
-        // As the stores answer it: since the store was created (a memory store: since its process started).
-        return this.clock.now() - (this.config.memo === 'durable' ? this.storeSince : instance.startedAt);
+        // Since the store was created (a memory store: with its process).
+        return memo.store.completeForMs();
       case 'new-entry': {
         const n = ++this.epochs;
         return {
@@ -442,18 +429,12 @@ export class SimServer2026 {
         };
       }
       case 'open-log':
-        if (!memo.logs.has(cmd.entry.logId))
-          memo.logs.set(cmd.entry.logId, { window: EMPTY_WINDOW, messages: new Map() });
+        memo.logs.openStream(cmd.entry.logId, KEYED_STREAM);
         return undefined;
-      case 'create-entry': {
-        // Set-if-absent (the per-principal bound is not modelled: one principal, few keys).
-        const existing = this.lookup(memo, mk);
-        if (existing) return { kind: 'exists', entry: existing };
-        memo.entries.set(mk, cmd.entry);
-        return { kind: 'created' };
-      }
+      case 'create-entry':
+        return memo.store.create(cmd.entry, NO_BOUND);
       case 'drop-log':
-        memo.logs.delete(cmd.entry.logId);
+        memo.logs.dropSession(cmd.entry.logId);
         return undefined;
       case 'replace-entry':
         if (cmd.next.state === 'outcomeUnknown' && cmd.entry.state === 'running')
@@ -462,8 +443,7 @@ export class SimServer2026 {
         return undefined;
       case 'restart-entry': {
         // Compare-and-set from the refused entry's state; it won when the fresh entry is what is stored.
-        this.replace(memo, cmd.entry, cmd.next);
-        const won = restartWon(memo.entries.get(mk), cmd.next);
+        const won = restartWon(this.replace(memo, cmd.entry, cmd.next), cmd.next);
         this.serving.restarted = won ? 'won' : 'lost';
         if (!won) this.serving.lostRestart = true;
         return won;
@@ -479,31 +459,27 @@ export class SimServer2026 {
     return isOwnerAlive(owner, this.ownerOf(self), this.leased());
   }
 
-  /** Moves the stored entry by the machine (`nextEntry`), compare-and-set from its state. */
+  /** Moves the stored entry by the machine (`nextEntry`), compare-and-set from its state (the runtime's `record`). */
   private record(
     memo: SimMemo,
     entry: MemoEntry,
     event: Parameters<typeof nextEntry>[1],
     watched = false,
   ): MemoEntry | undefined {
-    const current = memo.entries.get(entry.memoKey);
-    if (current !== entry) return current;
     const next = nextEntry(entry, event, this.clock.now(), watched);
     if (!next) return entry;
-    this.replace(memo, entry, next);
-    return memo.entries.get(entry.memoKey);
+    return this.replace(memo, entry, next);
   }
 
-  /** Compare-and-set `next` over `entry`, then wake its watchers (and arm the store's expiry sweep). */
-  private replace(memo: SimMemo, entry: MemoEntry, next: MemoEntry): void {
-    if (memo.entries.get(entry.memoKey) !== entry) return;
-    memo.entries.set(entry.memoKey, next);
-    this.observe({ kind: 'state', from: entry.state, to: next.state });
-    const expires = memoExpiresAt(next, this.config.settings.memoWindowMs);
-    // The store's sweep: the entry goes when its window passes, and responses still attached learn it.
-    if (expires !== undefined)
-      this.clock.setTimeout(() => this.lookup(memo, next.memoKey), Math.max(0, expires - this.clock.now()));
+  /**
+   * Compare-and-set `next` from `entry`'s state (the store's; as in the runtime, the state is compared, not
+   * which run the entry is), then wake its watchers. The stored entry afterwards.
+   */
+  private replace(memo: SimMemo, entry: MemoEntry, next: MemoEntry): MemoEntry | undefined {
+    const stored = memo.store.replace(next, entry.state);
+    if (stored === next) this.observe({ kind: 'state', from: entry.state, to: next.state });
     this.wake(entry.logId);
+    return stored;
   }
 
   /** The response of one attempt, from the key's log: never starts anything. */
@@ -587,7 +563,7 @@ export class SimServer2026 {
     f.pending = r;
     f.busy = false;
     if (!r.done || f.done) return;
-    const refusal = r.value.end === 'outcome' && f.memo.entries.get(f.mk)?.state === 'refused';
+    const refusal = r.value.end === 'outcome' && f.memo.store.get(f.mk)?.state === 'refused';
     this.observe({ kind: 'attach-end', end: refusal ? 'the refusal (nothing ran)' : r.value.end });
     this.end(f);
     const frame = r.value.frame;
@@ -598,19 +574,10 @@ export class SimServer2026 {
   /** One command of an attached response's steps, on the simulated stores (the runtime's order). */
   private followCommand(f: Follower, c: KeyedFollowCommand): unknown {
     switch (c.kind) {
-      case 'read-log': {
-        const log = f.memo.logs.get(f.logId);
-        const window = this.windowOf(f.memo, f.logId);
-        if (!log || !window) return undefined;
-        const events: Array<{ seq: number; message: JsonRpcMessage }> = [];
-        for (let seq = Math.max(c.afterSeq + 1, window.oldest); seq <= window.head; seq++) {
-          const message = log.messages.get(seq);
-          if (message) events.push({ seq, message });
-        }
-        return { window, events } satisfies KeyedLogRead;
-      }
+      case 'read-log':
+        return f.memo.logs.read(f.logId, KEYED_STREAM, c.afterSeq) satisfies KeyedLogRead | undefined;
       case 'read-entry': {
-        const current = f.memo.entries.get(f.mk);
+        const current = f.memo.store.get(f.mk);
         return current?.logId === f.logId ? current : undefined;
       }
       case 'owner-alive':
@@ -635,7 +602,7 @@ export class SimServer2026 {
 
   /** The extension's explicit cancel (only a mutant sends one here: the simulated application never cancels). */
   private cancel(memo: SimMemo, mk: string): void {
-    const entry = memo.entries.get(mk);
+    const entry = memo.store.get(mk);
     if (this.decisionsCancel(entry)) this.record(memo, entry as MemoEntry, { type: 'cancel.requested' });
   }
 
@@ -668,10 +635,14 @@ export class SimServer2026 {
     const incarnation = instance.incarnation;
     const owner = entry.owner;
     // Aborted when its instance died, or when the entry is no longer running here (cancelled, declared dead).
-    const live = () =>
-      instance.incarnation === incarnation &&
-      memo.entries.get(entry.memoKey)?.logId === entry.logId &&
-      !abortsLocalRun(memo.entries.get(entry.memoKey), owner);
+    const live = () => {
+      const stored = memo.store.get(entry.memoKey);
+      return (
+        instance.incarnation === incarnation &&
+        stored?.logId === entry.logId &&
+        !abortsLocalRun(stored, owner)
+      );
+    };
     const append = (message: JsonRpcMessage): number => this.append(memo, entry, message);
     for (let n = 1; n <= tool.progress; n++) {
       this.clock.setTimeout(() => {
@@ -690,13 +661,7 @@ export class SimServer2026 {
 
   /** Appends to the key's log (evicting what the retention policy says). */
   private append(memo: SimMemo, entry: MemoEntry, message: JsonRpcMessage): number {
-    const log = memo.logs.get(entry.logId) as KeyLog;
-    const before = log.window.oldest;
-    const { window, seq } = appendToWindow(log.window, this.clock.now(), this.retention);
-    for (let s = before; s < window.oldest; s++) log.messages.delete(s);
-    log.window = window;
-    log.messages.set(seq, message);
-    return seq;
+    return memo.logs.append(entry.logId, KEYED_STREAM, message);
   }
 
   /** The SDK's check of the `Mcp-Param-*` header against the tool's declaration now (SEP-2243). */
@@ -770,9 +735,9 @@ export class SimServer2026 {
       driveKeyedCallSync(bodyEnd(entry, final, refused), (c): unknown => {
         switch (c.kind) {
           case 'read-entry':
-            return memo.entries.get(entry.memoKey);
+            return memo.store.get(entry.memoKey);
           case 'read-window':
-            return (memo.logs.get(entry.logId) as KeyLog).window;
+            return memo.logs.window(entry.logId, KEYED_STREAM);
           case 'watched':
             // A response of this instance waiting on the key's log: the outcome is recorded `answered`.
             return [...(this.followers.get(entry.logId) ?? [])].some(
@@ -781,12 +746,9 @@ export class SimServer2026 {
           case 'record':
             if (c.event.type === 'tool.finished' && ran) this.complete(ran.callKey, ran.execution);
             return this.record(memo, c.entry, c.event, c.watched);
-          case 'append-final': {
-            this.append(memo, entry, c.message);
-            const log = memo.logs.get(entry.logId) as KeyLog;
-            log.window = finishWindow(log.window);
+          case 'append-final':
+            memo.logs.appendFinal(entry.logId, KEYED_STREAM, c.message);
             return undefined;
-          }
           case 'ring':
             this.wake(entry.logId);
             return undefined;
@@ -897,11 +859,11 @@ export class SimServer2026 {
     if (this.config.memo === 'memory') {
       for (const set of this.followers.values())
         for (const f of set) if (f.memo === instance.memo) this.end(f);
-      instance.memo = new SimMemo();
+      instance.memo = this.newMemo(this.clock.now());
       return;
     }
     const memo = this.shared;
-    const running = [...memo.entries.values()].filter((e) => e.state === 'running');
+    const running = memo.store.running();
     const leased = this.leased();
     for (const e of orphanedEntries(running, (o) => isOwnerAlive(o, this.ownerOf(instance), leased)))
       this.record(memo, e, { type: 'instance.died' });

@@ -6,7 +6,7 @@ import { LatestWrite } from './latest-write.js';
 /**
  * Where the client keeps its cursor (session id and last event id per stream), written once the events
  * of each network chunk are delivered. Only a durable store satisfies the design note's condition 1
- * across a restart.
+ * across a restart. `cursorStoreContract` (`mcp-continuity/testing`) is the suite every store passes.
  */
 export interface CursorStore {
   /** True when the record survives the process. */

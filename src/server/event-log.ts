@@ -4,7 +4,7 @@ import type { RetentionPolicy, StreamWindow } from '../../machines/server/retent
 /**
  * Where a session's server-to-client messages are kept so a dropped stream can be resumed. A backend
  * stores; what is retained and what a cursor gets is decided by `machines/server/retention.ts`, so every
- * backend evicts and answers alike. `test/server/event-log.contract.ts` is the suite every backend passes.
+ * backend evicts and answers alike. `eventLogContract` (`mcp-continuity/testing`) is the suite every backend passes.
  *
  * Streams are numbered per session (0: the standalone GET stream). Sequence numbers are dense per stream,
  * starting at 1.

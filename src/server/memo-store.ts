@@ -5,7 +5,8 @@ import type { KeyedWorkState, MemoCreate, MemoEntry } from '../../machines/serve
  * (principal, key). The store keeps entries and makes each change atomic; what an entry becomes is decided
  * by `machines/server/keyed-memo.ts` and `keyed-plan.ts` (the keyed-request machine). Implementations:
  * memory (one process, not durable), SQLite (one process, survives a restart), Redis (several instances
- * share it, and it survives a restart).
+ * share it, and it survives a restart). `memoStoreContract` (`mcp-continuity/testing`) is the suite every
+ * store passes.
  */
 export type { MemoCreate } from '../../machines/server/keyed-memo.js';
 
@@ -27,7 +28,9 @@ export interface MemoStore {
   create(entry: MemoEntry, maxEntriesPerPrincipal: number): Promise<MemoCreate>;
   /**
    * Compare-and-set: writes `next` only while the stored entry is in `expected` (so an outcome is recorded
-   * once, and a cancel or a declared death never overwrites a recorded outcome). Returns the stored entry
+   * once, and a cancel or a declared death never overwrites a recorded outcome). The state alone is
+   * compared: an entry that left `expected` and came back (a refused key restarted) is replaced, so a
+   * caller that must tell two runs apart compares `logId` (`restartWon`). Returns the stored entry
    * afterwards (`next` when it won), or undefined when the entry is gone.
    */
   replace(next: MemoEntry, expected: KeyedWorkState): Promise<MemoEntry | undefined>;

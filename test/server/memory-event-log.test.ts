@@ -2,9 +2,8 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { JsonRpcMessage } from '../../machines/jsonrpc.js';
 import { DEFAULT_RETENTION_POLICY } from '../../machines/server/retention.js';
 import { MemoryEventLog } from '../../src/server/memory-event-log.js';
-import { eventLogContract } from './event-log.contract.js';
 
-eventLogContract('memory', (opts) => new MemoryEventLog(opts));
+// The EventLog contract runs on this log in test/contracts/event-log.test.ts.
 
 const note = (i: number): JsonRpcMessage => ({
   jsonrpc: '2.0',

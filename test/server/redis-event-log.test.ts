@@ -3,7 +3,6 @@ import type { JsonRpcMessage } from '../../machines/jsonrpc.js';
 import { appendToWindow, EMPTY_WINDOW, evictWindow } from '../../machines/server/retention.js';
 import { RedisEventLog, type RedisEventLogOptions } from '../../src/server/redis-event-log.js';
 import { type RedisServer, startRedisServer } from '../support/redis-server.js';
-import { eventLogContract } from './event-log.contract.js';
 
 // One throwaway redis-server for the file. Without redis-server installed this fails, never skips.
 let server: RedisServer;
@@ -22,7 +21,7 @@ const freshPrefix = (): string => `test-${process.pid}-${++prefixes}:`;
 const make = (options: Omit<RedisEventLogOptions, 'url'> = {}): RedisEventLog =>
   new RedisEventLog({ url: server.url, keyPrefix: freshPrefix(), ...options });
 
-eventLogContract('redis', (o) => make(o));
+// The EventLog contract runs on this log in test/contracts/event-log.test.ts.
 
 const note = (i: number): JsonRpcMessage => ({ jsonrpc: '2.0', method: 'n', params: { i } });
 const record = {

@@ -3,7 +3,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { SqliteEventLog } from '../../src/server/sqlite-event-log.js';
-import { eventLogContract } from './event-log.contract.js';
 
 const dirs: string[] = [];
 afterAll(async () => {
@@ -15,7 +14,7 @@ async function file(): Promise<string> {
   return join(d, 'log.db');
 }
 
-eventLogContract('sqlite', async (o) => new SqliteEventLog({ path: await file(), ...o }));
+// The EventLog contract runs on this log in test/contracts/event-log.test.ts.
 
 describe('SqliteEventLog', () => {
   it('survives the process: a new log on the same file has the events, windows and sessions', async () => {

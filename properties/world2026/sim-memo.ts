@@ -1,0 +1,101 @@
+import {
+  admitNewKey,
+  type KeyedWorkState,
+  type MemoCreate,
+  type MemoEntry,
+  memoExpired,
+  memoExpiresAt,
+} from '../../machines/server/keyed-memo.js';
+
+export interface SimMemoStoreOptions {
+  readonly memoWindowMs: number;
+  /** The virtual clock. */
+  readonly now: () => number;
+  /** When the store's data was created (its `completeForMs` counts from here). */
+  readonly since: number;
+  /** Whether an entry is past its window (the runtime's `memoExpired`; a mutant may wrap it). */
+  readonly expired?: typeof memoExpired;
+  /** Arms the store's own expiry at the end of a finished entry's window (the world's virtual timers). */
+  readonly schedule?: (fn: () => void, ms: number) => void;
+  /** Told of each entry the store forgets by itself (its window passed), as `MemoStore.onForget`. */
+  readonly onForget?: (entry: MemoEntry) => void;
+}
+
+/**
+ * The simulated memo of the 2026 world: the `MemoStore` contract (src/testing/contracts/memo-store.ts),
+ * synchronously, on a virtual clock. Like the runtime's stores it compares an entry's STATE on replace,
+ * never its identity: an entry that left the expected state and came back (a refused key restarted) is
+ * replaced, so the ABA races real stores allow happen in the model too. test/contracts/memo-store.test.ts
+ * runs the contract on it (`asMemoStore`).
+ */
+export class SimMemoStore {
+  private readonly entries = new Map<string, MemoEntry>();
+  private readonly expired: typeof memoExpired;
+
+  constructor(private readonly options: SimMemoStoreOptions) {
+    this.expired = options.expired ?? memoExpired;
+  }
+
+  get memoWindowMs(): number {
+    return this.options.memoWindowMs;
+  }
+
+  completeForMs(): number {
+    return this.options.now() - this.options.since;
+  }
+
+  /** The entry, or undefined when there is none or it is past its window (then it is forgotten now). */
+  get(memoKey: string): MemoEntry | undefined {
+    const entry = this.entries.get(memoKey);
+    if (!entry) return undefined;
+    if (!this.expired(entry, this.options.memoWindowMs, this.options.now())) return entry;
+    this.entries.delete(memoKey);
+    this.options.onForget?.(entry);
+    return undefined;
+  }
+
+  /** Set-if-absent within the per-principal bound (`admitNewKey`). */
+  create(entry: MemoEntry, maxEntriesPerPrincipal: number): MemoCreate {
+    const existing = this.get(entry.memoKey);
+    if (existing) return { kind: 'exists', entry: existing };
+    const now = this.options.now();
+    const mine = [...this.entries.values()].filter(
+      (e) => e.principal === entry.principal && !this.expired(e, this.options.memoWindowMs, now),
+    );
+    const admission = admitNewKey(mine, maxEntriesPerPrincipal, this.options.memoWindowMs, now);
+    if (admission.kind === 'full') return admission;
+    this.write(entry);
+    return { kind: 'created' };
+  }
+
+  /** Compare-and-set on the stored entry's state; the stored entry afterwards, undefined when gone. */
+  replace(next: MemoEntry, expected: KeyedWorkState): MemoEntry | undefined {
+    const stored = this.get(next.memoKey);
+    if (!stored) return undefined;
+    if (stored.state !== expected) return stored;
+    this.write(next);
+    return next;
+  }
+
+  running(): MemoEntry[] {
+    return [...this.entries.values()].filter((e) => e.state === 'running');
+  }
+
+  /** Deletes the entries past their window; returns their log ids. */
+  sweep(): string[] {
+    const gone: string[] = [];
+    for (const [k, e] of this.entries)
+      if (this.expired(e, this.options.memoWindowMs, this.options.now())) {
+        this.entries.delete(k);
+        gone.push(e.logId);
+      }
+    return gone;
+  }
+
+  private write(entry: MemoEntry): void {
+    this.entries.set(entry.memoKey, entry);
+    const expires = memoExpiresAt(entry, this.options.memoWindowMs);
+    if (expires !== undefined && this.options.schedule)
+      this.options.schedule(() => this.get(entry.memoKey), Math.max(0, expires - this.options.now()));
+  }
+}

@@ -1,0 +1,127 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, it } from 'vitest';
+import { SimMemoStore } from '../../properties/world2026/sim-memo.js';
+import type { MemoStore } from '../../src/server/memo-store.js';
+import { MemoryMemoStore } from '../../src/server/memory-memo-store.js';
+import { RedisMemoStore } from '../../src/server/redis-memo-store.js';
+import { SqliteMemoStore } from '../../src/server/sqlite-memo-store.js';
+import { memoStoreContract, registerContract } from '../../src/testing/index.js';
+import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+
+/** The memo store contract (src/testing/contracts/memo-store.ts) on every memo store of the runtime. */
+
+registerContract(
+  { describe, it },
+  'MemoStore contract: memory',
+  memoStoreContract({ create: (o) => new MemoryMemoStore(o) }),
+);
+
+const dirs: string[] = [];
+afterAll(async () => {
+  for (const d of dirs) await rm(d, { recursive: true, force: true });
+});
+const paths = new WeakMap<SqliteMemoStore, string>();
+const sqlite = (path: string, o: { memoWindowMs: number; now: () => number }) => {
+  const store = new SqliteMemoStore({ path, ...o });
+  paths.set(store, path);
+  return store;
+};
+
+registerContract(
+  { describe, it },
+  'MemoStore contract: SQLite',
+  memoStoreContract({
+    async create(o) {
+      const dir = await mkdtemp(join(tmpdir(), 'mcpc-memo-contract-'));
+      dirs.push(dir);
+      return sqlite(join(dir, 'memo.db'), o);
+    },
+    reopen: (previous, o) => sqlite(paths.get(previous) as string, o),
+  }),
+);
+
+// A real redis-server of our own, on an ephemeral port (fails, never skips, when it is missing).
+let redis: RedisServer;
+beforeAll(async () => {
+  redis = await startRedisServer();
+});
+afterAll(async () => {
+  await redis?.dispose();
+});
+let prefixes = 0;
+const prefixOf = new WeakMap<RedisMemoStore, string>();
+const onRedis = (keyPrefix: string, o: { memoWindowMs: number; now: () => number }) => {
+  const store = new RedisMemoStore({ url: redis.url, keyPrefix, ...o });
+  prefixOf.set(store, keyPrefix);
+  return store;
+};
+
+registerContract(
+  { describe, it },
+  'MemoStore contract: Redis',
+  memoStoreContract({
+    create: (o) => onRedis(`memo-contract-${process.pid}-${++prefixes}:`, o),
+    peer: (store, o) => onRedis(prefixOf.get(store) as string, o),
+    reopen: (previous, o) => onRedis(prefixOf.get(previous) as string, o),
+  }),
+);
+
+/**
+ * The 2026 world's simulated memo (properties/world2026/sim-memo.ts), one instance's view of it: the world
+ * shares one store between its instances (a durable memo), so `peer` and `reopen` are views of the same data
+ * with their own instance ids, and leases live beside the data as they do in Redis.
+ */
+interface SimData {
+  readonly store: SimMemoStore;
+  readonly leases: Set<string>;
+  /** Where the store reports what it forgets by itself (the world's `onForget`). */
+  forgot?: (logId: string) => void;
+}
+const simOf = new WeakMap<MemoStore, SimData>();
+function simView(data: SimData): MemoStore {
+  const instanceId = randomBytes(8).toString('hex');
+  const { store, leases } = data;
+  const view: MemoStore = {
+    durable: true,
+    memoWindowMs: store.memoWindowMs,
+    instanceId,
+    completeForMs: async () => store.completeForMs(),
+    get: async (k) => store.get(k),
+    create: async (e, max) => store.create(e, max),
+    replace: async (next, expected) => store.replace(next, expected),
+    running: async () => store.running(),
+    sweep: async () => store.sweep(),
+    renewLease: async () => {
+      leases.add(instanceId);
+    },
+    dropLease: async () => {
+      leases.delete(instanceId);
+    },
+    alive: async (ids) => new Set(ids.filter((id) => id === instanceId || leases.has(id))),
+    onForget: (listener) => {
+      data.forgot = listener;
+    },
+    close: async () => undefined,
+  };
+  simOf.set(view, data);
+  return view;
+}
+
+registerContract(
+  { describe, it },
+  'MemoStore contract: simulated (2026 world)',
+  memoStoreContract({
+    create: (o) => {
+      const data: SimData = {
+        store: new SimMemoStore({ ...o, since: o.now(), onForget: (e) => data.forgot?.(e.logId) }),
+        leases: new Set(),
+      };
+      return simView(data);
+    },
+    peer: (view) => simView(simOf.get(view) as SimData),
+    reopen: (view) => simView(simOf.get(view) as SimData),
+  }),
+);

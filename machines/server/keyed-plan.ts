@@ -202,13 +202,16 @@ export function invalidKeyReply(why: string): KeyedReply {
   return { status: 400, error: { code: INVALID_PARAMS, message: `Invalid params: ${why}` } };
 }
 
-/** 429 with Retry-After: the principal's memo is full of entries that may not be evicted (§6). */
-export function memoFullReply(retryAfterSeconds: number): KeyedReply {
+/**
+ * 429 with Retry-After: the principal's memo (or, without `authenticate`, the caller address's share of
+ * it) is full of entries that may not be evicted (§6).
+ */
+export function memoFullReply(retryAfterSeconds: number, bound?: 'address'): KeyedReply {
   return {
     status: 429,
     error: {
       code: JsonRpcCode.LIMIT_EXCEEDED,
-      message: 'Too many idempotency keys remembered for this principal; retry later',
+      message: `Too many idempotency keys remembered for this ${bound ?? 'principal'}; retry later`,
     },
     retryAfterSeconds,
   };

@@ -11,6 +11,7 @@ import {
   admitBody,
   admitCaller,
   admitHttp,
+  admitModernId,
   admitProtocolVersion,
   type PostedMessage,
   parseBody,
@@ -21,6 +22,7 @@ import { namesSession, routeCall, sessionUnavailable } from '../../machines/serv
 import { routeByEra } from '../../machines/server/era.js';
 import {
   admitNewSession,
+  holderOf,
   type LimitRefusal,
   resolveLimits,
   type ServerLimits,
@@ -148,10 +150,6 @@ const DEFAULTS = {
 
 const LOOPBACK = /^(127\.|::1$|::ffff:127\.)/;
 
-/** Whom a session counts against for `maxSessionsPerPrincipal`: its principal, else the caller's address. */
-const holderOf = (principal: string | undefined, remoteAddress: string | undefined): string =>
-  principal !== undefined ? `principal:${principal}` : `address:${remoteAddress ?? 'unknown'}`;
-
 /** Creates an MCP Streamable HTTP endpoint whose sessions survive dropped connections. */
 export function createContinuityServer(options: ContinuityServerOptions): ContinuityServer {
   const log: EventLog = options.eventLog ?? new MemoryEventLog();
@@ -201,6 +199,8 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
       maxBodyBytes: policy.maxBodyBytes,
       heartbeatMs,
       onError,
+      limits,
+      limited: (reason, status) => metrics?.requestLimited(reason, status),
     }).catch((error: unknown) => {
       modern = undefined;
       throw error;
@@ -425,6 +425,8 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
         return { kind: 'json', status: route.status, body: route.body };
       }
       if (route.kind === 'modern' && options.modern) {
+        const id = admitModernId(facts.body, limits);
+        if (!id.ok) return refused(id);
         const endpoint = await modernEndpoint(options.modern);
         loadedModern = endpoint;
         return endpoint.serve({
@@ -433,6 +435,7 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
           text: read.text,
           body: facts.body,
           principal: who,
+          remoteAddress: call.remoteAddress,
           gone: call.gone,
           authInfo: principal?.authInfo as ModernInput['authInfo'],
         });

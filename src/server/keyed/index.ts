@@ -33,6 +33,7 @@ import {
 import {
   type Attempt,
   abortsLocalRun,
+  cancelResult,
   isFinalAnswer,
   KEYED_START_WAIT_MS,
   type KeyedReply,
@@ -191,7 +192,15 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
       case 'reply':
         return Promise.resolve(json(route.reply, route.id));
       case 'cancel':
-        return this.guard(() => this.cancel(memoKey(principal, route.key)), null);
+        return this.guard(async () => {
+          await this.cancel(memoKey(principal, route.key));
+          return new Response(null, { status: 202 });
+        }, null);
+      case 'cancel-request':
+        return this.guard(async () => {
+          const after = await this.cancel(memoKey(principal, route.key));
+          return Response.json({ jsonrpc: '2.0', id: route.id, result: cancelResult(after) });
+        }, route.id);
       case 'call': {
         // Without `authenticate` (no principal), each address is held to its own share of the keys.
         const caller: Caller = {
@@ -460,14 +469,14 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
     return stored;
   }
 
-  private async cancel(mk: string): Promise<Response> {
+  /** Cancels the principal's key if it runs (§5, §13); the entry afterwards (undefined: none). */
+  private async cancel(mk: string): Promise<MemoEntry | undefined> {
     const entry = await this.memo.get(mk);
-    if (planKeyedCancel(entry).kind === 'cancel') {
-      const stored = await this.record(entry as MemoEntry, { type: 'cancel.requested' });
-      // Running here: abort now; running elsewhere: its instance sees the entry at its next lease tick.
-      if (abortsLocalRun(stored, this.memo.instanceId)) this.local.get(mk)?.abort();
-    }
-    return new Response(null, { status: 202 });
+    if (planKeyedCancel(entry).kind !== 'cancel') return entry;
+    const stored = await this.record(entry as MemoEntry, { type: 'cancel.requested' });
+    // Running here: abort now; running elsewhere: its instance sees the entry at its next lease tick.
+    if (abortsLocalRun(stored, this.memo.instanceId)) this.local.get(mk)?.abort();
+    return stored;
   }
 
   /** The response of one attempt, from the key's log: never starts anything. */

@@ -16,15 +16,15 @@ import {
   withLegacyVersions,
 } from '../../../machines/server/era.js';
 import {
-  maxResourceSubscriptions,
-  refuseOversizeFilter,
-} from '../../../machines/server/listen-filter-bound.js';
-import {
   holderOf,
   type LimitRefusal,
   type ServerLimits,
   sdkListenBound,
 } from '../../../machines/server/limits.js';
+import {
+  maxResourceSubscriptions,
+  refuseOversizeFilter,
+} from '../../../machines/server/listen-filter-bound.js';
 import {
   type ListenLogLimits,
   listenAttemptOf,

@@ -103,8 +103,9 @@ export interface ContinuityServerOptions {
   /**
    * Bounds on what clients may make this server hold (README, "Limits and hardening"). Each field is
    * optional; the defaults are `DEFAULT_SERVER_LIMITS`: 10,000 sessions, 1,000 per principal (per remote
-   * address without `authenticate`), 100 running requests per session, request ids of 256 characters,
-   * JSON nested 128 deep, `Retry-After: 5`.
+   * address without `authenticate`), 100 running requests per session, request ids of 256 characters
+   * (2025 and 2026-07-28), JSON nested 128 deep, `Retry-After: 5`; on 2026-07-28, 10,000 open
+   * `subscriptions/listen` streams, 100 per principal (per address without `authenticate`).
    */
   readonly limits?: Partial<ServerLimits>;
   /**

@@ -85,6 +85,14 @@ export function continuityCapability(settings: ContinuitySettings): { extensions
 /** The smallest `maxKeyLength` a server may advertise. */
 export const MIN_MAX_KEY_LENGTH = 64;
 
+/**
+ * The extension's explicit cancel of a keyed request (§13): a JSON-RPC request on the 2026-07-28 HTTP
+ * transport, where `notifications/cancelled` is for stdio only (closing a stream is the HTTP cancel, and
+ * the extension makes that a transport fact for keyed requests). Prefixed like the `_meta` keys: outside
+ * the method names MCP reserves.
+ */
+export const CANCEL_METHOD = 'io.github.mcp-continuity/cancel';
+
 /** Methods the extension applies to (version 1): on any other the key is ignored and the request is unkeyed. */
 export const KEYED_METHODS: ReadonlySet<string> = new Set(['tools/call']);
 
@@ -109,15 +117,32 @@ export function readContinuityMeta(params: unknown, maxKeyLength: number, method
   if (key === undefined) {
     return hasLast ? { kind: 'invalid', why: 'lastEventId without an idempotency key' } : { kind: 'unkeyed' };
   }
-  if (typeof key !== 'string' || key.length === 0) return { kind: 'invalid', why: 'key is not a string' };
-  if (key.length > maxKeyLength) return { kind: 'invalid', why: `key longer than ${maxKeyLength}` };
-  if (!KEY_CHARS.test(key)) return { kind: 'invalid', why: 'key has characters outside 0x21-0x7E' };
+  const problem = keyProblem(key, maxKeyLength);
+  if (problem !== undefined || typeof key !== 'string') return { kind: 'invalid', why: problem ?? '' };
   if (!hasLast) return { kind: 'keyed', key, reissue: false };
   const last = field(meta, ContinuityMeta.lastEventId);
   if (last === null) return { kind: 'keyed', key, reissue: true };
   if (typeof last !== 'string' || last.length === 0)
     return { kind: 'invalid', why: 'lastEventId is not a string' };
   return { kind: 'keyed', key, reissue: true, lastEventId: last };
+}
+
+/** Why `key` is not a well-formed idempotency key (§3), or undefined when it is one. */
+function keyProblem(key: unknown, maxKeyLength: number): string | undefined {
+  if (typeof key !== 'string' || key.length === 0) return 'key is not a string';
+  if (key.length > maxKeyLength) return `key longer than ${maxKeyLength}`;
+  if (!KEY_CHARS.test(key)) return 'key has characters outside 0x21-0x7E';
+  return undefined;
+}
+
+/** The key a `CANCEL_METHOD` request names in `params.idempotencyKey` (§13), checked as a call's key is. */
+export function readCancelKey(
+  params: unknown,
+  maxKeyLength: number,
+): { readonly kind: 'key'; readonly key: string } | { readonly kind: 'invalid'; readonly why: string } {
+  const key = field(params, 'idempotencyKey');
+  const problem = keyProblem(key, maxKeyLength);
+  return problem === undefined ? { kind: 'key', key: key as string } : { kind: 'invalid', why: problem };
 }
 
 /**

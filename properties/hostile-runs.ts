@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 
 /**
  * The hostile-input suites at a longer budget than CI gives them: raw HTTP requests against a running
- * server (`MCPC_FUZZ_RUNS` batches) and a generated hostile server against the real client machines
+ * server, 2025 and 2026-07-28 (`MCPC_FUZZ_RUNS` batches each), and a generated hostile server against the real client machines
  * (`MCPC_HOSTILE_RUNS` runs), and generated hostile 2026 servers over loopback against `continuityFetch`
  * (`MCPC_HOSTILE_2026_RUNS` runs). They are vitest files because they drive real sockets; this runs them as
  * they run in CI, only longer, and says whether they held.
@@ -13,6 +13,7 @@ export function runHostile(options: {
 }): boolean {
   const files = [
     'test/server/hostile-input.property.test.ts',
+    'test/modern/server-hostile.property.test.ts',
     'test/client/hostile-server.property.test.ts',
     'test/client/modern-hostile.property.test.ts',
   ];

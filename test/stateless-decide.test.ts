@@ -281,7 +281,7 @@ describe('the details of a decision', () => {
       action: 'outcome-unknown',
       reason: 'cancelled_by_application',
       idempotencyKey: 'k-1',
-      sendCancelNotification: true,
+      sendExplicitCancel: true,
     });
     expect(decideStatelessEnd({ kind: 'cancelled-by-application' }, plain)).toEqual({
       action: 'outcome-unknown',

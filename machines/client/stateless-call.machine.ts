@@ -1,19 +1,13 @@
 import { assign, enqueueActions, fromCallback, setup } from 'xstate';
 import { JsonRpcCode } from '../codes.js';
 import {
+  CANCEL_METHOD,
   CLIENT_CAPABILITIES_META_KEY,
   ContinuityMeta,
   withContinuityDeclared,
 } from '../continuity-extension.js';
 import type { GapDetails } from '../decide.js';
-import type {
-  JsonRpcError,
-  JsonRpcMessage,
-  JsonRpcNotification,
-  JsonRpcRequest,
-  JsonRpcResponse,
-  RequestId,
-} from '../jsonrpc.js';
+import type { JsonRpcError, JsonRpcMessage, JsonRpcRequest, JsonRpcResponse, RequestId } from '../jsonrpc.js';
 import { acceptableEventId, rememberCallId } from './limits.js';
 import {
   DEFAULT_STATELESS_POLICY,
@@ -51,7 +45,7 @@ import {
  * - action `deliver` (params `{ message }`): hand one message to the application, in order. Every
  *   notification, then the final response (id rewritten to the application's id), goes through here
  *   exactly once.
- * - action `sendCancel` (params `{ notification }`): POST this `notifications/cancelled` (extension only).
+ * - action `sendCancel` (params `{ request }`): POST this explicit cancel request (extension only, §13).
  * - action `reportGap` (params `{ gap }`): events were evicted on the server (extension 410): tell the app.
  *
  * The final state's output (`StatelessCallOutput`) says how the call ended; its `response` is also the
@@ -320,7 +314,7 @@ export const statelessCallMachine = setup({
   },
   actions: {
     deliver: (_, _params: { message: JsonRpcMessage }) => undefined,
-    sendCancel: (_, _params: { notification: JsonRpcNotification }) => undefined,
+    sendCancel: (_, _params: { request: JsonRpcRequest }) => undefined,
     reportGap: (_, _params: { gap: GapDetails }) => undefined,
   },
   delays: {
@@ -457,8 +451,8 @@ export const statelessCallMachine = setup({
       type: 'final',
       entry: enqueueActions(({ context, enqueue }) => {
         const d = context.decision as Extract<StatelessDecision, { action: 'outcome-unknown' }>;
-        if (d.sendCancelNotification && context.idempotencyKey !== undefined) {
-          enqueue({ type: 'sendCancel', params: { notification: cancelNotification(context) } });
+        if (d.sendExplicitCancel && context.idempotencyKey !== undefined) {
+          enqueue({ type: 'sendCancel', params: { request: cancelRequest(context) } });
         }
         enqueue({ type: 'deliver', params: { message: finalResponse(context) } });
       }),
@@ -520,16 +514,19 @@ export function envelopeOf(request: JsonRpcRequest): Record<string, unknown> {
   return Object.fromEntries(Object.entries(meta).filter(([k]) => k.startsWith('io.modelcontextprotocol/')));
 }
 
-/** The extension's explicit cancel (docs/continuity-extension.md §5): any attempt's id, and the key. */
-export function cancelNotification(c: StatelessCallContext): JsonRpcNotification {
+/**
+ * The extension's explicit cancel (docs/continuity-extension.md §13): a request naming the key, under an
+ * id of its own (the current attempt's, suffixed: unique among this call's requests).
+ */
+export function cancelRequest(c: StatelessCallContext): JsonRpcRequest {
   return {
     jsonrpc: '2.0',
-    method: 'notifications/cancelled',
+    id: `${c.current.id}~cancel`,
+    method: CANCEL_METHOD,
     params: {
-      requestId: c.current.id,
-      reason: 'cancelled by the application',
+      idempotencyKey: c.idempotencyKey,
       // The request's 2026-07-28 envelope (version, client info, capabilities) makes it a modern message.
-      _meta: { ...envelopeOf(c.current), [ContinuityMeta.idempotencyKey]: c.idempotencyKey },
+      _meta: envelopeOf(c.current),
     },
   };
 }

@@ -378,8 +378,8 @@ export type StatelessDecision =
       readonly reason: StatelessReason;
       /** For reconciliation: re-issuing later with this key (within the memo window) gets the outcome. */
       readonly idempotencyKey?: string;
-      /** Extension: closing is not cancellation there, so an application cancel is sent explicitly. */
-      readonly sendCancelNotification?: true;
+      /** Extension: closing is not cancellation there, so an application cancel is sent explicitly (§13). */
+      readonly sendExplicitCancel?: true;
     }
   | {
       readonly action: 'fail';
@@ -462,7 +462,7 @@ function decideThisAttempt(
     action: 'outcome-unknown',
     reason: why,
     ...(ctx.idempotencyKey !== undefined && ctx.extension ? { idempotencyKey: ctx.idempotencyKey } : {}),
-    ...(end.kind === 'cancelled-by-application' && ctx.extension ? { sendCancelNotification: true } : {}),
+    ...(end.kind === 'cancelled-by-application' && ctx.extension ? { sendExplicitCancel: true } : {}),
   });
   const delay = () => reconnectDelay(ctx.attempts, policy.backoff, retryAfter(end), ctx.jitterSeed);
   const carry = (lastEventId: string | undefined): { carry?: ContinuityCarry } =>

@@ -330,3 +330,26 @@ export function admitBody(
   if (shape.kind === 'notification') return { kind: 'notification', message };
   return { kind: 'response', message };
 }
+
+/**
+ * A 2026-07-28 message's id, capped as a 2025 one is (`maxRequestIdLength`): the SDK echoes it on every
+ * message of the response, and the keyed runtime and the listen log keep it with the request. Any body
+ * whose `id` is a string longer than the bound is refused 400 before anything reads it further.
+ */
+export function admitModernId(
+  body: unknown,
+  limits: Pick<BodyLimits, 'maxRequestIdLength'>,
+): { readonly ok: true } | BodyRefusal {
+  const id =
+    typeof body === 'object' && body !== null && !Array.isArray(body)
+      ? (body as { id?: unknown }).id
+      : undefined;
+  if (typeof id === 'string' && id.length > limits.maxRequestIdLength) {
+    return refuseBody(
+      BodyRejection.idTooLong,
+      JsonRpcCode.INVALID_REQUEST,
+      `Invalid Request: id longer than ${limits.maxRequestIdLength} characters`,
+    );
+  }
+  return { ok: true };
+}

@@ -1,3 +1,5 @@
+import { CANCEL_METHOD } from '../continuity-extension.js';
+
 /**
  * Which protocol era an HTTP request to the MCP endpoint belongs to: the 2026-07-28 ("modern") revision,
  * where every request carries its protocol version in `params._meta`, or the 2025 revisions (2025-11-25,
@@ -212,7 +214,7 @@ export function routeByEra(facts: EraFacts, modernServed: boolean, supported: re
 }
 
 /** The methods the continuity extension sees first (src/server/modern/keyed-hook.ts). */
-const KEYED_HOOK_METHODS = new Set(['tools/call', 'notifications/cancelled']);
+const KEYED_HOOK_METHODS = new Set(['tools/call', 'notifications/cancelled', CANCEL_METHOD]);
 
 /** `Mcp-Name` in the spec's Base64 sentinel form (`=?base64?…?=`) decoded; undefined when it is invalid. */
 export function decodeMcpName(value: string): string | undefined {
@@ -237,19 +239,28 @@ export function handsToKeyed(body: unknown, headers: { get(name: string): string
   if (!isObject(body) || typeof body.method !== 'string' || !KEYED_HOOK_METHODS.has(body.method))
     return false;
   const isCall = body.method === 'tools/call';
-  if (isCall ? !isRequest(body) : !isNotification(body)) return false;
+  // The cancel (§13) is a request; sent without an id it is still the extension's, which answers -32602.
+  const isRequestMethod = isCall || body.method === CANCEL_METHOD;
+  const shapeOk = isCall
+    ? isRequest(body)
+    : isRequestMethod
+      ? isRequest(body) || isNotification(body)
+      : isNotification(body);
+  if (!shapeOk) return false;
   const claimed = metaOf(body.params)?.[PROTOCOL_VERSION_META_KEY];
   const version = headers.get('mcp-protocol-version');
   const method = headers.get('mcp-method');
   if (typeof claimed !== 'string') return false;
   // The SDK requires the standard headers on requests only; on a notification, present ones must agree.
-  if (!isCall)
+  if (!isRequestMethod)
     return (
       (version === null || stripOws(version) === claimed) &&
       (method === null || stripOws(method) === body.method)
     );
   if (version === null || stripOws(version) !== claimed) return false;
   if (method === null || stripOws(method) !== body.method) return false;
+  // The cancel (§13) names no tool: `Mcp-Name` is the call's alone.
+  if (!isCall) return true;
   const name = headers.get('mcp-name');
   const params = body.params as Json | undefined;
   return name !== null && typeof params?.name === 'string' && decodeMcpName(stripOws(name)) === params.name;

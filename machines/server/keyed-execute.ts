@@ -134,7 +134,8 @@ export function* keyedCallSteps(facts: {
     }
     const created = (yield { kind: 'create-entry', entry: fresh }) as MemoCreate;
     if (created.kind !== 'created') yield { kind: 'drop-log', entry: fresh };
-    if (created.kind === 'full') return { kind: 'reply', reply: memoFullReply(created.retryAfterSeconds) };
+    if (created.kind === 'full')
+      return { kind: 'reply', reply: memoFullReply(created.retryAfterSeconds, created.bound) };
     if (created.kind === 'exists') continue;
     yield { kind: 'start-run', entry: fresh };
     return { kind: 'serve', entry: fresh, afterSeq: 0 };

@@ -139,7 +139,12 @@ export type MemoCreate =
   /** The key is known (another attempt created it first): plan again with this entry. */
   | { readonly kind: 'exists'; readonly entry: MemoEntry }
   /** The principal's bound is reached by entries that may not be evicted: 429. */
-  | { readonly kind: 'full'; readonly retryAfterSeconds: number };
+  | {
+      readonly kind: 'full';
+      readonly retryAfterSeconds: number;
+      /** `address`: the caller's address is at its own bound (address-keys.ts), not the principal. */
+      readonly bound?: 'address';
+    };
 
 /** What creating an entry for a new key gives (the stores make it atomic: set-if-absent plus the bound). */
 export type MemoAdmission =

@@ -1,12 +1,20 @@
 import { JsonRpcCode } from '../codes.js';
 import {
+  CANCEL_METHOD,
   CONTINUITY_ERROR_STATUS,
   ContinuityErrorCode,
   type KeyReading,
+  readCancelKey,
   readContinuityMeta,
 } from '../continuity-extension.js';
 import { isResponse, type JsonRpcMessage, type RequestId } from '../jsonrpc.js';
-import { KEYED_STREAM, keyedEventId, type MemoEntry, stepMemoEntry } from './keyed-memo.js';
+import {
+  KEYED_STREAM,
+  type KeyedWorkState,
+  keyedEventId,
+  type MemoEntry,
+  stepMemoEntry,
+} from './keyed-memo.js';
 import { admitUnknownKey, keyedResume, type RecordedOutcome } from './keyed-request.machine.js';
 import { lostWhileAttached, type ResumeAnswer, type StreamWindow } from './retention.js';
 
@@ -173,13 +181,13 @@ export function outcomeUnknownReply(): KeyedReply {
   };
 }
 
-/** -32013, HTTP 200: an explicit notifications/cancelled cancelled the key. */
+/** -32013, HTTP 200: an explicit cancel (§13, or a `notifications/cancelled`) cancelled the key. */
 export function cancelledReply(): KeyedReply {
   return {
     status: CONTINUITY_ERROR_STATUS[ContinuityErrorCode.CANCELLED],
     error: {
       code: ContinuityErrorCode.CANCELLED,
-      message: 'Cancelled by an explicit notifications/cancelled',
+      message: 'Cancelled by an explicit cancel',
     },
   };
 }
@@ -202,13 +210,16 @@ export function invalidKeyReply(why: string): KeyedReply {
   return { status: 400, error: { code: INVALID_PARAMS, message: `Invalid params: ${why}` } };
 }
 
-/** 429 with Retry-After: the principal's memo is full of entries that may not be evicted (§6). */
-export function memoFullReply(retryAfterSeconds: number): KeyedReply {
+/**
+ * 429 with Retry-After: the principal's memo (or, without `authenticate`, the caller address's share of
+ * it) is full of entries that may not be evicted (§6).
+ */
+export function memoFullReply(retryAfterSeconds: number, bound?: 'address'): KeyedReply {
   return {
     status: 429,
     error: {
       code: JsonRpcCode.LIMIT_EXCEEDED,
-      message: 'Too many idempotency keys remembered for this principal; retry later',
+      message: `Too many idempotency keys remembered for this ${bound ?? 'principal'}; retry later`,
     },
     retryAfterSeconds,
   };
@@ -325,6 +336,18 @@ export function planKeyedCancel(entry: MemoEntry | undefined): KeyedCancelPlan {
   return step.changed && step.emitted.some((e) => e.type === 'keyed.abort')
     ? { kind: 'cancel' }
     : { kind: 'ignore' };
+}
+
+/**
+ * The result of a cancel request (§13): the key's work state once the cancel was applied (`cancelled`, or
+ * the recorded outcome's state, which a cancel never changes), or `unknown` when the memo holds no entry
+ * for the principal's key (never seen, past its window, or another principal's).
+ */
+export function cancelResult(after: Pick<MemoEntry, 'state'> | undefined): {
+  readonly resultType: 'complete';
+  readonly keyState: KeyedWorkState | 'unknown';
+} {
+  return { resultType: 'complete', keyState: after?.state ?? 'unknown' };
 }
 
 /**
@@ -466,8 +489,10 @@ export type KeyedRoute =
   | { readonly kind: 'unkeyed' }
   /** Malformed as a keyed message: answered at once (400 -32602), nothing runs. */
   | { readonly kind: 'reply'; readonly reply: KeyedReply; readonly id: RequestId | null }
-  /** An explicit cancel of the principal's key (§5): always 202. */
+  /** A `notifications/cancelled` of the principal's key (§5, the older form): always 202. */
   | { readonly kind: 'cancel'; readonly key: string }
+  /** The explicit cancel request of the principal's key (§13): answered with the key's state. */
+  | { readonly kind: 'cancel-request'; readonly key: string; readonly id: RequestId }
   /** A keyed `tools/call`. */
   | {
       readonly kind: 'call';
@@ -479,6 +504,13 @@ export type KeyedRoute =
 export function routeKeyedMessage(message: JsonRpcMessage, maxKeyLength: number): KeyedRoute {
   if (!('method' in message)) return { kind: 'unkeyed' };
   const id = 'id' in message ? message.id : null;
+  if (message.method === CANCEL_METHOD) {
+    if (id === null)
+      return { kind: 'reply', reply: invalidKeyReply('the cancel is a request: it needs an id'), id };
+    const read = readCancelKey(message.params, maxKeyLength);
+    if (read.kind === 'invalid') return { kind: 'reply', reply: invalidKeyReply(read.why), id };
+    return { kind: 'cancel-request', key: read.key, id };
+  }
   if (message.method === 'notifications/cancelled') {
     const reading = readContinuityMeta(message.params, maxKeyLength);
     if (reading.kind === 'unkeyed') return { kind: 'unkeyed' };

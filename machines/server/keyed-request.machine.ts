@@ -44,7 +44,7 @@ export type KeyedRequestEvent =
   | { type: 'reissue.arrived'; attacher: string; fingerprint: string; resume: ResumeAnswer }
   /** A response stream watching this key closed (client gone, balancer cut). Not a cancellation. */
   | { type: 'stream.closed'; attacher: string }
-  /** An explicit `notifications/cancelled` for this key, from its principal. */
+  /** An explicit cancel of this key (§13, or the older `notifications/cancelled`), from its principal. */
   | { type: 'cancel.requested' }
   /** The tool body returned; its outcome is recorded durably before this event is sent. */
   | { type: 'tool.finished'; outcome: RecordedOutcome }
@@ -292,7 +292,7 @@ export const keyedRequestMachine = setup({
       },
     },
     cancelled: {
-      description: 'an explicit notifications/cancelled; the key never runs again',
+      description: 'an explicit cancel (§13); the key never runs again',
       entry: 'armMemo',
       on: {
         'reissue.arrived': [

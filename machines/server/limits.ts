@@ -20,6 +20,16 @@ export interface ServerLimits {
   readonly maxJsonDepth: number;
   /** The `Retry-After` sent with a 429 or 503, in seconds. */
   readonly retryAfterSeconds: number;
+  /**
+   * 2026-07-28: open `subscriptions/listen` streams in this process. Beyond: 503 with `Retry-After`. The
+   * official SDK's own bound (1,024, answered 200 `-32603`) is set above it, so it never answers first.
+   */
+  readonly maxListens: number;
+  /**
+   * 2026-07-28: open `subscriptions/listen` streams of one principal, or of one remote address without
+   * `authenticate`. Beyond: 429 with `Retry-After`; other principals' listens are not affected.
+   */
+  readonly maxListensPerPrincipal: number;
 }
 
 export const DEFAULT_SERVER_LIMITS: ServerLimits = {
@@ -29,6 +39,8 @@ export const DEFAULT_SERVER_LIMITS: ServerLimits = {
   maxRequestIdLength: 256,
   maxJsonDepth: 128,
   retryAfterSeconds: 5,
+  maxListens: 10_000,
+  maxListensPerPrincipal: 100,
 };
 
 /** Which bound refused a request: also the `reason` of the `server.limited_requests` metric. */
@@ -36,6 +48,8 @@ export const LimitReason = {
   maxSessions: 'max_sessions',
   maxSessionsPerPrincipal: 'max_sessions_per_principal',
   maxOpenRequestStreams: 'max_open_request_streams',
+  maxListens: 'max_listens',
+  maxListensPerPrincipal: 'max_listens_per_principal',
 } as const;
 export type LimitReason = (typeof LimitReason)[keyof typeof LimitReason];
 
@@ -91,6 +105,41 @@ export function admitNewSession(
   }
   return { ok: true };
 }
+
+/** Whom a request counts against for the per-principal bounds: its principal, else the caller's address. */
+export const holderOf = (principal: string | undefined, remoteAddress: string | undefined): string =>
+  principal !== undefined ? `principal:${principal}` : `address:${remoteAddress ?? 'unknown'}`;
+
+/**
+ * May a 2026-07-28 `subscriptions/listen` stream open? `listens`: open in this process; `listensOfHolder`:
+ * those of the caller (`holderOf`). A full process answers 503 (another instance, or later, may serve);
+ * a principal over its share answers 429, and never stops another principal's listen.
+ */
+export function admitListen(
+  counts: { readonly listens: number; readonly listensOfHolder: number },
+  limits: Pick<ServerLimits, 'maxListens' | 'maxListensPerPrincipal' | 'retryAfterSeconds'>,
+): LimitAdmission {
+  if (counts.listensOfHolder >= limits.maxListensPerPrincipal) {
+    return refuse(
+      429,
+      LimitReason.maxListensPerPrincipal,
+      `Too Many Requests: at most ${limits.maxListensPerPrincipal} open subscriptions/listen streams per principal`,
+      limits,
+    );
+  }
+  if (counts.listens >= limits.maxListens) {
+    return refuse(
+      503,
+      LimitReason.maxListens,
+      `Service Unavailable: ${limits.maxListens} subscriptions/listen streams are open`,
+      limits,
+    );
+  }
+  return { ok: true };
+}
+
+/** The official SDK's own bound on open listens: above ours, so ours always answers first. */
+export const sdkListenBound = (limits: Pick<ServerLimits, 'maxListens'>): number => limits.maxListens * 2;
 
 /** The answer to a request refused because its session runs `maxOpenRequestStreamsPerSession` already. */
 export function tooManyOpenRequests(

@@ -11,6 +11,7 @@ import {
   admitBody,
   admitCaller,
   admitHttp,
+  admitModernId,
   admitProtocolVersion,
   type PostedMessage,
   parseBody,
@@ -21,6 +22,7 @@ import { namesSession, routeCall, sessionUnavailable } from '../../machines/serv
 import { routeByEra } from '../../machines/server/era.js';
 import {
   admitNewSession,
+  holderOf,
   type LimitRefusal,
   resolveLimits,
   type ServerLimits,
@@ -101,8 +103,9 @@ export interface ContinuityServerOptions {
   /**
    * Bounds on what clients may make this server hold (README, "Limits and hardening"). Each field is
    * optional; the defaults are `DEFAULT_SERVER_LIMITS`: 10,000 sessions, 1,000 per principal (per remote
-   * address without `authenticate`), 100 running requests per session, request ids of 256 characters,
-   * JSON nested 128 deep, `Retry-After: 5`.
+   * address without `authenticate`), 100 running requests per session, request ids of 256 characters
+   * (2025 and 2026-07-28), JSON nested 128 deep, `Retry-After: 5`; on 2026-07-28, 10,000 open
+   * `subscriptions/listen` streams, 100 per principal (per address without `authenticate`).
    */
   readonly limits?: Partial<ServerLimits>;
   /**
@@ -147,10 +150,6 @@ const DEFAULTS = {
 };
 
 const LOOPBACK = /^(127\.|::1$|::ffff:127\.)/;
-
-/** Whom a session counts against for `maxSessionsPerPrincipal`: its principal, else the caller's address. */
-const holderOf = (principal: string | undefined, remoteAddress: string | undefined): string =>
-  principal !== undefined ? `principal:${principal}` : `address:${remoteAddress ?? 'unknown'}`;
 
 /** Creates an MCP Streamable HTTP endpoint whose sessions survive dropped connections. */
 export function createContinuityServer(options: ContinuityServerOptions): ContinuityServer {
@@ -201,6 +200,8 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
       maxBodyBytes: policy.maxBodyBytes,
       heartbeatMs,
       onError,
+      limits,
+      limited: (reason, status) => metrics?.requestLimited(reason, status),
     }).catch((error: unknown) => {
       modern = undefined;
       throw error;
@@ -425,6 +426,8 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
         return { kind: 'json', status: route.status, body: route.body };
       }
       if (route.kind === 'modern' && options.modern) {
+        const id = admitModernId(facts.body, limits);
+        if (!id.ok) return refused(id);
         const endpoint = await modernEndpoint(options.modern);
         loadedModern = endpoint;
         return endpoint.serve({
@@ -433,6 +436,7 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
           text: read.text,
           body: facts.body,
           principal: who,
+          remoteAddress: call.remoteAddress,
           gone: call.gone,
           authInfo: principal?.authInfo as ModernInput['authInfo'],
         });

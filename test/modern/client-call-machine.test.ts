@@ -14,6 +14,7 @@ import {
 } from '../../machines/client/stateless-decide.js';
 import { JsonRpcCode } from '../../machines/codes.js';
 import {
+  CANCEL_METHOD,
   CONTINUITY_EXTENSION,
   ContinuityErrorCode,
   ContinuityMeta,
@@ -36,7 +37,7 @@ const CHARGE: JsonRpcRequest = {
 interface Harness {
   readonly attempts: AttemptInput[];
   readonly delivered: JsonRpcMessage[];
-  readonly cancels: JsonRpcNotification[];
+  readonly cancels: JsonRpcRequest[];
   readonly gaps: unknown[];
   readonly clock: SimulatedClock;
   send(e: StatelessCallEvent): void;
@@ -65,7 +66,7 @@ function start(input: Partial<StatelessCallInput> = {}): Harness {
     },
     actions: {
       deliver: (_, { message }) => h.delivered.push(message),
-      sendCancel: (_, { notification }) => h.cancels.push(notification),
+      sendCancel: (_, { request }) => h.cancels.push(request),
       reportGap: (_, { gap }) => h.gaps.push(gap),
     },
   });
@@ -339,19 +340,18 @@ describe('the stateless call machine, with the extension', () => {
     expect(h.output()).toMatchObject({ outcome: 'failed', reason: StatelessReason.keyReused });
   });
 
-  it('an application cancel sends the explicit notifications/cancelled with the key', () => {
+  it('an application cancel sends the explicit cancel request (§13) with the key', () => {
     const h = start({ extension: EXT, idempotencyKey: KEY });
     h.send({ type: 'app.cancel', at: 2 });
     expect(h.cancels).toEqual([
       {
         jsonrpc: '2.0',
-        method: 'notifications/cancelled',
+        id: '7~cancel',
+        method: CANCEL_METHOD,
         params: {
-          requestId: 7,
-          reason: 'cancelled by the application',
+          idempotencyKey: KEY,
           _meta: {
             'io.modelcontextprotocol/clientCapabilities': { extensions: { [CONTINUITY_EXTENSION]: {} } },
-            [ContinuityMeta.idempotencyKey]: KEY,
           },
         },
       },

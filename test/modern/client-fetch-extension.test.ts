@@ -2,6 +2,7 @@ import http from 'node:http';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
+  CANCEL_METHOD,
   CONTINUITY_EXTENSION,
   ContinuityMeta,
   continuityCapability,
@@ -53,9 +54,16 @@ async function scripted(onCall: (body: Body, attempt: number, res: http.ServerRe
       );
       return;
     }
-    if (body.method === 'notifications/cancelled') {
+    if (body.method === CANCEL_METHOD) {
       notifications.push(body);
-      res.writeHead(202).end();
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(
+        JSON.stringify({
+          jsonrpc: '2.0',
+          id: body.id,
+          result: { resultType: 'complete', keyState: 'cancelled' },
+        }),
+      );
       return;
     }
     calls.push(body);
@@ -130,7 +138,7 @@ describe('continuityFetch with a server that advertises the continuity extension
     expect(second.params?.arguments).toEqual(first.params?.arguments);
   });
 
-  it("the application's cancel also sends notifications/cancelled with the key", async () => {
+  it("the application's cancel also sends the explicit cancel request (§13) with the key", async () => {
     const s = await scripted((_body, _attempt, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       res.write(': working\n\n');
@@ -146,8 +154,8 @@ describe('continuityFetch with a server that advertises the continuity extension
       await new Promise((r) => setTimeout(r, 10));
     const key = s.calls[0]?.params?._meta?.[ContinuityMeta.idempotencyKey];
     expect(s.notifications).toHaveLength(1);
-    expect(s.notifications[0]?.params?._meta?.[ContinuityMeta.idempotencyKey]).toBe(key);
-    expect(s.notifications[0]?.params?.requestId).toBe(s.calls[0]?.id);
+    expect(s.notifications[0]?.params?.idempotencyKey).toBe(key);
+    expect(s.notifications[0]?.id).toBe(`${s.calls[0]?.id}~cancel`);
     expect(s.notifications[0]?.params?._meta?.['io.modelcontextprotocol/protocolVersion']).toBe('2026-07-28');
   });
 });

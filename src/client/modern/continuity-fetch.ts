@@ -20,12 +20,7 @@ import {
 } from '../../../machines/client/stateless-wire.js';
 import type { ContinuitySettings } from '../../../machines/continuity-extension.js';
 import type { GapDetails } from '../../../machines/decide.js';
-import {
-  isResponse,
-  type JsonRpcMessage,
-  type JsonRpcNotification,
-  type JsonRpcRequest,
-} from '../../../machines/jsonrpc.js';
+import { isResponse, type JsonRpcMessage, type JsonRpcRequest } from '../../../machines/jsonrpc.js';
 import { type AttemptIo, attemptExchange } from './attempt-exchange.js';
 import { type ListenGap, type ReconnectPolicy, reopeningListen } from './listen.js';
 import { passListing } from './pass-listing.js';
@@ -92,7 +87,7 @@ interface EndpointFacts {
  *   after its 60 s request timeout. The SDK sees ONE response: every message of every attempt in order,
  *   none twice, the answer with its own id and its own progress token.
  * - The SDK's cancel (its abort signal) is the call's cancellation; with the extension the explicit
- *   `notifications/cancelled` is sent as well (docs/continuity-extension.md §5).
+ *   cancel request is sent as well (docs/continuity-extension.md §13).
  */
 export function continuityFetch(options: ContinuityFetchOptions = {}): typeof fetch {
   const inner = options.fetch ?? globalThis.fetch;
@@ -175,8 +170,8 @@ export function continuityFetch(options: ContinuityFetchOptions = {}): typeof fe
         deliver: (_, { message }) => {
           if (!isResponse(message)) sdk.write(message);
         },
-        sendCancel: (_, { notification }) => {
-          void postNotification(url, baseInit, notification);
+        sendCancel: (_, { request: cancel }) => {
+          void postCancel(url, baseInit, cancel);
         },
         reportGap: (_, { gap }) => options.onGap?.(gap, { toolName }),
       },
@@ -218,19 +213,16 @@ export function continuityFetch(options: ContinuityFetchOptions = {}): typeof fe
     return sdk.promise;
   }
 
-  async function postNotification(
-    url: string | URL,
-    init: RequestInit,
-    n: JsonRpcNotification,
-  ): Promise<void> {
+  /** POSTs the explicit cancel (§13) with the call's headers, `Mcp-Method` its own and no `Mcp-Name`. */
+  async function postCancel(url: string | URL, init: RequestInit, cancel: JsonRpcRequest): Promise<void> {
     const headers = new Headers(init.headers);
     headers.delete('mcp-name');
-    headers.set('mcp-method', n.method);
+    headers.set('mcp-method', cancel.method);
     try {
-      const response = await inner(url, { ...init, headers, body: JSON.stringify(n) });
+      const response = await inner(url, { ...init, headers, body: JSON.stringify(cancel) });
       await response.body?.cancel();
     } catch {
-      // Best effort (docs/continuity-extension.md §5): the server's memo window ends the key regardless.
+      // Best effort (docs/continuity-extension.md §13): the server's memo window ends the key regardless.
     }
   }
 

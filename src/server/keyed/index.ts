@@ -26,12 +26,14 @@ import {
 import {
   KEYED_STREAM,
   keyedLogId,
+  type MemoCreate,
   type MemoEntry,
   orphanedEntries,
 } from '../../../machines/server/keyed-memo.js';
 import {
   type Attempt,
   abortsLocalRun,
+  cancelResult,
   isFinalAnswer,
   KEYED_START_WAIT_MS,
   type KeyedReply,
@@ -47,6 +49,7 @@ import type { EventLog } from '../event-log.js';
 import type { MemoStore } from '../memo-store.js';
 import type { KeyedRequests, ModernCall, RunOnSdk } from '../modern/keyed-hook.js';
 import { eventFrame } from '../sse.js';
+import { AddressKeys } from './address-keys.js';
 import { parseJson, sdkMessages } from './sdk-messages.js';
 import { Wakeups } from './wakeups.js';
 
@@ -73,6 +76,12 @@ export interface KeyedRequestsOptions {
    * (machines/server/keyed-events.ts). Defaults to 1 MiB.
    */
   readonly maxEventBytesPerKey?: number;
+  /**
+   * Without `authenticate` (every caller one principal): live entries one remote address may create in
+   * this process; beyond, 429 with `Retry-After`, so one address cannot fill `maxEntriesPerPrincipal` for
+   * every other caller. Defaults to 1,000. Unused with `authenticate`.
+   */
+  readonly maxEntriesPerAddress?: number;
   /** How long this instance's lease lasts; renewed every third of it. Defaults to 10 s. */
   readonly leaseMs?: number;
   /** How often an attached response looks at the log and entry without a wake-up. Defaults to 250 ms. */
@@ -103,6 +112,8 @@ export function createKeyedRequests(options: KeyedRequestsOptions): KeyedRequest
 /** What the runtime holds in memory now, for tests and metrics: all of it goes with its requests. */
 export interface KeyedRuntimeStats {
   stats(): { readonly runningHere: number; readonly waitingLogs: number };
+  /** Without `authenticate`: the addresses holding keys for the per-address bound, and their keys. */
+  addressStats(): { readonly addresses: number; readonly keys: number };
 }
 
 class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
@@ -116,6 +127,7 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
   private readonly maxEntries: number;
   private readonly maxEventBytes: number;
   private readonly wakeups = new Wakeups();
+  private readonly addressKeys: AddressKeys;
   /** Bodies running here, by memo key: their abort controllers. */
   private readonly local = new Map<string, AbortController>();
   /**
@@ -143,6 +155,7 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
     this.maxEntries = options.maxEntriesPerPrincipal ?? 10_000;
     this.maxEventBytes = maxEventBytesPerKey(options.maxEventBytesPerKey);
     this.onError = options.onError ?? (() => {});
+    this.addressKeys = new AddressKeys(options.maxEntriesPerAddress ?? 1_000, this.memo.memoWindowMs);
     const finite = (n: number, otherwise: number) => (Number.isFinite(n) ? n : otherwise);
     this.settings = {
       memoWindowMs: this.memo.memoWindowMs,
@@ -179,14 +192,33 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
       case 'reply':
         return Promise.resolve(json(route.reply, route.id));
       case 'cancel':
-        return this.guard(() => this.cancel(memoKey(principal, route.key)), null);
-      case 'call':
-        return this.guard(() => this.call(call.message, principal, route.reading, run), route.id);
+        return this.guard(async () => {
+          await this.cancel(memoKey(principal, route.key));
+          return new Response(null, { status: 202 });
+        }, null);
+      case 'cancel-request':
+        return this.guard(async () => {
+          const after = await this.cancel(memoKey(principal, route.key));
+          return Response.json({ jsonrpc: '2.0', id: route.id, result: cancelResult(after) });
+        }, route.id);
+      case 'call': {
+        // Without `authenticate` (no principal), each address is held to its own share of the keys.
+        const caller: Caller = {
+          principal,
+          ...(call.principal === undefined ? { address: call.address ?? 'unknown' } : {}),
+          limited: call.limited ?? (() => undefined),
+        };
+        return this.guard(() => this.call(call.message, caller, route.reading, run), route.id);
+      }
     }
   }
 
   stats(): { readonly runningHere: number; readonly waitingLogs: number } {
     return { runningHere: this.local.size, waitingLogs: this.wakeups.size };
+  }
+
+  addressStats(): { readonly addresses: number; readonly keys: number } {
+    return this.addressKeys.stats();
   }
 
   async close(): Promise<void> {
@@ -214,10 +246,11 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
 
   private async call(
     message: JsonRpcRequest,
-    principal: string,
+    caller: Caller,
     reading: Extract<KeyReading, { kind: 'keyed' }>,
     run: RunOnSdk,
   ): Promise<Response> {
+    const { principal, address } = caller;
     const mk = memoKey(principal, reading.key);
     // Stored as a digest: the canonical params can be as large as a body (4 MiB), and the memo keeps one
     // per key for its whole window. Equal requests give equal digests, as they give equal canonical JSON.
@@ -263,7 +296,7 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
           await this.log.openStream(c.entry.logId, KEYED_STREAM);
           return undefined;
         case 'create-entry':
-          return this.memo.create(c.entry, this.maxEntries);
+          return this.create(c.entry, caller);
         case 'drop-log':
           // Best effort: a log that could not be dropped is only storage; the request goes on.
           await this.log.dropSession(c.entry.logId).catch(this.onError);
@@ -282,10 +315,14 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
           started = new Promise((resolve) => {
             accepted = resolve;
           });
-          void this.runBody(c.entry, message, (signal) => run(message, signal), accepted).catch((error) => {
-            accepted(undefined);
-            this.onError(error);
-          });
+          void this.runBody(c.entry, message, (signal) => run(message, signal), accepted)
+            .catch((error) => {
+              accepted(undefined);
+              this.onError(error);
+            })
+            .finally(() => {
+              if (address !== undefined) this.addressKeys.finished(address, c.entry.memoKey, this.now());
+            });
           return undefined;
         }
       }
@@ -296,6 +333,30 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
     // (its stream starts before the tool runs), so this wait is short.
     const refusal = started ? await firstOf(started, KEYED_START_WAIT_MS) : undefined;
     return refusal ?? this.respond(end.entry, attempt, end.afterSeq);
+  }
+
+  /**
+   * Creates the entry in the memo within the bounds: the caller address's share first (no `authenticate`),
+   * then the memo's per-principal bound. A refusal at either is counted.
+   */
+  private async create(entry: MemoEntry, caller: Caller): Promise<MemoCreate> {
+    const { address } = caller;
+    if (address !== undefined) {
+      const room = this.addressKeys.reserve(address, entry.memoKey, this.now());
+      if (room.kind === 'full') {
+        caller.limited('max_keys_per_address', 429);
+        return { kind: 'full', retryAfterSeconds: room.retryAfterSeconds, bound: 'address' };
+      }
+    }
+    let created: MemoCreate | undefined;
+    try {
+      created = await this.memo.create(entry, this.maxEntries);
+      if (created.kind === 'full') caller.limited('max_keys_per_principal', 429);
+      return created;
+    } finally {
+      if (address !== undefined && created?.kind !== 'created')
+        this.addressKeys.release(address, entry.memoKey);
+    }
   }
 
   /** Runs the body once, detached from every client stream; its messages go to the key's log. */
@@ -408,14 +469,14 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
     return stored;
   }
 
-  private async cancel(mk: string): Promise<Response> {
+  /** Cancels the principal's key if it runs (§5, §13); the entry afterwards (undefined: none). */
+  private async cancel(mk: string): Promise<MemoEntry | undefined> {
     const entry = await this.memo.get(mk);
-    if (planKeyedCancel(entry).kind === 'cancel') {
-      const stored = await this.record(entry as MemoEntry, { type: 'cancel.requested' });
-      // Running here: abort now; running elsewhere: its instance sees the entry at its next lease tick.
-      if (abortsLocalRun(stored, this.memo.instanceId)) this.local.get(mk)?.abort();
-    }
-    return new Response(null, { status: 202 });
+    if (planKeyedCancel(entry).kind !== 'cancel') return entry;
+    const stored = await this.record(entry as MemoEntry, { type: 'cancel.requested' });
+    // Running here: abort now; running elsewhere: its instance sees the entry at its next lease tick.
+    if (abortsLocalRun(stored, this.memo.instanceId)) this.local.get(mk)?.abort();
+    return stored;
   }
 
   /** The response of one attempt, from the key's log: never starts anything. */
@@ -543,8 +604,16 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
 
   private async sweep(): Promise<void> {
     if (this.closed) return;
+    this.addressKeys.sweep(this.now());
     for (const logId of await this.memo.sweep()) await this.log.dropSession(logId);
   }
+}
+
+/** Who made a keyed call: its principal, its address when there is no `authenticate`, and the limit counter. */
+interface Caller {
+  readonly principal: string;
+  readonly address?: string;
+  readonly limited: (reason: string, status: number) => void;
 }
 
 /** The id and progress token the attempt's own messages carry. */

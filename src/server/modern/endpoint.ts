@@ -8,12 +8,19 @@ import type {
 } from '@modelcontextprotocol/server';
 import { continuityCapability } from '../../../machines/continuity-extension.js';
 import type { JsonRpcRequest } from '../../../machines/jsonrpc.js';
+import { isListenRequest } from '../../../machines/listen-wire.js';
 import {
   handsToKeyed,
   listsVersions,
   streamsUnkeyedCall,
   withLegacyVersions,
 } from '../../../machines/server/era.js';
+import {
+  holderOf,
+  type LimitRefusal,
+  type ServerLimits,
+  sdkListenBound,
+} from '../../../machines/server/limits.js';
 import {
   maxResourceSubscriptions,
   refuseOversizeFilter,
@@ -24,9 +31,11 @@ import {
   listenLogLimits,
   positionedAck,
 } from '../../../machines/server/listen-log.js';
+import { limitReached } from '../../../machines/server/replies.js';
 import { loadOptional } from '../../optional-peer.js';
 import { rewritingFirstEvent } from './first-event.js';
 import type { KeyedRequests, RunOnSdk } from './keyed-hook.js';
+import { OpenListens, releasingOnEnd } from './open-listens.js';
 import { PositionedEventBus } from './positioned-bus.js';
 
 /** Builds the application's v2 SDK server for one 2026-07-28 request (`createMcpHandler`'s factory). */
@@ -73,6 +82,8 @@ export interface ModernInput {
   readonly text: string;
   readonly body: unknown;
   readonly principal: string | undefined;
+  /** The caller's address: what the per-principal bounds count by when there is no `authenticate`. */
+  readonly remoteAddress?: string;
   /** Fires when the client goes away before its response ended. */
   readonly gone: AbortSignal;
   readonly authInfo: AuthInfo | undefined;
@@ -80,6 +91,8 @@ export interface ModernInput {
 
 export interface ModernEndpoint {
   serve(input: ModernInput): Promise<Response>;
+  /** Open `subscriptions/listen` streams, and how many holders have one (tests, metrics). */
+  listens(): { readonly open: number; readonly holders: number };
   /** Publishes a change to every open `subscriptions/listen` stream that opted in. */
   readonly notify: {
     toolsChanged(): void;
@@ -104,6 +117,10 @@ export async function createModernEndpoint(
     readonly maxBodyBytes: number;
     readonly heartbeatMs: number;
     readonly onError: (e: unknown) => void;
+    /** The bounds on open listens (`ServerLimits`). */
+    readonly limits: Pick<ServerLimits, 'maxListens' | 'maxListensPerPrincipal' | 'retryAfterSeconds'>;
+    /** Counts a request refused at a bound (`server.limited_requests`). */
+    readonly limited: (reason: string, status: number) => void;
   },
 ): Promise<ModernEndpoint> {
   const sdk = await loadOptional(() => import('@modelcontextprotocol/server'));
@@ -123,15 +140,24 @@ export async function createModernEndpoint(
     legacy: 'reject' as const,
     maxRequestBodySize: settings.maxBodyBytes,
     keepAliveMs: options.keepAliveMs ?? settings.heartbeatMs,
+    // Our bounds on listens answer first (429/503 with Retry-After); the SDK's is a backstop above them.
+    maxSubscriptions: sdkListenBound(settings.limits),
     // The SDK also reports every request it refused (header mismatch, bad envelope, unknown version):
     // those are the client's doing and were answered 4xx, not errors of this server.
     onerror: (e: Error) => {
-      if (e.name === 'ProtocolError' || e.message.startsWith('Rejected inbound request')) return;
+      // Its own bound on listens (a backstop above ours) is such a refusal too.
+      if (
+        e.name === 'ProtocolError' ||
+        e.message.startsWith('Rejected inbound request') ||
+        e.message.startsWith('subscriptions/listen refused')
+      )
+        return;
       settings.onError(e);
     },
   };
   // With the extension, change events go through the listen log, which numbers them for the listen part.
   const now = () => Date.now();
+  const listens = new OpenListens(settings.limits);
   const bus = keyed
     ? new PositionedEventBus(listenLogLimits(options.listenLog), now, settings.onError)
     : undefined;
@@ -164,6 +190,24 @@ export async function createModernEndpoint(
 
   const maxUris = maxResourceSubscriptions(options.maxResourceSubscriptions);
 
+  /** A `subscriptions/listen` stream, admitted: positioned through the listen log with the extension. */
+  const listen = async (request: Request, input: ModernInput, gone: AbortController): Promise<Response> => {
+    const attempt = bus ? listenAttemptOf(input.body) : undefined;
+    if (!bus || !attempt) {
+      const response = await call(handler, request, input, input.body);
+      if (listsVersions(input.body, response.status))
+        return listLegacyVersions(response, settings.legacyVersions);
+      return cancelOnClose(response, gone);
+    }
+    // The SDK subscribes the stream inside its handler; `within` lets the bus note the head then.
+    const live = { ...attempt };
+    const response = await bus.within(live, () => call(handler, request, input, input.body));
+    return cancelOnClose(
+      rewritingFirstEvent(response, (m) => positionedAck(m, live, bus.log, now(), bus.limits)),
+      gone,
+    );
+  };
+
   return {
     async serve(input) {
       const oversize = refuseOversizeFilter(input.body, maxUris);
@@ -180,6 +224,16 @@ export async function createModernEndpoint(
         body: input.text,
         signal: gone.signal,
       });
+      if (isListenRequest(input.body)) {
+        const slot = listens.open(holderOf(input.principal, input.remoteAddress));
+        if (!slot.ok) return limitedResponse(slot, input.body, settings.limited);
+        try {
+          return releasingOnEnd(await listen(request, input, gone), slot.release);
+        } catch (error) {
+          slot.release();
+          throw error;
+        }
+      }
       if (keyed && detached && handsToKeyed(input.body, input.headers)) {
         const run: RunOnSdk = (message: JsonRpcRequest, signal: AbortSignal) =>
           call(
@@ -194,7 +248,13 @@ export async function createModernEndpoint(
           );
         try {
           const served = keyed.serve(
-            { message: input.body as JsonRpcRequest, principal: input.principal, request },
+            {
+              message: input.body as JsonRpcRequest,
+              principal: input.principal,
+              request,
+              ...(input.remoteAddress !== undefined ? { address: input.remoteAddress } : {}),
+              limited: settings.limited,
+            },
             run,
           );
           if (served) return cancelOnClose(await served, gone);
@@ -206,16 +266,6 @@ export async function createModernEndpoint(
           );
         }
       }
-      const attempt = bus ? listenAttemptOf(input.body) : undefined;
-      if (bus && attempt) {
-        // The SDK subscribes the stream inside its handler; `within` lets the bus note the head then.
-        const live = { ...attempt };
-        const response = await bus.within(live, () => call(handler, request, input, input.body));
-        return cancelOnClose(
-          rewritingFirstEvent(response, (m) => positionedAck(m, live, bus.log, now(), bus.limits)),
-          gone,
-        );
-      }
       // With the extension, unkeyed calls stream too (keep-alives through idle balancers): the streaming
       // handler, on the client's own connection (closing it cancels the call, as the spec says).
       const serving = detached && streamsUnkeyedCall(input.body, common.keepAliveMs) ? detached : handler;
@@ -224,11 +274,31 @@ export async function createModernEndpoint(
         return listLegacyVersions(response, settings.legacyVersions);
       return cancelOnClose(response, gone);
     },
+    listens: () => listens.stats(),
     notify: handler.notify,
     close: async () => {
       await Promise.all([handler.close(), detached?.close(), keyed?.close()]);
     },
   };
+}
+
+/** A request refused at a bound: 429/503, `Retry-After`, a JSON-RPC error under the request's id; counted. */
+function limitedResponse(
+  refusal: LimitRefusal,
+  body: unknown,
+  limited: (reason: string, status: number) => void,
+): Response {
+  limited(refusal.reason, refusal.status);
+  const reply = limitReached(refusal);
+  const id = (body as { id?: unknown }).id;
+  return Response.json(
+    {
+      jsonrpc: '2.0',
+      id: typeof id === 'string' || typeof id === 'number' ? id : null,
+      error: { code: reply.code, message: reply.message },
+    },
+    { status: reply.status, headers: { 'retry-after': String(reply.retryAfterSeconds) } },
+  );
 }
 
 /** A JSON `server/discover` answer or -32022 error with our 2025 versions added (machines/server/era.ts). */

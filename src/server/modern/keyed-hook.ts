@@ -14,6 +14,10 @@ export interface ModernCall {
   readonly principal: string | undefined;
   /** The client's HTTP request (headers; its `signal` fires when the client goes away). */
   readonly request: Request;
+  /** The caller's remote address: without `authenticate`, keys are bounded per address as well. */
+  readonly address?: string;
+  /** Counts a request refused at a bound (the server's `server.limited_requests` metric). */
+  readonly limited?: (reason: string, status: number) => void;
 }
 
 /**

@@ -20,14 +20,18 @@ export class HeadlessOAuthProvider implements OAuthClientProvider {
   readonly clientMetadata: OAuthClientMetadata = {
     client_name: 'mcp-continuity test',
     redirect_uris: ['http://localhost:3000/callback'],
-    grant_types: ['authorization_code', 'refresh_token'],
-    response_types: ['code'],
-    token_endpoint_auth_method: 'none',
   };
   /** How many times the SDK asked for the tokens, saved tokens, redirected. */
   readonly uses = { tokens: 0, saveTokens: 0, redirects: 0 };
 
-  constructor(clientId?: string) {
+  /**
+   * `clientId`: a pre-registered client (no registration). `clientMetadataUrl`: offered as the client id
+   * where the authorization server supports client id metadata documents (CIMD).
+   */
+  constructor(
+    clientId?: string,
+    readonly clientMetadataUrl?: string,
+  ) {
     if (clientId) this.client = { client_id: clientId };
   }
 

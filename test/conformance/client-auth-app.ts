@@ -21,6 +21,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ContinuityClientTransport } from '../../src/index.js';
 import { HeadlessOAuthProvider } from '../support/oauth-provider.js';
+import { CrossAppAccessProvider, type CrossAppContext } from './cross-app-provider.js';
 
 /** The client id metadata document URL the CIMD scenario expects a client to offer. */
 const CIMD_URL = 'https://conformance-test.local/client-metadata.json';
@@ -58,6 +59,8 @@ function providerFor(): { provider: OAuthClientProvider; headless?: HeadlessOAut
         algorithm: context.signing_algorithm ?? 'ES256',
       }),
     };
+  if (scenario === 'auth/cross-app-access-complete-flow')
+    return { provider: new CrossAppAccessProvider(serverUrl, context as unknown as CrossAppContext) };
   const headless = new HeadlessOAuthProvider(undefined, CIMD_URL);
   if (scenario === 'auth/pre-registration')
     headless.saveClientInformation({

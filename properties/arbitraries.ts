@@ -30,9 +30,10 @@ export const commandArb: fc.Arbitrary<Command> = fc.oneof(
   { weight: 1, arbitrary: fc.constant({ kind: 'resetAll' } as const) },
   {
     weight: 1,
-    // Transient statuses only: a refusal (403) is in the directed corpus and the open findings.
+    // Transient statuses, and 401 (an expired token: the client's provider refreshes it). A refusal (403)
+    // is in the directed corpus and the open findings.
     arbitrary: fc
-      .tuple(fc.integer({ min: 1, max: 4 }), fc.constantFrom(503, 503, 502, 429))
+      .tuple(fc.integer({ min: 1, max: 4 }), fc.constantFrom(503, 503, 502, 429, 401))
       .map(([count, status]) => ({ kind: 'serverError', count, status }) as const),
   },
   { weight: 1, arbitrary: fc.nat(7).map((pick) => ({ kind: 'endStream', pick }) as const) },

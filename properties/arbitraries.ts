@@ -142,6 +142,26 @@ export const earlyNotifyArb: fc.Arbitrary<Command[]> = fc
     ...rest,
   ]);
 
+/**
+ * A token expires while a call runs: its stream is cut, and the resumes meet 401s, sometimes more than the
+ * provider's authorizations may answer (the call then waits for the user, see authorization.ts).
+ */
+export const tokenExpiryArb: fc.Arbitrary<Command[]> = fc
+  .tuple(
+    fc.constantFrom('charge', 'chatty', 'slow'),
+    fc.integer({ min: 1, max: 60 }),
+    // Mostly more 401s than one stream's authorizations, so the exhausted rows are reached too.
+    fc.constantFrom(1, 2, 3, 4, 4, 4),
+    fc.array(commandArb, { maxLength: 20, size: 'max' }),
+  )
+  .map(([tool, wait, count, rest]) => [
+    { kind: 'call', tool } as const,
+    { kind: 'advance', ms: wait } as const,
+    { kind: 'resetAll' } as const,
+    { kind: 'serverError', count, status: 401 } as const,
+    ...rest,
+  ]);
+
 export const scenarioArb = fc.record({
   config: worldConfigArb,
   commands: fc.oneof(
@@ -149,5 +169,6 @@ export const scenarioArb = fc.record({
     { weight: 1, arbitrary: expiryArb },
     { weight: 1, arbitrary: evictionArb },
     { weight: 1, arbitrary: earlyNotifyArb },
+    { weight: 1, arbitrary: tokenExpiryArb },
   ),
 });

@@ -13,6 +13,7 @@ import { MAX_AUTHORIZATIONS } from '../../machines/client/authorization.js';
 import {
   type ContinuityClientOptions,
   ContinuityClientTransport,
+  type CursorStore,
   type FetchLike,
   type GapReport,
   isContinuityError,
@@ -89,7 +90,19 @@ describe('OAuth: ContinuityClientTransport with the SDK OAuthClientProvider', ()
       if (init?.method === 'POST' && typeof init.body === 'string' && isCharge(init.body)) oauth.expireAll();
       return response;
     };
-    const { client, transport, errors, gaps } = await connectAuthorized(w.url, provider, { fetch: fetchFn });
+    // Every record written to the cursor store, as it would reach a cursor file.
+    const saved: string[] = [];
+    const cursorStore: CursorStore = {
+      durable: true,
+      load: async () => null,
+      save: async (record) => {
+        saved.push(JSON.stringify(record));
+      },
+    };
+    const { client, transport, errors, gaps } = await connectAuthorized(w.url, provider, {
+      fetch: fetchFn,
+      cursorStore,
+    });
     const session = transport.sessionId;
     wire.cutNext((x) => x.method === 'POST' && isCharge(x.body), 0);
     const result = await client.callTool({ name: 'charge', arguments: { key: 'card', delayMs: 600 } });
@@ -106,6 +119,9 @@ describe('OAuth: ContinuityClientTransport with the SDK OAuthClientProvider', ()
     expect(w.created).toHaveLength(1);
     expect(gaps).toEqual([]);
     expect(errors.filter((e) => isContinuityError(e) && e.code === 'MCPC_EVENTS_LOST')).toEqual([]);
+    // The cursor store kept the session and the cursors, never a token: tokens stay in the provider.
+    expect(saved.some((r) => r.includes(session as string))).toBe(true);
+    expect(saved.filter((r) => /access-|refresh-|Bearer/.test(r))).toEqual([]);
     await transport.close();
   }, 30_000);
 

@@ -88,27 +88,10 @@ function counted(provider: OAuthClientProvider): OAuthClientProvider {
 const { provider: raw, headless } = providerFor();
 const provider = counted(raw);
 
-/**
- * Issue 22, fixed on its own branch (machines/client/not-found.ts), not this one: the suite's servers route
- * only POST and answer the standalone GET (no Last-Event-ID) 404, which the client on this branch takes for
- * a lost session. Until that fix is merged, such a 404 reaches both transports as the 405 of a server that
- * offers no standalone stream (the SDK transport treats the two alike). Nothing about authorization passes
- * through here; remove this once issue 22's fix is in.
- */
-const fetchWithoutIssue22: typeof fetch = async (url, init) => {
-  const response = await fetch(url, init);
-  const standalone = String(url) === serverUrl.href && !new Headers(init?.headers).has('last-event-id');
-  if ((init?.method ?? 'GET') === 'GET' && response.status === 404 && standalone) {
-    await response.body?.cancel();
-    return new Response(null, { status: 405 });
-  }
-  return response;
-};
-
 function transport(): AuthTransport {
   return kind === 'sdk'
-    ? new StreamableHTTPClientTransport(serverUrl, { authProvider: provider, fetch: fetchWithoutIssue22 })
-    : new ContinuityClientTransport(serverUrl, { authProvider: provider, fetch: fetchWithoutIssue22 });
+    ? new StreamableHTTPClientTransport(serverUrl, { authProvider: provider })
+    : new ContinuityClientTransport(serverUrl, { authProvider: provider });
 }
 
 /** The code of an authorization the provider was redirected to, not yet handed to `finishAuth`. */

@@ -30,9 +30,10 @@ export const commandArb: fc.Arbitrary<Command> = fc.oneof(
   { weight: 1, arbitrary: fc.constant({ kind: 'resetAll' } as const) },
   {
     weight: 1,
-    // Transient statuses only: a refusal (403) is in the directed corpus and the open findings.
+    // Transient statuses, and 401 (an expired token: the client's provider refreshes it). A refusal (403)
+    // is in the directed corpus and the open findings.
     arbitrary: fc
-      .tuple(fc.integer({ min: 1, max: 4 }), fc.constantFrom(503, 503, 502, 429))
+      .tuple(fc.integer({ min: 1, max: 4 }), fc.constantFrom(503, 503, 502, 429, 401))
       .map(([count, status]) => ({ kind: 'serverError', count, status }) as const),
   },
   { weight: 1, arbitrary: fc.nat(7).map((pick) => ({ kind: 'endStream', pick }) as const) },
@@ -141,6 +142,26 @@ export const earlyNotifyArb: fc.Arbitrary<Command[]> = fc
     ...rest,
   ]);
 
+/**
+ * A token expires while a call runs: its stream is cut, and the resumes meet 401s, sometimes more than the
+ * provider's authorizations may answer (the call then waits for the user, see authorization.ts).
+ */
+export const tokenExpiryArb: fc.Arbitrary<Command[]> = fc
+  .tuple(
+    fc.constantFrom('charge', 'chatty', 'slow'),
+    fc.integer({ min: 1, max: 60 }),
+    // Mostly more 401s than one stream's authorizations, so the exhausted rows are reached too.
+    fc.constantFrom(1, 2, 3, 4, 4, 4),
+    fc.array(commandArb, { maxLength: 20, size: 'max' }),
+  )
+  .map(([tool, wait, count, rest]) => [
+    { kind: 'call', tool } as const,
+    { kind: 'advance', ms: wait } as const,
+    { kind: 'resetAll' } as const,
+    { kind: 'serverError', count, status: 401 } as const,
+    ...rest,
+  ]);
+
 export const scenarioArb = fc.record({
   config: worldConfigArb,
   commands: fc.oneof(
@@ -148,5 +169,6 @@ export const scenarioArb = fc.record({
     { weight: 1, arbitrary: expiryArb },
     { weight: 1, arbitrary: evictionArb },
     { weight: 1, arbitrary: earlyNotifyArb },
+    { weight: 1, arbitrary: tokenExpiryArb },
   ),
 });

@@ -385,4 +385,26 @@ export const DIRECTED: readonly Scenario[] = [
       { kind: 'call', tool: 'charge' },
     ],
   },
+  {
+    name: 'close table: 401 → authorize; a POST refused three times for its token ends with UnauthorizedError, never run',
+    config: { heartbeat: true, maxEventsPerStream: 4, retentionMs: 60_000, idleTtlMs: 30_000 },
+    commands: [
+      { kind: 'advance', ms: 100 },
+      { kind: 'serverError', count: 3, status: 401 },
+      { kind: 'call', tool: 'charge' },
+      { kind: 'advance', ms: 500 },
+    ],
+  },
+  {
+    name: 'POST-failure rule: a resume answered 401 is authorized and resumes with the same Last-Event-ID; exhausted, it waits for finishAuth',
+    config: { heartbeat: true, maxEventsPerStream: 12, retentionMs: 60_000, idleTtlMs: 30_000 },
+    commands: [
+      { kind: 'advance', ms: 100 },
+      { kind: 'call', tool: 'chatty' },
+      { kind: 'advance', ms: 30 },
+      { kind: 'resetAll' },
+      { kind: 'serverError', count: 4, status: 401 },
+      { kind: 'advance', ms: 3_000 },
+    ],
+  },
 ];

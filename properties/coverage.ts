@@ -49,6 +49,9 @@ export const BRANCHES: readonly Branch[] = [
     'the simulated server answers a standalone GET with a stream or a 404 (the not-found rule), never 204/405',
   ),
   b('close table', 'other status → refused'),
+  b('close table', '401 → authorize, then the same request again'),
+  b('close table', '401, authorizations exhausted, never ran → UnauthorizedError'),
+  b('close table', '401, authorizations exhausted, may have run → wait for finishAuth'),
   b('close table', 'reconnects exhausted → given up'),
   b('close table', 'event: close → closed by server'),
   b('not-found rule', 'POST 404 → session lost'),
@@ -62,6 +65,8 @@ export const BRANCHES: readonly Branch[] = [
   b('POST-failure rule', 'refused → re-send'),
   b('POST-failure rule', 'may have run, re-send safe → re-send'),
   b('POST-failure rule', 'may have run, not re-send safe → outcome unknown'),
+  b('POST-failure rule', 'unauthorized, authorized since → re-send (same id)'),
+  b('POST-failure rule', 'unauthorized, authorized since → resume (same Last-Event-ID)'),
   b('cursor answer', 'replay'),
   b('cursor answer', '410 window exceeded, exact count'),
   b(
@@ -107,6 +112,10 @@ const key = (group: string, name: string) => `${group}: ${name}`;
 /** The close table's row for a decision, as `classifyClose` made it. */
 function closeRow(d: CloseDecision | undefined, target: string, ctx: StreamContext): string | undefined {
   if (target === 'givenUp') return 'reconnects exhausted → given up';
+  if (target === 'authorizing') return '401 → authorize, then the same request again';
+  if (target === 'unauthorized') return '401, authorizations exhausted, never ran → UnauthorizedError';
+  if (target === 'awaitingAuthorization')
+    return '401, authorizations exhausted, may have run → wait for finishAuth';
   if (target === 'closedByServer') return 'event: close → closed by server';
   if (!d) return undefined;
   switch (d.action) {
@@ -192,7 +201,16 @@ export function inspectClient(observe: Observe): (ev: InspectionEvent) => void {
             if (rule) observe(key('POST-failure rule', rule));
             const notFound = notFoundRow(ctx.decision, ctx);
             if (notFound) observe(key('not-found rule', notFound));
-          } else if (from === 'streaming' && to === 'responseEvicted')
+          } else if (from === 'authorizing' && to === 'connecting' && ctx.stream.kind === 'request')
+            observe(
+              key(
+                'POST-failure rule',
+                ctx.lastEventId === undefined
+                  ? 'unauthorized, authorized since → re-send (same id)'
+                  : 'unauthorized, authorized since → resume (same Last-Event-ID)',
+              ),
+            );
+          else if (from === 'streaming' && to === 'responseEvicted')
             observe(key('close table', '410 → gap, response evicted'));
         } else if (id === 'client') {
           const move = SESSION_MOVES[`${from}→${to}`];

@@ -305,4 +305,18 @@ export const MUTANTS: readonly Mutant[] = [
     ),
     caughtBy: ['no duplicate delivery'],
   },
+  {
+    // Issue 23's client: a provider is given, but a 401 fails the request like any other status.
+    name: 'a 401 read as a refusal although a provider could authorize',
+    branch: 'close table',
+    variant: client('no-authorization', streamMachine.provide({ guards: { isChallenge: () => false } })),
+    caughtBy: ['honest errors'],
+  },
+  {
+    // A call that may have run is ended (UnauthorizedError) instead of waiting for finishAuth.
+    name: 'authorization exhausted: a call that may have run is failed instead of waiting',
+    branch: 'POST-failure rule',
+    variant: client('reject-ran', streamMachine.provide({ guards: { rejectWhenUnauthorized: () => true } })),
+    caughtBy: ['honest errors'],
+  },
 ];

@@ -45,4 +45,13 @@ describe('what happens when a POST fails (decidePostFailure)', () => {
     for (const reason of [ReconnectReason.refused, ...mayHaveRun])
       expect(decidePostFailure(failure({ reason, hasCursor: true }))).toBe('resume');
   });
+
+  it('a 401/403 never ran: once the provider has a token, a call or notification goes again, same id', () => {
+    for (const kind of ['request', 'message'] as const)
+      expect(decidePostFailure(failure({ reason: 'unauthorized', kind }))).toBe('resend');
+  });
+
+  it('a resume answered 401 resumes again with the same cursor once authorized, never re-sends', () => {
+    expect(decidePostFailure(failure({ reason: 'unauthorized', hasCursor: true }))).toBe('resume');
+  });
 });

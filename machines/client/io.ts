@@ -40,6 +40,8 @@ export type IoEvent =
       body?: unknown;
       /** The `Retry-After` header, as sent (read by the 2026 call's table: a 503 with it did not run). */
       retryAfter?: string;
+      /** The `WWW-Authenticate` header of a 401 or 403, as sent (authorization.ts reads it). */
+      wwwAuthenticate?: string;
       advertisement?: ServerAdvertisement;
     }
   | SseEvent

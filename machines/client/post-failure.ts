@@ -7,6 +7,9 @@ import { ReconnectReason } from '../codes.js';
  * POST's exchange ends that way, with retries left (past the reconnect policy's `maxRetries` the call ends
  * as outcome unknown, `given_up`).
  *
+ * A 401 (or 403 `insufficient_scope`) is here once the provider has a token (reason `unauthorized`):
+ * resumed when the stream has a cursor, else sent again.
+ *
  * Not here, because they are not failures of the POST: a 404 (the session is gone: the session machine
  * re-sends the call on a new session when that 404 answered the call's own POST, see `neverRan`), a
  * 409/410 with a gap, and any other status (the call fails with the status, -32053).
@@ -14,8 +17,11 @@ import { ReconnectReason } from '../codes.js';
  * @see README, "Behaviour"; design note, "Decision Boundary"
  */
 export interface PostFailure {
-  /** How the exchange ended (`classifyClose`'s reconnect reason). */
-  readonly reason: ReconnectReason;
+  /**
+   * How the exchange ended (`classifyClose`'s reconnect reason), or `unauthorized`: the server answered
+   * 401 (or 403 `insufficient_scope`) and the provider has since obtained a token (authorization.ts).
+   */
+  readonly reason: ReconnectReason | 'unauthorized';
   /** What was POSTed: a request (`request`), or a notification or response (`message`). */
   readonly kind: 'request' | 'message';
   /** The stream has an event id: its answer can be resumed (GET + Last-Event-ID) rather than re-sent. */
@@ -56,6 +62,9 @@ const POST_FAILURE_TABLE: readonly Row[] = [
   // The connection never opened: the request never left this process, so sending it again cannot
   // duplicate anything, whatever it is.
   { when: (f) => f.reason === ReconnectReason.refused, decision: 'resend' },
+  // The server refused it for want of a token (401, or 403 insufficient_scope), before it reached the
+  // session: it never ran, whatever it is, and the provider now has a token. Same id, sent again.
+  { when: (f) => f.reason === 'unauthorized', decision: 'resend' },
   // A notification or a response may have arrived, and nothing lets the server recognize it twice: it is
   // not sent again (a lost one is reported; nothing waits on it).
   { when: (f) => f.kind === 'message', decision: 'outcome-unknown' },

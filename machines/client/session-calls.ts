@@ -181,6 +181,14 @@ export const sessionCalls = sessionStreams.extend({
         return;
       }
       const id = pending.request.id;
+      if (outcome.kind === 'unauthorized') {
+        ledgerSettle(context.ledger, id);
+        enqueue({
+          type: 'rejectUnauthorized',
+          params: { message: failedError(id, outcome.status, outcome.body) },
+        });
+        return;
+      }
       if (outcome.kind === 'refused') {
         ledgerSettle(context.ledger, id);
         enqueue({

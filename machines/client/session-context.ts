@@ -36,6 +36,11 @@ export interface ClientConfig {
    * tagged by another owner is an orphan. Undefined: ids are not tagged (simulations).
    */
   readonly requestOwner?: string;
+  /**
+   * The application gave an `authProvider`: a 401 (or 403 insufficient_scope) is answered by authorizing
+   * and sending the same request again (authorization.ts), not by failing the call.
+   */
+  readonly authorization?: boolean;
 }
 
 export interface ClientInput extends Partial<ClientConfig> {
@@ -121,6 +126,7 @@ export function initialClientContext(input: ClientInput): ClientContext {
       seed: input.seed ?? 1,
       serverUrl: input.serverUrl,
       requestOwner: input.requestOwner,
+      authorization: input.authorization,
     },
     restored: input.restored && recordBelongsTo(input.restored, input.serverUrl) ? input.restored : undefined,
     foreignRecord: input.restored !== undefined && !recordBelongsTo(input.restored, input.serverUrl),

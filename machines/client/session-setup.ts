@@ -25,6 +25,11 @@ export const sessionBase = setup({
   },
   actions: {
     deliver: (_, _params: { message: JsonRpcMessage }) => undefined,
+    /**
+     * …end a call that authorization could not let through and that never ran: the SDK's
+     * `UnauthorizedError` (the runtime rejects the call's `send`; `message` is its JSON-RPC form)…
+     */
+    rejectUnauthorized: (_, _params: { message: JsonRpcMessage }) => undefined,
     /** …a replayed response to a request this process never sent (after a client restart)… */
     deliverOrphan: (_, _params: { message: JsonRpcMessage }) => undefined,
     notifyGap: (_, _params: GapReport) => undefined,

@@ -55,6 +55,7 @@ export const sessionStreams = sessionBase.extend({
         stallTimeoutMs: stallTimeoutFor(context.config, context.advertisement),
         jitterSeed: (context.config.seed + context.spawned * 7919) >>> 0,
         post,
+        authorize: context.config.authorization === true,
       };
       if (args.kind !== 'message')
         context.cursors[args.key] = { kind: args.kind, lastEventId: args.lastEventId };

@@ -1,10 +1,18 @@
-import { and, assign, enqueueActions, fromCallback, sendParent, setup } from 'xstate';
+import { and, assign, enqueueActions, fromCallback, fromPromise, sendParent, setup } from 'xstate';
 import { type ReconnectPolicy, reconnectDelay } from '../backoff.js';
 import { StopReason } from '../codes.js';
 import { type CloseDecision, classifyClose, type GapDetails } from '../decide.js';
 import type { JsonRpcMessage } from '../jsonrpc.js';
 import type { ServerAdvertisement } from '../validity.js';
 import { type Absorbed, absorbEvents, type DeliveredMessage, rememberIds } from './absorb.js';
+import {
+  type AuthChallenge,
+  type AuthorizationResult,
+  afterUnauthorized,
+  challengeOf,
+  decideChallenge,
+  provesNotRun,
+} from './authorization.js';
 import type { Exchange, IoEvent, SseEvent } from './io.js';
 import { serverRetryFloor } from './limits.js';
 import { notFoundClose } from './not-found.js';
@@ -41,6 +49,8 @@ export interface StreamInput {
   readonly jitterSeed: number;
   /** What the session knew of the POSTed request, for `decidePostFailure` (machines/client/post-failure.ts). */
   readonly post: PostFacts;
+  /** The application gave an `authProvider`: a 401 (or 403 insufficient_scope) is answered by authorizing. */
+  readonly authorize?: boolean;
 }
 
 /** How a stream ended, reported to the parent. */
@@ -54,7 +64,12 @@ export type StreamOutcome =
   | { kind: 'unresumable' }
   | { kind: 'response-evicted' }
   | { kind: 'epoch-changed' }
-  | { kind: 'refused'; status: number; body?: unknown };
+  | { kind: 'refused'; status: number; body?: unknown }
+  /**
+   * Authorization could not give a token (it failed, or needs the user), and the request never ran: it
+   * ends with the SDK's `UnauthorizedError` (authorization.ts, `afterUnauthorized`).
+   */
+  | { kind: 'unauthorized'; status: number; body?: unknown };
 
 export type StreamReport =
   | {
@@ -106,6 +121,12 @@ export type StreamReport =
 export type StreamCommand = { type: 'stream.reuse'; input: StreamInput };
 
 /**
+ * From the runtime, to a stream waiting for authorization: the application completed it (`finishAuth`),
+ * so the provider has a token.
+ */
+export type AuthorizationGranted = { type: 'auth.granted' };
+
+/**
  * Sixteen keys or fewer: XState copies the context with `Object.assign({}, …)` on every `assign`, and V8
  * turns an object built that way with twenty or more properties into a hash table (dictionary mode), which
  * made every copy and every read of a stream's context slow (~45 µs per call in docs/benchmarks.md row 2).
@@ -141,6 +162,10 @@ export interface StreamContext {
    * forgotten when the exchange ends.
    */
   absorbed: Absorbed | undefined;
+  /** Authorizations run since the stream last made progress (bounded: `MAX_AUTHORIZATIONS`). */
+  authorizations: number;
+  /** The last response's authorization challenge (a 401, or a 403 insufficient_scope), if it was one. */
+  challenge: AuthChallenge | undefined;
 }
 
 /** What to ask for next: a resume whenever a cursor exists, else the original POST or a fresh GET. */
@@ -190,10 +215,12 @@ function initialContext(input: StreamInput): StreamContext {
     mayHaveRun: false,
     opened: false,
     absorbed: undefined,
+    authorizations: 0,
+    challenge: undefined,
   };
 }
 
-const sseEventsOf = (event: IoEvent | StreamCommand): readonly SseEvent[] =>
+const sseEventsOf = (event: IoEvent | StreamCommand | AuthorizationGranted): readonly SseEvent[] =>
   event.type === 'sse.events' ? event.events : event.type === 'sse.event' ? [event] : [];
 
 const report = (ctx: StreamContext) => ({ key: ctx.stream.key, streamId: ctx.stream.streamId });
@@ -209,11 +236,21 @@ export const streamMachine = setup({
   types: {
     context: {} as StreamContext,
     input: {} as StreamInput,
-    events: {} as IoEvent | StreamCommand,
+    events: {} as IoEvent | StreamCommand | AuthorizationGranted,
   },
   actors: {
     /** Placeholder: the runtime supplies fetch + SSE parsing, the simulation its network. */
     exchange: fromCallback<IoEvent, Exchange>(() => undefined),
+    /**
+     * Placeholder: the runtime runs the provider's authorization (the SDK's `auth()`) for a challenge.
+     * Without a runtime that can, nothing is authorized.
+     */
+    authorize: fromPromise<AuthorizationResult, AuthChallenge>(async () => 'failed'),
+    /**
+     * Placeholder: the runtime tells the application that authorization needs it (`UnauthorizedError`) and
+     * sends `auth.granted` once `finishAuth` has given the provider a token.
+     */
+    awaitAuthorization: fromCallback<AuthorizationGranted, AuthChallenge>(() => undefined),
   },
   delays: {
     reconnectDelay: ({ context }) => context.nextDelayMs,
@@ -277,6 +314,34 @@ export const streamMachine = setup({
       context.stream.kind !== 'standalone' &&
       context.attempt >= context.stream.policy.maxRetries,
     isTransportFault: ({ context }) => context.decision?.action === 'reconnect',
+    /** The server asked for authorization, and the application gave a provider to answer it. */
+    isChallenge: ({ context }) => context.challenge !== undefined && context.stream.authorize === true,
+    mayAuthorize: ({ context }) =>
+      decideChallenge({
+        providerConfigured: context.stream.authorize === true,
+        authorizations: context.authorizations,
+      }) === 'authorize',
+    /** Without a token, this stream's request never ran: it ends (`UnauthorizedError`) instead of waiting. */
+    rejectWhenUnauthorized: ({ context }) =>
+      afterUnauthorized({
+        kind: context.stream.kind,
+        hasCursor: context.lastEventId !== undefined,
+        mayHaveRun: context.mayHaveRun,
+      }) === 'reject',
+    isAuthorized: ({ event }) =>
+      'output' in event && (event as { output: AuthorizationResult }).output === 'authorized',
+    /**
+     * Authorized: the refused attempt goes again, as the post-failure table's unauthorized row says (the same
+     * Last-Event-ID when there is a cursor, else the same request).
+     */
+    mayRetryAuthorized: ({ context }) =>
+      context.stream.kind === 'standalone' ||
+      decidePostFailure({
+        reason: 'unauthorized',
+        kind: context.stream.kind,
+        hasCursor: context.lastEventId !== undefined,
+        facts: context.stream.post,
+      }) !== 'outcome-unknown',
     isSessionGone: ({ context }) => context.decision?.action === 'session-terminated',
     isEventsLost: ({ context }) => context.decision?.action === 'events-lost',
     canResumeAfterGap: ({ context }) =>
@@ -289,13 +354,19 @@ export const streamMachine = setup({
       context.decision?.action === 'events-lost' && context.decision.gap.reason === 'epoch_changed',
   },
   actions: {
-    // Only a refused connection and a 404 prove that an attempt did not run; anything else may have.
+    // Only a refused connection, a 404 and an authorization refusal (401/403) prove that an attempt did not
+    // run; anything else may have.
     classifyResponse: assign({
       decision: ({ context, event }) =>
         event.type === 'http.response' ? responseDecision(context, event.status, event.body) : undefined,
       mayHaveRun: ({ context, event }) =>
-        context.mayHaveRun || (event.type === 'http.response' && event.status !== 404),
+        context.mayHaveRun || (event.type === 'http.response' && !provesNotRun(event.status)),
+      challenge: ({ event }) =>
+        event.type === 'http.response' ? challengeOf(event.status, event.wwwAuthenticate) : undefined,
     }),
+    countAuthorization: assign({ authorizations: ({ context }) => context.authorizations + 1 }),
+    /** The application authorized (`finishAuth`): the bound starts over. */
+    forgetAuthorizations: assign({ authorizations: 0, challenge: undefined }),
     classifyFault: assign({
       decision: ({ event }) =>
         event.type === 'net.failed' ? classifyClose({ kind: 'network', fault: event.fault }) : undefined,
@@ -343,7 +414,11 @@ export const streamMachine = setup({
       const absorbed = absorbEvents(context.stream, context, sseEventsOf(event));
       const progress =
         absorbed.messages.length > 0 || absorbed.newIds.length > 0 || absorbed.end !== undefined;
-      return { absorbed, attempt: progress ? 0 : context.attempt };
+      return {
+        absorbed,
+        attempt: progress ? 0 : context.attempt,
+        authorizations: progress ? 0 : context.authorizations,
+      };
     }),
     /**
      * Records the run's cursor; the parent persists it. Overlaps never move it. `recentIds` is updated in
@@ -530,8 +605,42 @@ export const streamMachine = setup({
         { guard: 'isEventsLost', target: 'responseEvicted', actions: 'reportGap' },
         { guard: 'isSessionClosing', target: 'closedByServer' },
         { guard: 'isStop', target: 'stopped' },
+        { guard: and(['isChallenge', 'mayAuthorize']), target: 'authorizing' },
+        { guard: and(['isChallenge', 'rejectWhenUnauthorized']), target: 'unauthorized' },
+        { guard: 'isChallenge', target: 'awaitingAuthorization' },
         { target: 'refused' },
       ],
+    },
+    /**
+     * The server asked for a token: the runtime runs the provider's authorization (a refresh, a fresh
+     * authorization, a scope step-up). Then the refused attempt goes again; nothing else about the stream
+     * changes (no backoff, no attempt counted: the server answered, and nothing ran).
+     */
+    authorizing: {
+      entry: 'countAuthorization',
+      invoke: {
+        src: 'authorize',
+        input: ({ context }) => context.challenge as AuthChallenge,
+        onDone: [
+          { guard: and(['isAuthorized', 'mayRetryAuthorized']), target: 'connecting' },
+          { guard: 'rejectWhenUnauthorized', target: 'unauthorized' },
+          { target: 'awaitingAuthorization' },
+        ],
+        onError: [
+          { guard: 'rejectWhenUnauthorized', target: 'unauthorized' },
+          { target: 'awaitingAuthorization' },
+        ],
+      },
+    },
+    /**
+     * No token without the application (the user must authorize, or authorization failed), and this stream
+     * must not be lost: a call that may have run, or the standalone stream. It waits, cursor kept, until
+     * the application's `finishAuth` (`auth.granted`), then goes again: an expired token is never a lost
+     * session, a gap, or an unknown outcome. Its call stays pending (the SDK's own timeout still applies).
+     */
+    awaitingAuthorization: {
+      invoke: { src: 'awaitAuthorization', input: ({ context }) => context.challenge as AuthChallenge },
+      on: { 'auth.granted': { target: 'connecting', actions: 'forgetAuthorizations' } },
     },
     backoff: {
       entry: 'scheduleReconnect',
@@ -579,6 +688,16 @@ export const streamMachine = setup({
           kind: 'stopped',
           reason: context.decision?.action === 'stop' ? context.decision.reason : 'unknown',
         }),
+      },
+    },
+    unauthorized: {
+      ...ENDED,
+      entry: {
+        type: 'reportEnded',
+        params: ({ context }) =>
+          context.decision?.action === 'refuse'
+            ? { kind: 'unauthorized', status: context.decision.status, body: context.decision.body }
+            : { kind: 'unauthorized', status: context.challenge?.status ?? 401 },
       },
     },
     refused: {

@@ -1,5 +1,6 @@
-import { type Actor, createActor, fromCallback } from 'xstate';
+import { type Actor, createActor, createMachine, fromCallback, sendParent } from 'xstate';
 import type { ReconnectPolicy } from '../../machines/backoff.js';
+import type { AuthorizationResult } from '../../machines/client/authorization.js';
 import type { CursorRecord } from '../../machines/client/cursor.js';
 import type { Exchange, IoEvent } from '../../machines/client/io.js';
 import type { RetryPolicy } from '../../machines/client/ledger.js';
@@ -42,6 +43,31 @@ export interface ClientSettings {
 }
 
 /** Where the cursor record lives. `durable` survives a process restart; otherwise it dies with it. */
+/** A token refresh (the provider's `auth()`) takes this long, and always succeeds. */
+const REFRESH_MS = 20;
+/** When authorization needs the user, the application calls `finishAuth` this much later. */
+const USER_AUTHORIZES_MS = 2_000;
+
+/**
+ * The application's OAuth provider, on the virtual clock: a refresh that succeeds after `REFRESH_MS`
+ * (the stream machine's `authorize` actor); the user authorizing after `USER_AUTHORIZES_MS` (its
+ * `awaitAuthorization` actor). Machines, not promises: the world runs synchronously on its clock.
+ */
+const simAuthorize = createMachine({
+  initial: 'refreshing',
+  states: { refreshing: { after: { [REFRESH_MS]: 'done' } }, done: { type: 'final' } },
+  output: (): AuthorizationResult => 'authorized',
+});
+const simAwaitAuthorization = createMachine({
+  initial: 'waiting',
+  states: {
+    waiting: {
+      after: { [USER_AUTHORIZES_MS]: { target: 'granted', actions: sendParent({ type: 'auth.granted' }) } },
+    },
+    granted: {},
+  },
+});
+
 export class CursorStore {
   record: CursorRecord | null = null;
 }
@@ -76,10 +102,19 @@ export class SimClientProcess {
       const conn = net.connect(input, sendBack, (c) => server.serve(c));
       return () => net.abandon(conn);
     });
+    // The provider's actors stand in for the runtime's (src/client/authorization.ts): types differ (machines
+    // on the virtual clock, not promises), behaviour is the same contract.
+    const authorization = {
+      authorize: simAuthorize,
+      awaitAuthorization: simAwaitAuthorization,
+    } as unknown as Record<'authorize' | 'awaitAuthorization', never>;
     const machine = variant.sessionMachine.provide({
-      actors: { stream: variant.streamMachine.provide({ actors: { exchange } }) },
+      actors: { stream: variant.streamMachine.provide({ actors: { exchange, ...authorization } }) },
       actions: {
         deliver: (_, { message }) => this.onMessage(variant.distort ? variant.distort(message) : message),
+        // The call's `send` rejects with UnauthorizedError: to the application, a definite failure.
+        rejectUnauthorized: (_, { message }) =>
+          this.onMessage(variant.distort ? variant.distort(message) : message),
         deliverOrphan: (_, { message }) => this.recordUid(message),
         notifyGap: (_, gap) =>
           recorder.gaps.push({
@@ -107,6 +142,8 @@ export class SimClientProcess {
         seed: pid * 101,
         retryPolicy: variant.retryPolicy,
         restored: restored ?? undefined,
+        // The application gave an OAuth provider: a 401 is answered by authorizing.
+        authorization: true,
       },
     });
     this.actor.subscribe((snap) => this.watch(snap.value, snap.context.sessionId));

@@ -23,6 +23,10 @@ export interface ExchangeIo {
   readonly onMalformed: (error: Error) => void;
   /** The most one SSE event's data (characters) or one JSON body (bytes) may hold. Default 16 MiB. */
   readonly maxMessageBytes?: number;
+  /** The `Authorization` header for each request (the provider's current token), read just before it is sent. */
+  readonly authorization?: () => Promise<string | undefined>;
+  /** `follow`: redirects are followed (the application's `redirectPolicy`). Default: never followed. */
+  readonly followRedirects?: boolean;
 }
 
 /**
@@ -76,8 +80,9 @@ interface ExchangeState {
 /** The abort reason when a stream machine stops its exchange; never reported (the signal says aborted). */
 const STOPPED = new Error('exchange stopped by its stream');
 
-function headersFor(io: ExchangeIo, ex: Exchange): Headers {
+function headersFor(io: ExchangeIo, ex: Exchange, authorization: string | undefined): Headers {
   const headers = new Headers(io.requestInit?.headers);
+  if (authorization !== undefined) headers.set('Authorization', authorization);
   headers.set('Accept', ex.method === 'POST' ? 'application/json, text/event-stream' : 'text/event-stream');
   if (ex.method === 'POST') headers.set('Content-Type', 'application/json');
   if (ex.sessionId !== undefined) headers.set('Mcp-Session-Id', ex.sessionId);
@@ -104,21 +109,25 @@ async function run(
   };
   let response: Response;
   try {
+    const authorization = await io.authorization?.();
+    if (signal.aborted) return;
     response = await io.fetch(io.url, {
       ...io.requestInit,
       method: ex.method,
-      headers: headersFor(io, ex),
+      headers: headersFor(io, ex, authorization),
       body: ex.method === 'POST' ? JSON.stringify(ex.body) : undefined,
       signal,
-      // Never followed: a redirect to another origin would carry the session id, the application's
-      // headers (its credentials) and the call itself there. The 3xx reaches the machine as a status.
-      redirect: 'manual',
+      // Never followed (unless the application chose `redirectPolicy: 'follow'`): a redirect to another
+      // origin would carry the session id, the application's headers (its credentials) and the call itself
+      // there. The 3xx reaches the machine as a status.
+      redirect: io.followRedirects ? 'follow' : 'manual',
     });
   } catch (error) {
     if (!signal.aborted) send({ type: 'net.failed', fault: faultOf(error) });
     return;
   }
   const sessionId = response.headers.get('mcp-session-id') ?? undefined;
+  const wwwAuthenticate = response.headers.get('www-authenticate') ?? undefined;
   const advertisement = exchange.advertisements.parse(response.headers.get(ADVERTISEMENT_HEADER));
   const isStream =
     response.status === 200 && response.headers.get('content-type')?.startsWith('text/event-stream');
@@ -142,7 +151,14 @@ async function run(
       return;
     }
     if (!signal.aborted)
-      send({ type: 'http.response', status: response.status, sessionId, body, advertisement });
+      send({
+        type: 'http.response',
+        status: response.status,
+        sessionId,
+        body,
+        advertisement,
+        wwwAuthenticate,
+      });
     return;
   }
   send({ type: 'http.stream', sessionId, advertisement });

@@ -1,8 +1,17 @@
 import { randomBytes } from 'node:crypto';
+import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage, MessageExtraInfo } from '@modelcontextprotocol/sdk/types.js';
-import { type Actor, createActor, type InspectionEvent, type Observer } from 'xstate';
+import {
+  type Actor,
+  createActor,
+  fromCallback,
+  fromPromise,
+  type InspectionEvent,
+  type Observer,
+} from 'xstate';
 import { DEFAULT_RECONNECT_POLICY, type ReconnectPolicy } from '../../machines/backoff.js';
+import type { AuthChallenge, AuthorizationResult } from '../../machines/client/authorization.js';
 import type { CursorRecord } from '../../machines/client/cursor.js';
 import type { RetryPolicy } from '../../machines/client/ledger.js';
 import { timerMs } from '../../machines/client/limits.js';
@@ -12,7 +21,7 @@ import {
   stallTimeoutFor,
 } from '../../machines/client/session.machine.js';
 import { streamMachine } from '../../machines/client/stream.machine.js';
-import type { JsonRpcMessage } from '../../machines/jsonrpc.js';
+import { isRequest, type JsonRpcMessage, type RequestId } from '../../machines/jsonrpc.js';
 import { clientOwner, tagOutgoing, untagIncoming } from '../../machines/request-tag.js';
 import {
   assessContinuity,
@@ -21,6 +30,7 @@ import {
 } from '../../machines/validity.js';
 import { ContinuityError, ErrorCode } from '../errors.js';
 import type { ContinuityMetrics } from '../metrics/continuity-metrics.js';
+import { ProviderAuthorization } from './authorization.js';
 import { type CursorStore, MemoryCursorStore } from './cursor-store.js';
 import { createExchangeActor, type FetchLike } from './exchange.js';
 import { LatestWrite } from './latest-write.js';
@@ -50,9 +60,29 @@ export interface ContinuityClientOptions {
   readonly fetch?: FetchLike;
   /**
    * Merged into every request (headers for auth, say). Its `redirect` is overridden: redirects are never
-   * followed (a 3xx ends the call with an error), so these headers never reach another URL.
+   * followed (a 3xx ends the call with an error) unless `redirectPolicy` is `follow`, so these headers never
+   * reach another URL.
    */
   readonly requestInit?: RequestInit;
+  /**
+   * The SDK's `OAuthClientProvider`, as `StreamableHTTPClientTransport` takes it: its token goes on every
+   * request, and a 401 (or a 403 `insufficient_scope`) runs the SDK's `auth()` and sends the same request
+   * again (same id; a resume keeps its Last-Event-ID). When the user must authorize, a call that never ran
+   * fails with the SDK's `UnauthorizedError`; a call that may have run, and the standalone stream, wait for
+   * `finishAuth(code)` and go on. Tokens stay in the provider (never in the cursor store).
+   */
+  readonly authProvider?: OAuthClientProvider;
+  /**
+   * A session to join (the SDK's `sessionId` option): used when the cursor store holds no session, and the
+   * SDK Client then skips `initialize`. Not re-initialized after a 404 (no initialize request is known).
+   */
+  readonly sessionId?: string;
+  /**
+   * The SDK's `redirectPolicy`. Default `same-origin`: MCP requests never follow a redirect at all (stricter
+   * than the SDK, which follows same-origin ones); the SDK's OAuth requests follow same-origin redirects.
+   * `follow`: MCP requests follow every redirect.
+   */
+  readonly redirectPolicy?: 'same-origin' | 'follow';
   /** An XState inspector (e.g. from @statelyai/inspect) to watch the machines live. */
   readonly inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
   /** Send DELETE when closed. Default true. */
@@ -93,6 +123,16 @@ export class ContinuityClientTransport implements Transport {
   private closed = false;
   /** `onclose` was called (by `close()`, or when the transport failed for good). */
   private closeNotified = false;
+  /** The OAuth client, when the application gave an `authProvider`. */
+  private readonly authorization: ProviderAuthorization | undefined;
+  /**
+   * With an `authProvider`, a request's `send` settles when its call ends: it rejects with the SDK's
+   * `UnauthorizedError` when authorization needs the user before the request ran (as the SDK transport's
+   * `send` does), so `client.connect` and `client.callTool` fail the way an application expects.
+   */
+  private readonly sends = new Map<RequestId, { resolve: () => void; reject: (e: Error) => void }>();
+  /** `terminateSession` sent the DELETE already. */
+  private sessionTerminated = false;
 
   constructor(
     readonly url: URL,
@@ -101,6 +141,13 @@ export class ContinuityClientTransport implements Transport {
     this.store = options.cursorStore ?? new MemoryCursorStore();
     this.saves = new LatestWrite((record) => this.store.save(record));
     this.policy = { ...DEFAULT_RECONNECT_POLICY, ...options.reconnect };
+    if (options.authProvider)
+      this.authorization = new ProviderAuthorization(
+        url,
+        options.authProvider,
+        options.fetch ?? fetch,
+        (error) => this.onerror?.(error),
+      );
   }
 
   /** The running client machine, for inspection. */
@@ -130,18 +177,35 @@ export class ContinuityClientTransport implements Transport {
 
   async start(): Promise<void> {
     if (this.running) throw new Error('ContinuityClientTransport: already started');
-    const restored = await this.store.load();
+    const restored = (await this.store.load()) ?? this.joined();
+    const authorization = this.authorization;
     const exchange = createExchangeActor({
       url: this.url,
       fetch: this.options.fetch ?? fetch,
       requestInit: this.options.requestInit,
       maxMessageBytes: this.options.maxMessageBytes,
       onMalformed: (e) => this.report(ErrorCode.malformedEvent, e.message),
+      authorization: authorization && (() => authorization.header()),
+      followRedirects: this.options.redirectPolicy === 'follow',
     });
+    const stream = authorization
+      ? streamMachine.provide({
+          actors: {
+            exchange,
+            authorize: fromPromise<AuthorizationResult, AuthChallenge>(({ input }) =>
+              authorization.authorize(input),
+            ),
+            awaitAuthorization: fromCallback<{ type: 'auth.granted' }, AuthChallenge>(({ sendBack }) =>
+              authorization.waitForGrant(() => sendBack({ type: 'auth.granted' })),
+            ),
+          },
+        })
+      : streamMachine.provide({ actors: { exchange } });
     const machine = clientSessionMachine.provide({
-      actors: { stream: streamMachine.provide({ actors: { exchange } }) },
+      actors: { stream },
       actions: {
         deliver: (_, { message }) => this.enqueue(message),
+        rejectUnauthorized: (_, { message }) => void this.rejectUnauthorized(message),
         deliverOrphan: (_, { message }) => this.orphan(message),
         notifyGap: (_, gap) => this.gap(gap),
         persistCursor: (_, { record }) => this.persist(record),
@@ -162,6 +226,7 @@ export class ContinuityClientTransport implements Transport {
         restored: restored ?? undefined,
         serverUrl: this.url.href,
         requestOwner: this.owner,
+        authorization: authorization !== undefined,
       },
       inspect: this.options.inspect,
     });
@@ -175,7 +240,54 @@ export class ContinuityClientTransport implements Transport {
 
   async send(message: JSONRPCMessage): Promise<void> {
     if (this.closed) throw new Error('ContinuityClientTransport: closed');
-    this.actor.send({ type: 'app.send', message: tagOutgoing(this.owner, message as JsonRpcMessage) });
+    const tagged = tagOutgoing(this.owner, message as JsonRpcMessage);
+    if (!this.authorization) {
+      this.actor.send({ type: 'app.send', message: tagged });
+      return;
+    }
+    // A cancelled call will not be answered: its `send` is settled now.
+    if ('method' in tagged && tagged.method === 'notifications/cancelled')
+      this.settleSend((tagged.params as { requestId?: RequestId } | undefined)?.requestId);
+    if (!isRequest(tagged)) {
+      this.actor.send({ type: 'app.send', message: tagged });
+      return;
+    }
+    const settled = new Promise<void>((resolve, reject) => this.sends.set(tagged.id, { resolve, reject }));
+    this.actor.send({ type: 'app.send', message: tagged });
+    return settled;
+  }
+
+  /**
+   * Completes the authorization code flow (the SDK transport's `finishAuth`): the provider trades the code
+   * for tokens, and every stream that was waiting for authorization goes on (a call that may have run is
+   * then answered). Works after `close()` too, as the SDK's does (a `connect` that failed closed it).
+   */
+  async finishAuth(authorizationCode: string): Promise<void> {
+    if (!this.authorization) throw await unauthorized('No auth provider');
+    await this.authorization.finishAuth(authorizationCode);
+  }
+
+  /**
+   * Ends the session on the server now (DELETE with its id; a 405, "the server does not allow it", is
+   * accepted), then closes this transport. The SDK's keeps the transport for a new session; here a new
+   * session takes a new transport (and its cursor store forgets the old one).
+   */
+  async terminateSession(): Promise<void> {
+    const sessionId = this.sessionId;
+    if (sessionId === undefined || this.closed) return;
+    const response = await this.deleteRequest(sessionId);
+    await response.body?.cancel().catch(() => undefined);
+    if (!response.ok && response.status !== 405) {
+      const error = new ContinuityError(
+        ErrorCode.transport,
+        `Failed to terminate session: HTTP ${response.status}`,
+        { status: response.status },
+      );
+      this.onerror?.(error);
+      throw error;
+    }
+    this.sessionTerminated = true;
+    await this.close();
   }
 
   setProtocolVersion(version: string): void {
@@ -192,6 +304,8 @@ export class ContinuityClientTransport implements Transport {
     );
     await Promise.race([Promise.all([this.deleting, this.saving]), timeout]);
     this.running?.stop();
+    for (const pending of this.sends.values()) pending.resolve();
+    this.sends.clear();
     this.notifyClosed();
   }
 
@@ -247,20 +361,53 @@ export class ContinuityClientTransport implements Transport {
   }
 
   private async sendDelete(sessionId: string): Promise<void> {
-    const headers = new Headers(this.options.requestInit?.headers);
-    headers.set('Mcp-Session-Id', sessionId);
-    const protocolVersion = this.running?.getSnapshot().context.protocolVersion;
-    if (protocolVersion) headers.set('MCP-Protocol-Version', protocolVersion);
+    if (this.sessionTerminated) return;
     try {
-      await (this.options.fetch ?? fetch)(this.url, {
-        ...this.options.requestInit,
-        method: 'DELETE',
-        headers,
-        redirect: 'manual',
-      });
+      await this.deleteRequest(sessionId);
     } catch (e) {
       this.report(ErrorCode.transport, `DELETE failed: ${String(e)}`, e);
     }
+  }
+
+  private async deleteRequest(sessionId: string): Promise<Response> {
+    const headers = new Headers(this.options.requestInit?.headers);
+    const authorization = await this.authorization?.header();
+    if (authorization) headers.set('Authorization', authorization);
+    headers.set('Mcp-Session-Id', sessionId);
+    const protocolVersion = this.running?.getSnapshot().context.protocolVersion;
+    if (protocolVersion) headers.set('MCP-Protocol-Version', protocolVersion);
+    return (this.options.fetch ?? fetch)(this.url, {
+      ...this.options.requestInit,
+      method: 'DELETE',
+      headers,
+      redirect: this.options.redirectPolicy === 'follow' ? 'follow' : 'manual',
+    });
+  }
+
+  /** The `sessionId` option as a cursor record: the session is joined, not initialized. */
+  private joined(): CursorRecord | undefined {
+    const sessionId = this.options.sessionId;
+    return sessionId === undefined ? undefined : { serverUrl: this.url.href, sessionId, streams: {} };
+  }
+
+  /** The machine ended a call that never ran, for want of authorization: its `send` fails as the SDK's does. */
+  private async rejectUnauthorized(message: JsonRpcMessage): Promise<void> {
+    const id = 'id' in message ? message.id : null;
+    const pending = id === null ? undefined : this.sends.get(id);
+    if (!pending || id === null) {
+      this.enqueue(message);
+      return;
+    }
+    this.sends.delete(id);
+    pending.reject(await unauthorized('Authorization needed: call finishAuth(code), then send again'));
+  }
+
+  private settleSend(id: RequestId | null | undefined): void {
+    if (id === null || id === undefined) return;
+    const pending = this.sends.get(id);
+    if (!pending) return;
+    this.sends.delete(id);
+    pending.resolve();
   }
 
   /**
@@ -284,6 +431,7 @@ export class ContinuityClientTransport implements Transport {
             await new Promise((r) => setImmediate(r));
             this.notifiedSinceYield = false;
           }
+          if (isAnswer && this.sends.size > 0 && 'id' in m) this.settleSend(m.id);
           this.onmessage?.(untagIncoming(this.owner, m) as JSONRPCMessage);
           if ('method' in m && !('id' in m)) this.notifiedSinceYield = true;
         }
@@ -324,4 +472,10 @@ export class ContinuityClientTransport implements Transport {
   private report(code: ErrorCode, message: string, detail?: unknown): void {
     this.onerror?.(new ContinuityError(code, message, detail));
   }
+}
+
+/** The SDK's `UnauthorizedError` (its module is loaded only by an application that authorizes). */
+async function unauthorized(message: string): Promise<Error> {
+  const { UnauthorizedError } = await import('@modelcontextprotocol/sdk/client/auth.js');
+  return new UnauthorizedError(message);
 }

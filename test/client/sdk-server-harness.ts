@@ -96,6 +96,11 @@ export interface SdkServerOptions {
   readonly retryInterval?: number;
   /** SSE keep-alive comment interval; the SDK default is 15 s. */
   readonly keepAliveMs?: number;
+  /**
+   * Sees every request first (a bearer check, an authorization server on the same origin): true when it
+   * answered the request itself. Given the server's URL once it listens.
+   */
+  readonly gate?: (req: http.IncomingMessage, res: http.ServerResponse, url: string) => boolean;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -154,36 +159,40 @@ export async function startSdkServer(options: SdkServerOptions = {}): Promise<Sd
   const charges = new Map<string, number>();
   const invocations = new Map<string, number>();
 
-  const httpServer = http.createServer(
-    sdkSessionRouter({
-      lookup: (id) => sessions.get(id)?.transport,
-      initialize: async () => {
-        const store = new MemoryEventStore();
-        const server = sdkServer({ charges, invocations });
-        const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
-          sessionIdGenerator: () => randomUUID(),
-          eventStore: store,
-          retryInterval: options.retryInterval,
-          keepAliveMs: options.keepAliveMs,
-          onsessioninitialized: (id) => {
-            sessions.set(id, session);
-          },
-        });
-        const session: SdkSession = { transport, server, store };
-        created.push(session);
-        transport.onclose = () => {
-          const id = transport.sessionId;
-          if (id !== undefined && sessions.get(id) === session) sessions.delete(id);
-        };
-        await server.connect(transport);
-        return transport;
-      },
-    }),
-  );
+  let url = '';
+  const router = sdkSessionRouter({
+    lookup: (id) => sessions.get(id)?.transport,
+    initialize: async () => {
+      const store = new MemoryEventStore();
+      const server = sdkServer({ charges, invocations });
+      const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+        sessionIdGenerator: () => randomUUID(),
+        eventStore: store,
+        retryInterval: options.retryInterval,
+        keepAliveMs: options.keepAliveMs,
+        onsessioninitialized: (id) => {
+          sessions.set(id, session);
+        },
+      });
+      const session: SdkSession = { transport, server, store };
+      created.push(session);
+      transport.onclose = () => {
+        const id = transport.sessionId;
+        if (id !== undefined && sessions.get(id) === session) sessions.delete(id);
+      };
+      await server.connect(transport);
+      return transport;
+    },
+  });
+  const httpServer = http.createServer((req, res) => {
+    if (options.gate?.(req, res, url)) return;
+    void router(req, res);
+  });
   const port = await listenOnLoopback(httpServer);
+  url = `http://127.0.0.1:${port}/mcp`;
 
   return {
-    url: `http://127.0.0.1:${port}/mcp`,
+    url,
     httpServer,
     sessions,
     created,

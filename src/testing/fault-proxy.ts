@@ -34,6 +34,16 @@ export type FaultEvent =
   | { type: 'refused'; id: number; status: number }
   | { type: 'blackhole'; id: number; label: string };
 
+interface DelayedChunk {
+  readonly due: number;
+  readonly chunk: Buffer;
+}
+
+interface DelayedLine {
+  readonly queue: DelayedChunk[];
+  timer: NodeJS.Timeout | undefined;
+}
+
 export class FaultProxy extends EventEmitter<{ fault: [FaultEvent] }> {
   private readonly server: net.Server;
   readonly connections = new Set<ProxiedConnection>();
@@ -44,6 +54,8 @@ export class FaultProxy extends EventEmitter<{ fault: [FaultEvent] }> {
   private sweeper: ReturnType<typeof setInterval> | undefined;
   private idleTimeoutMs: number | undefined;
   private latencyMs: number;
+  /** Chunks held back by latency, per destination socket, in arrival order. */
+  private readonly delayed = new WeakMap<net.Socket, DelayedLine>();
   private rngState: number;
   private randomReset: number;
 
@@ -180,8 +192,39 @@ export class FaultProxy extends EventEmitter<{ fault: [FaultEvent] }> {
       this.cut(c, 'random');
       return;
     }
-    if (this.latencyMs > 0) setTimeout(() => !to.destroyed && to.write(chunk), this.latencyMs);
-    else if (!to.destroyed) to.write(chunk);
+    this.deliver(to, chunk);
+  }
+
+  /**
+   * Writes a chunk after the current latency, in order: bytes on one TCP connection never overtake each
+   * other, so a chunk waits for the ones queued before it even when the latency has dropped since.
+   */
+  private deliver(to: net.Socket, chunk: Buffer): void {
+    const line = this.delayed.get(to) ?? { queue: [], timer: undefined };
+    if (this.latencyMs <= 0 && line.queue.length === 0) {
+      if (!to.destroyed) to.write(chunk);
+      return;
+    }
+    line.queue.push({ due: Date.now() + this.latencyMs, chunk });
+    this.delayed.set(to, line);
+    if (line.timer === undefined) this.drainLater(to, line);
+  }
+
+  private drainLater(to: net.Socket, line: DelayedLine): void {
+    const head = line.queue[0];
+    if (head === undefined) return;
+    line.timer = setTimeout(
+      () => {
+        line.timer = undefined;
+        const now = Date.now();
+        while (line.queue.length > 0 && (line.queue[0] as DelayedChunk).due <= now) {
+          const { chunk } = line.queue.shift() as DelayedChunk;
+          if (!to.destroyed) to.write(chunk);
+        }
+        this.drainLater(to, line);
+      },
+      Math.max(0, head.due - Date.now()),
+    );
   }
 
   private cut(c: ProxiedConnection, reason: 'idle' | 'reset' | 'random'): void {

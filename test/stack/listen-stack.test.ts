@@ -277,7 +277,9 @@ describe('exact listen gaps on the real 2026-07-28 stack', () => {
         `listen stack: ${details.numRuns} schedules in ${Date.now() - started} ms (seed ${details.seed}): ` +
           `${tally.gaps} gaps, ${tally.counted} changes counted in them, ${tally.delivered} delivered`,
       );
-      if (details.failed) throw new Error(fc.defaultReportMessage(details));
+      // The violations themselves: fast-check's report names only the schedule.
+      if (details.failed)
+        throw new Error(`${fc.defaultReportMessage(details)}\n${String(details.errorInstance)}`);
     },
     Math.max(120_000, RUNS * 20_000),
   );

@@ -1,11 +1,17 @@
 import { describe, expect, it } from 'vitest';
-import { decideNotFound, type NotFoundFacts, notFoundClose } from '../machines/client/not-found.js';
+import {
+  decideNotFound,
+  isJsonRpcErrorBody,
+  type NotFoundFacts,
+  notFoundClose,
+} from '../machines/client/not-found.js';
 
 const facts = (over: Partial<NotFoundFacts>): NotFoundFacts => ({
   method: 'GET',
   stream: 'standalone',
   carriedSessionId: true,
   servedBefore: false,
+  jsonRpcBody: false,
   ...over,
 });
 
@@ -19,6 +25,17 @@ describe('what a 404 means (decideNotFound, issue 22)', () => {
   it('a standalone GET that never opened in this session: no standalone stream here; the session stays', () => {
     expect(decideNotFound(facts({}))).toBe('stream-not-offered');
     expect(notFoundClose(facts({}))).toEqual({ action: 'stop', reason: 'not_offered' });
+  });
+
+  it("a standalone GET that never opened, answered with the MCP server's JSON-RPC error: the session is gone", () => {
+    // A client restored from its cursor store has never had its standalone stream open: were this "no
+    // stream here", a session the server forgot would go unnoticed until the next POST.
+    expect(decideNotFound(facts({ jsonRpcBody: true }))).toBe('session-lost');
+    expect(isJsonRpcErrorBody({ jsonrpc: '2.0', id: null, error: { code: -32001, message: 'x' } })).toBe(
+      true,
+    );
+    for (const body of [undefined, 'Cannot GET /mcp', {}, { error: 'x' }, { jsonrpc: '2.0', result: {} }])
+      expect(isJsonRpcErrorBody(body)).toBe(false);
   });
 
   it('a standalone GET the server had served in this session: the session is gone', () => {

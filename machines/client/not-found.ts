@@ -11,11 +11,19 @@ import type { CloseDecision } from '../decide.js';
  * again, and so on, with every call waiting behind the re-initializations (issue 22). The SDK's client
  * never re-initializes on a GET error.
  *
- * So a GET's 404 ends the session only when the server has shown it knows this stream of this session:
- * the GET resumes from a cursor the server gave (Last-Event-ID), or the standalone stream had opened
- * before in this session. A standalone GET that never opened is "no standalone stream here", as a 405 is:
- * the stream stops, the session stays, and the next POST's 404, if any, ends it. A GET without a session
- * id cannot be told its session expired: there is none.
+ * So a GET's 404 ends the session when the server has shown it knows this stream of this session (the
+ * GET resumes from a cursor the server gave, Last-Event-ID, or the standalone stream had opened before
+ * in this session), or when the 404 is the MCP server's own answer about the session: a JSON-RPC error
+ * body, as every SDK's session-not-found reply carries. A standalone GET that never opened and is
+ * answered 404 with no JSON-RPC body (a router's "Cannot GET", an empty 404) is "no standalone stream
+ * here", as a 405 is: the stream stops, the session stays, and the next POST's 404, if any, ends it. A
+ * GET without a session id cannot be told its session expired: there is none.
+ *
+ * Why the body matters: a client restored from its cursor store (or one whose first GET lost the race
+ * with a server restart) has never had its standalone stream opened; were every such 404 "no stream
+ * here", a session lost with the server would go unnoticed, with the notifications published to it,
+ * until the application's next POST (the model found it: a durable client restart, then a server
+ * restart that forgot the session).
  *
  * @spec transports#session-management, transports#listening-for-messages-from-the-server
  */
@@ -31,6 +39,8 @@ export interface NotFoundFacts {
    * server gave.
    */
   readonly servedBefore: boolean;
+  /** The 404 carried a JSON-RPC error body: the MCP server itself answered, about this session. */
+  readonly jsonRpcBody: boolean;
 }
 
 /**
@@ -52,10 +62,15 @@ const NOT_FOUND_TABLE: readonly Row[] = [
   // No session id was sent, so none can have expired: the server has no such stream (or no GET at all).
   { when: (f) => !f.carriedSessionId && f.stream === 'standalone', decision: 'stream-not-offered' },
   { when: (f) => !f.carriedSessionId, decision: 'stream-lost' },
-  // The standalone stream never opened in this session: the server does not offer one (it may route only
-  // POST). Its POSTs, not this GET, say whether the session lives.
-  { when: (f) => f.stream === 'standalone' && !f.servedBefore, decision: 'stream-not-offered' },
-  // The server served this stream of this session and now does not know it: the session is gone.
+  // The standalone stream never opened in this session and something other than the MCP server answered
+  // (no JSON-RPC body): the server does not offer one (it may route only POST). Its POSTs, not this GET,
+  // say whether the session lives.
+  {
+    when: (f) => f.stream === 'standalone' && !f.servedBefore && !f.jsonRpcBody,
+    decision: 'stream-not-offered',
+  },
+  // The server served this stream of this session and now does not know it, or said in JSON-RPC that it
+  // does not know the session: the session is gone.
   { when: () => true, decision: 'session-lost' },
 ];
 
@@ -74,4 +89,16 @@ export function notFoundClose(facts: NotFoundFacts): CloseDecision {
     case 'stream-lost':
       return { action: 'stop', reason: StopReason.notFound };
   }
+}
+
+/** A 404's body is the MCP server's JSON-RPC error (any SDK's session-not-found reply), not a router's page. */
+export function isJsonRpcErrorBody(body: unknown): boolean {
+  if (typeof body !== 'object' || body === null) return false;
+  const error = (body as { error?: unknown }).error;
+  return (
+    (body as { jsonrpc?: unknown }).jsonrpc === '2.0' &&
+    typeof error === 'object' &&
+    error !== null &&
+    typeof (error as { code?: unknown }).code === 'number'
+  );
 }

@@ -15,7 +15,7 @@ import {
 } from './authorization.js';
 import type { Exchange, IoEvent, SseEvent } from './io.js';
 import { serverRetryFloor } from './limits.js';
-import { notFoundClose } from './not-found.js';
+import { isJsonRpcErrorBody, notFoundClose } from './not-found.js';
 import { decidePostFailure, type PostFacts } from './post-failure.js';
 import { asJsonRpcMessage } from './wire.js';
 
@@ -193,6 +193,7 @@ export function responseDecision(ctx: StreamContext, status: number, body: unkno
     stream: ctx.stream.kind === 'standalone' ? 'standalone' : 'request',
     carriedSessionId: exchange.sessionId !== undefined,
     servedBefore: ctx.opened || ctx.lastEventId !== undefined,
+    jsonRpcBody: isJsonRpcErrorBody(body),
   });
 }
 

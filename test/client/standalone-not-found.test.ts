@@ -27,6 +27,10 @@ const answerCall: Misbehave = ({ res, body }) => {
 const expressNotFound: Misbehave = ({ res }) => {
   res.writeHead(404, { 'content-type': 'text/html; charset=utf-8' }).end('Cannot GET /mcp');
 };
+/** A bare 404, as a proxy that routes only POST may give. */
+const emptyNotFound: Misbehave = ({ res }) => {
+  res.writeHead(404).end();
+};
 /** The JSON-RPC body a session-aware server gives with its 404. */
 const sessionNotFound: Misbehave = ({ res }) => {
   res.writeHead(404, { 'content-type': 'application/json' });
@@ -53,7 +57,7 @@ async function connect(getAnswer: Misbehave, sessionId: string | null) {
 describe('a standalone GET answered 404 while POSTs succeed (issue 22, loopback)', () => {
   it.each([
     ['a session id', 'not-found-session', expressNotFound],
-    ['a session id', 'not-found-session', sessionNotFound],
+    ['a session id', 'not-found-session', emptyNotFound],
     ['no session id (stateless)', null, expressNotFound],
   ] as const)(
     'with %s, 404 %#: calls complete on the one session, no re-initialize',
@@ -76,18 +80,40 @@ describe('a standalone GET answered 404 while POSTs succeed (issue 22, loopback)
     30_000,
   );
 
+  it("a standalone GET that never opened, answered the server's JSON-RPC 'Session not found': that session is gone, one re-initialize", async () => {
+    // The MCP server itself says it does not know the session (a restored client, or a server restart
+    // between initialize and the GET): re-initialize, once; the new session's stream opens.
+    const { s, client } = await connect((request) => {
+      if (request.nth === 0) {
+        sessionNotFound(request);
+        return;
+      }
+      sse(request.res);
+    }, 'gone-before-get');
+    await expect.poll(() => s.count('initialize'), { timeout: 30_000 }).toBe(2);
+    const result = await client.callTool({ name: 'anything', arguments: {} }, undefined, { timeout: 30_000 });
+    expect(result.content).toEqual([{ type: 'text', text: 'ok' }]);
+    expect(s.count('initialize')).toBe(2);
+  }, 40_000);
+
   it('a standalone stream the server had opened, then 404: that session is gone, one re-initialize', async () => {
-    // The first GET opens and ends at once (the server is polling); the reconnect is answered 404.
+    // The first GET opens and ends at once (the server is polling); the reconnect is answered 404; the new
+    // session's stream opens and stays.
     const { s, client } = await connect((request) => {
       if (request.nth === 0) {
         sse(request.res);
         request.res.end(event('', 'e1'));
         return;
       }
-      sessionNotFound(request);
+      if (request.nth === 1) {
+        sessionNotFound(request);
+        return;
+      }
+      sse(request.res);
     }, 'served-then-gone');
     await expect.poll(() => s.count('initialize'), { timeout: 30_000 }).toBe(2);
     const result = await client.callTool({ name: 'anything', arguments: {} }, undefined, { timeout: 30_000 });
     expect(result.content).toEqual([{ type: 'text', text: 'ok' }]);
+    expect(s.count('initialize')).toBe(2);
   }, 40_000);
 });

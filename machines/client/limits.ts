@@ -96,3 +96,8 @@ export function rememberCallId(seen: Set<string>, id: string): Set<string> {
   }
   return seen;
 }
+
+/** A body of `bytes` so far is over a cap of `limit` bytes: the reader stops there. */
+export function overByteCap(bytes: number, limit: number): boolean {
+  return bytes > limit;
+}

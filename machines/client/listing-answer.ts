@@ -1,6 +1,6 @@
 import { JsonRpcCode } from '../codes.js';
 import { isResponse, type JsonRpcError, type JsonRpcMessage, type RequestId } from '../jsonrpc.js';
-import { DEFAULT_MAX_MESSAGE_BYTES } from './limits.js';
+import { DEFAULT_MAX_MESSAGE_BYTES, overByteCap } from './limits.js';
 
 /**
  * How the 2026-07-28 client reads a `server/discover` or `tools/list` answer while it passes it on to the
@@ -16,10 +16,8 @@ export const DEFAULT_MAX_LISTING_BYTES = DEFAULT_MAX_MESSAGE_BYTES;
 /** The error reason an answer over the cap is delivered with (`error.data.reason`). */
 export const LISTING_TOO_LARGE = 'answer_too_large';
 
-/** What the runtime does after reading `bytes` of the answer so far. */
-export function listingOverCap(bytes: number, limit: number): boolean {
-  return bytes > limit;
-}
+/** What the runtime does after reading `bytes` of the answer so far (the cap every body has). */
+export const listingOverCap = overByteCap;
 
 /** The request's own response: it ends the exchange, whatever the server keeps sending after it. */
 export function endsListing(message: JsonRpcMessage, requestId: RequestId): boolean {

@@ -8,6 +8,7 @@ import {
   endOfAnswer,
   endOfFetchError,
 } from '../../../machines/client/stateless-wire.js';
+import { readCappedText } from './read-capped.js';
 
 /** The last HTTP answer of a call that was not a stream: a runtime may hand it to the SDK as it came. */
 export interface RawAnswer {
@@ -75,10 +76,14 @@ async function run(
   send({ type: 'attempt.activity', at: io.now() });
   const shape = answerShape(response.status, response.headers.get('content-type'));
   if (shape === 'event-stream') return readEvents(io, response, send, signal, limit);
-  let text: string;
+  let text: string | undefined;
   try {
-    text = await readText(response, limit, () => send({ type: 'attempt.activity', at: io.now() }));
+    text = await readCappedText(response, limit, () => send({ type: 'attempt.activity', at: io.now() }));
   } catch {
+    text = undefined;
+  }
+  // A body that broke off, or passed the cap (whose reading stopped there): read as a cut.
+  if (text === undefined) {
     if (!signal.aborted) send({ type: 'attempt.ended', at: io.now(), end: { kind: 'cut-mid-stream' } });
     return;
   }
@@ -143,26 +148,6 @@ async function readEvents(
     return;
   }
   if (!signal.aborted) send({ type: 'attempt.ended', at: io.now(), end: { kind: 'ended-without-answer' } });
-}
-
-/** A body of at most `limit` bytes (past it: an error, read as a cut). */
-async function readText(response: Response, limit: number, onChunk: () => void): Promise<string> {
-  const reader = response.body?.getReader();
-  if (!reader) return '';
-  const decoder = new TextDecoder();
-  let text = '';
-  let size = 0;
-  for (;;) {
-    const chunk = await reader.read();
-    if (chunk.done) return text + decoder.decode();
-    size += chunk.value.byteLength;
-    if (size > limit) {
-      await reader.cancel().catch(() => undefined);
-      throw new Error(`a response body exceeded ${limit} bytes`);
-    }
-    onChunk();
-    text += decoder.decode(chunk.value, { stream: true });
-  }
 }
 
 function parseJson(text: string): unknown {

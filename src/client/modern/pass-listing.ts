@@ -6,6 +6,7 @@ import {
 } from '../../../machines/client/listing-answer.js';
 import { answerShape, asMessage } from '../../../machines/client/stateless-wire.js';
 import type { JsonRpcMessage, JsonRpcRequest } from '../../../machines/jsonrpc.js';
+import { readCappedText } from './read-capped.js';
 
 export interface PassListingArgs {
   /** The application's request (`server/discover`, `tools/list`): its id ends the exchange. */
@@ -35,7 +36,7 @@ export async function passListing(response: Response, args: PassListingArgs): Pr
   const init = { status: response.status, statusText: response.statusText, headers };
   if (answerShape(response.status, response.headers.get('content-type')) === 'event-stream')
     return new Response(eventsThrough(response, args), init);
-  const text = await readCapped(response, args.maxBytes);
+  const text = await readCappedText(response, args.maxBytes);
   if (text === undefined) return tooLarge(args);
   const message =
     answerShape(response.status, response.headers.get('content-type')) === 'json'
@@ -99,25 +100,6 @@ function eventsThrough(response: Response, args: PassListingArgs): ReadableStrea
       void stopReading();
     },
   });
-}
-
-/** The body as text, or undefined past `limit` bytes (then nothing more is read). */
-async function readCapped(response: Response, limit: number): Promise<string | undefined> {
-  const reader = response.body?.getReader();
-  if (!reader) return '';
-  const decoder = new TextDecoder();
-  let text = '';
-  let size = 0;
-  for (;;) {
-    const chunk = await reader.read();
-    if (chunk.done) return text + decoder.decode();
-    size += chunk.value.byteLength;
-    if (listingOverCap(size, limit)) {
-      await reader.cancel().catch(() => undefined);
-      return undefined;
-    }
-    text += decoder.decode(chunk.value, { stream: true });
-  }
 }
 
 function parseJson(text: string): unknown {

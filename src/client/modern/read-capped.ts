@@ -1,0 +1,29 @@
+import { overByteCap } from '../../../machines/client/limits.js';
+
+/**
+ * A response body as text, read chunk by chunk, or `undefined` once it passes `limit` bytes (nothing
+ * more is read: the rest is cancelled). Whether a size is over the cap is the machines' decision
+ * (`overByteCap`); this only reads. `onChunk` is told of every chunk (activity for a stall clock).
+ */
+export async function readCappedText(
+  response: Response,
+  limit: number,
+  onChunk: () => void = () => undefined,
+): Promise<string | undefined> {
+  const reader = response.body?.getReader();
+  if (!reader) return '';
+  const decoder = new TextDecoder();
+  let text = '';
+  let size = 0;
+  for (;;) {
+    const chunk = await reader.read();
+    if (chunk.done) return text + decoder.decode();
+    size += chunk.value.byteLength;
+    if (overByteCap(size, limit)) {
+      await reader.cancel().catch(() => undefined);
+      return undefined;
+    }
+    onChunk();
+    text += decoder.decode(chunk.value, { stream: true });
+  }
+}

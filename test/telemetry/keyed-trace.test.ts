@@ -1,7 +1,7 @@
 import { createServer, type Server as HttpServer } from 'node:http';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { McpServer } from '@modelcontextprotocol/server';
-import { SpanKind } from '@opentelemetry/api';
+import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import {
   BasicTracerProvider,
@@ -181,5 +181,67 @@ describe('traces on the MCP conventions', () => {
     expect(collected.descriptor(McpMetric.clientOperationDuration)?.unit).toBe('s');
     expect(collected.histogram(McpMetric.clientOperationDuration).count).toBe(1);
     expect(collected.histogram(McpMetric.serverOperationDuration).count).toBe(1);
+  }, 60_000);
+
+  it('an unkeyed call cut mid-stream: the span ends as outcome unknown, with its reason and error.type', async () => {
+    const client = new Client(
+      { name: 'trace', version: '1.0.0' },
+      { versionNegotiation: { mode: { pin: MODERN } } },
+    );
+    // Without the extension the charge cannot be re-issued safely: the cut ends it as outcome unknown.
+    const fetch = continuityFetch({ telemetry, useExtension: false });
+    await client.connect(new StreamableHTTPClientTransport(proxy.url(), { fetch }));
+    const call = client.callTool({ name: 'charge', arguments: { cents: 5 } });
+    const settled = call.then(
+      () => 'answered',
+      (e: unknown) => e,
+    );
+    await eventually(() => toolCalls === 1 && started === 1, 30_000, 'the call at the server');
+    await wait(100);
+    expect(proxy.reset()).toBeGreaterThan(0);
+    const error = (await settled) as { code?: number };
+    expect(error.code).toBe(-32050);
+    release();
+    await client.close();
+
+    const [clientSpan, ...others] = exporter.getFinishedSpans().filter((s) => s.kind === SpanKind.CLIENT);
+    expect(others).toHaveLength(0);
+    expect(clientSpan?.attributes[McpAttr.errorType]).toBe('-32050');
+    expect(clientSpan?.attributes[McpAttr.responseStatusCode]).toBe('-32050');
+    expect(clientSpan?.status.code).toBe(SpanStatusCode.ERROR);
+    expect(events(clientSpan as ReadableSpan, ContinuityEvent.attempt)).toHaveLength(1);
+    const [unknown] = events(clientSpan as ReadableSpan, ContinuityEvent.outcomeUnknown);
+    expect(unknown?.attributes?.['mcp_continuity.reason']).toBeTypeOf('string');
+    const collected = await sdkMetrics.collect();
+    expect(collected.histogram(McpMetric.clientOperationDuration).count).toBe(1);
+  }, 60_000);
+
+  it('without an SDK (no telemetry passed, nothing registered) no trace context is added to any request', async () => {
+    expect(trace.getTracerProvider().getTracer('x').startSpan('x').isRecording()).toBe(false);
+    const bodies: string[] = [];
+    const spy: typeof fetch = (input, init) => {
+      if (typeof init?.body === 'string') bodies.push(init.body);
+      return fetch(input, init);
+    };
+    const client = new Client(
+      { name: 'trace', version: '1.0.0' },
+      { versionNegotiation: { mode: { pin: MODERN } } },
+    );
+    await client.connect(
+      new StreamableHTTPClientTransport(proxy.url(), { fetch: continuityFetch({ fetch: spy }) }),
+    );
+    const call = client.callTool({ name: 'charge', arguments: { cents: 1 } });
+    await eventually(() => started === 1, 30_000, 'the call at the server');
+    release();
+    await call;
+    await client.close();
+    const calls = bodies.filter((b) => b.includes('"tools/call"'));
+    expect(calls).toHaveLength(1);
+    expect(calls[0]).not.toContain('traceparent');
+    // The server (given the test's provider) starts its execution's span as a root: no context came.
+    await eventually(() => exporter.getFinishedSpans().length > 0, 10_000, 'the server span');
+    const spans = exporter.getFinishedSpans();
+    expect(spans.map((s) => s.kind)).toEqual([SpanKind.SERVER]);
+    expect(spans[0]?.parentSpanContext).toBeUndefined();
   }, 60_000);
 });

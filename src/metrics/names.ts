@@ -120,6 +120,36 @@ export const ClientMetric = {
     'ms',
     'Time from a stream closing to the next successful response on that stream',
   ),
+  reissues: spec(
+    'client.reissues',
+    'counter',
+    '{reissue}',
+    '2026-07-28 calls re-issued after an attempt ended without the answer (continuityFetch); attribute reason',
+  ),
+  callAttempts: spec(
+    'client.call_attempts',
+    'histogram',
+    '{attempt}',
+    'Attempts each 2026-07-28 call took, the first included (continuityFetch)',
+  ),
+  listenGaps: spec(
+    'client.listen_gaps',
+    'counter',
+    '{gap}',
+    'subscriptions/listen streams re-opened after a break; attribute reason: exact or unknown (what was missed)',
+  ),
+  listenMissedChanges: spec(
+    'client.listen_missed_changes',
+    'counter',
+    '{change}',
+    'The exact count of changes missed across listen re-opens (gaps of unknown size add nothing)',
+  ),
+  listenReopenAttempts: spec(
+    'client.listen_reopen_attempts',
+    'counter',
+    '{attempt}',
+    'Requests made to re-open broken subscriptions/listen streams (failed ones included)',
+  ),
 } as const;
 
 export const ALL_METRICS: readonly MetricSpec[] = [

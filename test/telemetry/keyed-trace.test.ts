@@ -13,6 +13,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { DEFAULT_CONTINUITY_SETTINGS } from '../../machines/continuity-extension.js';
 import { continuityFetch } from '../../src/client/modern/continuity-fetch.js';
+import { ContinuityMetrics } from '../../src/metrics/index.js';
 import { type ContinuityServer, createContinuityServer } from '../../src/server/handler.js';
 import { createKeyedRequests } from '../../src/server/keyed/index.js';
 import { MemoryEventLog } from '../../src/server/memory-event-log.js';
@@ -122,8 +123,11 @@ describe('traces on the MCP conventions', () => {
       { name: 'trace', version: '1.0.0' },
       { versionNegotiation: { mode: { pin: MODERN } } },
     );
+    const figures = new ContinuityMetrics();
     await client.connect(
-      new StreamableHTTPClientTransport(proxy.url(), { fetch: continuityFetch({ telemetry }) }),
+      new StreamableHTTPClientTransport(proxy.url(), {
+        fetch: continuityFetch({ telemetry, metrics: figures }),
+      }),
     );
     const call = client.callTool({ name: 'charge', arguments: { cents: 500 } });
     // Cut the call's connection twice, each time once the attempt reached the server (and the body runs).
@@ -181,6 +185,12 @@ describe('traces on the MCP conventions', () => {
     expect(collected.descriptor(McpMetric.clientOperationDuration)?.unit).toBe('s');
     expect(collected.histogram(McpMetric.clientOperationDuration).count).toBe(1);
     expect(collected.histogram(McpMetric.serverOperationDuration).count).toBe(1);
+    // Item 3's 2026 figures: two re-issues, one call of three attempts.
+    const f = figures.figures();
+    expect(f['mcp_continuity.client.reissues']).toBe(2);
+    expect(f['mcp_continuity.client.call_attempts.count']).toBe(1);
+    expect(f['mcp_continuity.client.call_attempts.sum']).toBe(3);
+    expect(f['mcp_continuity.client.outcome_unknown']).toBe(0);
   }, 60_000);
 
   it('an unkeyed call cut mid-stream: the span ends as outcome unknown, with its reason and error.type', async () => {
@@ -189,7 +199,8 @@ describe('traces on the MCP conventions', () => {
       { versionNegotiation: { mode: { pin: MODERN } } },
     );
     // Without the extension the charge cannot be re-issued safely: the cut ends it as outcome unknown.
-    const fetch = continuityFetch({ telemetry, useExtension: false });
+    const figures = new ContinuityMetrics();
+    const fetch = continuityFetch({ telemetry, useExtension: false, metrics: figures });
     await client.connect(new StreamableHTTPClientTransport(proxy.url(), { fetch }));
     const call = client.callTool({ name: 'charge', arguments: { cents: 5 } });
     const settled = call.then(
@@ -214,6 +225,8 @@ describe('traces on the MCP conventions', () => {
     expect(unknown?.attributes?.['mcp_continuity.reason']).toBeTypeOf('string');
     const collected = await sdkMetrics.collect();
     expect(collected.histogram(McpMetric.clientOperationDuration).count).toBe(1);
+    const reason = String(unknown?.attributes?.['mcp_continuity.reason']);
+    expect(figures.figures()[`mcp_continuity.client.outcome_unknown{reason=${reason}}`]).toBe(1);
   }, 60_000);
 
   it('without an SDK (no telemetry passed, nothing registered) no trace context is added to any request', async () => {

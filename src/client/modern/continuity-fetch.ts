@@ -24,6 +24,7 @@ import type { ContinuitySettings } from '../../../machines/continuity-extension.
 import { ContinuityMeta } from '../../../machines/continuity-extension.js';
 import type { GapDetails } from '../../../machines/decide.js';
 import { isResponse, type JsonRpcMessage, type JsonRpcRequest } from '../../../machines/jsonrpc.js';
+import type { ContinuityMetrics } from '../../metrics/continuity-metrics.js';
 import { ClientCallTrace } from '../../telemetry/client-call-trace.js';
 import { type ContinuityTelemetry, globalTelemetry } from '../../telemetry/telemetry.js';
 import { type AttemptIo, attemptExchange } from './attempt-exchange.js';
@@ -70,6 +71,8 @@ export interface ContinuityFetchOptions {
    * API's global tracer, meter and propagator (no-ops without an SDK).
    */
   readonly telemetry?: ContinuityTelemetry;
+  /** Records re-issues, attempts per call, outcome unknown by reason, listen gaps (README, "Metrics"). */
+  readonly metrics?: ContinuityMetrics;
 }
 
 /** What one endpoint (URL) told us: the extension's settings, and tool hints from `tools/list`. */
@@ -136,7 +139,14 @@ export function continuityFetch(options: ContinuityFetchOptions = {}): typeof fe
           ...(options.listenStallTimeoutMs !== undefined
             ? { stallTimeoutMs: options.listenStallTimeoutMs }
             : {}),
-          ...(options.onListenGap ? { onGap: options.onListenGap } : {}),
+          ...(options.onListenGap || options.metrics
+            ? {
+                onGap: (gap: ListenGap) => {
+                  options.metrics?.client.listenGap(gap);
+                  options.onListenGap?.(gap);
+                },
+              }
+            : {}),
           ...(options.onRelist ? { onRelist: options.onRelist } : {}),
         });
       }
@@ -219,12 +229,16 @@ export function continuityFetch(options: ContinuityFetchOptions = {}): typeof fe
         if (context.decision === undefined || context.decision === seen) return;
         seen = context.decision;
         traced.decided(context.end, context.decision);
+        const action = context.decision.action;
+        if (action === 'reissue' || action === 'backoff-reissue')
+          options.metrics?.client.reissued(context.decision.reason);
       },
       complete: () => {
         signal?.removeEventListener('abort', onAbort);
         const out = actor.getSnapshot().output;
         traced.ended(out, signal?.aborted === true);
         if (!out) return;
+        options.metrics?.client.modernCallEnded(out);
         options.onCallEnded?.({ ...out, toolName });
         if (signal?.aborted) return sdk.fail(signal.reason);
         const ending = libraryEnding(out.outcome, out.outcome === 'failed' ? out.end : undefined, sdk.isOpen);

@@ -87,6 +87,24 @@ export const ServerMetric = {
     '{request}',
     'Requests refused at a server limit (429 or 503 with Retry-After); attributes reason and http.response.status_code',
   ),
+  keyedExecutions: spec(
+    'server.keyed_executions',
+    'counter',
+    '{execution}',
+    'Keyed 2026-07-28 calls whose body started here (once per key, createKeyedRequests({ metrics }))',
+  ),
+  keyedAttaches: spec(
+    'server.keyed_attaches',
+    'counter',
+    '{attempt}',
+    'Attempts of a keyed call served from its log without starting anything (re-issues, attached or replayed)',
+  ),
+  keyedRefusals: spec(
+    'server.keyed_refusals',
+    'counter',
+    '{request}',
+    'Keyed attempts answered with an error before anything ran (full memo, key reused, window passed…); attributes reason (the JSON-RPC code) and http.response.status_code',
+  ),
 } as const;
 
 export const ClientMetric = {

@@ -61,6 +61,7 @@ let exporter: InMemorySpanExporter;
 let tracerProvider: BasicTracerProvider;
 let sdkMetrics: ReturnType<typeof otelSdk>;
 let telemetry: ContinuityTelemetry;
+let serverFigures: ContinuityMetrics;
 
 beforeEach(async () => {
   charges = 0;
@@ -69,6 +70,7 @@ beforeEach(async () => {
   exporter = new InMemorySpanExporter();
   tracerProvider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
   sdkMetrics = otelSdk();
+  serverFigures = new ContinuityMetrics();
   // Local to the test: nothing is registered globally.
   telemetry = new ContinuityTelemetry({
     tracerProvider,
@@ -86,6 +88,7 @@ beforeEach(async () => {
         memo: new MemoryMemoStore({ memoWindowMs: DEFAULT_CONTINUITY_SETTINGS.memoWindowMs }),
         keepAliveMs: 0,
         telemetry,
+        metrics: serverFigures,
       }),
     },
   });
@@ -191,6 +194,10 @@ describe('traces on the MCP conventions', () => {
     expect(f['mcp_continuity.client.call_attempts.count']).toBe(1);
     expect(f['mcp_continuity.client.call_attempts.sum']).toBe(3);
     expect(f['mcp_continuity.client.outcome_unknown']).toBe(0);
+    // The server: one execution, the two re-issues attached to it.
+    const s = serverFigures.figures();
+    expect(s['mcp_continuity.server.keyed_executions']).toBe(1);
+    expect(s['mcp_continuity.server.keyed_attaches']).toBe(2);
   }, 60_000);
 
   it('an unkeyed call cut mid-stream: the span ends as outcome unknown, with its reason and error.type', async () => {

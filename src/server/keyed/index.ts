@@ -45,6 +45,7 @@ import {
   restartWon,
   routeKeyedMessage,
 } from '../../../machines/server/keyed-plan.js';
+import type { ContinuityMetrics } from '../../metrics/continuity-metrics.js';
 import { KeyExecutionTrace } from '../../telemetry/key-execution-trace.js';
 import { type ContinuityTelemetry, globalTelemetry } from '../../telemetry/telemetry.js';
 import type { EventLog } from '../event-log.js';
@@ -105,6 +106,8 @@ export interface KeyedRequestsOptions {
    * globals (no-ops without an SDK).
    */
   readonly telemetry?: ContinuityTelemetry;
+  /** Records executions, attaches and refused keys (README, "Metrics"): the server's `ContinuityMetrics`. */
+  readonly metrics?: ContinuityMetrics;
 }
 
 /**
@@ -152,6 +155,7 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
   private readonly ready: Promise<void>;
   private readonly onError: (error: unknown) => void;
   private readonly telemetry: ContinuityTelemetry;
+  private readonly metrics: ContinuityMetrics | undefined;
   /** The spans of the bodies running here, by memo key: a re-issue that attaches is an event on one. */
   private readonly executions = new Map<string, KeyExecutionTrace>();
   private closed = false;
@@ -168,6 +172,7 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
     this.onError = options.onError ?? (() => {});
     this.addressKeys = new AddressKeys(options.maxEntriesPerAddress ?? 1_000, this.memo.memoWindowMs);
     this.telemetry = options.telemetry ?? globalTelemetry();
+    this.metrics = options.metrics;
     const finite = (n: number, otherwise: number) => (Number.isFinite(n) ? n : otherwise);
     this.settings = {
       memoWindowMs: this.memo.memoWindowMs,
@@ -327,6 +332,7 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
           started = new Promise((resolve) => {
             accepted = resolve;
           });
+          this.metrics?.server.keyedExecuted();
           const traced = new KeyExecutionTrace(this.telemetry, message);
           this.executions.set(mk, traced);
           void this.runBody(c.entry, message, (signal) => traced.within(() => run(message, signal)), accepted)
@@ -343,8 +349,14 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
         }
       }
     });
-    if (end.kind === 'reply') return json(end.reply, attempt.id);
-    if (!started) this.executions.get(mk)?.attached(message, reading.lastEventId);
+    if (end.kind === 'reply') {
+      this.metrics?.server.keyedRefused(end.reply.error.code, end.reply.status);
+      return json(end.reply, attempt.id);
+    }
+    if (!started) {
+      this.metrics?.server.keyedAttached();
+      this.executions.get(mk)?.attached(message, reading.lastEventId);
+    }
     // The attempt that started the body answers as the SDK did when the SDK refused it (its 4xx: the
     // client's own recovery, such as re-listing tools after -32020, depends on it). The SDK answers at once
     // (its stream starts before the tool runs), so this wait is short.

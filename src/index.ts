@@ -73,3 +73,5 @@ export type { ModernEndpoint, ModernOptions, ModernServerFactory } from './serve
 export type { KeyedRequests, ModernCall, RunOnSdk } from './server/modern/keyed-hook.js';
 export type { McpServerLike, SessionInfo } from './server/session.js';
 export { SSE_PACE_BYTES } from './server/sse.js';
+export { ContinuityAttr, ContinuityEvent, McpAttr, McpMetric } from './telemetry/names.js';
+export { ContinuityTelemetry, type ContinuityTelemetryOptions } from './telemetry/telemetry.js';

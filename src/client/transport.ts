@@ -30,6 +30,8 @@ import {
 } from '../../machines/validity.js';
 import { ContinuityError, ErrorCode } from '../errors.js';
 import type { ContinuityMetrics } from '../metrics/continuity-metrics.js';
+import { SessionCallTraces } from '../telemetry/session-call-traces.js';
+import { type ContinuityTelemetry, globalTelemetry } from '../telemetry/telemetry.js';
 import { ProviderAuthorization } from './authorization.js';
 import { type CursorStore, MemoryCursorStore } from './cursor-store.js';
 import { createExchangeActor, type FetchLike } from './exchange.js';
@@ -91,6 +93,11 @@ export interface ContinuityClientOptions {
   readonly closeTimeoutMs?: number;
   /** Records gaps, outcome-unknown calls, reconnect attempts and latency (README, "Metrics"). */
   readonly metrics?: ContinuityMetrics;
+  /**
+   * Spans and duration metrics on OpenTelemetry's MCP conventions: a CLIENT span per request, its trace
+   * context in `params._meta` (README, "Traces"). Default: the OTel API's globals (no-ops without an SDK).
+   */
+  readonly telemetry?: ContinuityTelemetry;
 }
 
 /**
@@ -133,6 +140,7 @@ export class ContinuityClientTransport implements Transport {
   private readonly sends = new Map<RequestId, { resolve: () => void; reject: (e: Error) => void }>();
   /** `terminateSession` sent the DELETE already. */
   private sessionTerminated = false;
+  private readonly traces: SessionCallTraces;
 
   constructor(
     readonly url: URL,
@@ -148,6 +156,7 @@ export class ContinuityClientTransport implements Transport {
         options.fetch ?? fetch,
         (error) => this.onerror?.(error),
       );
+    this.traces = new SessionCallTraces(options.telemetry ?? globalTelemetry());
   }
 
   /** The running client machine, for inspection. */
@@ -204,10 +213,16 @@ export class ContinuityClientTransport implements Transport {
     const machine = clientSessionMachine.provide({
       actors: { stream },
       actions: {
-        deliver: (_, { message }) => this.enqueue(message),
+        deliver: (_, { message }) => {
+          this.traces.delivered(message);
+          this.enqueue(message);
+        },
         rejectUnauthorized: (_, { message }) => void this.rejectUnauthorized(message),
         deliverOrphan: (_, { message }) => this.orphan(message),
-        notifyGap: (_, gap) => this.gap(gap),
+        notifyGap: (_, gap) => {
+          this.traces.gap(gap);
+          this.gap(gap);
+        },
         persistCursor: (_, { record }) => this.persist(record),
         sendDelete: (_, { sessionId }) => {
           if (this.options.deleteOnClose !== false) this.deleting = this.sendDelete(sessionId);
@@ -240,7 +255,12 @@ export class ContinuityClientTransport implements Transport {
 
   async send(message: JSONRPCMessage): Promise<void> {
     if (this.closed) throw new Error('ContinuityClientTransport: closed');
-    const tagged = tagOutgoing(this.owner, message as JsonRpcMessage);
+    const ctx = this.actor.getSnapshot().context;
+    const tagged = this.traces.sent(
+      tagOutgoing(this.owner, message as JsonRpcMessage),
+      ctx.sessionId,
+      ctx.protocolVersion,
+    );
     if (!this.authorization) {
       this.actor.send({ type: 'app.send', message: tagged });
       return;
@@ -306,6 +326,7 @@ export class ContinuityClientTransport implements Transport {
     this.running?.stop();
     for (const pending of this.sends.values()) pending.resolve();
     this.sends.clear();
+    this.traces.closed();
     this.notifyClosed();
   }
 

@@ -1,4 +1,5 @@
 import type { Actor, AnyActorLogic, InspectionEvent, Subscription } from 'xstate';
+import type { ListenGapFacts } from '../../machines/client/listen.machine.js';
 import { isOutcomeUnknown } from '../client/outcome.js';
 import { ClientMetric } from './names.js';
 import type { Recorder } from './recorder.js';
@@ -30,16 +31,45 @@ export class ClientMetrics {
 
   /** Called by `ContinuityClientTransport` before it starts its machine. */
   watch(actor: Actor<AnyActorLogic>): Subscription {
-    if (!this.declared) {
-      this.declared = true;
-      for (const spec of Object.values(ClientMetric)) this.recorder.declare(spec);
-    }
+    this.declare();
     return actor.system.inspect((event: InspectionEvent) => {
       // Only the session machine itself runs `notifyGap` and `deliver`.
       if (event.type === '@xstate.action' && event.actorRef === actor)
         this.action(event.action.type, event.action.params);
       else if (event.type === '@xstate.microstep') this.microstep(event.actorRef, event.snapshot);
     });
+  }
+
+  /** A 2026-07-28 call's machine decided to re-issue (`continuityFetch`), for `reason`. */
+  reissued(reason: string): void {
+    this.declare();
+    this.recorder.add(ClientMetric.reissues, 1, { reason });
+  }
+
+  /** A 2026-07-28 call ended (`continuityFetch`): its attempts, and an outcome unknown with its reason. */
+  modernCallEnded(out: {
+    readonly outcome: string;
+    readonly reason: string;
+    readonly attempts: number;
+  }): void {
+    this.declare();
+    this.recorder.record(ClientMetric.callAttempts, out.attempts + 1);
+    if (out.outcome === 'outcome-unknown')
+      this.recorder.add(ClientMetric.outcomeUnknown, 1, { reason: out.reason });
+  }
+
+  /** A broken `subscriptions/listen` stream was re-opened (`reopeningListen`): what it missed. */
+  listenGap(gap: ListenGapFacts): void {
+    this.declare();
+    this.recorder.add(ClientMetric.listenGaps, 1, { reason: gap.missed.kind });
+    if (gap.missed.kind === 'exact') this.recorder.add(ClientMetric.listenMissedChanges, gap.missed.count);
+    this.recorder.add(ClientMetric.listenReopenAttempts, gap.attempts);
+  }
+
+  private declare(): void {
+    if (this.declared) return;
+    this.declared = true;
+    for (const spec of Object.values(ClientMetric)) this.recorder.declare(spec);
   }
 
   /** The client session machine executed one of its I/O actions. */

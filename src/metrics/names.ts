@@ -87,6 +87,24 @@ export const ServerMetric = {
     '{request}',
     'Requests refused at a server limit (429 or 503 with Retry-After); attributes reason and http.response.status_code',
   ),
+  keyedExecutions: spec(
+    'server.keyed_executions',
+    'counter',
+    '{execution}',
+    'Keyed 2026-07-28 calls whose body started here (once per key, createKeyedRequests({ metrics }))',
+  ),
+  keyedAttaches: spec(
+    'server.keyed_attaches',
+    'counter',
+    '{attempt}',
+    'Attempts of a keyed call served from its log without starting anything (re-issues, attached or replayed)',
+  ),
+  keyedRefusals: spec(
+    'server.keyed_refusals',
+    'counter',
+    '{request}',
+    'Keyed attempts answered with an error before anything ran (full memo, key reused, window passed…); attributes reason (the JSON-RPC code) and http.response.status_code',
+  ),
 } as const;
 
 export const ClientMetric = {
@@ -119,6 +137,36 @@ export const ClientMetric = {
     'histogram',
     'ms',
     'Time from a stream closing to the next successful response on that stream',
+  ),
+  reissues: spec(
+    'client.reissues',
+    'counter',
+    '{reissue}',
+    '2026-07-28 calls re-issued after an attempt ended without the answer (continuityFetch); attribute reason',
+  ),
+  callAttempts: spec(
+    'client.call_attempts',
+    'histogram',
+    '{attempt}',
+    'Attempts each 2026-07-28 call took, the first included (continuityFetch)',
+  ),
+  listenGaps: spec(
+    'client.listen_gaps',
+    'counter',
+    '{gap}',
+    'subscriptions/listen streams re-opened after a break; attribute reason: exact or unknown (what was missed)',
+  ),
+  listenMissedChanges: spec(
+    'client.listen_missed_changes',
+    'counter',
+    '{change}',
+    'The exact count of changes missed across listen re-opens (gaps of unknown size add nothing)',
+  ),
+  listenReopenAttempts: spec(
+    'client.listen_reopen_attempts',
+    'counter',
+    '{attempt}',
+    'Requests made to re-open broken subscriptions/listen streams (failed ones included)',
   ),
 } as const;
 

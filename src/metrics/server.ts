@@ -102,6 +102,24 @@ export class ServerMetrics {
     this.recorder.add(ServerMetric.rejectedRequests, 1, { reason, 'http.response.status_code': status });
   }
 
+  /** A keyed call's body started on this instance (`createKeyedRequests`). */
+  keyedExecuted(): void {
+    this.recorder.add(ServerMetric.keyedExecutions, 1);
+  }
+
+  /** A keyed attempt is served from its key's log without starting anything. */
+  keyedAttached(): void {
+    this.recorder.add(ServerMetric.keyedAttaches, 1);
+  }
+
+  /** A keyed attempt was answered with an error before anything ran: `code` is its JSON-RPC code. */
+  keyedRefused(code: number, status: number): void {
+    this.recorder.add(ServerMetric.keyedRefusals, 1, {
+      reason: String(code),
+      'http.response.status_code': status,
+    });
+  }
+
   /** A request was refused at a limit (`ContinuityServerOptions.limits`): 429 or 503. */
   requestLimited(reason: string, status: number): void {
     this.recorder.add(ServerMetric.limitedRequests, 1, { reason, 'http.response.status_code': status });

@@ -54,6 +54,7 @@ export function otelSdk() {
   const reader = new PullReader();
   const provider = new MeterProvider({ readers: [reader] });
   return {
+    provider,
     meter: provider.getMeter('mcp-continuity-test'),
     async collect(): Promise<Collected> {
       const { resourceMetrics, errors } = await reader.collect();

@@ -12,6 +12,7 @@ import { z } from 'zod';
 import { ContinuityMeta, DEFAULT_CONTINUITY_SETTINGS } from '../../machines/continuity-extension.js';
 import { continuityFetch } from '../../src/client/modern/continuity-fetch.js';
 import { isOutcomeUnknown } from '../../src/client/outcome.js';
+import { ContinuityMetrics } from '../../src/metrics/index.js';
 import { type ContinuityServer, createContinuityServer } from '../../src/server/handler.js';
 import { createKeyedRequests } from '../../src/server/keyed/index.js';
 import { MemoryEventLog } from '../../src/server/memory-event-log.js';
@@ -208,6 +209,7 @@ describe('2026-07-28 with the continuity extension, end to end', () => {
   });
 
   it('a full memo (the per-principal bound) refuses a new key at once: a definite failure, nothing charged', async () => {
+    const figures = new ContinuityMetrics();
     const small = createContinuityServer({
       createMcpServer: legacyServer,
       modern: {
@@ -216,6 +218,7 @@ describe('2026-07-28 with the continuity extension, end to end', () => {
           log: new MemoryEventLog(),
           memo: new MemoryMemoStore({ memoWindowMs: DEFAULT_CONTINUITY_SETTINGS.memoWindowMs }),
           maxEntriesPerPrincipal: 1,
+          metrics: figures,
         }),
       },
     });
@@ -240,6 +243,11 @@ describe('2026-07-28 with the continuity extension, end to end', () => {
       // Retry-After runs until the first entry's window ends (a day): not waited for.
       expect(performance.now() - started).toBeLessThan(1_000);
       expect(charges).toBe(1);
+      // The server's figures: one execution, one key refused with 429 (the client's re-issues of the
+      // refused call, if any, are refused too: at least one).
+      const f = figures.figures();
+      expect(f['mcp_continuity.server.keyed_executions']).toBe(1);
+      expect(f['mcp_continuity.server.keyed_refusals']).toBeGreaterThanOrEqual(1);
       await client.close();
     } finally {
       await small.close();

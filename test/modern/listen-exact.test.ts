@@ -12,6 +12,7 @@ import {
 import type { ListenLogLimits } from '../../machines/server/listen-log.js';
 import { continuityFetch } from '../../src/client/modern/continuity-fetch.js';
 import type { ListenGap } from '../../src/client/modern/listen.js';
+import { ContinuityMetrics } from '../../src/metrics/index.js';
 import { type ContinuityServer, createContinuityServer } from '../../src/server/handler.js';
 import { createKeyedRequests } from '../../src/server/keyed/index.js';
 import { MemoryEventLog } from '../../src/server/memory-event-log.js';
@@ -61,6 +62,8 @@ interface World {
   lists: number;
   /** Listen POSTs as the server got them: their `_meta`. */
   listenMetas: Record<string, unknown>[];
+  /** The client's figures (`continuityFetch({ metrics })`). */
+  metrics: ContinuityMetrics;
   client: Client;
   restart(): Promise<void>;
   close(): Promise<void>;
@@ -116,6 +119,7 @@ async function startWorld(listenLog?: Partial<ListenLogLimits>): Promise<World> 
     relists: [],
     lists: 0,
     listenMetas,
+    metrics: new ContinuityMetrics(),
     client: undefined as unknown as Client,
     restart: async () => {
       const old = continuity;
@@ -149,6 +153,7 @@ async function startWorld(listenLog?: Partial<ListenLogLimits>): Promise<World> 
     new StreamableHTTPClientTransport(proxy.url(), {
       fetch: continuityFetch({
         listenPolicy: POLICY,
+        metrics: world.metrics,
         onListenGap: (g) => world.gaps.push(g),
         onRelist: (w) => world.relists.push(w),
       }),
@@ -197,6 +202,11 @@ describe('subscriptions/listen with the continuity extension: the gap is exact',
     expect(quiet.missed).toEqual({ kind: 'exact', count: 0 });
     expect(quiet.relist).toEqual([]);
     expect(w.relists).toEqual([['tools']]);
+    // The figures saw both re-opens, as exact gaps, and the changes they missed.
+    const figures = w.metrics.figures();
+    expect(figures['mcp_continuity.client.listen_gaps{reason=exact}']).toBe(2);
+    expect(figures['mcp_continuity.client.listen_missed_changes']).toBe(3);
+    expect(figures['mcp_continuity.client.listen_reopen_attempts']).toBeGreaterThanOrEqual(2);
 
     // The subscription still delivers what is published after the re-open, on the same SDK subscription.
     const lists = w.lists;

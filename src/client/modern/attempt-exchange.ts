@@ -28,6 +28,8 @@ export interface AttemptIo {
   /** The last non-stream answer, or the last fetch error, of this call (for the SDK, on a failure). */
   readonly last: { answer?: RawAnswer; error?: unknown };
   readonly maxMessageBytes?: number;
+  /** Told as each attempt is sent (telemetry: an attempt event on the call's span). */
+  readonly onAttempt?: (attempt: AttemptInput) => void;
 }
 
 /**
@@ -59,6 +61,7 @@ async function run(
   signal: AbortSignal,
 ): Promise<void> {
   const limit = io.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
+  io.onAttempt?.(attempt);
   let response: Response;
   try {
     response = await io.fetch(io.url, {

@@ -9,18 +9,24 @@ import {
 import {
   DEFAULT_STATELESS_POLICY,
   keysCall,
+  type StatelessDecision,
   type StatelessPolicy,
 } from '../../../machines/client/stateless-decide.js';
 import {
   hintsFromToolsList,
   libraryEnding,
+  PROTOCOL_VERSION_META,
   rawAnswerAs,
   routeOutgoing,
   settingsFromDiscover,
 } from '../../../machines/client/stateless-wire.js';
 import type { ContinuitySettings } from '../../../machines/continuity-extension.js';
+import { ContinuityMeta } from '../../../machines/continuity-extension.js';
 import type { GapDetails } from '../../../machines/decide.js';
 import { isResponse, type JsonRpcMessage, type JsonRpcRequest } from '../../../machines/jsonrpc.js';
+import type { ContinuityMetrics } from '../../metrics/continuity-metrics.js';
+import { ClientCallTrace } from '../../telemetry/client-call-trace.js';
+import { type ContinuityTelemetry, globalTelemetry } from '../../telemetry/telemetry.js';
 import { type AttemptIo, attemptExchange } from './attempt-exchange.js';
 import { type ListenGap, type ReconnectPolicy, reopeningListen } from './listen.js';
 import { passListing } from './pass-listing.js';
@@ -60,6 +66,13 @@ export interface ContinuityFetchOptions {
   readonly maxListingBytes?: number;
   /** Makes idempotency keys. Default: a random UUID (122 random bits). */
   readonly newKey?: () => string;
+  /**
+   * Spans and duration metrics on OpenTelemetry's MCP conventions (README, "Traces"). Default: the OTel
+   * API's global tracer, meter and propagator (no-ops without an SDK).
+   */
+  readonly telemetry?: ContinuityTelemetry;
+  /** Records re-issues, attempts per call, outcome unknown by reason, listen gaps (README, "Metrics"). */
+  readonly metrics?: ContinuityMetrics;
 }
 
 /** What one endpoint (URL) told us: the extension's settings, and tool hints from `tools/list`. */
@@ -101,6 +114,7 @@ export function continuityFetch(options: ContinuityFetchOptions = {}): typeof fe
     return facts;
   };
   const policy: StatelessPolicy = { ...DEFAULT_STATELESS_POLICY, ...options.policy };
+  const telemetry = options.telemetry ?? globalTelemetry();
 
   const continuity = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     const body = init?.body;
@@ -125,7 +139,14 @@ export function continuityFetch(options: ContinuityFetchOptions = {}): typeof fe
           ...(options.listenStallTimeoutMs !== undefined
             ? { stallTimeoutMs: options.listenStallTimeoutMs }
             : {}),
-          ...(options.onListenGap ? { onGap: options.onListenGap } : {}),
+          ...(options.onListenGap || options.metrics
+            ? {
+                onGap: (gap: ListenGap) => {
+                  options.metrics?.client.listenGap(gap);
+                  options.onListenGap?.(gap);
+                },
+              }
+            : {}),
           ...(options.onRelist ? { onRelist: options.onRelist } : {}),
         });
       }
@@ -161,9 +182,18 @@ export function continuityFetch(options: ContinuityFetchOptions = {}): typeof fe
     const last: AttemptIo['last'] = {};
     const extension = options.useExtension === false ? undefined : facts.extension;
     const baseInit: RequestInit = { ...init, signal: undefined };
+    const traced = new ClientCallTrace(telemetry, request, toolName, protocolVersionOf(request));
     const machine = statelessCallMachine.provide({
       actors: {
-        exchange: attemptExchange({ url, init: baseInit, fetch: inner, now, last }),
+        exchange: attemptExchange({
+          url,
+          init: baseInit,
+          fetch: inner,
+          now,
+          last,
+          onAttempt: ({ attempt, request: sent }) =>
+            traced.attempt(attempt, sent, metaOf(sent)?.[ContinuityMeta.lastEventId]),
+        }),
       },
       actions: {
         // The answer itself is written when the call ends (below): it decides how the SDK gets it.
@@ -180,7 +210,8 @@ export function continuityFetch(options: ContinuityFetchOptions = {}): typeof fe
     const keyed = keysCall(tool, extension, policy);
     const actor = createActor(machine, {
       input: {
-        request,
+        // Every attempt copies the request's `_meta`: each carries the call span's trace context.
+        request: withMeta(request, traced.meta),
         tool,
         extension: keyed ? extension : undefined,
         idempotencyKey: keyed ? (options.newKey ?? randomUUID)() : undefined,
@@ -191,11 +222,23 @@ export function continuityFetch(options: ContinuityFetchOptions = {}): typeof fe
       },
     });
     const onAbort = () => actor.send({ type: 'app.cancel', at: now() });
+    let seen: StatelessDecision | undefined;
     actor.subscribe({
+      next: ({ context }) => {
+        // Each decision is a new object: told once, as the machine leaves the attempt it ended.
+        if (context.decision === undefined || context.decision === seen) return;
+        seen = context.decision;
+        traced.decided(context.end, context.decision);
+        const action = context.decision.action;
+        if (action === 'reissue' || action === 'backoff-reissue')
+          options.metrics?.client.reissued(context.decision.reason);
+      },
       complete: () => {
         signal?.removeEventListener('abort', onAbort);
         const out = actor.getSnapshot().output;
+        traced.ended(out, signal?.aborted === true);
         if (!out) return;
+        options.metrics?.client.modernCallEnded(out);
         options.onCallEnded?.({ ...out, toolName });
         if (signal?.aborted) return sdk.fail(signal.reason);
         const ending = libraryEnding(out.outcome, out.outcome === 'failed' ? out.end : undefined, sdk.isOpen);
@@ -206,7 +249,10 @@ export function continuityFetch(options: ContinuityFetchOptions = {}): typeof fe
         if (ending === 'fetch-error' && last.error !== undefined) return sdk.fail(last.error);
         sdk.end(out.response);
       },
-      error: (error) => sdk.fail(error),
+      error: (error) => {
+        traced.ended(undefined, false);
+        sdk.fail(error);
+      },
     });
     signal?.addEventListener('abort', onAbort, { once: true });
     actor.start();
@@ -244,4 +290,24 @@ function parse(text: string): unknown {
   } catch {
     return undefined;
   }
+}
+
+function metaOf(request: JsonRpcRequest): Record<string, unknown> | undefined {
+  const meta = request.params?._meta;
+  return typeof meta === 'object' && meta !== null ? (meta as Record<string, unknown>) : undefined;
+}
+
+function protocolVersionOf(request: JsonRpcRequest): string | undefined {
+  const v = metaOf(request)?.[PROTOCOL_VERSION_META];
+  return typeof v === 'string' ? v : undefined;
+}
+
+/** `request` with `entries` added to its `params._meta` (the same request when there are none). */
+function withMeta(
+  request: JsonRpcRequest,
+  entries: Readonly<Record<string, string>> | undefined,
+): JsonRpcRequest {
+  if (!entries) return request;
+  const params = request.params ?? {};
+  return { ...request, params: { ...params, _meta: { ...(metaOf(request) ?? {}), ...entries } } };
 }

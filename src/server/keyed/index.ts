@@ -45,6 +45,9 @@ import {
   restartWon,
   routeKeyedMessage,
 } from '../../../machines/server/keyed-plan.js';
+import type { ContinuityMetrics } from '../../metrics/continuity-metrics.js';
+import { KeyExecutionTrace } from '../../telemetry/key-execution-trace.js';
+import { type ContinuityTelemetry, globalTelemetry } from '../../telemetry/telemetry.js';
 import type { EventLog } from '../event-log.js';
 import type { MemoStore } from '../memo-store.js';
 import type { KeyedRequests, ModernCall, RunOnSdk } from '../modern/keyed-hook.js';
@@ -97,6 +100,14 @@ export interface KeyedRequestsOptions {
   readonly now?: () => number;
   /** Errors the runtime met and answered for (a store failing, say); never thrown to the client. */
   readonly onError?: (error: unknown) => void;
+  /**
+   * Spans and duration metrics on OpenTelemetry's MCP conventions: one SERVER span per execution of a key,
+   * under the client's trace context from `params._meta` (README, "Traces"). Default: the OTel API's
+   * globals (no-ops without an SDK).
+   */
+  readonly telemetry?: ContinuityTelemetry;
+  /** Records executions, attaches and refused keys (README, "Metrics"): the server's `ContinuityMetrics`. */
+  readonly metrics?: ContinuityMetrics;
 }
 
 /**
@@ -143,6 +154,10 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
   private readonly stopWatching: (() => void) | undefined;
   private readonly ready: Promise<void>;
   private readonly onError: (error: unknown) => void;
+  private readonly telemetry: ContinuityTelemetry;
+  private readonly metrics: ContinuityMetrics | undefined;
+  /** The spans of the bodies running here, by memo key: a re-issue that attaches is an event on one. */
+  private readonly executions = new Map<string, KeyExecutionTrace>();
   private closed = false;
 
   constructor(options: KeyedRequestsOptions) {
@@ -156,6 +171,8 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
     this.maxEventBytes = maxEventBytesPerKey(options.maxEventBytesPerKey);
     this.onError = options.onError ?? (() => {});
     this.addressKeys = new AddressKeys(options.maxEntriesPerAddress ?? 1_000, this.memo.memoWindowMs);
+    this.telemetry = options.telemetry ?? globalTelemetry();
+    this.metrics = options.metrics;
     const finite = (n: number, otherwise: number) => (Number.isFinite(n) ? n : otherwise);
     this.settings = {
       memoWindowMs: this.memo.memoWindowMs,
@@ -315,19 +332,31 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
           started = new Promise((resolve) => {
             accepted = resolve;
           });
-          void this.runBody(c.entry, message, (signal) => run(message, signal), accepted)
+          this.metrics?.server.keyedExecuted();
+          const traced = new KeyExecutionTrace(this.telemetry, message);
+          this.executions.set(mk, traced);
+          void this.runBody(c.entry, message, (signal) => traced.within(() => run(message, signal)), accepted)
             .catch((error) => {
               accepted(undefined);
               this.onError(error);
             })
             .finally(() => {
               if (address !== undefined) this.addressKeys.finished(address, c.entry.memoKey, this.now());
+              traced.ended(undefined); // already ended with the body's answer, unless the run failed
+              if (this.executions.get(mk) === traced) this.executions.delete(mk);
             });
           return undefined;
         }
       }
     });
-    if (end.kind === 'reply') return json(end.reply, attempt.id);
+    if (end.kind === 'reply') {
+      this.metrics?.server.keyedRefused(end.reply.error.code, end.reply.status);
+      return json(end.reply, attempt.id);
+    }
+    if (!started) {
+      this.metrics?.server.keyedAttached();
+      this.executions.get(mk)?.attached(message, reading.lastEventId);
+    }
     // The attempt that started the body answers as the SDK did when the SDK refused it (its 4xx: the
     // client's own recovery, such as re-listing tools after -32020, depends on it). The SDK answers at once
     // (its stream starts before the tool runs), so this wait is short.
@@ -404,6 +433,7 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
     } finally {
       this.local.delete(entry.memoKey);
     }
+    this.executions.get(entry.memoKey)?.ended(final);
     const stored = await this.storeEnd(entry, final, refusal !== undefined);
     // The refusal is answered only once it is stored: the client's corrected re-issue must find the key
     // `refused` (it then runs), not still `running` (it would attach and get the refusal again). Unstored,

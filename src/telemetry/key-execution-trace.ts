@@ -1,0 +1,87 @@
+import { type Context, context, type Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import { isResponse, type JsonRpcMessage, type JsonRpcRequest } from '../../machines/jsonrpc.js';
+import { operationOutcome } from '../../machines/operation-outcome.js';
+import { PROTOCOL_VERSION_META_KEY } from '../../machines/server/era.js';
+import { ContinuityAttr, ContinuityEvent, EXECUTE_TOOL, McpAttr, spanName } from './names.js';
+import { type ContinuityTelemetry, withoutUndefined } from './telemetry.js';
+
+/**
+ * One SERVER span per execution of a key (the continuity extension runs a key's body once, whichever
+ * attempt starts it): its parent is the trace context in the starting attempt's `params._meta` (the
+ * client's call span, which every attempt carries), so the client's span, its attempts and this one
+ * execution are one trace. Attempts that attach to the running execution are span events.
+ */
+export class KeyExecutionTrace {
+  private readonly span: Span;
+  private readonly startedAt = performance.now();
+  private readonly attributes: Record<string, string | undefined>;
+  private done = false;
+  /** The context the body runs in: this span under the client's. */
+  readonly context: Context;
+
+  constructor(
+    private readonly telemetry: ContinuityTelemetry,
+    message: JsonRpcRequest,
+  ) {
+    const params = message.params ?? {};
+    const meta = params._meta as Record<string, unknown> | undefined;
+    const tool = typeof params.name === 'string' ? params.name : undefined;
+    const version = meta?.[PROTOCOL_VERSION_META_KEY];
+    this.attributes = {
+      [McpAttr.methodName]: message.method,
+      [McpAttr.toolName]: tool,
+      [McpAttr.operationName]: message.method === 'tools/call' ? EXECUTE_TOOL : undefined,
+      [McpAttr.protocolVersion]: typeof version === 'string' ? version : undefined,
+      [McpAttr.networkProtocolName]: 'http',
+      [McpAttr.networkTransport]: 'tcp',
+    };
+    const parent = telemetry.contextOf(meta);
+    this.span = telemetry.tracer.startSpan(
+      spanName(message.method, tool),
+      {
+        kind: SpanKind.SERVER,
+        attributes: withoutUndefined({ ...this.attributes, [McpAttr.requestId]: String(message.id) }),
+      },
+      parent,
+    );
+    this.context = trace.setSpan(parent, this.span);
+  }
+
+  /** Runs `work` (the body on the SDK) inside this span's context: the tool's own spans are its children. */
+  within<T>(work: () => T): T {
+    return context.with(this.context, work);
+  }
+
+  /** Another attempt of the key (a re-issue) attached to this running execution. */
+  attached(message: JsonRpcRequest, lastEventId: string | undefined): void {
+    if (!this.span.isRecording()) return;
+    this.span.addEvent(
+      ContinuityEvent.attach,
+      withoutUndefined({
+        [McpAttr.requestId]: String(message.id),
+        [ContinuityAttr.lastEventId]: lastEventId,
+      }),
+    );
+  }
+
+  /** The execution ended with `final` (`undefined`: it ended without an answer). Only the first call counts. */
+  ended(final: JsonRpcMessage | undefined): void {
+    if (this.done) return;
+    this.done = true;
+    const outcome = operationOutcome(final && isResponse(final) ? final : undefined);
+    this.telemetry.serverDuration.record(
+      (performance.now() - this.startedAt) / 1000,
+      withoutUndefined({ ...this.attributes, [McpAttr.errorType]: outcome.errorType }),
+    );
+    if (this.span.isRecording()) {
+      this.span.setAttributes(
+        withoutUndefined({
+          [McpAttr.errorType]: outcome.errorType,
+          [McpAttr.responseStatusCode]: outcome.statusCode,
+        }),
+      );
+      if (outcome.errorType !== undefined) this.span.setStatus({ code: SpanStatusCode.ERROR });
+    }
+    this.span.end();
+  }
+}

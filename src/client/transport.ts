@@ -420,6 +420,8 @@ export class ContinuityClientTransport implements Transport {
       return;
     }
     this.sends.delete(id);
+    // Its span ends here: the answer is the rejection, never a delivered message.
+    this.traces.delivered(message);
     pending.reject(await unauthorized('Authorization needed: call finishAuth(code), then send again'));
   }
 

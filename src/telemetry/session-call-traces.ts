@@ -28,7 +28,13 @@ export class SessionCallTraces {
     sessionId: string | undefined,
     protocolVersion: string | undefined,
   ): JsonRpcMessage {
-    if (!isRequest(message)) return message;
+    // The application gave up on a request (the SDK's timeout, an abort): no answer will be delivered,
+    // so its span ends now rather than living as long as the transport.
+    if (!isRequest(message)) {
+      if ('method' in message && message.method === 'notifications/cancelled')
+        this.cancelled((message.params as { requestId?: unknown } | undefined)?.requestId);
+      return message;
+    }
     const params = message.params ?? {};
     const target =
       message.method === 'tools/call' && typeof params.name === 'string' ? params.name : undefined;
@@ -65,6 +71,15 @@ export class SessionCallTraces {
     if (!call) return;
     this.open.delete(key);
     this.end(call, operationOutcome(message));
+  }
+
+  private cancelled(requestId: unknown): void {
+    if (typeof requestId !== 'string' && typeof requestId !== 'number') return;
+    const key = requestKey(requestId);
+    const call = this.open.get(key);
+    if (!call) return;
+    this.open.delete(key);
+    this.end(call, { errorType: 'cancelled' });
   }
 
   /** Events of a stream were lost: an event on its request's span (a standalone stream has none). */

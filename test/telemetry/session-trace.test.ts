@@ -95,4 +95,41 @@ describe('2025-11-25 client spans', () => {
     await tracerProvider.shutdown();
     await sdkMetrics.shutdown();
   }, 60_000);
+
+  it("a request the application gives up on (the SDK's timeout) ends its span at once, not at close", async () => {
+    const exporter = new InMemorySpanExporter();
+    const tracerProvider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+    const telemetry = new ContinuityTelemetry({
+      tracerProvider,
+      propagator: new W3CTraceContextPropagator(),
+    });
+    const continuity = createContinuityServer({
+      createMcpServer: () => demoMcpServer({ effects: new Map(), servers: [] }),
+      eventLog: new MemoryEventLog(),
+      heartbeatMs: 0,
+      onError: () => undefined,
+    });
+    const server = http.createServer(continuity.nodeHandler);
+    const url = new URL(`http://127.0.0.1:${await listenOnLoopback(server)}/mcp`);
+    const transport = new ContinuityClientTransport(url, { telemetry });
+    const client = new Client({ name: 'trace-timeout', version: '1.0.0' });
+    try {
+      await client.connect(transport);
+      await expect(
+        client.callTool({ name: 'slow', arguments: { ms: 5_000 } }, undefined, { timeout: 100 }),
+      ).rejects.toThrow();
+      // Still connected: the span ended because the SDK sent notifications/cancelled for the call.
+      const calls = exporter
+        .getFinishedSpans()
+        .filter((s) => s.kind === SpanKind.CLIENT && s.attributes[McpAttr.methodName] === 'tools/call');
+      expect(calls).toHaveLength(1);
+      expect(calls[0]?.attributes[McpAttr.errorType]).toBe('cancelled');
+    } finally {
+      await client.close();
+      await continuity.close();
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+      await tracerProvider.shutdown();
+    }
+  }, 60_000);
 });

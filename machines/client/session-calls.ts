@@ -197,6 +197,20 @@ export const sessionCalls = sessionStreams.extend({
         });
         return;
       }
+      if (outcome.kind === 'given-up' && outcome.neverRan) {
+        // No attempt left this process (every one refused before a byte was sent): it never ran.
+        ledgerSettle(context.ledger, id);
+        enqueue({
+          type: 'deliver',
+          params: {
+            message: requestFailed(
+              id,
+              `The server could not be reached (${outcome.reason}); the request was never sent`,
+            ),
+          },
+        });
+        return;
+      }
       const reason = outcomeReason[outcome.kind] ?? OutcomeUnknownReason.streamUnresumable;
       ledgerSettle(context.ledger, id);
       enqueue({ type: 'deliver', params: { message: outcomeUnknownError(id, reason) } });

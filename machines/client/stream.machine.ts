@@ -60,7 +60,11 @@ export type StreamOutcome =
   /** `neverRan`: the 404 answered the request's own POST, so it cannot have run. */
   | { kind: 'session-terminated'; neverRan: boolean }
   | { kind: 'stopped'; reason: string }
-  | { kind: 'given-up'; reason: string }
+  /**
+   * Retries ran out. `neverRan`: a call's stream whose every attempt was refused before a byte left (no
+   * connection, or no token to send): a definite failure, not an outcome unknown.
+   */
+  | { kind: 'given-up'; reason: string; neverRan?: boolean }
   | { kind: 'unresumable' }
   | { kind: 'response-evicted' }
   | { kind: 'epoch-changed' }
@@ -672,6 +676,8 @@ export const streamMachine = setup({
         type: 'reportEnded',
         params: ({ context }) => ({
           kind: 'given-up',
+          neverRan:
+            context.stream.kind === 'request' && context.lastEventId === undefined && !context.mayHaveRun,
           reason:
             context.decision?.action === 'reconnect'
               ? context.decision.reason

@@ -107,10 +107,18 @@ async function run(
     }
     if (!exchange.stopped) sendEvent(e);
   };
+  let authorization: string | undefined;
+  try {
+    authorization = await io.authorization?.();
+  } catch {
+    // The provider could not give a token: nothing was sent, so this attempt is one that never left
+    // (refused), not a reset after which the request may have run.
+    if (!signal.aborted) send({ type: 'net.failed', fault: 'refused' });
+    return;
+  }
+  if (signal.aborted) return;
   let response: Response;
   try {
-    const authorization = await io.authorization?.();
-    if (signal.aborted) return;
     response = await io.fetch(io.url, {
       ...io.requestInit,
       method: ex.method,

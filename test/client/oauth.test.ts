@@ -125,6 +125,31 @@ describe('OAuth: ContinuityClientTransport with the SDK OAuthClientProvider', ()
     await transport.close();
   }, 30_000);
 
+  it('a provider whose tokens() throws: the call was never sent, so it fails definitely, never as outcome unknown', async () => {
+    const { world: w } = await world();
+    const provider = new HeadlessOAuthProvider('pre-registered');
+    const wire = new Wire();
+    wires.push(wire);
+    const { client, transport } = await connectAuthorized(w.url, provider, {
+      fetch: wire.fetch,
+      reconnect: { initialDelayMs: 10, maxDelayMs: 20, maxRetries: 2, jitter: 'none' },
+    });
+    provider.tokens = () => {
+      throw new Error('keychain locked');
+    };
+    const failure = await client
+      .callTool({ name: 'charge', arguments: { key: 'never' } }, undefined, { timeout: 20_000 })
+      .then(
+        () => undefined,
+        (e: unknown) => e as { code?: number },
+      );
+    expect(failure).toBeDefined();
+    expect(failure?.code, JSON.stringify(failure)).not.toBe(-32050);
+    expect(wire.filter((x) => x.method === 'POST' && isCharge(x.body))).toHaveLength(0);
+    expect(w.charges.get('never')).toBeUndefined();
+    await transport.close();
+  }, 30_000);
+
   it('a POST answered 401 never ran: after the refresh it is sent again with the same id; one charge', async () => {
     const { world: w, oauth } = await world();
     const provider = new HeadlessOAuthProvider('pre-registered');

@@ -101,3 +101,10 @@ export function rememberCallId(seen: Set<string>, id: string): Set<string> {
 export function overByteCap(bytes: number, limit: number): boolean {
   return bytes > limit;
 }
+
+/**
+ * How long the 2026 client waits for the server to answer an explicit cancel (docs/continuity-extension.md
+ * §13) before it lets go: the cancel is best effort, and a server that never answers must not hold one
+ * request open per cancelled call.
+ */
+export const CANCEL_DEADLINE_MS = 10_000;

@@ -1,5 +1,6 @@
 import { randomInt, randomUUID } from 'node:crypto';
 import { createActor } from 'xstate';
+import { CANCEL_DEADLINE_MS } from '../../../machines/client/limits.js';
 import { DEFAULT_MAX_LISTING_BYTES, endsListing } from '../../../machines/client/listing-answer.js';
 import {
   type StatelessCallOutput,
@@ -265,7 +266,12 @@ export function continuityFetch(options: ContinuityFetchOptions = {}): typeof fe
     headers.delete('mcp-name');
     headers.set('mcp-method', cancel.method);
     try {
-      const response = await inner(url, { ...init, headers, body: JSON.stringify(cancel) });
+      const response = await inner(url, {
+        ...init,
+        headers,
+        body: JSON.stringify(cancel),
+        signal: AbortSignal.timeout(CANCEL_DEADLINE_MS),
+      });
       await response.body?.cancel();
     } catch {
       // Best effort (docs/continuity-extension.md §13): the server's memo window ends the key regardless.

@@ -31,14 +31,23 @@ export function admitAddressKey(
   maxPerAddress: number,
   memoWindowMs: number,
   now: number,
+  /** The key asked for: another attempt of a key the address already holds is not one more key. */
+  memoKey?: string,
 ): AddressKeysAdmission {
   const live: AddressKey[] = [];
   const expired: string[] = [];
-  for (const [memoKey, key] of keys) {
-    if (memoExpired(stored(key), memoWindowMs, now)) expired.push(memoKey);
-    else live.push(key);
+  let held = false;
+  for (const [k, key] of keys) {
+    if (memoExpired(stored(key), memoWindowMs, now)) expired.push(k);
+    else {
+      live.push(key);
+      if (k === memoKey) held = true;
+    }
   }
-  return { admission: admitNewKey(live.map(stored), maxPerAddress, memoWindowMs, now), expired };
+  const admission = held
+    ? ({ kind: 'admit' } as const)
+    : admitNewKey(live.map(stored), maxPerAddress, memoWindowMs, now);
+  return { admission, expired };
 }
 
 /** The keys of `keys` that left their window by `now` (the periodic sweep of every address). */

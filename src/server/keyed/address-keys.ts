@@ -14,6 +14,12 @@ import type { MemoAdmission } from '../../../machines/server/keyed-memo.js';
  */
 export class AddressKeys {
   private readonly byAddress = new Map<string, Map<string, AddressKey>>();
+  /**
+   * Per reserved key: attempts between their reservation and the memo's answer, and whether one of them
+   * created it. Two attempts of one key from one address race to create it: the loser's release must not
+   * take away the winner's reservation (the running key would go uncounted).
+   */
+  private readonly holds = new Map<string, { pending: number; created: boolean }>();
 
   constructor(
     private readonly maxPerAddress: number,
@@ -23,19 +29,44 @@ export class AddressKeys {
   /** Reserves `memoKey` for `address` when the address is below its bound; the refusal otherwise. */
   reserve(address: string, memoKey: string, now: number): MemoAdmission {
     const keys = this.byAddress.get(address) ?? new Map<string, AddressKey>();
-    const { admission, expired } = admitAddressKey(keys, this.maxPerAddress, this.memoWindowMs, now);
-    for (const k of expired) keys.delete(k);
-    if (admission.kind === 'admit') keys.set(memoKey, { state: 'running' });
+    const { admission, expired } = admitAddressKey(keys, this.maxPerAddress, this.memoWindowMs, now, memoKey);
+    for (const k of expired) this.forget(address, keys, k);
+    if (admission.kind === 'admit') {
+      if (!keys.has(memoKey)) keys.set(memoKey, { state: 'running' });
+      const hold = this.holds.get(holdKey(address, memoKey)) ?? { pending: 0, created: false };
+      hold.pending++;
+      this.holds.set(holdKey(address, memoKey), hold);
+    }
     if (keys.size > 0) this.byAddress.set(address, keys);
     else this.byAddress.delete(address);
     return admission;
   }
 
-  /** The memo did not create the key: the reservation goes. */
+  /** The memo created the key under this reservation: it stays until its window passed. */
+  created(address: string, memoKey: string): void {
+    const hold = this.holds.get(holdKey(address, memoKey));
+    if (hold) hold.created = true;
+    this.settle(address, memoKey);
+  }
+
+  /** The memo did not create the key here: the reservation goes, unless another attempt of it created it. */
   release(address: string, memoKey: string): void {
+    this.settle(address, memoKey);
+    const hold = this.holds.get(holdKey(address, memoKey));
+    if (hold && (hold.created || hold.pending > 0)) return;
     const keys = this.byAddress.get(address);
-    keys?.delete(memoKey);
+    if (keys) this.forget(address, keys, memoKey);
     if (keys?.size === 0) this.byAddress.delete(address);
+  }
+
+  private settle(address: string, memoKey: string): void {
+    const hold = this.holds.get(holdKey(address, memoKey));
+    if (hold) hold.pending = Math.max(0, hold.pending - 1);
+  }
+
+  private forget(address: string, keys: Map<string, AddressKey>, memoKey: string): void {
+    keys.delete(memoKey);
+    this.holds.delete(holdKey(address, memoKey));
   }
 
   /** The key's body ended here: its window starts. */
@@ -47,7 +78,7 @@ export class AddressKeys {
   /** Forgets every key past its window (the runtime's sweep), so idle addresses leave nothing behind. */
   sweep(now: number): void {
     for (const [address, keys] of this.byAddress) {
-      for (const k of expiredAddressKeys(keys, this.memoWindowMs, now)) keys.delete(k);
+      for (const k of expiredAddressKeys(keys, this.memoWindowMs, now)) this.forget(address, keys, k);
       if (keys.size === 0) this.byAddress.delete(address);
     }
   }
@@ -58,3 +89,5 @@ export class AddressKeys {
     return { addresses: this.byAddress.size, keys };
   }
 }
+
+const holdKey = (address: string, memoKey: string) => `${address}\u0000${memoKey}`;

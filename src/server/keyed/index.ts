@@ -383,8 +383,10 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
       if (created.kind === 'full') caller.limited('max_keys_per_principal', 429);
       return created;
     } finally {
-      if (address !== undefined && created?.kind !== 'created')
-        this.addressKeys.release(address, entry.memoKey);
+      if (address !== undefined) {
+        if (created?.kind === 'created') this.addressKeys.created(address, entry.memoKey);
+        else this.addressKeys.release(address, entry.memoKey);
+      }
     }
   }
 

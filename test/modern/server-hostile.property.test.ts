@@ -338,6 +338,34 @@ describe('the 2026-07-28 server under attack', () => {
       if (!ok) await new Promise((r) => setTimeout(r, 100));
     }
     expect(ok).toBe(true);
+    // Every slot, not one: the first ten principals fill the whole process bound again, 4 each.
+    const refill: AbortController[] = [];
+    const again = new Map<number, number>();
+    for (let p = 0; p < 10; p++) {
+      for (let i = 0; i < 4; i++) {
+        // A slot is given back when the server sees the stream's end: a refusal waits a moment (bounded).
+        let status = 0;
+        for (let t = 0; t < 50 && status !== 200; t++) {
+          const abort = new AbortController();
+          const init = listenRequestInit(`refill-${p}-${i}-${t}`, envelope, abort.signal);
+          const response = await fetch(authed.url, {
+            ...init,
+            headers: { ...(init.headers as Record<string, string>), 'x-user': `flood-${p}` },
+          });
+          status = response.status;
+          if (status === 200) {
+            await response.body?.getReader().read();
+            refill.push(abort);
+          } else {
+            await response.text();
+            await new Promise((r) => setTimeout(r, 50));
+          }
+        }
+        again.set(status, (again.get(status) ?? 0) + 1);
+      }
+    }
+    for (const a of refill) a.abort();
+    expect(Object.fromEntries(again)).toEqual({ 200: 40 });
     expect(authed.errors).toEqual([]);
   }, 60_000);
 

@@ -61,6 +61,8 @@ export type ClientEvent =
   | StreamReport
   | { type: 'app.send'; message: JsonRpcMessage }
   | { type: 'app.protocolVersion'; version: string }
+  /** The application resumes a stream itself (`resumeStream`): `key` from `appResumeKey` (app-resume.ts). */
+  | { type: 'app.resume'; key: string; lastEventId: string }
   | { type: 'app.close' };
 
 export interface StreamEntry {

@@ -40,6 +40,22 @@ export const sessionSending = sessionCalls.extend({
       enqueue({ type: 'cancelCall', params: { message } });
       enqueue.assign(({ context: now }) => ({ queue: [...now.queue, message] }));
     }),
+    /**
+     * The application resumes a stream itself (`resumeStream`, the SDK's method): a GET with its
+     * `Last-Event-ID` in this session, decided as every other resume (a `request` stream without a body).
+     * Its cursor is recorded and persisted at once, as any stream's.
+     */
+    resumeForApp: act(({ enqueue }, { key, lastEventId }: { key: string; lastEventId: string }) => {
+      enqueue({ type: 'spawnStream', params: { key, kind: 'request', lastEventId } });
+      enqueue('persist');
+    }),
+    /** No session to resume in (not yet established, being re-established, or ended): the application hears why. */
+    refuseResume: act(({ enqueue }, { key }: { key: string }) => {
+      enqueue({
+        type: 'reportError',
+        params: { message: `resumeStream: no active session to resume ${key} in`, detail: { key } },
+      });
+    }),
     startInitialize: act(({ context, enqueue }, { message }: { message: JsonRpcMessage }) => {
       if (!isRequest(message)) return;
       ledgerAdd(context.ledger, message);

@@ -54,6 +54,7 @@ export const clientSessionMachine = sessionLifecycle.createMachine({
       { guard: 'isStaleReport' },
       { actions: [{ type: 'settleEndedStream', params: streamEnd }, 'persist'] },
     ],
+    'app.resume': { actions: { type: 'refuseResume', params: ({ event }) => ({ key: event.key }) } },
     'app.protocolVersion': {
       actions: { type: 'rememberProtocolVersion', params: ({ event }) => ({ version: event.version }) },
     },
@@ -111,6 +112,12 @@ export const clientSessionMachine = sessionLifecycle.createMachine({
       after: { sessionProven: { actions: 'forgetReinits' } },
       on: {
         'app.send': { actions: { type: 'dispatch', params: ({ event }) => ({ message: event.message }) } },
+        'app.resume': {
+          actions: {
+            type: 'resumeForApp',
+            params: ({ event }) => ({ key: event.key, lastEventId: event.lastEventId }),
+          },
+        },
         'stream.message': { actions: ['receive', 'recordMessageCursor'] },
         'stream.messages': { actions: ['receive', 'recordMessageCursor'] },
         // A stale stream's answer is still delivered, as a stale `stream.message` is here.

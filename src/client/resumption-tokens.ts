@@ -10,8 +10,9 @@ export class ResumptionTokens {
 
   constructor(private readonly onError: (error: unknown) => void) {}
 
-  watch(key: string, report: (token: string) => void): void {
-    this.watched.set(key, { report });
+  /** Reports each new event id of stream `key`; `from`, the id it resumes from, is not new. */
+  watch(key: string, report: (token: string) => void, from?: string): void {
+    this.watched.set(key, { report, last: from });
   }
 
   forget(key: string): void {

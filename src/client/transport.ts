@@ -306,7 +306,7 @@ export class ContinuityClientTransport implements Transport {
   ): Promise<void> {
     if (this.closed) throw new Error('ContinuityClientTransport: closed');
     const key = appResumeKey(++this.resumes);
-    if (options?.onresumptiontoken) this.tokens.watch(key, options.onresumptiontoken);
+    if (options?.onresumptiontoken) this.tokens.watch(key, options.onresumptiontoken, lastEventId);
     this.actor.send({ type: 'app.resume', key, lastEventId });
   }
 

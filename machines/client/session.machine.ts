@@ -105,13 +105,21 @@ export const clientSessionMachine = sessionLifecycle.createMachine({
             actions: [{ type: 'settleEndedStream', params: streamEnd }, 'rejectQueued'],
           },
         ],
-        'app.send': { actions: { type: 'queueMessage', params: sent } },
+        'app.send': [
+          { guard: 'isReplay', actions: { type: 'rejectReplay', params: sent } },
+          { actions: { type: 'queueMessage', params: sent } },
+        ],
       },
     },
     active: {
       after: { sessionProven: { actions: 'forgetReinits' } },
       on: {
-        'app.send': { actions: { type: 'dispatch', params: ({ event }) => ({ message: event.message }) } },
+        'app.send': {
+          actions: {
+            type: 'dispatch',
+            params: ({ event }) => ({ message: event.message, resumptionToken: event.resumptionToken }),
+          },
+        },
         'app.resume': {
           actions: {
             type: 'resumeForApp',
@@ -160,7 +168,10 @@ export const clientSessionMachine = sessionLifecycle.createMachine({
         ],
         'stream.messages': { actions: 'receiveOneByOne' },
         'stream.ended': [{ guard: 'isStaleReport' }, { guard: 'reinitStreamFailed', target: 'failed' }],
-        'app.send': { actions: { type: 'queueMessage', params: sent } },
+        'app.send': [
+          { guard: 'isReplay', actions: { type: 'rejectReplay', params: sent } },
+          { actions: { type: 'queueMessage', params: sent } },
+        ],
       },
     },
     terminated: {

@@ -263,8 +263,9 @@ export class ContinuityClientTransport implements Transport {
   }
 
   /**
-   * Sends a message. Of the SDK's options, `onresumptiontoken` hears each event id of a request's stream (the
-   * transport resumes the stream itself); `resumptionToken` is not used (see `resumeStream`).
+   * Sends a message. The SDK's options: `onresumptiontoken` hears each event id of a request's stream (the
+   * transport resumes the stream itself); with `resumptionToken` a request is not POSTed: the stream that
+   * token belongs to is resumed (GET, `Last-Event-ID`), and the answer there answers this request.
    */
   async send(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
     if (this.closed) throw new Error('ContinuityClientTransport: closed');
@@ -274,21 +275,22 @@ export class ContinuityClientTransport implements Transport {
       ctx.sessionId,
       ctx.protocolVersion,
     );
+    const resumptionToken = isRequest(tagged) ? options?.resumptionToken : undefined;
     if (options?.onresumptiontoken && isRequest(tagged))
-      this.tokens.watch(requestKey(tagged.id), options.onresumptiontoken);
+      this.tokens.watch(requestKey(tagged.id), options.onresumptiontoken, resumptionToken);
     if (!this.authorization) {
-      this.actor.send({ type: 'app.send', message: tagged });
+      this.actor.send({ type: 'app.send', message: tagged, resumptionToken });
       return;
     }
     // A cancelled call will not be answered: its `send` is settled now.
     if ('method' in tagged && tagged.method === 'notifications/cancelled')
       this.settleSend((tagged.params as { requestId?: RequestId } | undefined)?.requestId);
     if (!isRequest(tagged)) {
-      this.actor.send({ type: 'app.send', message: tagged });
+      this.actor.send({ type: 'app.send', message: tagged, resumptionToken });
       return;
     }
     const settled = new Promise<void>((resolve, reject) => this.sends.set(tagged.id, { resolve, reject }));
-    this.actor.send({ type: 'app.send', message: tagged });
+    this.actor.send({ type: 'app.send', message: tagged, resumptionToken });
     return settled;
   }
 

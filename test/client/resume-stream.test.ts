@@ -7,7 +7,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ContinuityClientTransport } from '../../src/index.js';
-import { type SdkWorld, startSdkServer, until } from './sdk-server-harness.js';
+import { isToolCall, type SdkWorld, startSdkServer, until, Wire } from './sdk-server-harness.js';
 
 const worlds: SdkWorld[] = [];
 const transports: ContinuityClientTransport[] = [];
@@ -76,6 +76,57 @@ describe('resumeStream', () => {
     // B heard the id of every event after the token it resumed from, once each.
     expect(tokensB).toEqual(stored().slice(stored().indexOf(lastToken) + 1));
     expect(errors).toEqual([]);
+  }, 60_000);
+
+  it("send with the SDK's resumptionToken: the request is not POSTed again; the resumed stream's answer answers it", async () => {
+    const w = await startSdkServer();
+    worlds.push(w);
+    const first = new ContinuityClientTransport(new URL(w.url), { deleteOnClose: false });
+    const a = new Client({ name: 'a', version: '1' });
+    await a.connect(first);
+    const sessionId = first.sessionId as string;
+    const tokensA: string[] = [];
+    let progressA = 0;
+    const call = a
+      .callTool({ name: 'chatty', arguments: { count: 4, intervalMs: 300 } }, undefined, {
+        onprogress: () => progressA++,
+        onresumptiontoken: (token) => tokensA.push(token),
+        timeout: 30_000,
+      })
+      .catch((e: unknown) => e);
+    await until('a progress notification', () => progressA >= 1, 20_000);
+    await first.close();
+    expect(await call).toBeInstanceOf(Error);
+
+    // Process B: the same call again, with the last token, through the SDK Client as an SDK app does it.
+    const wire = new Wire();
+    const second = new ContinuityClientTransport(new URL(w.url), {
+      sessionId,
+      fetch: wire.fetch,
+      // A's progress notifications replayed here are another process's: not B's call's.
+      onOrphanResult: () => undefined,
+    });
+    transports.push(second);
+    const b = new Client({ name: 'b', version: '1' });
+    await b.connect(second);
+    const tokensB: string[] = [];
+    const lastToken = tokensA.at(-1) as string;
+    const result = await b.callTool({ name: 'chatty', arguments: { count: 4, intervalMs: 300 } }, undefined, {
+      resumptionToken: lastToken,
+      onresumptiontoken: (token) => tokensB.push(token),
+      timeout: 30_000,
+    });
+    expect(JSON.stringify(result)).toContain('sent 4');
+    // Ran once: B resumed A's stream (GET, Last-Event-ID), it never POSTed the call.
+    expect(w.invocations.get('chatty')).toBe(1);
+    expect(wire.filter(isToolCall('chatty'))).toHaveLength(0);
+    // Resumed from A's last token (the server answers 409 while it still holds A's cut connection: retried).
+    const resumes = wire.filter((x) => x.requestHeaders.has('last-event-id'));
+    expect(resumes.every((x) => x.requestHeaders.get('last-event-id') === lastToken)).toBe(true);
+    expect(resumes.filter((x) => x.status === 200)).toHaveLength(1);
+    const store = w.created[0]?.store;
+    const ids = store?.idsOf((await store.getStreamIdForEventId(lastToken)) as string) ?? [];
+    expect(tokensB).toEqual(ids.slice(ids.indexOf(lastToken) + 1));
   }, 60_000);
 
   it('an event id the server does not know: refused like every other resume, reported, the session kept', async () => {

@@ -157,4 +157,31 @@ describe('resumeStream', () => {
     await transport.resumeStream('x');
     expect(errors.map((e) => e.message)).toEqual(['resumeStream: no active session to resume resume:1 in']);
   });
+
+  it('a resumptionToken while the session is being established: the request fails, nothing is sent for it', async () => {
+    const w = await startSdkServer();
+    worlds.push(w);
+    const wire = new Wire();
+    const transport = new ContinuityClientTransport(new URL(w.url), { fetch: wire.fetch });
+    transports.push(transport);
+    const received: JSONRPCMessage[] = [];
+    transport.onmessage = (m) => received.push(m);
+    await transport.start();
+    await transport.send({
+      jsonrpc: '2.0',
+      id: 0,
+      method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'a', version: '1' } },
+    });
+    await transport.send(
+      { jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} },
+      { resumptionToken: 'some-event' },
+    );
+    await until('both answers', () => received.length >= 2, 20_000);
+    const refused = received.find((m) => 'id' in m && m.id === 1);
+    expect(refused && 'error' in refused ? refused.error.message : undefined).toContain('resumptionToken');
+    expect(
+      wire.filter((x) => x.requestHeaders.has('last-event-id') || (x.body ?? '').includes('tools/list')),
+    ).toHaveLength(0);
+  }, 30_000);
 });

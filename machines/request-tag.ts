@@ -97,3 +97,26 @@ export function untagIncoming(owner: string, message: JsonRpcMessage): JsonRpcMe
   const local = ownId(owner, message.id);
   return local === undefined ? message : { ...message, id: local };
 }
+
+/**
+ * A message for an application that resumed a stream itself (`resumeStream`), as the SDK transport would
+ * hand it over: answers and progress get their original ids and tokens back whichever client owner tagged
+ * them (a previous process of the application, say). Server-initiated requests keep their ids.
+ */
+export function withOriginalIds(message: JsonRpcMessage): JsonRpcMessage {
+  if ('method' in message) {
+    const token = message.params?.progressToken;
+    if (
+      message.method !== 'notifications/progress' ||
+      (typeof token !== 'string' && typeof token !== 'number')
+    )
+      return message;
+    const original = untagRequestId(token);
+    return original === undefined
+      ? message
+      : { ...message, params: { ...message.params, progressToken: original.id } };
+  }
+  if (!('id' in message)) return message;
+  const original = untagRequestId(message.id);
+  return original === undefined ? message : { ...message, id: original.id };
+}

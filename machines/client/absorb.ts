@@ -1,5 +1,5 @@
 import { parseEventId } from '../event-id.js';
-import { isResponse, type JsonRpcMessage, type JsonRpcRequest } from '../jsonrpc.js';
+import { isRequest, isResponse, type JsonRpcMessage, type JsonRpcRequest } from '../jsonrpc.js';
 import type { SseEvent } from './io.js';
 import { acceptableEventId } from './limits.js';
 import { malformedAnswer } from './wire.js';
@@ -9,6 +9,8 @@ export interface StreamView {
   readonly kind: 'request' | 'standalone' | 'message';
   readonly sessionId?: string;
   readonly body?: JsonRpcMessage;
+  /** The cursor the stream was started from (a restored stream's, or a request's `resumptionToken`). */
+  readonly lastEventId?: string;
 }
 
 /** …and how far it got. */
@@ -81,6 +83,20 @@ export const answersOwnRequest = (view: StreamView, message: JsonRpcMessage | un
   message.id === (view.body as JsonRpcRequest | undefined)?.id;
 
 /**
+ * A request the application sent with the SDK's `resumptionToken` is never POSTed: its stream resumes the
+ * stream of the request it stands for (started with both a body and a cursor), and a response there is its
+ * answer, whatever id it carries, as the SDK's `replayMessageId` makes it. (The SDK rewrites result
+ * responses only; an error answer left with the old id would leave the call waiting for its timeout.)
+ */
+function asReplayedAnswer(view: StreamView, message: JsonRpcMessage | undefined): JsonRpcMessage | undefined {
+  if (message === undefined || view.lastEventId === undefined || view.kind !== 'request') return message;
+  const body = view.body;
+  if (body === undefined || !isRequest(body) || !isResponse(message) || message.id === body.id)
+    return message;
+  return { ...message, id: body.id };
+}
+
+/**
  * Reads a run of events on an open stream, in order:
  * - `event: close` ends the stream; nothing after it is read;
  * - an event whose id was delivered before is a replay overlap: dropped (still proof of life);
@@ -113,7 +129,7 @@ export function absorbEvents(
     if (id !== undefined) {
       if (deliveredBefore(lastEventId, remembered, id)) continue;
     }
-    const message = event.message ?? malformedOwnAnswer(view, event);
+    const message = asReplayedAnswer(view, event.message ?? malformedOwnAnswer(view, event));
     if (message !== undefined && view.sessionId !== undefined && answersOwnRequest(view, message)) {
       const answer = { eventId: id, message };
       return { messages, lastEventId, newIds, end: { kind: 'answered', answer, inSession: true } };

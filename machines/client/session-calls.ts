@@ -8,6 +8,8 @@ import {
   type RequestId,
   requestKey,
 } from '../jsonrpc.js';
+import { withOriginalIds } from '../request-tag.js';
+import { isAppResumeKey } from './app-resume.js';
 import {
   inboundOf,
   learnAnnotations,
@@ -109,10 +111,14 @@ export const sessionCalls = sessionStreams.extend({
             : [];
       // Learned across the whole batch, then assigned once: each assign would start from the old context.
       let annotations = context.annotations;
-      for (const { message } of messages) {
+      const key = 'streamId' in event ? event.key : undefined;
+      for (const { message, eventId } of messages) {
         const inbound = inboundOf(context.ledger, context.config.requestOwner, message);
         if (inbound.kind === 'orphan') {
-          enqueue({ type: 'deliverOrphan', params: { message } });
+          // On a stream the application resumed itself, what arrives is its own (as the SDK hands it over).
+          if (key !== undefined && isAppResumeKey(key))
+            enqueue({ type: 'deliver', params: { message: withOriginalIds(message), key, eventId } });
+          else enqueue({ type: 'deliverOrphan', params: { message } });
           continue;
         }
         if (inbound.kind === 'answer' && isResponse(message)) {
@@ -121,7 +127,7 @@ export const sessionCalls = sessionStreams.extend({
           if (answered && inbound.entry.request.method === 'tools/list')
             annotations = learnAnnotations(annotations, message.result);
         }
-        enqueue({ type: 'deliver', params: { message } });
+        enqueue({ type: 'deliver', params: { message, key, eventId } });
       }
       if (annotations !== context.annotations) enqueue.assign({ annotations });
     }),

@@ -59,8 +59,14 @@ export interface GapReport extends Partial<GapDetails> {
 
 export type ClientEvent =
   | StreamReport
-  | { type: 'app.send'; message: JsonRpcMessage }
+  /**
+   * `resumptionToken` (the SDK's send option, on a request): the request is not POSTed; its stream resumes
+   * from that event id, and the response there answers it.
+   */
+  | { type: 'app.send'; message: JsonRpcMessage; resumptionToken?: string }
   | { type: 'app.protocolVersion'; version: string }
+  /** The application resumes a stream itself (`resumeStream`): `key` from `appResumeKey` (app-resume.ts). */
+  | { type: 'app.resume'; key: string; lastEventId: string }
   | { type: 'app.close' };
 
 export interface StreamEntry {

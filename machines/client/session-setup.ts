@@ -24,7 +24,11 @@ export const sessionBase = setup({
     sessionProven: ({ context }) => timerMs(context.config.policy.maxDelayMs),
   },
   actions: {
-    deliver: (_, _params: { message: JsonRpcMessage }) => undefined,
+    /**
+     * The runtime provides the I/O: hand a message to the application (`key`, `eventId`: the stream and SSE
+     * event it came on, for the SDK's `onresumptiontoken`)…
+     */
+    deliver: (_, _params: { message: JsonRpcMessage; key?: string; eventId?: string }) => undefined,
     /**
      * …end a call that authorization could not let through and that never ran: the SDK's
      * `UnauthorizedError` (the runtime rejects the call's `send`; `message` is its JSON-RPC form)…

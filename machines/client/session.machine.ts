@@ -54,6 +54,7 @@ export const clientSessionMachine = sessionLifecycle.createMachine({
       { guard: 'isStaleReport' },
       { actions: [{ type: 'settleEndedStream', params: streamEnd }, 'persist'] },
     ],
+    'app.resume': { actions: { type: 'refuseResume', params: ({ event }) => ({ key: event.key }) } },
     'app.protocolVersion': {
       actions: { type: 'rememberProtocolVersion', params: ({ event }) => ({ version: event.version }) },
     },
@@ -104,13 +105,27 @@ export const clientSessionMachine = sessionLifecycle.createMachine({
             actions: [{ type: 'settleEndedStream', params: streamEnd }, 'rejectQueued'],
           },
         ],
-        'app.send': { actions: { type: 'queueMessage', params: sent } },
+        'app.send': [
+          { guard: 'isReplay', actions: { type: 'rejectReplay', params: sent } },
+          { actions: { type: 'queueMessage', params: sent } },
+        ],
       },
     },
     active: {
       after: { sessionProven: { actions: 'forgetReinits' } },
       on: {
-        'app.send': { actions: { type: 'dispatch', params: ({ event }) => ({ message: event.message }) } },
+        'app.send': {
+          actions: {
+            type: 'dispatch',
+            params: ({ event }) => ({ message: event.message, resumptionToken: event.resumptionToken }),
+          },
+        },
+        'app.resume': {
+          actions: {
+            type: 'resumeForApp',
+            params: ({ event }) => ({ key: event.key, lastEventId: event.lastEventId }),
+          },
+        },
         'stream.message': { actions: ['receive', 'recordMessageCursor'] },
         'stream.messages': { actions: ['receive', 'recordMessageCursor'] },
         // A stale stream's answer is still delivered, as a stale `stream.message` is here.
@@ -153,7 +168,10 @@ export const clientSessionMachine = sessionLifecycle.createMachine({
         ],
         'stream.messages': { actions: 'receiveOneByOne' },
         'stream.ended': [{ guard: 'isStaleReport' }, { guard: 'reinitStreamFailed', target: 'failed' }],
-        'app.send': { actions: { type: 'queueMessage', params: sent } },
+        'app.send': [
+          { guard: 'isReplay', actions: { type: 'rejectReplay', params: sent } },
+          { actions: { type: 'queueMessage', params: sent } },
+        ],
       },
     },
     terminated: {

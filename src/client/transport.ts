@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { Transport, TransportSendOptions } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage, MessageExtraInfo } from '@modelcontextprotocol/sdk/types.js';
 import {
   type Actor,
@@ -11,6 +11,7 @@ import {
   type Observer,
 } from 'xstate';
 import { DEFAULT_RECONNECT_POLICY, type ReconnectPolicy } from '../../machines/backoff.js';
+import { appResumeKey } from '../../machines/client/app-resume.js';
 import type { AuthChallenge, AuthorizationResult } from '../../machines/client/authorization.js';
 import type { CursorRecord } from '../../machines/client/cursor.js';
 import type { RetryPolicy } from '../../machines/client/ledger.js';
@@ -21,7 +22,7 @@ import {
   stallTimeoutFor,
 } from '../../machines/client/session.machine.js';
 import { streamMachine } from '../../machines/client/stream.machine.js';
-import { isRequest, type JsonRpcMessage, type RequestId } from '../../machines/jsonrpc.js';
+import { isRequest, type JsonRpcMessage, type RequestId, requestKey } from '../../machines/jsonrpc.js';
 import { clientOwner, tagOutgoing, untagIncoming } from '../../machines/request-tag.js';
 import {
   assessContinuity,
@@ -36,6 +37,7 @@ import { ProviderAuthorization } from './authorization.js';
 import { type CursorStore, MemoryCursorStore } from './cursor-store.js';
 import { createExchangeActor, type FetchLike } from './exchange.js';
 import { LatestWrite } from './latest-write.js';
+import { ResumptionTokens } from './resumption-tokens.js';
 
 export interface ContinuityClientOptions {
   /** Where the cursor is kept. Default: in memory (resumes across drops, not across restarts). */
@@ -141,6 +143,12 @@ export class ContinuityClientTransport implements Transport {
   /** `terminateSession` sent the DELETE already. */
   private sessionTerminated = false;
   private readonly traces: SessionCallTraces;
+  /** The SDK's `onresumptiontoken` callbacks of calls and of `resumeStream`s. */
+  private readonly tokens = new ResumptionTokens((e) =>
+    this.report(ErrorCode.transport, `onresumptiontoken threw: ${String(e)}`, e),
+  );
+  /** Counts `resumeStream` calls: each resumed stream's key. */
+  private resumes = 0;
 
   constructor(
     readonly url: URL,
@@ -213,8 +221,9 @@ export class ContinuityClientTransport implements Transport {
     const machine = clientSessionMachine.provide({
       actors: { stream },
       actions: {
-        deliver: (_, { message }) => {
+        deliver: (_, { message, key, eventId }) => {
           this.traces.delivered(message);
+          this.tokens.delivered(key, eventId);
           this.enqueue(message);
         },
         rejectUnauthorized: (_, { message }) => void this.rejectUnauthorized(message),
@@ -253,7 +262,12 @@ export class ContinuityClientTransport implements Transport {
     actor.start();
   }
 
-  async send(message: JSONRPCMessage): Promise<void> {
+  /**
+   * Sends a message. The SDK's options: `onresumptiontoken` hears each event id of a request's stream (the
+   * transport resumes the stream itself); with `resumptionToken` a request is not POSTed: the stream that
+   * token belongs to is resumed (GET, `Last-Event-ID`), and the answer there answers this request.
+   */
+  async send(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
     if (this.closed) throw new Error('ContinuityClientTransport: closed');
     const ctx = this.actor.getSnapshot().context;
     const tagged = this.traces.sent(
@@ -261,20 +275,41 @@ export class ContinuityClientTransport implements Transport {
       ctx.sessionId,
       ctx.protocolVersion,
     );
+    const resumptionToken = isRequest(tagged) ? options?.resumptionToken : undefined;
+    if (options?.onresumptiontoken && isRequest(tagged))
+      this.tokens.watch(requestKey(tagged.id), options.onresumptiontoken, resumptionToken);
     if (!this.authorization) {
-      this.actor.send({ type: 'app.send', message: tagged });
+      this.actor.send({ type: 'app.send', message: tagged, resumptionToken });
       return;
     }
     // A cancelled call will not be answered: its `send` is settled now.
     if ('method' in tagged && tagged.method === 'notifications/cancelled')
       this.settleSend((tagged.params as { requestId?: RequestId } | undefined)?.requestId);
     if (!isRequest(tagged)) {
-      this.actor.send({ type: 'app.send', message: tagged });
+      this.actor.send({ type: 'app.send', message: tagged, resumptionToken });
       return;
     }
     const settled = new Promise<void>((resolve, reject) => this.sends.set(tagged.id, { resolve, reject }));
-    this.actor.send({ type: 'app.send', message: tagged });
+    this.actor.send({ type: 'app.send', message: tagged, resumptionToken });
     return settled;
+  }
+
+  /**
+   * Resumes a stream from an event id, as the SDK transport's `resumeStream` does: a GET with
+   * `Last-Event-ID: lastEventId` in the current session, whose messages go to `onmessage` (a replayed
+   * answer or progress of a request another process sent included, with its original id) and whose event
+   * ids go to `onresumptiontoken`. It is resumed again after a drop and refused or ended like every other
+   * resume; with no active session the application hears so through `onerror`. Resolves once asked for
+   * (the GET goes out in the background). Streams of this transport's own calls need no such call.
+   */
+  async resumeStream(
+    lastEventId: string,
+    options?: { onresumptiontoken?: (token: string) => void },
+  ): Promise<void> {
+    if (this.closed) throw new Error('ContinuityClientTransport: closed');
+    const key = appResumeKey(++this.resumes);
+    if (options?.onresumptiontoken) this.tokens.watch(key, options.onresumptiontoken, lastEventId);
+    this.actor.send({ type: 'app.resume', key, lastEventId });
   }
 
   /**
@@ -376,6 +411,7 @@ export class ContinuityClientTransport implements Transport {
    * a time, and of the records that arrive meanwhile only the newest is written (the store's contract).
    */
   private persist(record: CursorRecord | null): void {
+    this.tokens.persisted(record);
     this.saving = this.saves
       .push(record)
       .catch((e) => this.report(ErrorCode.cursorStore, `cursor store: ${String(e)}`, e));

@@ -11,6 +11,7 @@ import {
 } from '../../machines/client/limits.js';
 import { asJsonRpcMessage, claimedId } from '../../machines/client/wire.js';
 import type { JsonRpcMessage } from '../../machines/jsonrpc.js';
+import { readCappedText } from './read-capped.js';
 
 export type FetchLike = (url: string | URL, init?: RequestInit) => Promise<Response>;
 
@@ -144,7 +145,14 @@ async function run(
     send({ type: 'sse.activity' });
     let body: unknown;
     try {
-      const text = await readBounded(response, limit, () => send({ type: 'sse.activity' }), signal);
+      // Every STALL_PROGRESS_BYTES are reported: a large body arriving steadily is not stalled, a trickle is.
+      let partial = 0;
+      const text = await readCappedText(response, limit, (bytes) => {
+        partial += bytes;
+        if (partial < STALL_PROGRESS_BYTES || signal.aborted) return;
+        partial = 0;
+        send({ type: 'sse.activity' });
+      });
       if (text === undefined) {
         if (signal.aborted || exchange.stopped) return;
         io.onMalformed(
@@ -259,41 +267,6 @@ class AdvertisementCache {
     }
     return this.parsed;
   }
-}
-
-/**
- * Reads a body that is not an event stream, at most `limit` bytes; undefined past it (the body is
- * cancelled). Every `STALL_PROGRESS_BYTES` are reported (`onBytes`): a large body arriving steadily is
- * not stalled, a trickle is.
- */
-async function readBounded(
-  response: Response,
-  limit: number,
-  onBytes: () => void,
-  signal: AbortSignal,
-): Promise<string | undefined> {
-  const reader = response.body?.getReader();
-  if (!reader) return '';
-  const decoder = new TextDecoder();
-  let text = '';
-  let size = 0;
-  let partial = 0;
-  for (;;) {
-    const chunk = await reader.read();
-    if (chunk.done) break;
-    size += chunk.value.byteLength;
-    if (size > limit) {
-      await reader.cancel().catch(() => undefined);
-      return undefined;
-    }
-    text += decoder.decode(chunk.value, { stream: true });
-    partial += chunk.value.byteLength;
-    if (partial >= STALL_PROGRESS_BYTES && !signal.aborted) {
-      partial = 0;
-      onBytes();
-    }
-  }
-  return text + decoder.decode();
 }
 
 function tryJson(text: string): unknown {

@@ -8,7 +8,7 @@ import {
   endOfAnswer,
   endOfFetchError,
 } from '../../../machines/client/stateless-wire.js';
-import { readCappedText } from './read-capped.js';
+import { readCappedText } from '../read-capped.js';
 
 /** The last HTTP answer of a call that was not a stream: a runtime may hand it to the SDK as it came. */
 export interface RawAnswer {

@@ -6,7 +6,7 @@ import {
 } from '../../../machines/client/listing-answer.js';
 import { answerShape, asMessage } from '../../../machines/client/stateless-wire.js';
 import type { JsonRpcMessage, JsonRpcRequest } from '../../../machines/jsonrpc.js';
-import { readCappedText } from './read-capped.js';
+import { readCappedText } from '../read-capped.js';
 
 export interface PassListingArgs {
   /** The application's request (`server/discover`, `tools/list`): its id ends the exchange. */

@@ -1,14 +1,15 @@
-import { overByteCap } from '../../../machines/client/limits.js';
+import { overByteCap } from '../../machines/client/limits.js';
 
 /**
  * A response body as text, read chunk by chunk, or `undefined` once it passes `limit` bytes (nothing
  * more is read: the rest is cancelled). Whether a size is over the cap is the machines' decision
- * (`overByteCap`); this only reads. `onChunk` is told of every chunk (activity for a stall clock).
+ * (`overByteCap`); this only reads. `onChunk` is told the size of every chunk (activity for a stall
+ * clock). Both eras' clients read non-stream bodies with it.
  */
 export async function readCappedText(
   response: Response,
   limit: number,
-  onChunk: () => void = () => undefined,
+  onChunk: (bytes: number) => void = () => undefined,
 ): Promise<string | undefined> {
   const reader = response.body?.getReader();
   if (!reader) return '';
@@ -23,7 +24,7 @@ export async function readCappedText(
       await reader.cancel().catch(() => undefined);
       return undefined;
     }
-    onChunk();
+    onChunk(chunk.value.byteLength);
     text += decoder.decode(chunk.value, { stream: true });
   }
 }

@@ -25,6 +25,15 @@ export function endsListing(message: JsonRpcMessage, requestId: RequestId): bool
 }
 
 /**
+ * What an answer over the cap becomes. A 2xx: the JSON-RPC error for the request (`listingTooLargeError`).
+ * Any other status goes on as that status, without its body: the status is the answer (a 401 starts the
+ * SDK's authorization flow, a 404 its session handling), and a 100 MiB error page must not hide it.
+ */
+export function overCapAnswer(status: number): 'error-for-request' | 'status-without-body' {
+  return status >= 200 && status < 300 ? 'error-for-request' : 'status-without-body';
+}
+
+/**
  * What the application gets for an answer over the cap: a JSON-RPC error for its request, so its call
  * fails now and says why (rather than at its own timeout, or with a parse error of a truncated body).
  */

@@ -3,6 +3,7 @@ import {
   endsListing,
   listingOverCap,
   listingTooLargeError,
+  overCapAnswer,
 } from '../../../machines/client/listing-answer.js';
 import { answerShape, asMessage } from '../../../machines/client/stateless-wire.js';
 import type { JsonRpcMessage, JsonRpcRequest } from '../../../machines/jsonrpc.js';
@@ -37,7 +38,8 @@ export async function passListing(response: Response, args: PassListingArgs): Pr
   if (answerShape(response.status, response.headers.get('content-type')) === 'event-stream')
     return new Response(eventsThrough(response, args), init);
   const text = await readCappedText(response, args.maxBytes);
-  if (text === undefined) return tooLarge(args);
+  if (text === undefined)
+    return overCapAnswer(response.status) === 'error-for-request' ? tooLarge(args) : new Response(null, init);
   const message =
     answerShape(response.status, response.headers.get('content-type')) === 'json'
       ? asMessage(parseJson(text))

@@ -27,6 +27,7 @@ import { createKeyedRequests } from '../../src/server/keyed/index.js';
 import { MemoryEventLog } from '../../src/server/memory-event-log.js';
 import { MemoryMemoStore } from '../../src/server/memory-memo-store.js';
 import { listenOnLoopback } from '../support/listen.js';
+import { listenRequestInit } from '../support/listen-request.js';
 
 /**
  * Issue 22, item 3: a re-open's `missed` costs what the log and the filter hold, not their product. One
@@ -144,30 +145,11 @@ describe('a listen filter over the bound (issue 22, item 3)', () => {
 
   /** A listen POST declaring the extension, for these URIs, re-opening from `lastPosition` if given. */
   function listen(url: string, id: string, uris: string[], lastPosition?: string, signal?: AbortSignal) {
-    const version = '2026-07-28';
-    return fetch(url, {
-      method: 'POST',
-      ...(signal ? { signal } : {}),
-      headers: {
-        'content-type': 'application/json',
-        accept: 'application/json, text/event-stream',
-        'mcp-protocol-version': version,
-        'mcp-method': 'subscriptions/listen',
-      },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id,
-        method: 'subscriptions/listen',
-        params: {
-          notifications: { resourceSubscriptions: uris },
-          _meta: {
-            'io.modelcontextprotocol/protocolVersion': version,
-            [CLIENT_CAPABILITIES_META_KEY]: { extensions: { [CONTINUITY_EXTENSION]: {} } },
-            ...(lastPosition !== undefined ? { [ListenMeta.lastPosition]: lastPosition } : {}),
-          },
-        },
-      }),
-    });
+    const meta = {
+      [CLIENT_CAPABILITIES_META_KEY]: { extensions: { [CONTINUITY_EXTENSION]: {} } },
+      ...(lastPosition !== undefined ? { [ListenMeta.lastPosition]: lastPosition } : {}),
+    };
+    return fetch(url, listenRequestInit(id, meta, signal, { resourceSubscriptions: uris }));
   }
 
   /** The first SSE event's message (the acknowledgement); the stream is then cancelled. */

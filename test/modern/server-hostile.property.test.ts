@@ -267,7 +267,22 @@ describe('the 2026-07-28 server under attack', () => {
     async () => {
       // Warm-up: the first requests pay for loading the v2 SDK.
       expectClean(
-        await exchange(authed.url, render(fc.sample(spec, { numRuns: 1, seed: 1 })[0] as Spec)),
+        await exchange(authed.url, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            accept: 'application/json, text/event-stream',
+            'mcp-protocol-version': MODERN,
+            'mcp-method': 'tools/list',
+            'x-user': 'warm-up',
+          },
+          body: JSON.stringify({
+            jsonrpc: '2.0',
+            id: 'warm-up',
+            method: 'tools/list',
+            params: { _meta: envelope },
+          }),
+        }),
         'warm-up',
       );
       gc();

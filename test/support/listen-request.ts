@@ -1,11 +1,13 @@
 /**
- * The `RequestInit` of a 2026-07-28 `subscriptions/listen` POST for the tools list, as a v2 client sends
- * it: the standard headers and the `_meta` envelope (`meta` is added to it).
+ * The `RequestInit` of a 2026-07-28 `subscriptions/listen` POST, as a v2 client sends it: the standard
+ * headers and the `_meta` envelope (`meta` is added to it). It listens for the tools list unless
+ * `notifications` says what else.
  */
 export function listenRequestInit(
   id: string,
   meta: Record<string, unknown>,
   signal?: AbortSignal,
+  notifications: Record<string, unknown> = { toolsListChanged: true },
 ): RequestInit {
   const version = '2026-07-28';
   return {
@@ -22,7 +24,7 @@ export function listenRequestInit(
       id,
       method: 'subscriptions/listen',
       params: {
-        notifications: { toolsListChanged: true },
+        notifications,
         _meta: { 'io.modelcontextprotocol/protocolVersion': version, ...meta },
       },
     }),

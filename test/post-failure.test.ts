@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { decidePostFailure, type PostFacts, type PostFailure } from '../machines/client/post-failure.js';
+import { terminateAccepted } from '../machines/client/terminate-answer.js';
 import { ReconnectReason } from '../machines/codes.js';
 
 const none: PostFacts = { initialize: false, serverDeduplicates: false, readOnly: false };
@@ -53,5 +54,12 @@ describe('what happens when a POST fails (decidePostFailure)', () => {
 
   it('a resume answered 401 resumes again with the same cursor once authorized, never re-sends', () => {
     expect(decidePostFailure(failure({ reason: 'unauthorized', hasCursor: true }))).toBe('resume');
+  });
+});
+
+describe('the answer to terminateSession (terminateAccepted)', () => {
+  it('a 2xx or a 405 (the server does not let clients end sessions) is done; anything else fails', () => {
+    for (const status of [200, 202, 204, 405]) expect(terminateAccepted(status)).toBe(true);
+    for (const status of [301, 400, 401, 404, 500, 503]) expect(terminateAccepted(status)).toBe(false);
   });
 });

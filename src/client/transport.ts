@@ -22,6 +22,7 @@ import {
   stallTimeoutFor,
 } from '../../machines/client/session.machine.js';
 import { streamMachine } from '../../machines/client/stream.machine.js';
+import { terminateAccepted } from '../../machines/client/terminate-answer.js';
 import { isRequest, type JsonRpcMessage, type RequestId, requestKey } from '../../machines/jsonrpc.js';
 import { clientOwner, tagOutgoing, untagIncoming } from '../../machines/request-tag.js';
 import {
@@ -332,7 +333,7 @@ export class ContinuityClientTransport implements Transport {
     if (sessionId === undefined || this.closed) return;
     const response = await this.deleteRequest(sessionId);
     await response.body?.cancel().catch(() => undefined);
-    if (!response.ok && response.status !== 405) {
+    if (!terminateAccepted(response.status)) {
       const error = new ContinuityError(
         ErrorCode.transport,
         `Failed to terminate session: HTTP ${response.status}`,

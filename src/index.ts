@@ -75,3 +75,4 @@ export type { McpServerLike, SessionInfo } from './server/session.js';
 export { SSE_PACE_BYTES } from './server/sse.js';
 export { ContinuityAttr, ContinuityEvent, McpAttr, McpMetric } from './telemetry/names.js';
 export { ContinuityTelemetry, type ContinuityTelemetryOptions } from './telemetry/telemetry.js';
+export { createTrace, type Trace, type TraceOptions } from './trace/recorder.js';

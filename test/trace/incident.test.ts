@@ -1,0 +1,117 @@
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { machineCatalog } from '../../machines/catalog.js';
+import { streamMachine } from '../../machines/client/stream.machine.js';
+import { ContinuityClientTransport, isOutcomeUnknown } from '../../src/index.js';
+import {
+  callsTold,
+  catalogById,
+  createTrace,
+  explainText,
+  readTrace,
+  replayText,
+  replayTrace,
+  type TraceRecord,
+} from '../../src/trace/index.js';
+import { restartableServer } from '../support/restartable-server.js';
+
+/**
+ * Issue 27 item 2: an incident reproduced over real HTTP on loopback (a charge running when the server
+ * process dies, so the client's resume gets a 404), recorded by a trace; `explain` names the cause and
+ * `replay` runs the recorded events through today's machines, agreeing with them and catching a wrong one.
+ */
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function recordIncident(): Promise<{ records: TraceRecord[]; dir: string }> {
+  const dir = await mkdtemp(join(tmpdir(), 'mcpc-trace-'));
+  cleanups.push(() => rm(dir, { recursive: true, force: true }));
+  const path = join(dir, 'trace.jsonl');
+  const trace = createTrace({ path });
+  const p = await restartableServer({ retryMs: 20 });
+  cleanups.push(() => p.dispose());
+  const transport = new ContinuityClientTransport(p.url, {
+    reconnect: { initialDelayMs: 20, maxDelayMs: 200, jitter: 'none' },
+    inspect: trace.inspect,
+  });
+  const client = new Client({ name: 'trace', version: '1.0.0' });
+  cleanups.push(() => client.close());
+  await client.connect(transport);
+  const running = client.callTool({ name: 'charge', arguments: { key: 'card-1', ms: 2_000 } });
+  for (let i = 0; i < 500 && p.world.effects.get('card-1') !== 1; i++)
+    await new Promise((r) => setTimeout(r, 10));
+  expect(p.world.effects.get('card-1')).toBe(1);
+  p.restart(); // the process dies, and its memory sessions with it
+  const err = await running.catch((e: unknown) => e);
+  expect(isOutcomeUnknown(err)).toBe(true);
+  trace.close();
+  const { records, skipped } = readTrace(path);
+  expect(skipped).toBe(0);
+  return { records, dir };
+}
+
+describe('an incident in a trace: a 404 during a charge', () => {
+  it('explain names the cause: the 404 that ended the session, and the outcome unknown it meant', async () => {
+    const { records } = await recordIncident();
+    const unknown = callsTold(records).filter((c) => c.answer.startsWith('outcome unknown'));
+    expect(unknown).toHaveLength(1);
+    expect(unknown[0]?.answer).toBe('outcome unknown (session_lost)');
+    expect(unknown[0]?.cause).toMatch(
+      /^after HTTP 404 on stream-\d+ at [\d.]+ s; its decision: session-terminated$/,
+    );
+    const text = explainText(records);
+    expect(text).toMatch(/HTTP 404 .*→ sessionTerminated \(decision: session-terminated\)/);
+    expect(text).toContain('stream.ended (session-terminated) from stream-');
+  });
+
+  it("replay runs the recorded events through today's machines: every decision agrees; a wrong machine is flagged", async () => {
+    const { records } = await recordIncident();
+    const report = replayTrace(records);
+    expect(report.differences).toEqual([]);
+    expect(report.notReplayable).toEqual([]);
+    expect(report.actors).toBeGreaterThanOrEqual(3);
+    expect(report.events).toBeGreaterThan(10);
+    expect(replayText(report)).toContain('every decision agrees');
+
+    // A stream machine that no longer takes a 404 as the session's end: the incident's decision now differs.
+    const wrong = streamMachine.provide({ guards: { isSessionGone: () => false } });
+    const mutated = replayTrace(records, catalogById({ ...machineCatalog, 'client-stream': wrong }));
+    expect(mutated.differences).toHaveLength(1);
+    expect(mutated.differences[0]).toMatchObject({ machine: 'stream', event: 'http.response' });
+    expect(mutated.differences[0]?.recorded).toMatch(/^sessionTerminated/);
+    expect(replayText(mutated)).toContain('1 differ');
+  });
+});
+
+describe('the trace file', () => {
+  it('rotates at maxBytes, keeps `keep` parts, and is read back oldest first', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'mcpc-trace-'));
+    cleanups.push(() => rm(dir, { recursive: true, force: true }));
+    const path = join(dir, 't.jsonl');
+    let now = 0;
+    const trace = createTrace({ path, maxBytes: 2_000, keep: 2, now: () => now });
+    const ref = { sessionId: 'x:1', id: 'x:1', logic: {} } as never;
+    for (let i = 0; i < 200; i++) {
+      now = i;
+      trace.inspect.next?.({
+        type: '@xstate.event',
+        actorRef: ref,
+        rootId: 'x:1',
+        sourceRef: undefined,
+        event: { type: 'tick', n: i },
+      } as never);
+    }
+    trace.close();
+    expect((await readdir(dir)).sort()).toEqual(['t.jsonl', 't.jsonl.1', 't.jsonl.2']);
+    const { records } = readTrace(path);
+    const ns = records.map((r) => (r.k === 'event' ? (r.e.n as number) : -1));
+    expect(ns.length).toBeLessThan(200); // the oldest parts were deleted
+    expect(ns).toEqual([...ns].sort((a, b) => a - b)); // oldest part first
+    expect(ns.at(-1)).toBe(199);
+  });
+});

@@ -198,6 +198,8 @@ describe('traces on the MCP conventions', () => {
     const s = serverFigures.figures();
     expect(s['mcp_continuity.server.keyed_executions']).toBe(1);
     expect(s['mcp_continuity.server.keyed_attaches']).toBe(2);
+    // Its memo entry lives on, answered, for the memo window (createKeyedRequests observes its memo).
+    expect(s['mcp_continuity.server.memo_entries']).toBe(1);
   }, 60_000);
 
   it('an unkeyed call cut mid-stream: the span ends as outcome unknown, with its reason and error.type', async () => {

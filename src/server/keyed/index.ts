@@ -177,6 +177,7 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
     this.addressKeys = new AddressKeys(options.maxEntriesPerAddress ?? 1_000, this.memo.memoWindowMs);
     this.telemetry = options.telemetry ?? globalTelemetry();
     this.metrics = options.metrics;
+    this.metrics?.server.observeMemo(this.memo);
     this.inspection = options.inspect && new KeyedInspection(options.inspect);
     const finite = (n: number, otherwise: number) => (Number.isFinite(n) ? n : otherwise);
     this.settings = {

@@ -1,5 +1,6 @@
 import { createServer, type Server as HttpServer } from 'node:http';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { McpServer as McpServerV1 } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { McpServer } from '@modelcontextprotocol/server';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -156,5 +157,90 @@ describe('the inspector sees 2026-07-28', () => {
     // Both sides' machines were registered with their charts, for the page to draw.
     const machines = new Set(page.messages.flatMap((m) => (m.kind === 'actor' ? [m.machine] : [])));
     expect(machines).toEqual(new Set(['statelessCall', 'keyedRequest']));
+  }, 60_000);
+
+  it('a listen stream: its position, the re-open after a break and the exact gap it reported', async () => {
+    const inspector = await startInspectorServer();
+    cleanups.push(() => inspector.close());
+    const page = await open(`${inspector.url.replace('http', 'ws')}live`, {
+      Origin: inspector.url.replace(/\/$/, ''),
+    });
+    cleanups.push(() => page.ws.close());
+    const feed = createInspectorFeed({ url: inspector.feedUrl, name: 'listen', flushIntervalMs: 5 });
+    cleanups.push(() => feed.close());
+    const continuity = createContinuityServer({
+      createMcpServer: () => new McpServerV1({ name: 'legacy', version: '1.0.0' }),
+      heartbeatMs: 0,
+      modern: {
+        createServer: () => {
+          const server = new McpServer({ name: 'listen', version: '1.0.0' });
+          server.registerTool('echo', { description: 'echo' }, async () => ({
+            content: [{ type: 'text', text: 'ok' }],
+          }));
+          return server;
+        },
+        keyed: createKeyedRequests({
+          log: new MemoryEventLog(),
+          memo: new MemoryMemoStore({ memoWindowMs: DEFAULT_CONTINUITY_SETTINGS.memoWindowMs }),
+        }),
+      },
+    });
+    const http: HttpServer = createServer(continuity.nodeHandler);
+    const proxy = await FaultProxy.start({
+      target: { host: '127.0.0.1', port: await listenOnLoopback(http) },
+    });
+    cleanups.push(async () => {
+      await proxy.close();
+      await continuity.close();
+      http.closeAllConnections();
+      await new Promise((r) => http.close(r));
+    });
+    let lists = 0;
+    let gaps = 0;
+    const client = new Client(
+      { name: 'listen', version: '1.0.0' },
+      {
+        versionNegotiation: { mode: { pin: MODERN } },
+        listChanged: {
+          tools: {
+            debounceMs: 0,
+            onChanged: (error) => {
+              if (error === null) lists++;
+            },
+          },
+        },
+      },
+    );
+    await client.connect(
+      new StreamableHTTPClientTransport(proxy.url(), {
+        fetch: continuityFetch({
+          inspect: feed.inspect,
+          listenPolicy: { initialDelayMs: 50, maxDelayMs: 300, factor: 2, maxRetries: 4, jitter: 'full' },
+          onListenGap: () => gaps++,
+        }),
+      }),
+    );
+    cleanups.push(() => client.close());
+    // A live change gives the stream a position; two more are published while it is down.
+    continuity.notifyModern.toolsChanged();
+    await eventually(() => lists >= 1, 15_000, 'the live change');
+    proxy.outage(600);
+    continuity.notifyModern.toolsChanged();
+    continuity.notifyModern.toolsChanged();
+    await eventually(() => gaps === 1, 15_000, 'the gap report');
+    feed.flush();
+
+    const listen = await until(() => {
+      let latest: ModernView | undefined;
+      for (const m of page.messages as PageMessage[])
+        if (m.kind === 'modern' && m.view.kind === 'listen') latest = m.view;
+      return latest?.kind === 'listen' && latest.gaps.length === 1 ? latest : undefined;
+    }, 10_000);
+    expect(listen.gaps).toEqual([{ missed: 2, attempts: expect.any(Number) }]);
+    expect(listen.reopens).toBeGreaterThanOrEqual(1);
+    expect(listen.position).toMatch(/\.\d+$/);
+    expect(listen.currentId).toMatch(/~reopen-\d+$/);
+    const marker = page.messages.find((m) => m.kind === 'marker' && m.marker.reason === 'listen_reopened');
+    expect(marker).toMatchObject({ marker: { kind: 'gap', lostCount: 2 } });
   }, 60_000);
 });

@@ -17,6 +17,7 @@ import { FaultProxy } from '../../src/testing/fault-proxy.js';
 import { eventually } from '../metrics/otel.js';
 import { demoMcpServer } from '../server/harness.js';
 import { listenOnLoopback } from '../support/listen.js';
+import { cutTwiceThenRelease } from '../telemetry/cut-twice.js';
 import { open, until } from './ws-client.js';
 
 /**
@@ -32,8 +33,6 @@ const cleanups: (() => Promise<unknown> | unknown)[] = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
-
-const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('the inspector sees 2026-07-28', () => {
   it('a keyed call cut twice: three attempts on the client, one execution on the server, matched by key', async () => {
@@ -103,14 +102,12 @@ describe('the inspector sees 2026-07-28', () => {
     );
     cleanups.push(() => client.close());
     const call = client.callTool({ name: 'charge', arguments: { cents: 500 } });
-    for (let cut = 1; cut <= 2; cut++) {
-      await eventually(() => toolCalls === cut && started === 1, 30_000, `attempt ${cut} at the server`);
-      await wait(100); // the attempt's response has started: the cut is mid-stream
-      expect(proxy.reset()).toBeGreaterThan(0);
-    }
-    await eventually(() => toolCalls === 3, 30_000, 'the third attempt at the server');
-    await wait(100);
-    release();
+    // Cut the call's connection twice, each time once the attempt reached the server (and the body runs).
+    await cutTwiceThenRelease(
+      proxy,
+      () => ({ attempts: toolCalls, started }),
+      () => release(),
+    );
     const result = (await call) as { content: { text: string }[] };
     expect(result.content[0]?.text).toBe('charged 500');
     feed.flush();

@@ -24,6 +24,7 @@ import { FaultProxy } from '../../src/testing/fault-proxy.js';
 import { eventually, otelSdk } from '../metrics/otel.js';
 import { demoMcpServer } from '../server/harness.js';
 import { listenOnLoopback } from '../support/listen.js';
+import { cutTwiceThenRelease } from './cut-twice.js';
 
 /**
  * Issue 28's "done when": a keyed 2026-07-28 call cut twice, exported through the OTel SDK's in-memory
@@ -134,14 +135,11 @@ describe('traces on the MCP conventions', () => {
     );
     const call = client.callTool({ name: 'charge', arguments: { cents: 500 } });
     // Cut the call's connection twice, each time once the attempt reached the server (and the body runs).
-    for (let cut = 1; cut <= 2; cut++) {
-      await eventually(() => toolCalls === cut && started === 1, 30_000, `attempt ${cut} at the server`);
-      await wait(100); // the attempt's response has started: the cut is mid-stream
-      expect(proxy.reset()).toBeGreaterThan(0);
-    }
-    await eventually(() => toolCalls === 3, 30_000, 'the third attempt at the server');
-    await wait(100);
-    release();
+    await cutTwiceThenRelease(
+      proxy,
+      () => ({ attempts: toolCalls, started }),
+      () => release(),
+    );
     const result = (await call) as { content: { text: string }[] };
     expect(result.content[0]?.text).toBe('charged 500');
     expect(charges).toBe(1);

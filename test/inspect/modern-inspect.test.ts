@@ -17,7 +17,7 @@ import { FaultProxy } from '../../src/testing/fault-proxy.js';
 import { eventually } from '../metrics/otel.js';
 import { demoMcpServer } from '../server/harness.js';
 import { listenOnLoopback } from '../support/listen.js';
-import { cutTwiceThenRelease } from '../telemetry/cut-twice.js';
+import { cutTwiceThenRelease, onToolCall } from '../telemetry/cut-twice.js';
 import { open, until } from './ws-client.js';
 
 /**
@@ -74,15 +74,7 @@ describe('the inspector sees 2026-07-28', () => {
       },
     });
     const http: HttpServer = createServer(continuity.nodeHandler);
-    http.on('request', (req) => {
-      let head = '';
-      req.on('data', (chunk: Buffer) => {
-        if (head.length < 200) head += chunk.toString('utf8');
-      });
-      req.on('end', () => {
-        if (head.includes('"tools/call"')) toolCalls++;
-      });
-    });
+    onToolCall(http, () => toolCalls++);
     const port = await listenOnLoopback(http);
     const proxy = await FaultProxy.start({ target: { host: '127.0.0.1', port } });
     cleanups.push(async () => {

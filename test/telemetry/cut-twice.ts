@@ -1,3 +1,4 @@
+import type { Server } from 'node:http';
 import { expect } from 'vitest';
 import type { FaultProxy } from '../../src/testing/fault-proxy.js';
 import { eventually } from '../metrics/otel.js';
@@ -26,4 +27,17 @@ export async function cutTwiceThenRelease(
   await eventually(() => server().attempts === 3, 30_000, 'the third attempt at the server');
   await wait(100);
   release();
+}
+
+/** Calls `counted` for each `tools/call` POST reaching `http` (the start of its body names the method). */
+export function onToolCall(http: Server, counted: () => void): void {
+  http.on('request', (req) => {
+    let head = '';
+    req.on('data', (chunk: Buffer) => {
+      if (head.length < 200) head += chunk.toString('utf8');
+    });
+    req.on('end', () => {
+      if (head.includes('"tools/call"')) counted();
+    });
+  });
 }

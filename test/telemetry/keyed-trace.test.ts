@@ -24,7 +24,7 @@ import { FaultProxy } from '../../src/testing/fault-proxy.js';
 import { eventually, otelSdk } from '../metrics/otel.js';
 import { demoMcpServer } from '../server/harness.js';
 import { listenOnLoopback } from '../support/listen.js';
-import { cutTwiceThenRelease } from './cut-twice.js';
+import { cutTwiceThenRelease, onToolCall } from './cut-twice.js';
 
 /**
  * Issue 28's "done when": a keyed 2026-07-28 call cut twice, exported through the OTel SDK's in-memory
@@ -95,15 +95,7 @@ beforeEach(async () => {
   });
   http = createServer(continuity.nodeHandler);
   // Counts the attempts of the call that reach the server (the body names the method).
-  http.on('request', (req) => {
-    let head = '';
-    req.on('data', (chunk: Buffer) => {
-      if (head.length < 200) head += chunk.toString('utf8');
-    });
-    req.on('end', () => {
-      if (head.includes('"tools/call"')) toolCalls++;
-    });
-  });
+  onToolCall(http, () => toolCalls++);
   const port = await listenOnLoopback(http);
   proxy = await FaultProxy.start({ target: { host: '127.0.0.1', port } });
 });

@@ -85,9 +85,14 @@ class CallTracker implements ModernTracker {
     this.current = n;
     const sent = obj(c.current);
     const meta = obj(obj(sent.params)._meta);
+    // The attempt's row exists from its first snapshot: its messages are counted as they come.
     const row = this.row(n, str(sent.id) ?? '?');
-    if (n > 0 && ContinuityMeta.lastEventId in meta)
-      this.put(n, { ...row, lastEventId: str(meta[ContinuityMeta.lastEventId]) ?? null });
+    this.put(
+      n,
+      n > 0 && ContinuityMeta.lastEventId in meta
+        ? { ...row, lastEventId: str(meta[ContinuityMeta.lastEventId]) ?? null }
+        : row,
+    );
     const end = obj(c.end);
     const decision = obj(c.decision);
     if (typeof end.kind === 'string' && typeof decision.action === 'string') {

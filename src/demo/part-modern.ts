@@ -2,8 +2,10 @@ import {
   Client as ClientV2,
   StreamableHTTPClientTransport as TransportV2,
 } from '@modelcontextprotocol/client';
+import type { InspectionEvent, Observer } from 'xstate';
 import { ContinuityMeta } from '../../machines/continuity-extension.js';
 import { continuityFetch } from '../client/modern/continuity-fetch.js';
+import type { ContinuityMetrics } from '../metrics/continuity-metrics.js';
 import type { FaultProxy } from '../testing/fault-proxy.js';
 import type { DemoLedger } from './demo-server.js';
 import type { ModernChargeEvents } from './demo-server-modern.js';
@@ -28,6 +30,10 @@ export interface ModernPartIo {
   readonly chargeMs: number;
   /** Resolves when the server's charge body for this card finished; false after `timeoutMs`. */
   readonly charged: (key: string, timeoutMs: number) => Promise<boolean>;
+  /** The inspector of (b)'s call machine (`npm start`'s page shows its attempts). */
+  readonly inspect?: Observer<InspectionEvent>;
+  /** Records (b)'s re-issues and attempts. */
+  readonly metrics?: ContinuityMetrics;
 }
 
 export interface ModernPartSummary {
@@ -195,6 +201,8 @@ async function callWithContinuity(
   });
   const fetchImpl = continuityFetch({
     fetch: watched,
+    inspect: io.inspect,
+    metrics: io.metrics,
     // As part 1's client: prompt re-issues, with room for a charge that outlives several idle cuts. (The
     // default, 3 re-issues with full-jitter backoff, ends this charge as outcome unknown now and then when
     // the jitter is short: safe, never a second charge, but not the story this part tells.)

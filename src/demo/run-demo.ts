@@ -38,7 +38,7 @@ export interface DemoOptions {
   readonly outageMs?: number;
   /** Called with the server's URL before the scenario starts (the inspector uses it). */
   readonly onReady?: (info: { serverUrl: string; proxyUrl: string }) => void;
-  /** An XState inspector for the client's and the server's machines (`npm start` feeds its inspector page). */
+  /** An XState inspector for the client's and the server's machines, both eras (`npm start` feeds its page). */
   readonly inspect?: Observer<InspectionEvent>;
   /** A pause before each part, so a person watching the inspector can follow. Default 0. */
   readonly pauseMs?: number;
@@ -112,6 +112,8 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoSummary> {
             keyed: createKeyedRequests({
               log: new MemoryEventLog(),
               memo: new MemoryMemoStore({ memoWindowMs: DEFAULT_CONTINUITY_SETTINGS.memoWindowMs }),
+              inspect: options.inspect,
+              metrics: options.metrics,
             }),
           }
         : undefined,
@@ -213,7 +215,16 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoSummary> {
     await pause(options.pauseMs);
     let modern: ModernPartSummary | undefined;
     if (modernPart && watch) {
-      modern = await modernPart.runModernPart({ proxy, ledger, say, log, chargeMs, charged: watch.charged });
+      modern = await modernPart.runModernPart({
+        proxy,
+        ledger,
+        say,
+        log,
+        chargeMs,
+        charged: watch.charged,
+        inspect: options.inspect,
+        metrics: options.metrics,
+      });
     } else {
       log(
         '\n-- part 3: MCP 2026-07-28: not run (it needs the official v2 SDK, optional peers not installed here)',

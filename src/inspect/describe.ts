@@ -18,6 +18,8 @@ const CHATTER = new Set([
   'stream.cursor',
   'session.activity',
   'xstate.init',
+  'attempt.activity',
+  'attempt.message',
 ]);
 
 export function isChatter(eventType: string): boolean {
@@ -32,6 +34,13 @@ export function actorLabel(machine: string, context: unknown, fallback: string):
   if (machine === 'serverSession')
     return typeof ctx.sessionId === 'string' ? `server ${short(ctx.sessionId)}` : 'server';
   if (machine === 'client') return ctx.sessionId ? `client ${short(ctx.sessionId)}` : 'client';
+  // 2026-07-28: a call by its tool, the server's work by its key, a listen stream by its subscription.
+  if (machine === 'statelessCall') {
+    const name = obj(obj(ctx.request).params).name;
+    return typeof name === 'string' ? `call ${name}` : 'call';
+  }
+  if (machine === 'keyedRequest') return 'keyed request';
+  if (machine === 'listen') return `listen ${short(obj(ctx.request).id ?? '?')}`;
   return machine || fallback;
 }
 
@@ -79,6 +88,16 @@ function details(type: string, e: Obj): string {
       return `${String(e.requestKey)} (${String(e.cause)})`;
     case 'resume.requested':
       return `Last-Event-ID ${e.lastEventId}`;
+    case 'attempt.ended': {
+      const end = obj(e.end);
+      return end.kind === 'http-status' ? `HTTP ${end.status}` : String(end.kind);
+    }
+    case 'reissue.arrived':
+    case 'stream.closed':
+      return String(e.attacher);
+    case 'tool.finished':
+    case 'tool.refused':
+      return String(obj(e.outcome).kind);
     case 'server.stopping':
       return e.durableLog ? '(durable log)' : '';
     default:

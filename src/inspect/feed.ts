@@ -25,7 +25,10 @@ export interface InspectorFeedOptions {
   readonly maxQueued?: number;
 }
 
-/** Pass `inspect` to `ContinuityClientTransport` and/or `createContinuityServer`; `close()` when done. */
+/**
+ * Pass `inspect` to `ContinuityClientTransport` and/or `createContinuityServer` (2025 sessions), and to
+ * `continuityFetch` and/or `createKeyedRequests` (2026-07-28); `close()` when done.
+ */
 export interface InspectorFeed {
   readonly inspect: Observer<InspectionEvent>;
   /** Messages dropped because the inspector was unreachable for longer than the queue holds. */
@@ -190,6 +193,10 @@ export function createInspectorFeed(options: InspectorFeedOptions): InspectorFee
           sessionId,
           ...(event.sourceRef ? { sourceId: event.sourceRef.sessionId } : {}),
           event: compact(event.event),
+          // A 2026 attempt's message is compacted for the wire: its size is measured first.
+          ...(event.event.type === 'attempt.message'
+            ? { bytes: messageBytes((event.event as { message?: unknown }).message) }
+            : {}),
           createdAt,
         });
         return;
@@ -267,4 +274,9 @@ export function createInspectorFeed(options: InspectorFeedOptions): InspectorFee
       });
     },
   };
+}
+
+/** The JSON bytes of an `attempt.message` event's message, as it came off the attempt's response. */
+function messageBytes(message: unknown): number {
+  return Buffer.byteLength(JSON.stringify(message ?? null));
 }

@@ -3,6 +3,7 @@ import { chartOf, stateText } from './chart.js';
 import { compact } from './compact.js';
 import { actorLabel, describeEvent, isChatter } from './describe.js';
 import { markerFromAction, markerFromEvent, markerKey, markerText } from './markers.js';
+import { type ModernTracker, trackerFor } from './modern-view.js';
 import type { ChartNode, Marker, PageMessage, TimelineEntry, WindowSeen, WireSnapshot } from './wire.js';
 
 /**
@@ -32,6 +33,9 @@ interface ActorState {
   snapshot: WireSnapshot;
   at: number;
   windows: Map<number, WindowSeen>;
+  /** A 2026-07-28 machine's view (attempts, key, gaps), and its text last sent (a page is told changes). */
+  modern?: ModernTracker;
+  modernSent?: string;
 }
 
 interface FeedState {
@@ -109,6 +113,7 @@ export class InspectionHub {
       out.push({ kind: 'feed', feed, name: s.name, connected: s.connected });
     for (const a of this.actors.values()) {
       out.push(this.actorMessage(a));
+      if (a.modern) out.push({ kind: 'modern', id: a.id, view: a.modern.view() });
       for (const window of a.windows.values()) out.push({ kind: 'window', id: a.id, window });
     }
     for (const marker of this.markers) out.push({ kind: 'marker', marker, text: markerText(marker) });
@@ -128,6 +133,7 @@ export class InspectionHub {
     const id = `${feed}/${m.sessionId}`;
     const snapshot = wireSnapshot(m.snapshot);
     const machine = chart.key;
+    const known = this.actors.get(id);
     const actor: ActorState = {
       id,
       feed,
@@ -137,12 +143,33 @@ export class InspectionHub {
       chart,
       snapshot,
       at,
-      windows: this.actors.get(id)?.windows ?? new Map(),
+      windows: known?.windows ?? new Map(),
+      // A feed that reconnects registers its actors again: what was seen of them stays.
+      ...(known?.modern ? { modern: known.modern } : this.newTracker(machine)),
     };
     this.actors.delete(id);
     this.actors.set(id, actor);
     this.prune();
-    return [this.actorMessage(actor)];
+    return [
+      this.actorMessage(actor),
+      ...this.modern(actor, (t) => t.snapshot(snapshot.value, snapshot.status, snapshot.context)),
+    ];
+  }
+
+  private newTracker(machine: string): { modern?: ModernTracker } {
+    const modern = trackerFor(machine);
+    return modern ? { modern } : {};
+  }
+
+  /** The actor's 2026 view after `step`, when it changed since the page was last told. */
+  private modern(actor: ActorState, step: (t: ModernTracker) => boolean): PageMessage[] {
+    const tracker = actor.modern;
+    if (!tracker || !step(tracker)) return [];
+    const view = tracker.view();
+    const text = JSON.stringify(view);
+    if (text === actor.modernSent) return [];
+    actor.modernSent = text;
+    return [{ kind: 'modern', id: actor.id, view }];
   }
 
   private chartFor(definition: unknown): ChartNode | undefined {
@@ -172,7 +199,10 @@ export class InspectionHub {
     const statusChanged = actor.snapshot.status !== snapshot.status;
     actor.snapshot = snapshot;
     actor.at = at;
-    const out: PageMessage[] = [{ kind: 'snapshot', id: actor.id, snapshot, at }];
+    const out: PageMessage[] = [
+      { kind: 'snapshot', id: actor.id, snapshot, at },
+      ...this.modern(actor, (t) => t.snapshot(snapshot.value, snapshot.status, snapshot.context)),
+    ];
     if (before !== after || statusChanged) {
       const status = snapshot.status === 'active' ? '' : ` (${snapshot.status})`;
       out.push(
@@ -209,6 +239,8 @@ export class InspectionHub {
       out.push({ kind: 'window', id: actor.id, window });
     }
     if (!state.sendsActions) out.push(...this.marker(markerFromEvent(actor.id, event, at)));
+    const bytes = typeof m.bytes === 'number' && Number.isFinite(m.bytes) ? m.bytes : undefined;
+    out.push(...this.modern(actor, (t) => t.event(event, bytes)));
     return out;
   }
 
@@ -216,7 +248,11 @@ export class InspectionHub {
     const actor = isId(m.sessionId) ? this.actors.get(`${feed}/${m.sessionId}`) : undefined;
     const action = obj(m.action);
     if (!actor || typeof action.type !== 'string') return [];
-    return this.marker(markerFromAction(actor.id, { type: action.type, params: action.params }, at));
+    const type = action.type;
+    return [
+      ...this.modern(actor, (t) => t.action(type, action.params)),
+      ...this.marker(markerFromAction(actor.id, { type, params: action.params }, at)),
+    ];
   }
 
   private marker(marker: Marker | undefined): PageMessage[] {

@@ -1,5 +1,6 @@
 import { isRequestKey, type RequestId, requestKey } from '../../machines/jsonrpc.js';
 import { isOutcomeUnknown } from '../client/outcome.js';
+import { isForwardedEmit } from './modern-view.js';
 import type { Marker } from './wire.js';
 
 /**
@@ -11,9 +12,14 @@ import type { Marker } from './wire.js';
 type Obj = Record<string, unknown>;
 const obj = (v: unknown): Obj => (typeof v === 'object' && v !== null ? (v as Obj) : {});
 
-/** The only actions a feed sends: the rest are internal steps the snapshots already show. */
+/**
+ * The only actions a feed sends: the rest are internal steps the snapshots already show. Besides the
+ * markers, the 2026 machines' emitted facts the page counts (a body started, an attempt's answer, a
+ * listen gap: `isForwardedEmit`).
+ */
 export function isMarkerAction(action: { type: string; params?: unknown }): boolean {
-  if (action.type === 'notifyGap') return true;
+  if (action.type === 'notifyGap' || action.type === 'reportGap') return true;
+  if (isForwardedEmit(action)) return true;
   return action.type === 'deliver' && isOutcomeUnknown(obj(action.params).message);
 }
 
@@ -24,6 +30,23 @@ export function markerFromAction(
 ): Marker | undefined {
   const p = obj(action.params);
   if (action.type === 'notifyGap') return gapMarker(actorId, String(p.streamKey ?? '?'), p, at);
+  // A 2026 keyed call's events were evicted on the server (the extension's 410): an exact gap.
+  if (action.type === 'reportGap') return gapMarker(actorId, 'call', obj(p.gap), at);
+  const emitted = obj(p.event);
+  if (action.type === 'xstate.emit' && emitted.type === 'listen.gap') {
+    const gap = obj(emitted.gap);
+    const missed = obj(gap.missed);
+    return {
+      kind: 'gap',
+      actorId,
+      key: `listen ${String(gap.subscriptionId ?? '?')}`,
+      reason: 'listen_reopened',
+      lostCount: missed.kind === 'exact' && typeof missed.count === 'number' ? missed.count : null,
+      // Each re-open is its own gap: the attempts it took tell two apart.
+      detail: `re-opened after ${String(gap.attempts ?? '?')} attempt(s)`,
+      at,
+    };
+  }
   if (action.type === 'deliver' && isOutcomeUnknown(p.message)) {
     const message = obj(p.message);
     const reason = obj(obj(message.error).data).reason;
@@ -82,6 +105,8 @@ function gapMarker(actorId: string, key: string, gap: Obj, at: number): Marker {
 
 /** The same gap or call reported twice (its event and its action) is one marker. */
 export function markerKey(m: Marker): string {
+  // A listen gap is reported once (its action), and one stream may have several alike: each is its own.
+  if (m.reason === 'listen_reopened') return `${m.actorId}|${m.kind}|${m.key}|${m.at}`;
   return `${m.actorId}|${m.kind}|${m.key}|${m.kind === 'gap' ? (m.detail ?? m.reason) : ''}`;
 }
 

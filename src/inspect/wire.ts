@@ -43,6 +43,8 @@ export interface FeedEvent {
   readonly sessionId: string;
   readonly sourceId?: string;
   readonly event: unknown;
+  /** JSON bytes of a 2026 attempt's message, measured before compaction (`attempt.message` only). */
+  readonly bytes?: number;
   readonly createdAt?: string | number;
 }
 
@@ -120,6 +122,66 @@ export interface WindowSeen {
   readonly at: number;
 }
 
+/** One attempt of a 2026-07-28 call, as its machine (`statelessCall`) saw it. */
+export interface CallAttemptView {
+  /** 0 for the first attempt, n for the n-th re-issue. */
+  readonly n: number;
+  /** The attempt's JSON-RPC id (a re-issue has a new one). */
+  readonly id: string;
+  /** The `lastEventId` a re-issue carried (null: it had seen none); absent on a first attempt. */
+  readonly lastEventId?: string | null;
+  /** The HTTP status, once a response arrived (absent: no response, e.g. cut before any byte). */
+  readonly status?: number;
+  /** JSON-RPC messages the attempt received, and their JSON bytes. */
+  readonly messages: number;
+  readonly bytes: number;
+  /** How the attempt ended (`cut-mid-stream`, `result`, `http-status`…), once it did. */
+  readonly end?: string;
+  /** What the machine decided on that end (`reissue`, `deliver`, `outcome-unknown`…), and why. */
+  readonly decision?: string;
+  readonly reason?: string;
+  /** The wait before the re-issue the decision made. */
+  readonly delayMs?: number;
+}
+
+/** What the page shows of the 2026-07-28 machines, derived by the hub from their snapshots and events. */
+export type ModernView =
+  | {
+      readonly kind: 'call';
+      /** The application's JSON-RPC id. */
+      readonly requestId: string;
+      readonly tool?: string;
+      /** The idempotency key (sent only through the extension): the server's keyed request has the same. */
+      readonly key?: string;
+      readonly attempts: readonly CallAttemptView[];
+      /** Once ended: `answered`, `outcomeUnknown` or `failed`, and the reason. */
+      readonly outcome?: string;
+      readonly reason?: string;
+    }
+  | {
+      readonly kind: 'keyed';
+      /** The idempotency key (the memo key without its principal), and the principal ('' without auth). */
+      readonly key: string;
+      readonly principal: string;
+      /** The work state: running, committed, answered, cancelled, outcomeUnknown, refused. */
+      readonly state: string;
+      /** Bodies started under this key by this actor: 1 for a call that ran once. */
+      readonly executions: number;
+      /** Each attempt the server saw (by JSON-RPC id) and what it was answered. */
+      readonly attempts: readonly { readonly id: string; readonly answer: string }[];
+    }
+  | {
+      readonly kind: 'listen';
+      readonly subscriptionId: string;
+      /** The attempt in flight (the first id, then one per re-open). */
+      readonly currentId: string;
+      /** The last position received (the extension's), sent on a re-open. */
+      readonly position?: string;
+      readonly reopens: number;
+      /** Each re-open after a break: what was missed (a count, or null: unknown), after how many tries. */
+      readonly gaps: readonly { readonly missed: number | null; readonly attempts: number }[];
+    };
+
 export type PageMessage =
   | { readonly kind: 'reset' }
   | { readonly kind: 'feed'; readonly feed: string; readonly name: string; readonly connected: boolean }
@@ -139,6 +201,7 @@ export type PageMessage =
   | { readonly kind: 'timeline'; readonly entry: TimelineEntry }
   | { readonly kind: 'marker'; readonly marker: Marker; readonly text: string }
   | { readonly kind: 'window'; readonly id: string; readonly window: WindowSeen }
+  | { readonly kind: 'modern'; readonly id: string; readonly view: ModernView }
   | {
       readonly kind: 'figures';
       readonly feed: string;

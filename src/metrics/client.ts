@@ -1,8 +1,10 @@
+import type { Attributes } from '@opentelemetry/api';
 import type { Actor, AnyActorLogic, InspectionEvent, Subscription } from 'xstate';
 import type { ListenGapFacts } from '../../machines/client/listen.machine.js';
 import { isOutcomeUnknown } from '../client/outcome.js';
-import { ClientMetric } from './names.js';
+import { ClientMetric, ConventionMetric } from './names.js';
 import type { Recorder } from './recorder.js';
+import { clientSessionOf, SessionTimer } from './session-timer.js';
 import { closeReasonOf, phaseOf, type StreamPhase } from './stream-phases.js';
 
 /** Per stream actor: the phase last seen, and when its current outage began. */
@@ -22,21 +24,32 @@ const STREAM_MACHINE_ID = 'stream';
  */
 export class ClientMetrics {
   private readonly streams = new WeakMap<object, StreamTrack>();
+  private readonly sessions: SessionTimer;
   private declared = false;
 
   constructor(
     private readonly recorder: Recorder,
     private readonly now: () => number,
-  ) {}
+  ) {
+    this.sessions = new SessionTimer(recorder, ConventionMetric.clientSessionDuration, now);
+  }
 
-  /** Called by `ContinuityClientTransport` before it starts its machine. */
+  /**
+   * Called by `ContinuityClientTransport` before it starts its machine. Besides the continuity figures,
+   * it times the machine's sessions (`mcp.client.session.duration`): from the session id's adoption to
+   * its end (closed, terminated by the server, or lost: `error.type` `session_lost`).
+   */
   watch(actor: Actor<AnyActorLogic>): Subscription {
     this.declare();
+    this.recorder.declare(ConventionMetric.clientSessionDuration);
+    let session: string | undefined;
     return actor.system.inspect((event: InspectionEvent) => {
       // Only the session machine itself runs `notifyGap` and `deliver`.
       if (event.type === '@xstate.action' && event.actorRef === actor)
         this.action(event.action.type, event.action.params);
       else if (event.type === '@xstate.microstep') this.microstep(event.actorRef, event.snapshot);
+      else if (event.type === '@xstate.snapshot' && event.actorRef === actor)
+        session = this.session(session, event.snapshot);
     });
   }
 
@@ -64,6 +77,22 @@ export class ClientMetrics {
     this.recorder.add(ClientMetric.listenGaps, 1, { reason: gap.missed.kind });
     if (gap.missed.kind === 'exact') this.recorder.add(ClientMetric.listenMissedChanges, gap.missed.count);
     this.recorder.add(ClientMetric.listenReopenAttempts, gap.attempts);
+  }
+
+  /** The session machine's snapshot: the session it held may have ended, and another begun. */
+  private session(held: string | undefined, snapshot: unknown): string | undefined {
+    const s = snapshot as Parameters<typeof clientSessionOf>[0] & { context?: { protocolVersion?: unknown } };
+    const { live, errorType } = clientSessionOf(s);
+    if (live === held) return held;
+    if (held !== undefined) {
+      const attributes: Attributes = {};
+      if (errorType !== undefined) attributes['error.type'] = errorType;
+      const version = s.context?.protocolVersion;
+      if (typeof version === 'string') attributes['mcp.protocol.version'] = version;
+      this.sessions.ended(held, attributes);
+    }
+    if (live !== undefined) this.sessions.started(live);
+    return live;
   }
 
   private declare(): void {

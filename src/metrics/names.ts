@@ -11,6 +11,8 @@ export interface MetricSpec {
   /** UCUM unit, as OTel expects: `ms`, or an annotation such as `{event}`. */
   readonly unit: string;
   readonly description: string;
+  /** A histogram's bucket boundaries, when the default ones (made for milliseconds) do not fit. */
+  readonly buckets?: readonly number[];
 }
 
 const spec = (name: string, kind: MetricKind, unit: string, description: string): MetricSpec => ({
@@ -99,6 +101,12 @@ export const ServerMetric = {
     '{attempt}',
     'Attempts of a keyed call served from its log without starting anything (re-issues, attached or replayed)',
   ),
+  memoEntries: spec(
+    'server.memo_entries',
+    'gauge',
+    '{entry}',
+    "Live entries of the continuity extension's memo (running, or inside their window), as its store counts them (createKeyedRequests({ metrics }); stores with liveEntries())",
+  ),
   keyedRefusals: spec(
     'server.keyed_refusals',
     'counter',
@@ -174,3 +182,33 @@ export const ALL_METRICS: readonly MetricSpec[] = [
   ...Object.values(ServerMetric),
   ...Object.values(ClientMetric),
 ];
+
+/** The conventions' advice for MCP durations (seconds), as for `mcp.*.operation.duration`. */
+export const SESSION_DURATION_BUCKETS: readonly number[] = [
+  0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300,
+];
+
+/**
+ * Metrics of OpenTelemetry's MCP semantic conventions (GenAI conventions, `docs/gen-ai/mcp.md`) that are
+ * recorded with our figures, under the conventions' own names: 2025 sessions' durations, in seconds.
+ */
+export const ConventionMetric = {
+  clientSessionDuration: {
+    name: 'mcp.client.session.duration',
+    kind: 'histogram',
+    unit: 's',
+    description:
+      'The duration of the MCP session as observed on the MCP client: from its Mcp-Session-Id to its end',
+    buckets: SESSION_DURATION_BUCKETS,
+  },
+  serverSessionDuration: {
+    name: 'mcp.server.session.duration',
+    kind: 'histogram',
+    unit: 's',
+    description:
+      'The duration of the MCP session as observed on the MCP server: from its creation here to its end',
+    buckets: SESSION_DURATION_BUCKETS,
+  },
+} as const satisfies Record<string, MetricSpec>;
+
+export const CONVENTION_METRICS: readonly MetricSpec[] = Object.values(ConventionMetric);

@@ -71,7 +71,11 @@ export class Recorder {
 
   private histogramOf(spec: MetricSpec): Histogram {
     return instrument(this.histograms, spec, () =>
-      this.meter.createHistogram(spec.name, { unit: spec.unit, description: spec.description }),
+      this.meter.createHistogram(spec.name, {
+        unit: spec.unit,
+        description: spec.description,
+        ...(spec.buckets ? { advice: { explicitBucketBoundaries: [...spec.buckets] } } : {}),
+      }),
     );
   }
 }

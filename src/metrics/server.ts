@@ -1,8 +1,10 @@
 import { RESUME_STATUS, type ResumeAnswer, type StreamWindow } from '../../machines/server/retention.js';
 import type { EventLog } from '../server/event-log.js';
+import type { MemoStore } from '../server/memo-store.js';
 import { DetachClock } from './detach-clock.js';
-import { ServerMetric } from './names.js';
+import { ConventionMetric, ServerMetric } from './names.js';
 import type { Recorder } from './recorder.js';
+import { SessionTimer } from './session-timer.js';
 
 /**
  * What a server records. `createContinuityServer` and its sessions call these with facts the session
@@ -15,12 +17,16 @@ export class ServerMetrics {
   private readonly windows: number[] = [];
   private worstLatencyMs = 0;
   private declared = false;
+  private readonly sessions: SessionTimer;
+  /** The memo stores observed (`observeMemo`): the gauge is the sum of their live entries. */
+  private readonly memos: MemoStore[] = [];
 
   constructor(
     private readonly recorder: Recorder,
     now: () => number,
   ) {
     this.detaches = new DetachClock(now);
+    this.sessions = new SessionTimer(recorder, ConventionMetric.serverSessionDuration, now);
   }
 
   /**
@@ -31,6 +37,7 @@ export class ServerMetrics {
     if (!this.declared) {
       this.declared = true;
       for (const spec of Object.values(ServerMetric)) this.recorder.declare(spec);
+      this.recorder.declare(ConventionMetric.serverSessionDuration);
       this.recorder.gauge(ServerMetric.retentionMargin, () => this.retentionMarginMs());
     }
     this.windows.push(log.policy.retentionMs);
@@ -84,9 +91,36 @@ export class ServerMetrics {
     this.detaches.detached(sessionId, stream);
   }
 
+  /** A session was created here (its initialize): its duration is timed from now. */
+  sessionStarted(sessionId: string): void {
+    this.sessions.started(sessionId);
+  }
+
+  /**
+   * A session ended where the end was decided: counted, and its duration recorded
+   * (`mcp.server.session.duration`) when it was created here. Its end `reason` is not an error.
+   */
   sessionEnded(sessionId: string, reason: string): void {
     this.detaches.forget(sessionId);
     this.recorder.add(ServerMetric.sessionsEnded, 1, { reason });
+    this.sessions.ended(sessionId, { 'mcp_continuity.reason': reason });
+  }
+
+  /**
+   * The continuity extension's memo (`createKeyedRequests({ metrics })`): `server.memo_entries` reports
+   * its live entries, for stores that count them (`MemoStore.liveEntries`; memory and SQLite do).
+   */
+  observeMemo(memo: MemoStore): void {
+    if (this.memos.length === 0)
+      this.recorder.gauge(ServerMetric.memoEntries, () => {
+        let total: number | undefined;
+        for (const m of this.memos) {
+          const n = m.liveEntries?.();
+          if (n !== undefined) total = (total ?? 0) + n;
+        }
+        return total;
+      });
+    if (!this.memos.includes(memo)) this.memos.push(memo);
   }
 
   /** A request was answered as outcome unknown (a restart interrupted it). */

@@ -299,6 +299,7 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
     });
     sessions.set(id, session);
     hold(id, holder);
+    metrics?.sessionStarted(id);
     await session.connect(await options.createMcpServer({ id, principal: principal?.principal }));
     return session;
   }

@@ -49,5 +49,10 @@ export interface MemoStore {
    * forgotten entry's log id here, so its events go with it. Stores without it are swept (`sweep`).
    */
   onForget?(listener: (logId: string) => void): void;
+  /**
+   * Optional: the live entries held now (running, or inside their window), counted without waiting, for
+   * the `server.memo_entries` gauge. Stores that can only count asynchronously (Redis) leave it out.
+   */
+  liveEntries?(): number;
   close(): Promise<void>;
 }

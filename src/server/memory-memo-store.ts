@@ -117,6 +117,11 @@ export class MemoryMemoStore implements MemoStore {
     return new Set(instanceIds.filter((id) => id === this.instanceId));
   }
 
+  /** Each entry is deleted at the end of its window (its timer): every entry held is live. */
+  liveEntries(): number {
+    return this.entries.size;
+  }
+
   /** What is held now: for tests (everything is freed when windows pass). */
   stats(): { entries: number; principals: number; timers: number } {
     return { entries: this.entries.size, principals: this.byPrincipal.size, timers: this.timers.size };

@@ -145,6 +145,15 @@ export class SqliteMemoStore implements MemoStore {
     return new Set(instanceIds.filter((id) => id === this.instanceId));
   }
 
+  /** Rows running or inside their window (swept rows past it are not counted), on the expiry index. */
+  liveEntries(): number {
+    if (!this.db.open) return 0;
+    const row = this.db
+      .prepare('SELECT COUNT(*) AS n FROM memo WHERE expires_at IS NULL OR expires_at > ?')
+      .get(this.now()) as { n: number };
+    return row.n;
+  }
+
   /** Rows held now: for tests. */
   count(): number {
     return (this.db.prepare('SELECT COUNT(*) AS n FROM memo').get() as { n: number }).n;

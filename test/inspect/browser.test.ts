@@ -85,6 +85,26 @@ function leaksNow(): Leak[] {
   return out;
 }
 
+/** The first 2026 call group on the page, read as its cards show it. */
+function modernOnPage() {
+  const group = document.querySelector('.session-group[data-idempotency-key]');
+  const call = group?.querySelector('.actor[data-machine="statelessCall"]');
+  const keyed = [...(group?.querySelectorAll('.actor[data-machine="keyedRequest"]') ?? [])];
+  return {
+    attempts: [...(call?.querySelectorAll('tr[data-attempt]') ?? [])].map((tr) => ({
+      id: tr.getAttribute('data-attempt-id') ?? '',
+      decision: tr.getAttribute('data-decision') ?? '',
+      bytes: tr.children[5]?.textContent ?? '',
+    })),
+    executions: keyed.map((k) =>
+      Number(k.querySelector('[data-executions]')?.getAttribute('data-executions')),
+    ),
+    serverAttempts: keyed.flatMap((k) =>
+      [...k.querySelectorAll('tr[data-attempt-id]')].map((tr) => tr.getAttribute('data-attempt-id') ?? ''),
+    ),
+  };
+}
+
 const ARTIFACT = resolve('artifacts/inspector.png');
 const LIVE_ARTIFACT = resolve('artifacts/inspector-live.png');
 
@@ -170,7 +190,7 @@ describe('the inspector page in chromium during `npm start`', () => {
       if (!check()) demo?.stdout.on('data', check);
     });
 
-  it('shows a stream going to backoff and back while the session stays active, and the gap', async () => {
+  it('shows a stream going to backoff and back while the session stays active, and the gap; the 2026 call', async () => {
     demo = spawn(
       process.execPath,
       ['--import', 'tsx', 'src/cli/main.ts', 'demo', '--wait-for-page', '--hold'],
@@ -209,6 +229,30 @@ describe('the inspector page in chromium during `npm start`', () => {
     await waitForOutput(/All guarantees held\./, 60_000);
     // The feed sends its last snapshots and figures when the demo ends.
     await page.waitForSelector('.actor[data-machine="client"][data-state="closed"]', { timeout: 10_000 });
+
+    // Part 3, MCP 2026-07-28: the call's attempts, and beside them, under the same idempotency key, the
+    // server's keyed request with its one execution.
+    await page.waitForSelector(
+      '.session-group[data-idempotency-key] .actor[data-machine="statelessCall"][data-state="answered"]',
+      { timeout: 10_000 },
+    );
+    await page.waitForSelector('.session-group[data-idempotency-key] .actor[data-machine="keyedRequest"]', {
+      timeout: 10_000,
+    });
+    const modern = await page.evaluate(modernOnPage);
+    const reissues = Number((/(\d+) re-issues, all with the same key/.exec(output) ?? [])[1]);
+    expect(reissues).toBeGreaterThan(0);
+    // One row per attempt the client made, as the demo counted them on the wire.
+    expect(modern.attempts.length).toBe(reissues + 1);
+    expect(modern.attempts.slice(0, -1).every((a) => /reissue$/.test(a.decision))).toBe(true);
+    expect(modern.attempts.at(-1)?.decision).toBe('deliver');
+    expect(modern.attempts.every((a) => /^\d+$/.test(a.bytes))).toBe(true);
+    expect(new Set(modern.attempts.map((a) => a.id)).size).toBe(modern.attempts.length);
+    // The one charge: one body started for the key, and every attempt the server saw is one of the call's.
+    expect(modern.executions.reduce((n, e) => n + e, 0)).toBe(1);
+    expect(modern.serverAttempts.length).toBeGreaterThanOrEqual(2);
+    const clientIds = new Set(modern.attempts.map((a) => a.id));
+    expect(modern.serverAttempts.every((id) => clientIds.has(id))).toBe(true);
 
     const seen = await page.evaluate(() => (window as unknown as { __seen: Seen[] }).__seen);
     // Every state the page showed, in order: the first thing to read when this test fails.

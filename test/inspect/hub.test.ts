@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { statelessCallMachine } from '../../machines/client/stateless-call.machine.js';
 import { streamMachine } from '../../machines/client/stream.machine.js';
 import { compact, DEFINITION_LIMITS } from '../../src/inspect/compact.js';
 import { InspectionHub } from '../../src/inspect/hub.js';
@@ -214,5 +215,108 @@ describe('InspectionHub', () => {
     expect(ids).toEqual(['x:2', 'x:3', 'x:4']);
     for (let i = 0; i < 20; i++) hub.ingest(feed, snapshot('x:2', i % 2 ? 'backoff' : 'done'));
     expect(hub.replay().filter((m) => m.kind === 'timeline')).toHaveLength(5);
+  });
+});
+
+describe('InspectionHub, 2026-07-28 views', () => {
+  const callDefinition = JSON.stringify(compact(statelessCallMachine.config, DEFINITION_LIMITS));
+  const request = { jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'charge' } };
+  const context = (attempts: number, extra: object = {}) => ({
+    request,
+    attempts,
+    current: { ...request, id: attempts === 0 ? 7 : `n7~reissue-${attempts}` },
+    ...extra,
+  });
+  const snap = (value: unknown, ctx: object, status = 'active') => ({
+    type: '@xstate.snapshot',
+    sessionId: 'x:0',
+    snapshot: { value, status, context: ctx },
+  });
+  const latest = (out: PageMessage[][]) =>
+    out
+      .flat()
+      .flatMap((m) => (m.kind === 'modern' ? [m.view] : []))
+      .at(-1);
+
+  it('a call: attempts with their status, bytes (measured here without a feed count), end and decision', () => {
+    const hub = new InspectionHub();
+    const { feed } = hub.openFeed('stately'); // no hello: a feed without our extras
+    const out: PageMessage[][] = [];
+    const ingest = (m: unknown) => out.push(hub.ingest(feed, m));
+    ingest({ type: '@xstate.actor', sessionId: 'x:0', rootId: 'x:0', definition: callDefinition });
+    ingest(snap({ attempting: 'live' }, context(0)));
+    const progress = { jsonrpc: '2.0', method: 'notifications/progress', params: { progress: 1 } };
+    ingest({ type: '@xstate.event', sessionId: 'x:0', event: { type: 'attempt.activity', at: 1 } });
+    ingest({
+      type: '@xstate.event',
+      sessionId: 'x:0',
+      event: { type: 'attempt.message', at: 2, message: progress },
+    });
+    const end = { kind: 'http-status', status: 503 };
+    const decision = { action: 'backoff-reissue', reason: 'unavailable', delayMs: 100 };
+    ingest(snap('waiting', context(0, { end, decision })));
+    ingest(snap({ attempting: 'live' }, context(1)));
+    ingest(
+      snap(
+        'failed',
+        context(1, { end: { kind: 'refused' }, decision: { action: 'fail', reason: 'unreachable' } }),
+        'done',
+      ),
+    );
+    expect(latest(out)).toEqual({
+      kind: 'call',
+      requestId: '7',
+      tool: 'charge',
+      attempts: [
+        {
+          n: 0,
+          id: '7',
+          status: 503,
+          messages: 1,
+          bytes: JSON.stringify(progress).length,
+          end: 'HTTP 503',
+          decision: 'backoff-reissue',
+          reason: 'unavailable',
+          delayMs: 100,
+        },
+        // Refused before any byte: no status.
+        {
+          n: 1,
+          id: 'n7~reissue-1',
+          messages: 0,
+          bytes: 0,
+          end: 'refused',
+          decision: 'fail',
+          reason: 'unreachable',
+        },
+      ],
+      outcome: 'failed',
+      reason: 'unreachable',
+    });
+    // The attempt's byte-level chatter stays out of the default timeline.
+    const lines = out.flat().flatMap((m) => (m.kind === 'timeline' ? [m.entry] : []));
+    expect(lines.find((e) => e.text.startsWith('attempt.message'))?.chatter).toBe(true);
+  });
+
+  it('an extension 410 reported by the call is a gap marker; the same view twice is sent once', () => {
+    const hub = new InspectionHub();
+    const { feed } = hub.openFeed('f');
+    hub.ingest(feed, { type: 'mcpc.hello', name: 'ours' });
+    hub.ingest(feed, { type: '@xstate.actor', sessionId: 'x:0', rootId: 'x:0', definition: callDefinition });
+    expect(hub.ingest(feed, snap({ attempting: 'live' }, context(0))).map((m) => m.kind)).toEqual([
+      'snapshot',
+      'modern',
+      'timeline',
+    ]);
+    expect(hub.ingest(feed, snap({ attempting: 'live' }, context(0))).map((m) => m.kind)).toEqual([
+      'snapshot',
+    ]);
+    const gap = { reason: 'resume_window_exceeded', lostCount: 4, requestedId: 'e-1-2' };
+    const marked = hub.ingest(feed, {
+      type: '@xstate.action',
+      sessionId: 'x:0',
+      action: { type: 'reportGap', params: { gap } },
+    });
+    expect(marked[0]).toMatchObject({ kind: 'marker', marker: { kind: 'gap', key: 'call', lostCount: 4 } });
   });
 });

@@ -27,11 +27,13 @@ export class Collected {
     return total;
   }
 
-  histogram(name: string): { count: number; sum: number; max: number } {
+  /** A histogram's points, summed over the data points whose attributes include `attributes`. */
+  histogram(name: string, attributes: Attributes = {}): { count: number; sum: number; max: number } {
     const out = { count: 0, sum: 0, max: 0 };
     for (const m of this.metrics) {
       if (m.descriptor.name !== name || m.dataPointType !== DataPointType.HISTOGRAM) continue;
       for (const p of m.dataPoints) {
+        if (!matches(p.attributes, attributes)) continue;
         out.count += p.value.count;
         out.sum += p.value.sum ?? 0;
         out.max = Math.max(out.max, p.value.max ?? 0);

@@ -1,5 +1,5 @@
 import { randomInt, randomUUID } from 'node:crypto';
-import { createActor } from 'xstate';
+import { createActor, type InspectionEvent, type Observer } from 'xstate';
 import { CANCEL_DEADLINE_MS } from '../../../machines/client/limits.js';
 import { DEFAULT_MAX_LISTING_BYTES, endsListing } from '../../../machines/client/listing-answer.js';
 import {
@@ -74,6 +74,8 @@ export interface ContinuityFetchOptions {
   readonly telemetry?: ContinuityTelemetry;
   /** Records re-issues, attempts per call, outcome unknown by reason, listen gaps (README, "Metrics"). */
   readonly metrics?: ContinuityMetrics;
+  /** An XState inspector for every call's and listen stream's machine (`createInspectorFeed`'s `inspect`). */
+  readonly inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
 }
 
 /** What one endpoint (URL) told us: the extension's settings, and tool hints from `tools/list`. */
@@ -149,6 +151,7 @@ export function continuityFetch(options: ContinuityFetchOptions = {}): typeof fe
               }
             : {}),
           ...(options.onRelist ? { onRelist: options.onRelist } : {}),
+          inspect: options.inspect,
         });
       }
       case 'discover':
@@ -221,6 +224,7 @@ export function continuityFetch(options: ContinuityFetchOptions = {}): typeof fe
         startedAt: now(),
         jitterSeed: randomInt(2 ** 31),
       },
+      inspect: options.inspect,
     });
     const onAbort = () => actor.send({ type: 'app.cancel', at: now() });
     let seen: StatelessDecision | undefined;

@@ -1,4 +1,4 @@
-import { createActor } from 'xstate';
+import { createActor, type InspectionEvent, type Observer } from 'xstate';
 import type { ReconnectPolicy } from '../../../machines/backoff.js';
 import { DEFAULT_STALL_TIMEOUT_MS } from '../../../machines/client/limits.js';
 import {
@@ -44,6 +44,8 @@ export interface ReopeningListenArgs {
    * part (docs/continuity-extension.md §12) reports exact gaps. Default true; other servers ignore both.
    */
   readonly useExtension?: boolean;
+  /** An XState inspector for the stream's machine (`createInspectorFeed`'s `inspect`). */
+  readonly inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
 }
 
 const encoder = new TextEncoder();
@@ -136,6 +138,7 @@ export async function reopeningListen(args: ReopeningListenArgs): Promise<Respon
           stallTimeoutMs: args.stallTimeoutMs ?? DEFAULT_STALL_TIMEOUT_MS,
           useExtension: args.useExtension ?? true,
         },
+        inspect: args.inspect,
       },
     );
 

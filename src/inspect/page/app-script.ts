@@ -17,6 +17,7 @@ var timer = null;
 var socket = null;
 var relayQueue = [];
 var markers = [];
+var pendingModern = new Map();
 var badgesDirty = false;
 var ENDED_STREAM_MS = 5000;
 var MAX_MARKERS = 2000;
@@ -41,6 +42,7 @@ function resetAll() {
   dirty.clear();
   pendingRows = [];
   markers = [];
+  pendingModern.clear();
   t0 = null;
   var sessions = $('sessions');
   while (sessions.lastChild && sessions.lastChild.id !== 'empty') sessions.removeChild(sessions.lastChild);
@@ -68,6 +70,10 @@ function apply(m) {
     case 'timeline': pendingRows.push(m.entry); break;
     case 'marker': addMarker(m.marker, m.text); break;
     case 'figures': setFigures(m); break;
+    case 'modern':
+      a = actors.get(m.id);
+      if (a) { a.modern = m.view; dirty.add(a.id); } else pendingModern.set(m.id, m.view);
+      break;
   }
 }
 
@@ -85,7 +91,9 @@ function upsertActor(m) {
   view = {
     id: m.id, machine: m.machine, parentId: m.parentId, rootId: m.rootId, snapshot: m.snapshot,
     windows: new Map(), drawn: buildChart(m.chart, nested), removeTimer: null, streamsEl: null, cursorsEl: null,
+    modern: pendingModern.get(m.id),
   };
+  pendingModern.delete(m.id);
   view.nameEl = h('span', { class: 'name' });
   view.stateEl = h('span', { class: 'state' });
   view.statusEl = h('span', { class: 'dim' });
@@ -113,6 +121,7 @@ function upsertActor(m) {
 }
 
 function groupKeyOf(view) {
+  if (MODERN_MACHINES[view.machine]) return modernGroupKey(view);
   var ctx = view.snapshot.context || {};
   if ((view.machine === 'client' || view.machine === 'serverSession') && typeof ctx.sessionId === 'string') {
     return 'mcp:' + ctx.sessionId;
@@ -123,12 +132,14 @@ function groupKeyOf(view) {
 function ensureGroup(key) {
   var g = groups.get(key);
   if (g) return g;
-  var title = key.indexOf('mcp:') === 0 ? 'MCP session ' + key.slice(4) : 'no session yet';
+  var title = key.indexOf('mcp:') === 0 ? 'MCP session ' + key.slice(4)
+    : key.indexOf('actor:') === 0 ? 'no session yet' : modernGroupTitle(key);
   g = { key: key };
   g.badges = h('span');
   g.clients = h('div', { class: 'clients' }, [h('h3', { text: 'client' })]);
   g.servers = h('div', { class: 'servers' }, [h('h3', { text: 'server' })]);
-  g.el = h('section', { class: 'session-group', 'data-mcp-session': key.indexOf('mcp:') === 0 ? key.slice(4) : '' }, [
+  g.el = h('section', { class: 'session-group', 'data-mcp-session': key.indexOf('mcp:') === 0 ? key.slice(4) : '',
+    'data-idempotency-key': key.indexOf('key:') === 0 ? key.slice(4) : undefined }, [
     h('h2', {}, [title, g.badges]),
     h('div', { class: 'sides' }, [g.clients, g.servers]),
   ]);
@@ -144,7 +155,7 @@ function place(view) {
     return;
   }
   var g = ensureGroup(groupKeyOf(view));
-  var column = view.machine === 'serverSession' ? g.servers : g.clients;
+  var column = view.machine === 'serverSession' || view.machine === 'keyedRequest' ? g.servers : g.clients;
   if (view.el.parentNode !== column) column.appendChild(view.el);
 }
 
@@ -162,6 +173,7 @@ function labelOf(view) {
   if (view.machine === 'stream') return 'stream ' + (streamInputOf(ctx).key || '?');
   if (view.machine === 'client') return 'client session machine';
   if (view.machine === 'serverSession') return 'server session machine';
+  if (MODERN_MACHINES[view.machine]) return modernLabel(view);
   return view.machine;
 }
 
@@ -207,6 +219,7 @@ function factsFor(view) {
   if (view.machine === 'client') return clientFacts(c);
   if (view.machine === 'stream') return streamFacts(c, stateText(view.snapshot.value));
   if (view.machine === 'serverSession') return serverFacts(c, view.windows);
+  if (MODERN_MACHINES[view.machine]) return modernFacts(view);
   return h('pre', { text: JSON.stringify(c, null, 1).slice(0, 2000) });
 }
 

@@ -1,5 +1,6 @@
 import { APP_SCRIPT } from './app-script.js';
 import { CHART_SCRIPT } from './chart-script.js';
+import { MODERN_SCRIPT } from './modern-script.js';
 import { PAGE_STYLE } from './style.js';
 
 /**
@@ -25,7 +26,8 @@ export const PAGE_HTML = `<!doctype html>
   <div id="sessions">
     <div id="empty">Waiting for machines. Feed this page from your process:
       <code>createContinuityServer({ …, inspect: createInspectorFeed({ url: '<span id="feed-url"></span>' }).inspect })</code>
-      (the same for <code>ContinuityClientTransport</code>), or point @statelyai/inspect's
+      (the same for <code>ContinuityClientTransport</code>, and on 2026-07-28 for <code>continuityFetch</code>
+      and <code>createKeyedRequests</code>), or point @statelyai/inspect's
       <code>createWebSocketInspector</code> at that URL.</div>
   </div>
   <aside>
@@ -42,6 +44,6 @@ export const PAGE_HTML = `<!doctype html>
 </html>
 `;
 
-export const PAGE_SCRIPT = `(function () {\n'use strict';\n${CHART_SCRIPT}\n${APP_SCRIPT}\n})();\n`;
+export const PAGE_SCRIPT = `(function () {\n'use strict';\n${CHART_SCRIPT}\n${MODERN_SCRIPT}\n${APP_SCRIPT}\n})();\n`;
 
 export { PAGE_STYLE };

@@ -45,6 +45,7 @@ th, td { text-align: left; padding: 1px 6px 1px 0; border-bottom: 1px solid var(
 th { color: var(--dim); font-family: inherit; font-weight: 500; }
 caption { text-align: left; color: var(--dim); font-size: 11px; padding: 4px 0; }
 td.num { text-align: right; }
+.executions { margin: 4px 0; font-weight: 600; color: var(--ok); }
 tr.changed td { color: var(--warn); }
 /* Statecharts: nested boxes, the active configuration highlighted. */
 .chart { font-size: 11px; overflow-x: auto; }

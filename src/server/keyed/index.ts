@@ -45,6 +45,7 @@ import {
   restartWon,
   routeKeyedMessage,
 } from '../../../machines/server/keyed-plan.js';
+import { type InspectOption, KeyedInspection } from '../../inspect/keyed-mirror.js';
 import type { ContinuityMetrics } from '../../metrics/continuity-metrics.js';
 import { KeyExecutionTrace } from '../../telemetry/key-execution-trace.js';
 import { type ContinuityTelemetry, globalTelemetry } from '../../telemetry/telemetry.js';
@@ -108,6 +109,8 @@ export interface KeyedRequestsOptions {
   readonly telemetry?: ContinuityTelemetry;
   /** Records executions, attaches and refused keys (README, "Metrics"): the server's `ContinuityMetrics`. */
   readonly metrics?: ContinuityMetrics;
+  /** An XState inspector for each key's `keyedRequestMachine` (mirrored: src/inspect/keyed-mirror.ts). */
+  readonly inspect?: InspectOption;
 }
 
 /**
@@ -158,6 +161,7 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
   private readonly metrics: ContinuityMetrics | undefined;
   /** The spans of the bodies running here, by memo key: a re-issue that attaches is an event on one. */
   private readonly executions = new Map<string, KeyExecutionTrace>();
+  private readonly inspection: KeyedInspection | undefined;
   private closed = false;
 
   constructor(options: KeyedRequestsOptions) {
@@ -173,6 +177,8 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
     this.addressKeys = new AddressKeys(options.maxEntriesPerAddress ?? 1_000, this.memo.memoWindowMs);
     this.telemetry = options.telemetry ?? globalTelemetry();
     this.metrics = options.metrics;
+    this.metrics?.server.observeMemo(this.memo);
+    this.inspection = options.inspect && new KeyedInspection(options.inspect);
     const finite = (n: number, otherwise: number) => (Number.isFinite(n) ? n : otherwise);
     this.settings = {
       memoWindowMs: this.memo.memoWindowMs,
@@ -333,6 +339,7 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
             accepted = resolve;
           });
           this.metrics?.server.keyedExecuted();
+          this.inspection?.started(c.entry, message.id);
           const traced = new KeyExecutionTrace(this.telemetry, message);
           this.executions.set(mk, traced);
           void this.runBody(c.entry, message, (signal) => traced.within(() => run(message, signal)), accepted)
@@ -356,6 +363,7 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
     if (!started) {
       this.metrics?.server.keyedAttached();
       this.executions.get(mk)?.attached(message, reading.lastEventId);
+      this.inspection?.attached(end.entry, message.id, end.afterSeq);
     }
     // The attempt that started the body answers as the SDK did when the SDK refused it (its 4xx: the
     // client's own recovery, such as re-listing tools after -32020, depends on it). The SDK answers at once
@@ -498,6 +506,7 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
     if (!next) return entry;
     const stored = await this.memo.replace(next, entry.state);
     this.wakeups.ring(entry.logId);
+    this.inspection?.recorded(entry, event, watched, stored);
     return stored;
   }
 

@@ -35,12 +35,21 @@ export interface Check {
 
 export interface ProbeReport {
   readonly url: string;
+  /** False when no request got an HTTP answer at all (nothing listens there, DNS, TLS...). */
+  readonly reachable: boolean;
   readonly checks: readonly Check[];
 }
 
-/** Exit status of `mcp-continuity probe`: 1 when a MUST of the spec (or of the extension advertised) failed. */
-export function exitStatus(checks: readonly Check[]): 0 | 1 {
-  return checks.some((c) => c.status === 'failed' && (c.level === 'MUST' || c.level === 'extension MUST'))
+/**
+ * Exit status of `mcp-continuity probe`: 1 when a MUST of the spec (or of the extension advertised)
+ * failed; 3 when the server never answered (a probe that saw nothing has not passed anything).
+ * (2 is the command line's: unusable arguments.)
+ */
+export function exitStatus(report: Pick<ProbeReport, 'checks' | 'reachable'>): 0 | 1 | 3 {
+  if (!report.reachable) return 3;
+  return report.checks.some(
+    (c) => c.status === 'failed' && (c.level === 'MUST' || c.level === 'extension MUST'),
+  )
     ? 1
     : 0;
 }
@@ -70,6 +79,7 @@ function summary(report: ProbeReport): string {
 /** The report for a terminal: one block per check, grouped by era. */
 export function renderText(report: ProbeReport): string {
   const lines = [`mcp-continuity probe ${report.url}`, ''];
+  if (!report.reachable) lines.push('The server did not answer any request (see below).', '');
   for (const era of ['2025-11-25', '2026-07-28'] as const) {
     const checks = report.checks.filter((c) => c.era === era);
     if (checks.length === 0) continue;

@@ -98,6 +98,9 @@ export function firstEventId(x: Exchange): string | undefined {
   return x.events.find((e) => e.id !== undefined && e.id !== '')?.id;
 }
 
+/** Whether any of these requests got an HTTP answer (of any status). */
+export const answeredAtAll = (xs: readonly Exchange[]): boolean => xs.some((x) => x.status !== 0);
+
 export const isEventStream = (x: Exchange): boolean =>
   (x.contentType ?? '').split(';')[0]?.trim().toLowerCase() === 'text/event-stream';
 

@@ -242,7 +242,7 @@ describe('2026-07-28 verdicts', () => {
     );
     expect(find(broken, '2026.keyed-reissue')?.status).toBe('failed');
     expect(find(broken, '2026.key-reuse')?.status).toBe('failed');
-    expect(exitStatus(broken)).toBe(1);
+    expect(exitStatus({ reachable: true, checks: broken })).toBe(1);
   });
 });
 
@@ -256,16 +256,23 @@ describe('exit status and rendering', () => {
     detail: 'd',
     requirement: 'r',
   });
-  it('only a failed MUST (the spec, or the extension advertised) exits 1', () => {
-    expect(exitStatus([row('SHOULD', 'failed'), row('continuity', 'failed'), row('MUST', 'passed')])).toBe(0);
-    expect(exitStatus([row('MUST', 'failed')])).toBe(1);
-    expect(exitStatus([row('extension MUST', 'failed')])).toBe(1);
-    expect(exitStatus([row('MUST', 'not-checked')])).toBe(0);
+  const exit = (checks: Check[]) => exitStatus({ reachable: true, checks });
+  it('only a failed MUST (the spec, or the extension advertised) exits 1; no answer at all exits 3', () => {
+    expect(exit([row('SHOULD', 'failed'), row('continuity', 'failed'), row('MUST', 'passed')])).toBe(0);
+    expect(exit([row('MUST', 'failed')])).toBe(1);
+    expect(exitStatus({ reachable: false, checks: [] })).toBe(3);
+    expect(exit([row('extension MUST', 'failed')])).toBe(1);
+    expect(exit([row('MUST', 'not-checked')])).toBe(0);
   });
   it('prints the requirement only under a failure; escapes table cells', () => {
-    expect(renderText({ url: 'u', checks: [row('MUST', 'failed')] })).toContain('spec: r');
-    expect(renderText({ url: 'u', checks: [row('MUST', 'passed')] })).not.toContain('spec: r');
-    const md = renderMarkdown({ url: 'u', checks: [{ ...row('MUST', 'passed'), detail: 'a | b' }] }, 'T');
+    expect(renderText({ url: 'u', reachable: true, checks: [row('MUST', 'failed')] })).toContain('spec: r');
+    expect(renderText({ url: 'u', reachable: true, checks: [row('MUST', 'passed')] })).not.toContain(
+      'spec: r',
+    );
+    const md = renderMarkdown(
+      { url: 'u', reachable: true, checks: [{ ...row('MUST', 'passed'), detail: 'a | b' }] },
+      'T',
+    );
     expect(md).toContain('a \\| b');
   });
 });

@@ -73,7 +73,7 @@ describe('probe: our server (createContinuityServer, both eras)', () => {
 
   it('passes every MUST and exits 0', () => {
     expect(report.checks.filter((c) => c.status === 'failed')).toEqual([]);
-    expect(exitStatus(report.checks)).toBe(0);
+    expect(exitStatus(report)).toBe(0);
   });
 
   it('2025: primes, resumes, refuses evicted (410), foreign and malformed (400) cursors, checks Origin', () => {
@@ -127,7 +127,7 @@ describe('probe: official SDK v1 server (1.32, StreamableHTTPServerTransport + i
     expect(c('2025.origin')).toMatchObject({ status: 'failed', level: 'MUST' });
     expect(c('2025.session-id').detail).toContain('UUIDv4');
     expect(c('2025.duplicate-id').detail).toContain('ran twice');
-    expect(exitStatus(report.checks)).toBe(1);
+    expect(exitStatus(report)).toBe(1);
   });
 
   it('does not serve 2026-07-28', () => {

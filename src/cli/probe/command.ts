@@ -5,7 +5,8 @@ import { runProbe } from './run.js';
 
 /**
  * `mcp-continuity probe <url>`: runs the probe and prints its report (text, or JSON with `--json`).
- * Resolves with the exit status: 0, 1 when a MUST failed, 2 when the arguments are unusable.
+ * Resolves with the exit status: 0, 1 when a MUST failed, 2 when the arguments are unusable, 3 when the
+ * server never answered.
  * Imports nothing beyond the package's own dependencies, so it runs right after `npm install`.
  */
 export async function probeCommand(
@@ -40,7 +41,7 @@ export async function probeCommand(
     maxWaitMs: o['max-wait'] as number,
     sessions: 3,
   });
-  const status = exitStatus(report.checks);
+  const status = exitStatus(report);
   out(o.json ? JSON.stringify({ ...report, exitStatus: status }, null, 2) : renderText(report));
   return status;
 }

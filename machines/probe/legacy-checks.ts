@@ -3,6 +3,7 @@ import type { ServerAdvertisement } from '../validity.js';
 import type { Check, CheckStatus, Level } from './report.js';
 import { assessSessionIds, MIN_SESSION_ID_BITS } from './session-ids.js';
 import {
+  answerPhrase,
   describeAnswer,
   type Exchange,
   errorOf,
@@ -421,7 +422,7 @@ export function judgeLegacy(f: LegacyFacts): Check[] {
         'initialize',
         'info',
         'not-checked',
-        `initialize was answered ${describeAnswer(f.initialize)}: the server does not serve 2025-11-25 sessions here, so no 2025 check ran`,
+        `initialize ${answerPhrase(f.initialize)}: the server does not serve 2025-11-25 sessions here, so no 2025 check ran`,
       ),
     ];
   }

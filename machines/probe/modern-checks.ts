@@ -4,7 +4,7 @@ import {
   parseContinuitySettings,
 } from '../continuity-extension.js';
 import type { Check, CheckStatus, Level } from './report.js';
-import { describeAnswer, type Exchange, errorOf, record, responseTo } from './wire.js';
+import { answerPhrase, describeAnswer, type Exchange, errorOf, record, responseTo } from './wire.js';
 
 /**
  * What each MCP 2026-07-28 answer means, and what the continuity extension (docs/continuity-extension.md)
@@ -174,7 +174,7 @@ export function judgeModern(f: ModernFacts): Check[] {
         'server/discover',
         'info',
         'not-checked',
-        `answered ${describeAnswer(f.discover)}: the server does not serve 2026-07-28 here, so no 2026 check ran`,
+        `${answerPhrase(f.discover)}: the server does not serve 2026-07-28 here, so no 2026 check ran`,
       ),
     ];
   const discover = check('discover', 'server/discover', 'info', 'observed', `serves ${versions.join(', ')}`);

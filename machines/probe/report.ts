@@ -54,6 +54,14 @@ export function exitStatus(report: Pick<ProbeReport, 'checks' | 'reachable'>): 0
     : 0;
 }
 
+/** Whose words a requirement is: the spec's, the extension's, or this project's continuity bar. */
+const source = (level: Level): string =>
+  level === 'continuity'
+    ? 'mcp-continuity asks'
+    : level === 'extension MUST'
+      ? 'the extension says'
+      : 'the spec says';
+
 const MARK: Readonly<Record<CheckStatus, string>> = {
   passed: 'passed',
   failed: 'FAILED',
@@ -87,7 +95,7 @@ export function renderText(report: ProbeReport): string {
     for (const c of checks) {
       lines.push(`  [${MARK[c.status]}] ${c.title} (${c.level})`);
       lines.push(`      ${c.detail}`);
-      if (c.status === 'failed' && c.requirement) lines.push(`      spec: ${c.requirement}`);
+      if (c.status === 'failed' && c.requirement) lines.push(`      ${source(c.level)}: ${c.requirement}`);
     }
     lines.push('');
   }
@@ -95,6 +103,7 @@ export function renderText(report: ProbeReport): string {
   return lines.join('\n');
 }
 
+const capital = (s: string) => `${s.charAt(0).toUpperCase()}${s.slice(1)}`;
 const cell = (s: string) => s.replace(/\|/g, '\\|').replace(/\n/g, ' ');
 
 /** The report as a Markdown table (docs/probe/*.md). */
@@ -106,7 +115,10 @@ export function renderMarkdown(report: ProbeReport, title: string, preface = '')
     if (checks.length === 0) continue;
     lines.push(`## MCP ${era}`, '', '| Check | Level | Result | What the probe saw |', '|---|---|---|---|');
     for (const c of checks) {
-      const seen = c.status === 'failed' && c.requirement ? `${c.detail} Spec: ${c.requirement}` : c.detail;
+      const seen =
+        c.status === 'failed' && c.requirement
+          ? `${c.detail}. ${capital(source(c.level))}: ${c.requirement}`
+          : c.detail;
       lines.push(`| ${cell(c.title)} | ${c.level} | ${MARK[c.status]} | ${cell(seen)} |`);
     }
     lines.push('');

@@ -118,6 +118,10 @@ export function describeAnswer(x: Exchange): string {
   return parts.join(', ');
 }
 
+/** `answered 404 ...`, or `got no answer (ECONNREFUSED)`: a sentence's verb and object. */
+export const answerPhrase = (x: Exchange): string =>
+  x.status === 0 ? `got ${describeAnswer(x)}` : `answered ${describeAnswer(x)}`;
+
 const clip = (s: string) => (s.length > 80 ? `${s.slice(0, 77)}...` : s);
 
 export function record(v: unknown): Record<string, unknown> | undefined {

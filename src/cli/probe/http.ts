@@ -1,3 +1,7 @@
+/**
+ * The probe's one way onto the network: a request sent and its answer read (JSON or server-sent events)
+ * within a deadline and a byte limit, returned as data for machines/probe to judge.
+ */
 import { createParser } from 'eventsource-parser';
 import type { Exchange, ExchangeEnd, SeenEvent } from '../../../machines/probe/wire.js';
 

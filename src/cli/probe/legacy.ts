@@ -1,3 +1,7 @@
+/**
+ * The 2025-11-25 half of `mcp-continuity probe`: the requests it sends (sessions, GET, cursors, DELETE,
+ * Origin) and what came back, as `LegacyFacts` for machines/probe/legacy-checks.ts.
+ */
 import { randomUUID } from 'node:crypto';
 import {
   advertisedRetention,

@@ -1,3 +1,7 @@
+/**
+ * The 2026-07-28 half of `mcp-continuity probe`: `server/discover`, and with a tool named read-only a cut
+ * call and a keyed re-issue, as `ModernFacts` for machines/probe/modern-checks.ts.
+ */
 import { randomUUID } from 'node:crypto';
 import {
   CLIENT_CAPABILITIES_META_KEY,

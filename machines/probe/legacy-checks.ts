@@ -108,14 +108,19 @@ export function advertisedRetention(initialize: Exchange): ServerAdvertisement |
 
 /**
  * How long to wait before sending a cursor as an evicted one: the advertised retention plus a margin,
- * `userWaitMs` when the user gave one, or undefined (with why) when neither fits under `capMs`.
+ * or `userWaitMs` when the user gave one; skipped (with why) when there is neither or it is over `capMs`.
  */
 export function evictionWait(
   advertised: ServerAdvertisement | undefined,
   userWaitMs: number | undefined,
   capMs: number,
 ): { readonly waitMs: number } | { readonly skipped: string } {
-  if (userWaitMs !== undefined) return { waitMs: userWaitMs };
+  if (userWaitMs !== undefined)
+    return userWaitMs <= capMs
+      ? { waitMs: userWaitMs }
+      : {
+          skipped: `--evict-wait ${userWaitMs} is longer than the probe waits (${capMs} ms; raise --max-wait)`,
+        };
   const retention = advertised?.retentionMs;
   if (retention === undefined)
     return {

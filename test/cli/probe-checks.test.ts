@@ -158,6 +158,7 @@ describe('how long to wait for an eviction', () => {
   it.each([
     [{ retentionMs: 1000 }, undefined, 10_000, { waitMs: 1300 }],
     [{ retentionMs: 1000 }, 50, 10_000, { waitMs: 50 }],
+    [undefined, 60_000, 10_000, 'skipped'],
     [{ retentionMs: 600_000 }, undefined, 30_000, 'skipped'],
     [undefined, undefined, 30_000, 'skipped'],
   ])('advertised %o, --evict-wait %s, cap %s', (retention, user, cap, expected) => {

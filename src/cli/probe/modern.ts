@@ -19,6 +19,11 @@ import { MODERN_PROTOCOL_VERSION, PROTOCOL_VERSION_META_KEY } from '../../../mac
 import { exchange } from './http.js';
 import type { ProbeOptions } from './options.js';
 
+/** `Mcp-Name` as the spec writes a name a header cannot carry as it is: the Base64 sentinel form. */
+function mcpNameHeader(name: string): string {
+  return /^[\x21-\x7e]+$/.test(name) ? name : `=?base64?${Buffer.from(name, 'utf8').toString('base64')}?=`;
+}
+
 /** A tool name no server has: the key-reuse check sends it, so nothing of the user's can run. */
 export const NO_SUCH_TOOL = 'mcp-continuity-probe-no-such-tool';
 
@@ -35,7 +40,8 @@ export async function gatherModern(o: ProbeOptions): Promise<ModernFacts> {
     meta: Record<string, unknown>,
     timeoutMs = o.timeoutMs,
   ) => {
-    const name: Record<string, string> = typeof params.name === 'string' ? { 'mcp-name': params.name } : {};
+    const name: Record<string, string> =
+      typeof params.name === 'string' ? { 'mcp-name': mcpNameHeader(params.name) } : {};
     return exchange(
       o.url,
       {

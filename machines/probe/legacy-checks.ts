@@ -1,6 +1,6 @@
 import { ADVERTISEMENT_CAPABILITY, ADVERTISEMENT_HEADER, parseAdvertisement } from '../advertisement.js';
 import type { ServerAdvertisement } from '../validity.js';
-import type { Check, CheckStatus, Level } from './report.js';
+import { type Check, checksOf, type Level } from './report.js';
 import { assessSessionIds, MIN_SESSION_ID_BITS } from './session-ids.js';
 import {
   answerPhrase,
@@ -66,22 +66,7 @@ const REQ = {
   idSecure: `the session ID SHOULD be globally unique and cryptographically secure, e.g. a securely generated UUID, a JWT or a cryptographic hash (${SPEC}, Session Management)`,
 } as const;
 
-const check = (
-  id: string,
-  title: string,
-  level: Level,
-  status: CheckStatus,
-  detail: string,
-  requirement?: string,
-): Check => ({
-  id: `2025.${id}`,
-  era: '2025-11-25',
-  title,
-  level,
-  status,
-  detail,
-  ...(requirement ? { requirement } : {}),
-});
+const check = checksOf('2025-11-25');
 
 /** The retention promise of a server, from the `MCP-Continuity` header or the initialize capability. */
 export function advertisedRetention(initialize: Exchange): ServerAdvertisement | undefined {

@@ -3,7 +3,7 @@ import {
   ContinuityErrorCode,
   parseContinuitySettings,
 } from '../continuity-extension.js';
-import type { Check, CheckStatus, Level } from './report.js';
+import { type Check, checksOf } from './report.js';
 import { answerPhrase, describeAnswer, type Exchange, errorOf, record, responseTo } from './wire.js';
 
 /**
@@ -43,22 +43,7 @@ const REQ = {
   reuse: `a key used before with a different request is answered -32010 (HTTP 409), and nothing runs (${EXT_DOC} §4)`,
 } as const;
 
-const check = (
-  id: string,
-  title: string,
-  level: Level,
-  status: CheckStatus,
-  detail: string,
-  requirement?: string,
-): Check => ({
-  id: `2026.${id}`,
-  era: '2026-07-28',
-  title,
-  level,
-  status,
-  detail,
-  ...(requirement ? { requirement } : {}),
-});
+const check = checksOf('2026-07-28');
 
 /** The `server/discover` result, if the server answered one. */
 export function discoverResult(

@@ -18,15 +18,35 @@ export interface ProbeArgs {
   readonly maxWait: number;
 }
 
-export interface ProbeSettings {
+/** What the probe was asked to do: what `readProbeArgs` makes of the command line (or what a test gives). */
+export interface ProbeOptions {
   readonly url: string;
+  /** Sent on every request (authorization, a tenant...). */
   readonly headers: Readonly<Record<string, string>>;
+  /** Bound of every single request, in ms. */
+  readonly timeoutMs: number;
+  /** Bound of every answer's body, in bytes. */
+  readonly maxBytes: number;
+  /** How long the probe keeps a stream open waiting for its first event, in ms. */
+  readonly streamWaitMs: number;
+  /** A tool the user named, with its arguments; `readOnly` only when the user said so. */
   readonly tool?: {
     readonly name: string;
     readonly args: Record<string, unknown>;
     readonly readOnly: boolean;
   };
+  /** How long to wait before trying an evicted cursor (default: the advertised retention, plus a margin). */
+  readonly evictWaitMs?: number;
+  /** The longest the probe waits for anything (an eviction), in ms. */
+  readonly maxWaitMs: number;
+  /** When a cut is made in a named call, in ms after sending it. */
+  readonly cutAfterMs: number;
+  /** How many sessions to open for the session-id check (at least 2). */
+  readonly sessions: number;
 }
+
+/** Sessions opened for the session-id check: enough to see a counter or a shared prefix. */
+export const PROBE_SESSIONS = 3;
 
 /** The headers only the probe sets: a `--header` naming one would break the checks. */
 const PROBE_HEADERS = new Set([
@@ -40,7 +60,7 @@ const PROBE_HEADERS = new Set([
   'origin',
 ]);
 
-export function readProbeArgs(a: ProbeArgs): ProbeSettings | { readonly error: string } {
+export function readProbeArgs(a: ProbeArgs): ProbeOptions | { readonly error: string } {
   let url: URL;
   try {
     url = new URL(a.url);
@@ -57,9 +77,20 @@ export function readProbeArgs(a: ProbeArgs): ProbeSettings | { readonly error: s
     if (PROBE_HEADERS.has(name)) return { error: `--header ${name}: the probe sets that header itself` };
     headers[name] = h.slice(at + 1).trim();
   }
+  const bounds = {
+    url: url.href,
+    headers,
+    timeoutMs: a.timeout,
+    maxBytes: a.maxBytes,
+    streamWaitMs: a.streamWait,
+    cutAfterMs: a.cutAfter,
+    ...(a.evictWait === undefined ? {} : { evictWaitMs: a.evictWait }),
+    maxWaitMs: a.maxWait,
+    sessions: PROBE_SESSIONS,
+  };
   if (a.tool === undefined) {
     if (a.readOnly) return { error: '--read-only says a tool is read-only, but no --tool is named' };
-    return { url: url.href, headers };
+    return bounds;
   }
   let args: unknown;
   try {
@@ -69,9 +100,5 @@ export function readProbeArgs(a: ProbeArgs): ProbeSettings | { readonly error: s
   }
   if (typeof args !== 'object' || args === null || Array.isArray(args))
     return { error: '--args must be a JSON object' };
-  return {
-    url: url.href,
-    headers,
-    tool: { name: a.tool, args: args as Record<string, unknown>, readOnly: a.readOnly },
-  };
+  return { ...bounds, tool: { name: a.tool, args: args as Record<string, unknown>, readOnly: a.readOnly } };
 }

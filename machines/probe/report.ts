@@ -40,6 +40,26 @@ export interface ProbeReport {
   readonly checks: readonly Check[];
 }
 
+/** A maker of one era's checks: ids are prefixed with the era's year (`2025.get-stream`). */
+export function checksOf(era: Era) {
+  return (
+    id: string,
+    title: string,
+    level: Level,
+    status: CheckStatus,
+    detail: string,
+    requirement?: string,
+  ): Check => ({
+    id: `${era.slice(0, 4)}.${id}`,
+    era,
+    title,
+    level,
+    status,
+    detail,
+    ...(requirement ? { requirement } : {}),
+  });
+}
+
 /**
  * Exit status of `mcp-continuity probe`: 1 when a MUST of the spec (or of the extension advertised)
  * failed; 3 when the server never answered (a probe that saw nothing has not passed anything).

@@ -316,7 +316,7 @@ describe('probe arguments', () => {
       cutAfter: 1,
       maxWait: 1,
     });
-    expect(settings).toEqual({
+    expect(settings).toMatchObject({
       url: 'http://127.0.0.1:1/mcp',
       headers: { authorization: 'Bearer t', 'x-tenant': '7' },
       tool: { name: 'lookup', args: { q: 1 }, readOnly: true },

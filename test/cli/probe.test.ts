@@ -1,8 +1,8 @@
 import { writeFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ProbeOptions } from '../../machines/probe/options.js';
 import type { Check, ProbeReport } from '../../machines/probe/report.js';
 import { exitStatus, renderMarkdown } from '../../machines/probe/report.js';
-import type { ProbeOptions } from '../../src/cli/probe/options.js';
 import { runProbe } from '../../src/cli/probe/run.js';
 import {
   OUR_RETENTION_MS,

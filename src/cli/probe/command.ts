@@ -31,16 +31,7 @@ export async function probeCommand(
     err(`mcp-continuity probe: ${settings.error}`);
     return 2;
   }
-  const report = await runProbe({
-    ...settings,
-    timeoutMs: o.timeout as number,
-    maxBytes: o['max-bytes'] as number,
-    streamWaitMs: o['stream-wait'] as number,
-    cutAfterMs: o['cut-after'] as number,
-    evictWaitMs: o['evict-wait'] as number | undefined,
-    maxWaitMs: o['max-wait'] as number,
-    sessions: 3,
-  });
+  const report = await runProbe(settings);
   const status = exitStatus(report);
   out(o.json ? JSON.stringify({ ...report, exitStatus: status }, null, 2) : renderText(report));
   return status;

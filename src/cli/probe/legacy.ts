@@ -10,9 +10,9 @@ import {
   type LegacyFacts,
   sessionIdOf,
 } from '../../../machines/probe/legacy-checks.js';
+import type { ProbeOptions } from '../../../machines/probe/options.js';
 import { answered, type Exchange, firstEventId } from '../../../machines/probe/wire.js';
 import { exchange, pause } from './http.js';
-import type { ProbeOptions } from './options.js';
 
 /** The version the probe speaks on the 2025 side. */
 export const LEGACY_VERSION = '2025-11-25';

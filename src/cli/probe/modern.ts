@@ -14,10 +14,10 @@ import {
   discoverResult,
   type ModernFacts,
 } from '../../../machines/probe/modern-checks.js';
+import type { ProbeOptions } from '../../../machines/probe/options.js';
 import { answered, lastEventId } from '../../../machines/probe/wire.js';
 import { MODERN_PROTOCOL_VERSION, PROTOCOL_VERSION_META_KEY } from '../../../machines/server/era.js';
 import { exchange } from './http.js';
-import type { ProbeOptions } from './options.js';
 
 /** `Mcp-Name` as the spec writes a name a header cannot carry as it is: the Base64 sentinel form. */
 function mcpNameHeader(name: string): string {

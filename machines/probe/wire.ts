@@ -118,9 +118,18 @@ export function describeAnswer(x: Exchange): string {
   return parts.join(', ');
 }
 
-/** `answered 404 ...`, or `got no answer (ECONNREFUSED)`: a sentence's verb and object. */
-export const answerPhrase = (x: Exchange): string =>
-  x.status === 0 ? `got ${describeAnswer(x)}` : `answered ${describeAnswer(x)}`;
+/**
+ * `answered 404 ...`, or `got no answer (ECONNREFUSED)`: a sentence's verb and object. A 401 or 403 says
+ * how to pass credentials: the server may serve this era to a caller it knows.
+ */
+export const answerPhrase = (x: Exchange): string => {
+  if (x.status === 0) return `got ${describeAnswer(x)}`;
+  const auth =
+    x.status === 401 || x.status === 403
+      ? " (it wants credentials: give them with --header 'Authorization: ...')"
+      : '';
+  return `answered ${describeAnswer(x)}${auth}`;
+};
 
 const clip = (s: string) => (s.length > 80 ? `${s.slice(0, 77)}...` : s);
 

@@ -144,6 +144,10 @@ describe('2025-11-25 verdicts', () => {
     expect(checks[0]).toMatchObject({ id: '2025.initialize', status: 'not-checked' });
   });
 
+  it('a 401 to initialize says how to give credentials', () => {
+    expect(judgeLegacy(facts({ initialize: json(401) }))[0]?.detail).toContain("--header 'Authorization");
+  });
+
   it('reads the retention from the MCP-Continuity header', () => {
     const initialize = sse(INIT.events as SeenEvent[], {
       'mcp-continuity': 'retention-ms=500, idle-ttl-ms=9000',

@@ -120,6 +120,10 @@ export function evictionWait(
   return { waitMs };
 }
 
+/** Whether the server answered the probe's initialize (so the 2025 checks can go on). */
+export const initializeAnswered = (f: Pick<LegacyFacts, 'initialize' | 'initializeId'>): boolean =>
+  f.initialize.status === 200 && responseTo(f.initialize, f.initializeId) !== undefined;
+
 /** The session id an initialize answer set, if any. */
 export const sessionIdOf = (initialize: Exchange): string | undefined => initialize.headers['mcp-session-id'];
 
@@ -405,7 +409,7 @@ function duplicate(f: LegacyFacts): Check {
 
 /** Every 2025-11-25 check, in report order. */
 export function judgeLegacy(f: LegacyFacts): Check[] {
-  if (responseTo(f.initialize, f.initializeId) === undefined || f.initialize.status !== 200) {
+  if (!initializeAnswered(f)) {
     return [
       check(
         'initialize',

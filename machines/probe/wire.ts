@@ -101,8 +101,11 @@ export function firstEventId(x: Exchange): string | undefined {
 /** Whether any of these requests got an HTTP answer (of any status). */
 export const answeredAtAll = (xs: readonly Exchange[]): boolean => xs.some((x) => x.status !== 0);
 
-export const isEventStream = (x: Exchange): boolean =>
-  (x.contentType ?? '').split(';')[0]?.trim().toLowerCase() === 'text/event-stream';
+/** Whether a `Content-Type` is an event stream (read as SSE) rather than a body to parse as JSON. */
+export const isEventStreamType = (contentType: string | null): boolean =>
+  (contentType ?? '').split(';')[0]?.trim().toLowerCase() === 'text/event-stream';
+
+export const isEventStream = (x: Exchange): boolean => isEventStreamType(x.contentType);
 
 /** `status (content type)`, or the network error: how a report names an answer in one phrase. */
 export function describeAnswer(x: Exchange): string {

@@ -3,7 +3,13 @@
  * within a deadline and a byte limit, returned as data for machines/probe to judge.
  */
 import { createParser } from 'eventsource-parser';
-import type { Exchange, ExchangeEnd, SeenEvent } from '../../../machines/probe/wire.js';
+import { overByteCap } from '../../../machines/client/limits.js';
+import {
+  type Exchange,
+  type ExchangeEnd,
+  isEventStreamType,
+  type SeenEvent,
+} from '../../../machines/probe/wire.js';
 
 /** The bounds every probe request runs under. */
 export interface ExchangeLimits {
@@ -61,7 +67,7 @@ export async function exchange(
     headers[name.toLowerCase()] = value;
   });
   const contentType = response.headers.get('content-type');
-  const stream = (contentType ?? '').toLowerCase().startsWith('text/event-stream');
+  const stream = isEventStreamType(contentType);
   const events: SeenEvent[] = [];
   const parser = createParser({
     onEvent: (e) =>
@@ -84,7 +90,7 @@ export async function exchange(
       if (chunk.done) break;
       firstByteMs ??= elapsed();
       size += chunk.value.byteLength;
-      if (size > limits.maxBytes) {
+      if (overByteCap(size, limits.maxBytes)) {
         end = 'too-large';
         break;
       }

@@ -7,6 +7,7 @@ import {
   advertisedRetention,
   type CursorTry,
   evictionWait,
+  initializeAnswered,
   type LegacyFacts,
   sessionIdOf,
 } from '../../../machines/probe/legacy-checks.js';
@@ -83,7 +84,7 @@ export async function gatherLegacy(o: ProbeOptions): Promise<LegacyFacts> {
     initializeId,
     sessionIds: session ? [session] : [],
   };
-  if (first.status !== 200) return facts;
+  if (!initializeAnswered(facts)) return facts;
   if (session) await initialized(session);
   // Resumed first, well inside any retention; the same cursor is tried again once evicted (below).
   const cursor = session ? firstEventId(first) : undefined;

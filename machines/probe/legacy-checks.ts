@@ -37,6 +37,8 @@ export interface LegacyFacts {
   readonly evicted?: CursorTry & { readonly waitedMs: number };
   /** Why the evicted cursor was not tried (no retention advertised, too long to wait...). */
   readonly evictedSkipped?: string;
+  /** A cursor more events behind the head of its stream than the server says it keeps (`countEvictedCursor`). */
+  readonly evictedByCount?: CursorTry & { readonly behind: number; readonly maxEvents: number };
   /** A cursor issued in another session, sent on this one. */
   readonly foreign?: CursorTry;
   /** A `Last-Event-ID` that no server issues. */
@@ -118,6 +120,21 @@ export function evictionWait(
       skipped: `the advertised retention (${retention} ms) is longer than the probe waits (${capMs} ms; raise --max-wait)`,
     };
   return { waitMs };
+}
+
+/**
+ * A cursor the server's own advertisement says is evicted: the first event id of a stream that then
+ * carried more events than the advertised `max-events` per stream. Undefined when there is none.
+ */
+export function countEvictedCursor(
+  advertised: ServerAdvertisement | undefined,
+  stream: Exchange,
+): { readonly cursor: string; readonly behind: number; readonly maxEvents: number } | undefined {
+  const maxEvents = advertised?.maxEventsPerStream;
+  const ids = stream.events.flatMap((e) => (e.id ? [e.id] : []));
+  const [cursor, ...after] = ids;
+  if (maxEvents === undefined || cursor === undefined || after.length <= maxEvents) return undefined;
+  return { cursor, behind: after.length, maxEvents };
 }
 
 /** Whether the server answered the probe's initialize (so the 2025 checks can go on). */
@@ -299,6 +316,32 @@ function evicted(f: LegacyFacts): Check {
   return check('evicted-cursor', title, 'continuity', 'failed', seen, REQ.gap);
 }
 
+function evictedByCount(f: LegacyFacts): Check {
+  const title = 'cursor behind more events than the server keeps';
+  const t = f.evictedByCount;
+  if (!t)
+    return check(
+      'evicted-count',
+      title,
+      'continuity',
+      'not-checked',
+      'needs a read-only tool whose stream carries more events than the advertised max-events per stream (the probe asks for progress)',
+    );
+  const a = readCursorAnswer(t.answer);
+  const seen = `cursor "${t.cursor}", ${t.behind} events behind (max-events ${t.maxEvents}): ${describeCursorAnswer(a, t.answer)}`;
+  if (a.kind === 'gone' || a.kind === 'refused')
+    return check('evicted-count', title, 'continuity', 'passed', seen);
+  if (a.kind === 'replayed' && a.messages >= t.behind)
+    return check(
+      'evicted-count',
+      title,
+      'continuity',
+      'not-checked',
+      `${seen}: all retained, so not evicted`,
+    );
+  return check('evicted-count', title, 'continuity', 'failed', seen, REQ.gap);
+}
+
 function foreign(f: LegacyFacts): Check {
   const title = "another session's cursor";
   const t = f.foreign;
@@ -398,7 +441,7 @@ function duplicate(f: LegacyFacts): Check {
   const seen = `the same tools/call id sent twice in one session: first ${describeAnswer(d.first)}; second ${describeAnswer(d.second)}`;
   const verdict =
     second === undefined
-      ? 'the second was not answered as a response'
+      ? 'the second got no response of its own'
       : errorOf(d.second) !== undefined && errorOf(d.first) === undefined
         ? 'the second was refused'
         : same
@@ -430,6 +473,7 @@ export function judgeLegacy(f: LegacyFacts): Check[] {
       getStream(f),
       skipped('resume', 'resume with Last-Event-ID', 'MAY'),
       skipped('evicted-cursor', 'evicted cursor', 'continuity'),
+      skipped('evicted-count', 'cursor behind more events than the server keeps', 'continuity'),
       skipped('foreign-cursor', "another session's cursor", 'MUST'),
       skipped('malformed-cursor', 'malformed cursor', 'continuity'),
       skipped('deleted', '404 after DELETE', 'MUST'),
@@ -444,6 +488,7 @@ export function judgeLegacy(f: LegacyFacts): Check[] {
     getStream(f),
     resume(f),
     evicted(f),
+    evictedByCount(f),
     foreign(f),
     malformed(f),
     deleted(f),

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { CONTINUITY_EXTENSION, DEFAULT_CONTINUITY_SETTINGS } from '../../machines/continuity-extension.js';
 import {
+  countEvictedCursor,
   evictionWait,
   judgeLegacy,
   type LegacyFacts,
@@ -155,6 +156,37 @@ describe('2025-11-25 verdicts', () => {
     expect(find(judgeLegacy(facts({ initialize })), '2025.retention')?.detail).toContain(
       'events kept 500 ms, idle session TTL 9000 ms',
     );
+  });
+});
+
+describe('a cursor evicted by count', () => {
+  const adv = (maxEventsPerStream?: number) => ({
+    maxEventsPerStream,
+    gapSignalling: false,
+    duplicateRequestProtection: false,
+  });
+  const stream = sse([
+    { id: 'p', data: '' },
+    { id: 'a', data: msg({ method: 'n' }) },
+    { id: 'b', data: msg({ id: 1, result: {} }) },
+  ]);
+  it('is the first id of a stream with more events after it than max-events; else none', () => {
+    expect(countEvictedCursor(adv(1), stream)).toEqual({ cursor: 'p', behind: 2, maxEvents: 1 });
+    expect(countEvictedCursor(adv(2), stream)).toBeUndefined();
+    expect(countEvictedCursor(adv(undefined), stream)).toBeUndefined();
+    expect(countEvictedCursor(adv(1), json(200, {}))).toBeUndefined();
+  });
+  it.each([
+    ['410 with a count', 'passed', json(410, err(-32052, { lostCount: 1 }))],
+    [
+      'a replay of everything',
+      'not-checked',
+      sse([{ data: msg({ method: 'n' }) }, { data: msg({ id: 1, result: {} }) }]),
+    ],
+    ['a replay of part, silently', 'failed', sse([{ id: 'b', data: msg({ id: 1, result: {} }) }])],
+  ])('answered %s → %s', (_, status, answer) => {
+    const evictedByCount = { cursor: 'p', behind: 2, maxEvents: 1, answer };
+    expect(find(judgeLegacy(facts({ evictedByCount })), '2025.evicted-count')?.status).toBe(status);
   });
 });
 

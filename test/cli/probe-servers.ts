@@ -41,8 +41,15 @@ function v1Server(lookups: ReturnType<typeof counter>): McpServerV1 {
   server.registerTool(
     'lookup',
     { inputSchema: { ms: z.number() }, annotations: { readOnlyHint: true } },
-    async ({ ms }) => {
+    async ({ ms }, extra) => {
       const n = lookups.next();
+      // Progress when asked: the probe counts a stream's events against the advertised max-events.
+      const progressToken = extra._meta?.progressToken;
+      if (progressToken !== undefined)
+        await extra.sendNotification({
+          method: 'notifications/progress',
+          params: { progressToken, progress: 1 },
+        });
       await sleep(ms);
       return { content: [{ type: 'text', text: `lookup #${n}` }] };
     },
@@ -83,7 +90,13 @@ export async function startOurServer(): Promise<ProbedServer> {
   const lookups = counter();
   const continuity = createContinuityServer({
     createMcpServer: () => v1Server(lookups),
-    eventLog: new MemoryEventLog({ retentionMs: OUR_RETENTION_MS, sweepIntervalMs: 100 }),
+    // One event kept per stream: a tool call's progress is evicted by its response, so the probe can see
+    // a 410 with the count of events lost.
+    eventLog: new MemoryEventLog({
+      retentionMs: OUR_RETENTION_MS,
+      maxEventsPerStream: 1,
+      sweepIntervalMs: 100,
+    }),
     modern: {
       createServer: () => v2Server(lookups),
       keyed: createKeyedRequests({

@@ -65,7 +65,7 @@ describe('probe: our server (createContinuityServer, both eras)', () => {
     await writeDoc(
       'mcp-continuity',
       'mcp-continuity',
-      `createContinuityServer with a ${OUR_RETENTION_MS} ms event retention, and the continuity extension on 2026-07-28`,
+      `createContinuityServer keeping events ${OUR_RETENTION_MS} ms and 1 per stream, and the continuity extension on 2026-07-28`,
       report,
     );
   }, 30_000);
@@ -83,6 +83,8 @@ describe('probe: our server (createContinuityServer, both eras)', () => {
     expect(c('2025.resume').status).toBe('passed');
     expect(c('2025.evicted-cursor')).toMatchObject({ status: 'passed' });
     expect(c('2025.evicted-cursor').detail).toContain('410 (resume_window_exceeded)');
+    expect(c('2025.evicted-count')).toMatchObject({ status: 'passed' });
+    expect(c('2025.evicted-count').detail).toContain('410 (resume_window_exceeded) with 1 event(s) lost');
     expect(c('2025.foreign-cursor').detail).toContain('400');
     expect(c('2025.malformed-cursor').detail).toContain('400');
     expect(c('2025.origin').status).toBe('passed');
@@ -124,6 +126,7 @@ describe('probe: official SDK v1 server (1.32, StreamableHTTPServerTransport + i
     // Its example store never evicts: 400 ms later the cursor still replays.
     expect(c('2025.evicted-cursor')).toMatchObject({ status: 'not-checked' });
     expect(c('2025.evicted-cursor').detail).toContain('still retained');
+    expect(c('2025.evicted-count').status).toBe('not-checked');
     expect(c('2025.origin')).toMatchObject({ status: 'failed', level: 'MUST' });
     expect(c('2025.session-id').detail).toContain('UUIDv4');
     expect(c('2025.duplicate-id').detail).toContain('ran twice');

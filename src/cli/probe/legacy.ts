@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import {
   advertisedRetention,
   type CursorTry,
+  countEvictedCursor,
   evictionWait,
   initializeAnswered,
   type LegacyFacts,
@@ -115,6 +116,15 @@ export async function gatherLegacy(o: ProbeOptions): Promise<LegacyFacts> {
       const call = { id, method: 'tools/call', params: { name: o.tool.name, arguments: o.tool.args } };
       const firstCall = await post(call, session);
       facts.duplicate = { id, first: firstCall, second: await post(call, session) };
+      // Once more with a progress token: a tool that reports progress gives its stream events to count.
+      const progressId = `probe-progress-${randomUUID()}`;
+      const progressParams = { ...call.params, _meta: { progressToken: progressId } };
+      const withProgress = await post(
+        { id: progressId, method: 'tools/call', params: progressParams },
+        session,
+      );
+      const behind = countEvictedCursor(advertisedRetention(first), withProgress);
+      if (behind) facts.evictedByCount = { ...behind, answer: await getWith(session, behind.cursor) };
     } else
       facts.duplicateSkipped = o.tool
         ? `--tool ${o.tool.name} was not said to be read-only (--read-only): the probe does not call it twice`

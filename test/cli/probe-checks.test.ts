@@ -63,6 +63,7 @@ describe('what a cursor answer is', () => {
     ['400', json(400, err(-32052)), { kind: 'refused', status: 400 }],
     ['404', json(404), { kind: 'refused', status: 404 }],
     ['405', json(405), { kind: 'not-offered' }],
+    ['409 (a stream still held)', json(409), { kind: 'conflict' }],
     ['200 stream, nothing', sse([{ data: '' }]), { kind: 'silent' }],
     [
       '200 stream, a message',
@@ -112,6 +113,13 @@ describe('2025-11-25 verdicts', () => {
       expect(
         find(judgeLegacy(facts({ foreign: { cursor: 'c', answer } })), '2025.foreign-cursor')?.status,
       ).toBe('passed');
+  });
+
+  it('a 409 to a cursor is about a stream still held, not the cursor: not checked', () => {
+    const conflict = { cursor: 'c', answer: json(409) };
+    const checks = judgeLegacy(facts({ foreign: conflict, malformed: conflict }));
+    expect(find(checks, '2025.foreign-cursor')?.status).toBe('not-checked');
+    expect(find(checks, '2025.malformed-cursor')?.status).toBe('not-checked');
   });
 
   it('an evicted cursor: 410 passes, a silent stream fails, a replay of the missed response means not evicted yet', () => {

@@ -110,9 +110,10 @@ export async function startOurServer(): Promise<ProbedServer> {
 
 /**
  * The official SDK v1 (1.32) as its example `simpleStreamableHttp` wires it: a `StreamableHTTPServerTransport`
- * per session, with the SDK's own example `InMemoryEventStore` for resumability.
+ * per session, with the SDK's own example `InMemoryEventStore` for resumability (or, `eventStore: false`,
+ * without one: the transport's default).
  */
-export async function startSdkV1Server(): Promise<ProbedServer> {
+export async function startSdkV1Server({ eventStore = true } = {}): Promise<ProbedServer> {
   const lookups = counter();
   const transports = new Map<string, StreamableHTTPServerTransport>();
   const router = sdkSessionRouter({
@@ -120,7 +121,7 @@ export async function startSdkV1Server(): Promise<ProbedServer> {
     initialize: async () => {
       const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
         sessionIdGenerator: () => randomUUID(),
-        eventStore: new InMemoryEventStore(),
+        ...(eventStore ? { eventStore: new InMemoryEventStore() } : {}),
         onsessioninitialized: (id) => {
           transports.set(id, transport);
         },

@@ -139,6 +139,35 @@ describe('probe: official SDK v1 server (1.32, StreamableHTTPServerTransport + i
   });
 });
 
+describe('probe: official SDK v1 server without an event store (the transport default)', () => {
+  let server: ProbedServer;
+  let report: ProbeReport;
+  beforeAll(async () => {
+    server = await startSdkV1Server({ eventStore: false });
+    report = await runProbe(options(server.url));
+    await writeDoc(
+      'sdk-v1-no-event-store',
+      'the official TypeScript SDK v1 (1.32.2) without an event store',
+      'StreamableHTTPServerTransport per session, UUID session ids, no eventStore (its default)',
+      report,
+    );
+  }, 30_000);
+  afterAll(() => server.close());
+
+  it('issues no event ids, so there is nothing to resume; the rest as with a store', () => {
+    const c = byId(report);
+    expect(c('2025.priming').status).not.toBe('passed');
+    expect(c('2025.resume').status).toBe('not-checked');
+    // Without a store the cursor is ignored: a new GET stream (a silent resume), or 409 while the transport
+    // still holds the probe's closed GET stream (then the cursor is not judged). Never refused as a cursor.
+    const malformed = c('2025.malformed-cursor');
+    expect(malformed.detail).toMatch(/409|silent resume/);
+    expect(malformed.status).not.toBe('passed');
+    expect(c('2025.deleted').status).toBe('passed');
+    expect(c('2025.origin').status).toBe('failed');
+  });
+});
+
 describe('probe: official v2 server (2.4, createMcpHandler defaults)', () => {
   let server: ProbedServer;
   let report: ProbeReport;

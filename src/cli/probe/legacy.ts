@@ -5,7 +5,6 @@
 import { randomUUID } from 'node:crypto';
 import {
   advertisedRetention,
-  type CursorTry,
   countEvictedCursor,
   evictionWait,
   initializeAnswered,
@@ -133,13 +132,7 @@ export async function gatherLegacy(o: ProbeOptions): Promise<LegacyFacts> {
     const wait = evictionWait(advertisedRetention(first), o.evictWaitMs, o.maxWaitMs);
     if (cursor && 'waitMs' in wait) {
       await pause(wait.waitMs);
-      facts.evicted = {
-        cursor,
-        waitedMs: wait.waitMs,
-        answer: await getWith(session, cursor, initializeId),
-      } satisfies CursorTry & {
-        waitedMs: number;
-      };
+      facts.evicted = { cursor, waitedMs: wait.waitMs, answer: await getWith(session, cursor, initializeId) };
     } else facts.evictedSkipped = 'skipped' in wait ? wait.skipped : 'the server issued no event id to try';
 
     const del = await end(session);

@@ -10,9 +10,11 @@ import { parseArgs } from 'node:util';
 export interface OptionSpec {
   /**
    * `int`: a whole number >= 0; `number`: any finite number; `string`: one value; `list`: one or more
-   * values (`--name a b` or `--name a --name b`); `flag`: present or not.
+   * values (`--name a b` or `--name a --name b`); `repeat`: one value each time it is given, given any number
+   * of times (`--name a --name b`: a value that may hold spaces, followed by the command's arguments);
+   * `flag`: present or not.
    */
-  readonly kind: 'int' | 'number' | 'string' | 'list' | 'flag';
+  readonly kind: 'int' | 'number' | 'string' | 'list' | 'repeat' | 'flag';
   /** What the value is, in the usage text (`<ms>`). */
   readonly placeholder?: string;
   readonly description: string;
@@ -20,10 +22,19 @@ export interface OptionSpec {
   readonly default?: number | string;
 }
 
+/** A positional argument of a command (`probe <url>`): required, in order. */
+export interface ArgumentSpec {
+  /** Its key in the values, and its name in the usage text (`url` → `<url>`). */
+  readonly name: string;
+  readonly description: string;
+}
+
 export interface CommandSpec {
   readonly description: string;
   /** Keyed by the long name without the dashes (`idle-timeout`). */
   readonly options: Readonly<Record<string, OptionSpec>>;
+  /** Required positional arguments; none when omitted (a stray argument is then an error). */
+  readonly arguments?: readonly ArgumentSpec[];
 }
 
 export interface ProgramSpec {
@@ -79,7 +90,7 @@ export function parseOptions(name: string, command: CommandSpec, args: readonly 
     options[key] =
       spec.kind === 'flag'
         ? { type: 'boolean' }
-        : { type: 'string', ...(spec.kind === 'list' ? { multiple: true } : {}) };
+        : { type: 'string', ...(spec.kind === 'list' || spec.kind === 'repeat' ? { multiple: true } : {}) };
   }
   let tokens: ReturnType<typeof parseArgs>['tokens'];
   try {
@@ -95,6 +106,8 @@ export function parseOptions(name: string, command: CommandSpec, args: readonly 
   }
   const raw = new Map<string, string[]>();
   const flags = new Set<string>();
+  const slots = command.arguments ?? [];
+  const positionals: string[] = [];
   let lastList: string | undefined;
   for (const token of tokens ?? []) {
     if (token.kind === 'option') {
@@ -102,25 +115,30 @@ export function parseOptions(name: string, command: CommandSpec, args: readonly 
       if (spec.kind === 'flag') flags.add(token.name);
       else
         raw.set(token.name, [
-          ...(spec.kind === 'list' ? (raw.get(token.name) ?? []) : []),
+          ...(spec.kind === 'list' || spec.kind === 'repeat' ? (raw.get(token.name) ?? []) : []),
           token.value ?? '',
         ]);
       // Only values written right after a list option (`--property a b`) belong to it.
       lastList = spec.kind === 'list' && !token.inlineValue ? token.name : undefined;
     } else if (token.kind === 'positional') {
-      if (lastList === undefined)
-        return { kind: 'error', message: `unexpected argument '${token.value}'`, usage };
-      raw.get(lastList)?.push(token.value);
+      if (lastList !== undefined) raw.get(lastList)?.push(token.value);
+      else if (positionals.length < slots.length) positionals.push(token.value);
+      else return { kind: 'error', message: `unexpected argument '${token.value}'`, usage };
     } else {
       lastList = undefined;
     }
   }
+  const missing = slots[positionals.length];
+  if (missing) return { kind: 'error', message: `missing <${missing.name}>`, usage };
   const values: Record<string, OptionValue> = {};
+  slots.forEach((slot, i) => {
+    values[slot.name] = positionals[i];
+  });
   for (const [key, spec] of Object.entries(command.options)) {
     const given = raw.get(key);
     if (spec.kind === 'flag') values[key] = flags.has(key);
     else if (given === undefined) values[key] = spec.default;
-    else if (spec.kind === 'list') values[key] = given;
+    else if (spec.kind === 'list' || spec.kind === 'repeat') values[key] = given;
     else if (spec.kind === 'string') values[key] = given[0];
     else {
       const n = Number(given[0]);
@@ -182,16 +200,21 @@ export function programUsage(program: ProgramSpec): string {
 export function commandUsage(name: string, command: CommandSpec): string {
   const rows: Array<[string, string]> = Object.entries(command.options).map(([key, spec]) => {
     const value = spec.placeholder ? ` ${spec.placeholder}${spec.kind === 'list' ? '...' : ''}` : '';
+    const again = spec.kind === 'repeat' ? ' (repeatable)' : '';
     const fallback = spec.default === undefined ? '' : ` (default: ${spec.default})`;
-    return [`--${key}${value}`, `${spec.description}${fallback}`];
+    return [`--${key}${value}`, `${spec.description}${again}${fallback}`];
   });
+  const args = command.arguments ?? [];
   rows.push(['-h, --help', 'this text']);
-  const width = Math.max(...rows.map(([flag]) => flag.length)) + 2;
+  const width = Math.max(...rows.map(([flag]) => flag.length), ...args.map((a) => a.name.length + 2)) + 2;
   return [
-    `Usage: ${name} [options]`,
+    `Usage: ${name}${args.map((a) => ` <${a.name}>`).join('')} [options]`,
     '',
     command.description,
     '',
+    ...(args.length
+      ? ['Arguments:', ...args.map((a) => `  ${`<${a.name}>`.padEnd(width)}${a.description}`), '']
+      : []),
     'Options:',
     ...rows.map(([flag, text]) => `  ${flag.padEnd(width)}${text}`),
   ].join('\n');

@@ -9,6 +9,7 @@ import { PROGRAM } from './program.js';
 /**
  * `mcp-continuity demo`: the design note's scenario, live (what `npm start` runs), fed to an inspector page.
  * `mcp-continuity inspect`: the inspector page alone, for your own clients and servers.
+ * `mcp-continuity probe <url>`: a report card of any server's continuity (./probe/command.ts).
  * (`npm run verify`, the long property exploration, runs from a clone: properties/verify-cli.ts.)
  *
  * The command line itself needs nothing beyond Node (its arguments are parsed with `node:util`), so it runs
@@ -28,7 +29,11 @@ async function main(argv: readonly string[]): Promise<void> {
     return;
   }
   if (parsed.command === 'demo') await demo(parsed.values);
-  else await inspect(parsed.values);
+  else if (parsed.command === 'probe') {
+    // Loaded on use: the probe needs nothing the other commands load.
+    const { probeCommand } = await import('./probe/command.js');
+    process.exitCode = await probeCommand(parsed.values);
+  } else await inspect(parsed.values);
 }
 
 async function demo(o: OptionValues): Promise<void> {

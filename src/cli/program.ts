@@ -54,6 +54,70 @@ export const PROGRAM: ProgramSpec = {
         },
       },
     },
+    probe: {
+      description:
+        "a report card of an MCP server's continuity on 2025-11-25 and 2026-07-28, from the outside: calls no tool unless you name one",
+      arguments: [{ name: 'url', description: 'the MCP endpoint (http:// or https://)' }],
+      options: {
+        header: {
+          kind: 'repeat',
+          placeholder: "'<name>: <value>'",
+          description: 'sent on every request (authorization, for one)',
+        },
+        tool: {
+          kind: 'string',
+          placeholder: '<name>',
+          description: 'a tool the probe may call (with --read-only: twice, and cut)',
+        },
+        args: {
+          kind: 'string',
+          placeholder: '<json>',
+          description: "the tool's arguments, a JSON object",
+          default: '{}',
+        },
+        'read-only': {
+          kind: 'flag',
+          description: 'the tool named changes nothing: calling it twice is harmless',
+        },
+        json: { kind: 'flag', description: 'print the report as JSON' },
+        timeout: {
+          kind: 'int',
+          placeholder: '<ms>',
+          description: 'bound of every request',
+          default: 10_000,
+        },
+        'max-bytes': {
+          kind: 'int',
+          placeholder: '<n>',
+          description: 'bound of every answer body',
+          default: 1_048_576,
+        },
+        'stream-wait': {
+          kind: 'int',
+          placeholder: '<ms>',
+          description: 'how long a stream is kept open for its first event',
+          default: 1_000,
+        },
+        'cut-after': {
+          kind: 'int',
+          placeholder: '<ms>',
+          description: "when the named call's stream is cut",
+          default: 200,
+        },
+        'evict-wait': {
+          kind: 'int',
+          placeholder: '<ms>',
+          description:
+            'wait this long before sending a cursor as evicted (default: the advertised retention and a margin)',
+        },
+        'max-wait': {
+          kind: 'int',
+          placeholder: '<ms>',
+          description: 'the longest the probe waits for an eviction',
+          default: 30_000,
+        },
+      },
+    },
     inspect: {
       description:
         'serve the live inspector page: the statecharts, cursors, gaps, outcome-unknown calls and metrics of running clients and servers',

@@ -59,7 +59,7 @@ export const noSpuriousOutcomeUnknown2026: Check2026 = ({ recorder, config }) =>
   const out: string[] = [];
   for (const c of recorder.calls.values()) {
     if (c.outcome === undefined || c.outcome === 'result') continue;
-    const why = unexplained(recorder, c, config.extension, config.memoWindowMs);
+    const why = unexplained(recorder, c, config.memoWindowMs);
     if (why !== undefined) out.push(`${c.callKey} (${c.tool}) ${c.outcome} (${c.reason}): ${why}`);
     else if (c.at > recorder.faultsEndAt && c.reason !== StatelessReason.keyReused)
       out.push(`${c.callKey} (${c.tool}) made after the last fault ended ${c.outcome} (${c.reason})`);
@@ -67,17 +67,12 @@ export const noSpuriousOutcomeUnknown2026: Check2026 = ({ recorder, config }) =>
   return out;
 };
 
-function unexplained(
-  recorder: Recorder2026,
-  c: CallRecord2026,
-  extension: boolean,
-  memoWindowMs: number,
-): string | undefined {
+function unexplained(recorder: Recorder2026, c: CallRecord2026, memoWindowMs: number): string | undefined {
   const reason = c.reason ?? '';
   const budget = SIM_STATELESS_POLICY.maxReissues;
   if (MAY_HAVE_RUN.has(reason)) {
     if (c.outcome !== 'unknown') return 'a call that may have run reported failed';
-    if (extension) return 'the server keeps keys: a re-issue was safe';
+    if (c.key !== undefined) return 'the server keeps keys: a re-issue was safe';
     if (safeByAnnotations(c.tool)) return 'the tool is read-only or idempotent: a re-issue was safe';
     return c.faultedEnds > 0 ? undefined : 'no fault broke any of its attempts';
   }
@@ -96,6 +91,8 @@ function unexplained(
         : `only ${elapsed} ms into a ${memoWindowMs} ms window`;
     }
     case StatelessReason.serverOutcomeUnknown:
+      // A read-only or idempotent call is sent without a key: a fresh re-send was allowed, always.
+      if (safeByAnnotations(c.tool)) return 'the tool is read-only or idempotent: it needed no key';
       // The server could not know only when an instance died (or a memory memo was lost) after the call.
       // Or an earlier attempt may have reached a server whose memo cannot vouch for it (younger than its
       // window): the last attempt got the -32012, so more than one attempt may have run.
@@ -108,7 +105,7 @@ function unexplained(
     case StatelessReason.eventsEvicted:
       return 'a 410 of the extension is a resume, never an end';
     case StatelessReason.headerMismatch:
-      return headerMismatchUnexplained(recorder, c, extension);
+      return headerMismatchUnexplained(recorder, c);
     default:
       return 'no such reason in this world';
   }
@@ -117,16 +114,12 @@ function unexplained(
 /**
  * A call that ended on a -32020: its SDK refreshed its view and sent it again once (a new request), so
  * the end is honest only when the declaration changed again after that refresh. Outcome unknown on it
- * only without the extension (an earlier attempt may have run): with it, a key that ran is answered from
+ * only for an unkeyed call (an earlier attempt may have run): for a keyed one, a key that ran is answered from
  * the memo, never by the SDK's checks, so a -32020 proves nothing ran under the key.
  */
-function headerMismatchUnexplained(
-  recorder: Recorder2026,
-  c: CallRecord2026,
-  extension: boolean,
-): string | undefined {
+function headerMismatchUnexplained(recorder: Recorder2026, c: CallRecord2026): string | undefined {
   if (c.outcome === 'unknown') {
-    if (extension) return 'a keyed -32020 proves nothing ran under the key: the SDK had to get it';
+    if (c.key !== undefined) return 'a keyed -32020 proves nothing ran under the key: the SDK had to get it';
     return c.faultedEnds > 0 ? undefined : 'no fault broke any of its attempts';
   }
   const refreshed = recorder.refreshedAt.get(c.callKey);

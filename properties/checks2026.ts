@@ -59,7 +59,7 @@ export const noSpuriousOutcomeUnknown2026: Check2026 = ({ recorder, config }) =>
   const out: string[] = [];
   for (const c of recorder.calls.values()) {
     if (c.outcome === undefined || c.outcome === 'result') continue;
-    const why = unexplained(recorder, c, config.memoWindowMs);
+    const why = unexplained(recorder, c, config.extension, config.memoWindowMs);
     if (why !== undefined) out.push(`${c.callKey} (${c.tool}) ${c.outcome} (${c.reason}): ${why}`);
     else if (c.at > recorder.faultsEndAt && c.reason !== StatelessReason.keyReused)
       out.push(`${c.callKey} (${c.tool}) made after the last fault ended ${c.outcome} (${c.reason})`);
@@ -67,12 +67,18 @@ export const noSpuriousOutcomeUnknown2026: Check2026 = ({ recorder, config }) =>
   return out;
 };
 
-function unexplained(recorder: Recorder2026, c: CallRecord2026, memoWindowMs: number): string | undefined {
+function unexplained(
+  recorder: Recorder2026,
+  c: CallRecord2026,
+  extension: boolean,
+  memoWindowMs: number,
+): string | undefined {
   const reason = c.reason ?? '';
   const budget = SIM_STATELESS_POLICY.maxReissues;
   if (MAY_HAVE_RUN.has(reason)) {
     if (c.outcome !== 'unknown') return 'a call that may have run reported failed';
-    if (c.key !== undefined) return 'the server keeps keys: a re-issue was safe';
+    // Through the extension a charge's re-issue is safe by its key; a read-only one's by its annotations.
+    if (extension) return 'the server keeps keys: a re-issue was safe';
     if (safeByAnnotations(c.tool)) return 'the tool is read-only or idempotent: a re-issue was safe';
     return c.faultedEnds > 0 ? undefined : 'no fault broke any of its attempts';
   }
@@ -105,7 +111,7 @@ function unexplained(recorder: Recorder2026, c: CallRecord2026, memoWindowMs: nu
     case StatelessReason.eventsEvicted:
       return 'a 410 of the extension is a resume, never an end';
     case StatelessReason.headerMismatch:
-      return headerMismatchUnexplained(recorder, c);
+      return headerMismatchUnexplained(recorder, c, extension);
     default:
       return 'no such reason in this world';
   }
@@ -114,12 +120,19 @@ function unexplained(recorder: Recorder2026, c: CallRecord2026, memoWindowMs: nu
 /**
  * A call that ended on a -32020: its SDK refreshed its view and sent it again once (a new request), so
  * the end is honest only when the declaration changed again after that refresh. Outcome unknown on it
- * only for an unkeyed call (an earlier attempt may have run): for a keyed one, a key that ran is answered from
+ * only for an unkeyed call (an earlier attempt may have run): for a keyed one (with the extension, every
+ * call its annotations do not make safe), a key that ran is answered from
  * the memo, never by the SDK's checks, so a -32020 proves nothing ran under the key.
  */
-function headerMismatchUnexplained(recorder: Recorder2026, c: CallRecord2026): string | undefined {
+function headerMismatchUnexplained(
+  recorder: Recorder2026,
+  c: CallRecord2026,
+  extension: boolean,
+): string | undefined {
   if (c.outcome === 'unknown') {
-    if (c.key !== undefined) return 'a keyed -32020 proves nothing ran under the key: the SDK had to get it';
+    // With the extension a call is keyed unless its annotations make it safe without a key.
+    if (extension && !safeByAnnotations(c.tool))
+      return 'a keyed -32020 proves nothing ran under the key: the SDK had to get it';
     return c.faultedEnds > 0 ? undefined : 'no fault broke any of its attempts';
   }
   const refreshed = recorder.refreshedAt.get(c.callKey);

@@ -86,7 +86,8 @@ export const worldConfigArb2026: fc.Arbitrary<WorldConfig2026> = fc
     memo: fc.constantFrom('memory', 'durable'),
     instances: fc.constantFrom(1, 2),
     heartbeat: fc.boolean(),
-    lbIdleMs: fc.constantFrom(300, 2_500),
+    // The longest is longer than the client's stall timeout: a silent connection is then the client's to end.
+    lbIdleMs: fc.constantFrom(300, 2_500, 5_000),
     headersEarly: fc.boolean(),
     // A small window so memo expiry and the client's window rule happen inside a world.
     memoWindowMs: fc.constantFrom(8_000, 600_000),

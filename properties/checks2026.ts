@@ -77,6 +77,7 @@ function unexplained(
   const budget = SIM_STATELESS_POLICY.maxReissues;
   if (MAY_HAVE_RUN.has(reason)) {
     if (c.outcome !== 'unknown') return 'a call that may have run reported failed';
+    // Through the extension a charge's re-issue is safe by its key; a read-only one's by its annotations.
     if (extension) return 'the server keeps keys: a re-issue was safe';
     if (safeByAnnotations(c.tool)) return 'the tool is read-only or idempotent: a re-issue was safe';
     return c.faultedEnds > 0 ? undefined : 'no fault broke any of its attempts';
@@ -96,6 +97,8 @@ function unexplained(
         : `only ${elapsed} ms into a ${memoWindowMs} ms window`;
     }
     case StatelessReason.serverOutcomeUnknown:
+      // A read-only or idempotent call is sent without a key: a fresh re-send was allowed, always.
+      if (safeByAnnotations(c.tool)) return 'the tool is read-only or idempotent: it needed no key';
       // The server could not know only when an instance died (or a memory memo was lost) after the call.
       // Or an earlier attempt may have reached a server whose memo cannot vouch for it (younger than its
       // window): the last attempt got the -32012, so more than one attempt may have run.
@@ -117,7 +120,8 @@ function unexplained(
 /**
  * A call that ended on a -32020: its SDK refreshed its view and sent it again once (a new request), so
  * the end is honest only when the declaration changed again after that refresh. Outcome unknown on it
- * only without the extension (an earlier attempt may have run): with it, a key that ran is answered from
+ * only for an unkeyed call (an earlier attempt may have run): for a keyed one (with the extension, every
+ * call its annotations do not make safe), a key that ran is answered from
  * the memo, never by the SDK's checks, so a -32020 proves nothing ran under the key.
  */
 function headerMismatchUnexplained(
@@ -126,7 +130,9 @@ function headerMismatchUnexplained(
   extension: boolean,
 ): string | undefined {
   if (c.outcome === 'unknown') {
-    if (extension) return 'a keyed -32020 proves nothing ran under the key: the SDK had to get it';
+    // With the extension a call is keyed unless its annotations make it safe without a key.
+    if (extension && !safeByAnnotations(c.tool))
+      return 'a keyed -32020 proves nothing ran under the key: the SDK had to get it';
     return c.faultedEnds > 0 ? undefined : 'no fault broke any of its attempts';
   }
   const refreshed = recorder.refreshedAt.get(c.callKey);

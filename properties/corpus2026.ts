@@ -39,7 +39,8 @@ export const INCIDENT_SPEC: Directed2026 = {
 /** Stalls past the memo window: the client stops re-issuing before the server can have forgotten the key. */
 export const MEMO_WINDOW: Directed2026 = {
   name: 'stalled re-issues outlast a small memo window',
-  config: world({ memoWindowMs: 8_000 }),
+  // A balancer slower than the client's stall timer: the client ends each silent attempt itself.
+  config: world({ memoWindowMs: 8_000, lbIdleMs: 5_000 }),
   commands: [call('charge'), advance(100), { kind: 'blackhole', ms: 12_000 }, advance(14_000)],
 };
 

@@ -116,6 +116,10 @@ export const BRANCHES_2026: readonly Branch[] = [
   ),
   b('attached response', 'cancelled', NO_APP_CANCEL),
   b('unkeyed request', 'run'),
+  // With the extension, an unkeyed (read-only or idempotent) call streamed with keep-alives
+  // (`streamsUnkeyedCall`); without it, or without keep-alives, the SDK's `auto` mode.
+  b('unkeyed request', 'streamed'),
+  b('unkeyed request', 'auto'),
   b('unkeyed request', 'cancelled-by-close'),
   b('unkeyed request', 'refused'),
 ];

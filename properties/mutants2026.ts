@@ -10,6 +10,7 @@ import { memoExpired } from '../machines/server/keyed-memo.js';
 import { attachStep } from '../machines/server/keyed-plan.js';
 import { keyedRequestMachine } from '../machines/server/keyed-request.machine.js';
 import type { CheckName2026 } from './checks2026.js';
+import { CLIENT_CORE_MUTANTS_2026 } from './mutants2026-core.js';
 import { CORRECT_CLIENT_2026 } from './world2026/client.js';
 import { RUNTIME_DECISIONS } from './world2026/server.js';
 import type { WorldVariant2026 } from './world2026/world.js';
@@ -249,4 +250,6 @@ export const MUTANTS_2026: readonly Mutant2026[] = [
     },
     caughtBy: ['no hang', 'no spurious outcome unknown'],
   },
+  // The client core's decisions and the server's unkeyed path (mutants2026-core.ts).
+  ...CLIENT_CORE_MUTANTS_2026,
 ];

@@ -1,6 +1,5 @@
 import { type ContinuitySettings, parseContinuitySettings } from '../continuity-extension.js';
 import type { JsonRpcMessage, JsonRpcRequest } from '../jsonrpc.js';
-import { faultOf } from './faults.js';
 import type { ToolHints } from './stateless-call.machine.js';
 import type { StatelessStreamEnd } from './stateless-decide.js';
 
@@ -79,11 +78,6 @@ export function hintsFromToolsList(response: unknown): ReadonlyMap<string, ToolH
     });
   }
   return hints;
-}
-
-/** A fetch that threw: refused only when the connection provably never opened (machines/client/faults.ts). */
-export function endOfFetchError(error: unknown): StatelessStreamEnd {
-  return faultOf(error) === 'refused' ? { kind: 'refused' } : { kind: 'cut-before-response' };
 }
 
 /** How the runtime reads an HTTP answer's body. */

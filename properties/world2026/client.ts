@@ -1,4 +1,14 @@
 import { type Actor, createActor, fromCallback, type InspectionEvent } from 'xstate';
+import {
+  ATTEMPT_START,
+  type AttemptFact,
+  attemptStep,
+  CALL_CORE_RULES,
+  type CallCoreRules,
+  callEnding,
+  callInput,
+  callIsKeyed,
+} from '../../machines/client/call-core.js';
 import type { Exchange, IoEvent } from '../../machines/client/io.js';
 import {
   type AttemptInput,
@@ -17,9 +27,13 @@ import {
   StatelessReason,
   type StatelessStreamEnd,
 } from '../../machines/client/stateless-decide.js';
-import { asMessage, endOfAnswer } from '../../machines/client/stateless-wire.js';
 import { JsonRpcCode } from '../../machines/codes.js';
-import { isResponse, type JsonRpcMessage } from '../../machines/jsonrpc.js';
+import {
+  isResponse,
+  type JsonRpcMessage,
+  type JsonRpcRequest,
+  type RequestId,
+} from '../../machines/jsonrpc.js';
 import type { VirtualClock } from '../world/clock.js';
 import type { SimConnection, SimNetwork } from '../world/network.js';
 import type { Recorder2026 } from './recorder.js';
@@ -28,10 +42,10 @@ import { TOOLS_2026, type Tool2026 } from './tools.js';
 /**
  * The simulated 2026-07-28 client: each application call is the real `statelessCallMachine` (the client's
  * call lifecycle, every stream end decided by `decideStatelessEnd`) on the virtual clock, its `exchange`
- * actor one POST on the simulated network. The exchange decides nothing: it reports bytes, messages and
- * how the connection ended as the runtime's (src/client/modern/attempt-exchange.ts) does, reading answers
- * with the same `asMessage` / `endOfAnswer` (machines/client/stateless-wire.ts): a failure before the
- * response headers is `cut-before-response` (or `refused`), one after them `cut-mid-stream`.
+ * actor one POST on the simulated network. Everything around the machine is the runtime's client core
+ * (machines/client/call-core.ts), as `continuityFetch` runs it: whether the call is keyed and the machine's
+ * input (`callInput`), the machine's events from what the network did (`attemptStep`: the exchange only
+ * names the I/O facts), and how the ending reaches the application's library (`callEnding`).
  */
 export interface ClientVariant2026 {
   readonly name: string;
@@ -41,6 +55,8 @@ export interface ClientVariant2026 {
   readonly report?: (event: StatelessCallEvent) => StatelessCallEvent;
   /** What the application is told instead of what the machine delivered (a mutant words outcomes wrongly). */
   readonly distort?: (message: JsonRpcMessage) => JsonRpcMessage;
+  /** The client core's decisions (a mutant swaps one: keying, naming a failure, the library ending). */
+  readonly rules?: Partial<CallCoreRules>;
 }
 
 export const CORRECT_CLIENT_2026: ClientVariant2026 = { name: 'mcp-continuity' };
@@ -98,9 +114,27 @@ export class SimCall {
     paramHeader = false,
   ) {
     const { clock, net, recorder } = deps;
+    const rules: CallCoreRules = { ...CALL_CORE_RULES, ...variant.rules };
     const rec = recorder.calls.get(callKey);
+    const request: JsonRpcRequest = {
+      jsonrpc: '2.0',
+      id: deps.nextId(),
+      method: 'tools/call',
+      params: { name: tool, arguments: { callKey }, _meta: { progressToken: `p-${callKey}` } },
+    };
+    const route = {
+      request,
+      tool: TOOLS_2026[tool].annotations,
+      extension: deps.extension,
+      useExtension: true,
+      policy: deps.policy,
+      newKey: () => key,
+      stallTimeoutMs: deps.stallTimeoutMs,
+      startedAt: clock.now(),
+      jitterSeed: seed,
+    };
     // The call's first key (its SDK's retry after a -32020 is a new request with a new key).
-    if (rec && deps.extension && rec.key === undefined) rec.key = key;
+    if (rec && callIsKeyed(route, rules) && rec.key === undefined) rec.key = key;
     const report = variant.report ?? ((e: StatelessCallEvent) => e);
     // This request got a 400 -32020: sending it again carries the same headers, which the server refused.
     let refusedHeaders = false;
@@ -108,9 +142,9 @@ export class SimCall {
       if (rec) rec.attempts++;
       if (refusedHeaders)
         recorder.staleResends.push(`${callKey} (${tool}) sent again with the headers the server refused`);
-      let bytes = false;
       let faulted = false;
       let evicted = false;
+      let state = ATTEMPT_START;
       const send = (e: StatelessCallEvent) => sendBack(report(e));
       // The attempt ended in a way that proves it did not run (refused; a status that says not processed).
       let provenNotRun = false;
@@ -124,46 +158,22 @@ export class SimCall {
           (end.kind === 'http-status' && end.status === 503 && end.retryAfterMs !== undefined);
         if (end.kind === 'http-status' && end.status === 410) evicted = true;
         if (end.kind === 'http-status' && caseOf(end) === '400-header-mismatch') refusedHeaders = true;
-        send({ type: 'attempt.ended', at: clock.now(), end });
+      };
+      /** One I/O fact to the client core; its events to the machine. */
+      const tell = (fact: AttemptFact): void => {
+        const step = attemptStep(state, fact, clock.now(), rules);
+        state = step.state;
+        if (fact.kind === 'answer')
+          this.raw = step.keepRaw ? { status: fact.status, body: fact.body } : this.raw;
+        if (fact.kind === 'failed' && !state.responded) this.fetchFailed = true;
+        for (const e of step.events) {
+          if (e.type === 'attempt.ended') ended(e.end);
+          send(e);
+        }
       };
       const onEvent = (ev: IoEvent): void => {
-        const at = clock.now();
-        switch (ev.type) {
-          case 'http.stream':
-          case 'sse.activity':
-          case 'sse.retry':
-            bytes = true;
-            send({ type: 'attempt.activity', at });
-            return;
-          case 'sse.events':
-            for (const one of ev.events) onEvent(one);
-            return;
-          case 'sse.event':
-            bytes = true;
-            if (ev.message) send({ type: 'attempt.message', at, message: ev.message, eventId: ev.id });
-            else send({ type: 'attempt.activity', at });
-            return;
-          case 'http.response': {
-            // As the runtime's exchange reads an answer that is not an event stream (stateless-wire.ts): a
-            // JSON-RPC message is a message like any other (the machine tells the call's own answer apart).
-            const message = ev.status === 200 ? asMessage(ev.body) : undefined;
-            if (message) send({ type: 'attempt.message', at, message });
-            else ended(endOfAnswer(ev.status, ev.body, ev.retryAfter ?? null, at));
-            return;
-          }
-          case 'net.ended':
-            ended({ kind: 'ended-without-answer' });
-            return;
-          case 'net.failed':
-            ended(
-              ev.fault === 'refused'
-                ? { kind: 'refused' }
-                : bytes
-                  ? { kind: 'cut-mid-stream' }
-                  : { kind: 'cut-before-response' },
-            );
-            return;
-        }
+        if (ev.type === 'sse.events') for (const one of ev.events) onEvent(one);
+        else tell(factOf(ev, clock.now()));
       };
       const post: SimExchange2026 = { method: 'POST', body: input.request, paramHeader };
       const conn = net.connect(post, onEvent, (c) => deps.serve(c));
@@ -192,8 +202,10 @@ export class SimCall {
       actions: {
         deliver: (_, { message }) => {
           const m = variant.distort ? variant.distort(message) : message;
-          if (isResponse(m)) this.settle(deps, m);
+          // The final answer reaches the application as the call's ending says (below).
+          if (isResponse(m)) this.final = m;
           else {
+            this.wrote = true;
             const uid = (m as { params?: { uid?: unknown } }).params?.uid;
             if (typeof uid === 'string') recorder.deliver(uid);
           }
@@ -202,21 +214,7 @@ export class SimCall {
         sendCancel: () => undefined,
       },
     });
-    const baseInput: StatelessCallInput = {
-      request: {
-        jsonrpc: '2.0',
-        id: deps.nextId(),
-        method: 'tools/call',
-        params: { name: tool, arguments: { callKey }, _meta: { progressToken: `p-${callKey}` } },
-      },
-      tool: TOOLS_2026[tool].annotations,
-      extension: deps.extension,
-      idempotencyKey: key,
-      policy: deps.policy,
-      stallTimeoutMs: deps.stallTimeoutMs,
-      startedAt: clock.now(),
-      jitterSeed: seed,
-    };
+    const baseInput = callInput(route, rules);
     let lastDecision: StatelessDecision | undefined;
     const inspect = deps.onDecision
       ? (ev: InspectionEvent) => {
@@ -233,15 +231,42 @@ export class SimCall {
       inspect,
     });
     this.actor.subscribe((s) => {
+      if (s.status !== 'done' || !s.output) return;
+      // How the runtime hands the ending to the application's library (the SDK), as the SDK reads it.
+      const ending = callEnding(
+        s.output,
+        {
+          aborted: false,
+          streamOpen: this.wrote,
+          rawAnswer: this.raw !== undefined,
+          fetchError: this.fetchFailed,
+        },
+        rules,
+      );
+      const answer =
+        ending === 'raw-answer' && this.raw
+          ? asSdkReads(this.raw, request.id)
+          : ending === 'fetch-error'
+            ? failedFetch(request.id)
+            : this.final;
+      if (answer)
+        this.settle(deps, variant.distort && answer !== this.final ? variant.distort(answer) : answer);
       // A definite failure passed through from the server (a 409) carries no reason: the machine's.
-      if (s.status === 'done' && rec && rec.reason === undefined && !this.superseded)
-        rec.reason = s.output?.reason;
+      if (rec && rec.reason === undefined && !this.superseded) rec.reason = s.output.reason;
     });
     this.actor.start();
   }
 
   /** The SDK sent the call again after this request's -32020: this request's end is not the call's. */
   private superseded = false;
+  /** The machine's final answer, as delivered. */
+  private final: JsonRpcMessage | undefined;
+  /** A message reached the application before the answer (the runtime's SDK stream is open). */
+  private wrote = false;
+  /** The last answer that ended an attempt without a message (the runtime's `last.answer`). */
+  private raw: { readonly status: number; readonly body: unknown } | undefined;
+  /** An attempt failed before any response byte (the runtime's `last.error`). */
+  private fetchFailed = false;
 
   /** The call's one answer reached the application (a second would be a duplicate). */
   private settle(deps: ClientDeps2026, m: JsonRpcMessage): void {
@@ -273,5 +298,48 @@ export class SimCall {
 
   stop(): void {
     this.actor.stop();
+  }
+}
+
+/**
+ * A raw answer as the SDK reads it: a JSON-RPC error body is the server's error (under the application's
+ * id, as `rawAnswerAs` puts it); any other body an HTTP error of the SDK's, which the application sees
+ * as a failure.
+ */
+function asSdkReads(raw: { readonly status: number; readonly body: unknown }, id: RequestId): JsonRpcMessage {
+  const error = (raw.body as { error?: { code?: unknown } } | undefined)?.error;
+  if (typeof error?.code === 'number') return { jsonrpc: '2.0', id, error } as JsonRpcMessage;
+  return { jsonrpc: '2.0', id, error: { code: JsonRpcCode.REQUEST_FAILED, message: `HTTP ${raw.status}` } };
+}
+
+/** The fetch error the SDK rethrows: the application sees a failure. */
+function failedFetch(id: RequestId): JsonRpcMessage {
+  return { jsonrpc: '2.0', id, error: { code: JsonRpcCode.REQUEST_FAILED, message: 'fetch failed' } };
+}
+
+/** What the simulated network did, as the I/O fact the runtime's exchange would tell the core. */
+function factOf(ev: Exclude<IoEvent, { type: 'sse.events' }>, now: number): AttemptFact {
+  switch (ev.type) {
+    case 'http.stream':
+      return { kind: 'headers' };
+    case 'sse.activity':
+    case 'sse.retry':
+      return { kind: 'keep-alive' };
+    case 'sse.event':
+      return { kind: 'event', data: ev.message, ...(ev.id !== undefined ? { eventId: ev.id } : {}) };
+    case 'http.response':
+      // Every answer of this world is JSON.
+      return {
+        kind: 'answer',
+        status: ev.status,
+        contentType: 'application/json',
+        body: ev.body,
+        retryAfter: ev.retryAfter ?? null,
+        wallMs: now,
+      };
+    case 'net.ended':
+      return { kind: 'ended' };
+    case 'net.failed':
+      return { kind: 'failed', fault: ev.fault };
   }
 }

@@ -6,6 +6,7 @@ import {
   requestFingerprint,
 } from '../../machines/continuity-extension.js';
 import type { JsonRpcMessage, JsonRpcRequest } from '../../machines/jsonrpc.js';
+import { streamsUnkeyedCall } from '../../machines/server/era.js';
 import { isOwnerAlive } from '../../machines/server/instances.js';
 import { storedEvent } from '../../machines/server/keyed-events.js';
 import {
@@ -100,6 +101,8 @@ export interface ServerDecisions2026 {
   readonly bodyEnd?: typeof keyedBodyEndSteps;
   /** Whether the SDK's status says it refused before running (a mutant misreads one). */
   readonly refusedBeforeRun?: typeof refusedBeforeRun;
+  /** Whether an unkeyed call is streamed with keep-alives (a mutant: never, the bug fixed in 7c48461). */
+  readonly streamsUnkeyedCall?: typeof streamsUnkeyedCall;
 }
 
 export const RUNTIME_DECISIONS: ServerDecisions2026 = { attachStep, memoExpired };
@@ -109,7 +112,10 @@ export type ServerObservation2026 =
   | { readonly kind: 'plan'; readonly plan: string }
   | { readonly kind: 'state'; readonly from: string; readonly to: string }
   | { readonly kind: 'attach-end'; readonly end: string }
-  | { readonly kind: 'unkeyed'; readonly event: 'run' | 'cancelled-by-close' | 'refused' };
+  | {
+      readonly kind: 'unkeyed';
+      readonly event: 'run' | 'streamed' | 'auto' | 'cancelled-by-close' | 'refused';
+    };
 
 /**
  * A simulated memo store (the `MemoStore` contract: `SimMemoStore`) and the key logs beside it (the
@@ -757,7 +763,12 @@ export class SimServer2026 {
     }
   }
 
-  /** The spec's request: it runs; closing its stream cancels it. */
+  /**
+   * An unkeyed request, as the runtime serves it (src/server/modern/endpoint.ts): it runs, and closing its
+   * connection cancels it. With the extension an unkeyed `tools/call` is streamed with keep-alives when
+   * `streamsUnkeyedCall` says so; otherwise it is the SDK's `auto` mode: nothing is sent until the first
+   * progress (the response becomes a stream, keep-alives from then on) or the result (one JSON body).
+   */
   private runUnkeyed(instance: Instance, conn: SimConnection, request: JsonRpcRequest): void {
     const incarnation = instance.incarnation;
     if (this.headerMismatch(conn, request)) {
@@ -770,11 +781,19 @@ export class SimServer2026 {
       return;
     }
     const execution = `x${++this.executions}`;
+    const streams =
+      this.config.extension &&
+      (this.decisions.streamsUnkeyedCall ?? streamsUnkeyedCall)(request, this.config.heartbeatMs);
     this.observe({ kind: 'unkeyed', event: 'run' });
+    this.observe({ kind: 'unkeyed', event: streams ? 'streamed' : 'auto' });
     const { tool, callKey } = this.begin(request, execution);
     let cancelled = false;
-    if (this.config.headersEarly) write(conn, { type: 'sse.activity' });
-    this.open.add(conn);
+    /** The response is a stream from here on: keep-alives reach it. */
+    const stream = () => this.open.add(conn);
+    if (streams) {
+      if (this.config.headersEarly) write(conn, { type: 'sse.activity' });
+      stream();
+    }
     conn.onGone = () => {
       this.open.delete(conn);
       if (!cancelled) this.observe({ kind: 'unkeyed', event: 'cancelled-by-close' });
@@ -783,8 +802,9 @@ export class SimServer2026 {
     const live = () => instance.incarnation === incarnation && !cancelled && conn.open;
     for (let n = 1; n <= tool.progress; n++) {
       this.clock.setTimeout(() => {
-        if (live())
-          write(conn, { type: 'sse.event', message: this.progressMessage(request, callKey, execution, n) });
+        if (!live()) return;
+        stream();
+        write(conn, { type: 'sse.event', message: this.progressMessage(request, callKey, execution, n) });
       }, tool.stepMs * n);
     }
     this.clock.setTimeout(() => {
@@ -792,10 +812,13 @@ export class SimServer2026 {
       this.complete(callKey, execution);
       cancelled = true;
       this.open.delete(conn);
-      write(conn, {
-        type: 'sse.event',
-        message: outcomeMessage({ kind: 'result', result: resultOf(execution) }, { id: request.id }),
-      });
+      const answer = outcomeMessage({ kind: 'result', result: resultOf(execution) }, { id: request.id });
+      // `auto` mode never upgraded: the answer is one JSON body.
+      if (!streams && !conn.started) {
+        conn.send({ type: 'http.response', status: 200, body: answer });
+        return;
+      }
+      write(conn, { type: 'sse.event', message: answer });
       conn.send({ type: 'net.ended' });
     }, tool.durationMs);
   }

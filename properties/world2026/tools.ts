@@ -20,6 +20,18 @@ export const TOOLS_2026 = {
   /** Read-only, streams more progress than a small per-key log retains. */
   scan: { sideEffect: 'none', annotations: { readOnlyHint: true }, progress: 8, stepMs: 60, durationMs: 600 },
   lookup: { sideEffect: 'none', annotations: { readOnlyHint: true }, progress: 0, stepMs: 0, durationMs: 40 },
+  /**
+   * Read-only, so called without a key, and silent for longer than any balancer's idle timeout of the
+   * world: only keep-alives on its stream get it through (the bug fixed in 7c48461: it was cut on every
+   * attempt and never finished).
+   */
+  report: {
+    sideEffect: 'none',
+    annotations: { readOnlyHint: true },
+    progress: 0,
+    stepMs: 0,
+    durationMs: 3_000,
+  },
   upsert: {
     sideEffect: 'idempotent',
     annotations: { idempotentHint: true },

@@ -68,7 +68,7 @@ export interface WorldConfig2026 {
   readonly memo: 'memory' | 'durable';
   /** 2 only with a durable memo (the extension's fleet rule: a shared memo). */
   readonly instances: number;
-  /** Heartbeats on: stall detection on the client. Off: a balancer cuts connections idle for `lbIdleMs`. */
+  /** Heartbeats (keep-alives) on: stall detection on the client. A balancer cuts connections idle for `lbIdleMs` either way. */
   readonly heartbeat: boolean;
   readonly lbIdleMs: number;
   readonly headersEarly: boolean;
@@ -113,6 +113,8 @@ export const CORRECT_2026: WorldVariant2026 = { client: CORRECT_CLIENT_2026 };
 export const GONE_FOR_GOOD_MS = 1_000_000_000;
 
 const HEARTBEAT_MS = 1_000;
+/** Keep-alives often enough for the balancer's idle timeout (as an operator sets `keepAliveMs`). */
+const heartbeatMs = (lbIdleMs: number): number => Math.min(HEARTBEAT_MS, Math.floor(lbIdleMs / 3));
 const STALL_MS = 3_500;
 /** After the faults stop, how long every call may take to end before it counts as hung. */
 export const SETTLE_BOUND_2026_MS = 120_000;
@@ -169,7 +171,7 @@ export class World2026 {
         },
         memo: config.memo,
         instances: config.memo === 'durable' ? config.instances : 1,
-        heartbeatMs: config.heartbeat ? HEARTBEAT_MS : 0,
+        heartbeatMs: config.heartbeat ? heartbeatMs(config.lbIdleMs) : 0,
         headersEarly: config.headersEarly,
         memoAgeMs: config.memoOld ? config.memoWindowMs : 0,
       },
@@ -177,14 +179,23 @@ export class World2026 {
       observer.server,
       (tool) => this.declared.has(tool),
     );
-    if (!config.heartbeat) this.startBalancer();
+    this.startBalancer();
   }
 
-  /** Cuts connections idle for `lbIdleMs`, as a load balancer does. Its cuts are faults like any other. */
+  /**
+   * Cuts connections idle for `lbIdleMs`, as a load balancer does, in every world. Without keep-alives its
+   * cuts are faults like any other. With them, and the extension, a call's connection is the server's to
+   * keep busy (keyed and unkeyed calls alike are streamed with keep-alives): an idle cut there is the
+   * server's failing, never an excuse (the 7c48461 bug). A connection the world broke otherwise (a stall,
+   * a black hole) was recorded faulted when it broke.
+   */
   private startBalancer(): void {
+    const excuses = !(this.config.heartbeat && this.config.extension);
     const sweep = () => {
       for (const c of this.net.list()) {
-        if (this.clock.now() - c.lastTraffic >= this.config.lbIdleMs) this.cut(c);
+        if (this.clock.now() - c.lastTraffic < this.config.lbIdleMs) continue;
+        if (excuses) this.cut(c);
+        else c.reset();
       }
       this.clock.setTimeout(sweep, 100);
     };

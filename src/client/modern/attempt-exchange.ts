@@ -1,13 +1,16 @@
 import { createParser } from 'eventsource-parser';
 import { fromCallback } from 'xstate';
+import {
+  ATTEMPT_START,
+  type AttemptFact,
+  type AttemptStep,
+  attemptStep,
+  parseBody,
+  readsAsEvents,
+} from '../../../machines/client/call-core.js';
+import { faultOf } from '../../../machines/client/faults.js';
 import { DEFAULT_MAX_MESSAGE_BYTES } from '../../../machines/client/limits.js';
 import type { AttemptInput, StatelessCallEvent } from '../../../machines/client/stateless-call.machine.js';
-import {
-  answerShape,
-  asMessage,
-  endOfAnswer,
-  endOfFetchError,
-} from '../../../machines/client/stateless-wire.js';
 import { readCappedText } from '../read-capped.js';
 
 /** The last HTTP answer of a call that was not a stream: a runtime may hand it to the SDK as it came. */
@@ -33,33 +36,34 @@ export interface AttemptIo {
 }
 
 /**
- * The call machine's `exchange`: POSTs one attempt and reports its bytes, messages and end. It decides
- * nothing (the names of ends come from `machines/client/stateless-wire.ts`). Stopping it aborts the POST.
+ * The call machine's `exchange`: POSTs one attempt and tells the call core (machines/client/call-core.ts)
+ * what it observes: headers, bytes, events, the answer, the end or the failure. The core turns each fact
+ * into the machine's events; this decides nothing. Stopping it aborts the POST.
  */
 export function attemptExchange(io: AttemptIo) {
   return fromCallback<StatelessCallEvent, AttemptInput>(({ input, sendBack }) => {
     const abort = new AbortController();
-    let stopped = false;
-    const send = (e: StatelessCallEvent) => {
-      if (!stopped) sendBack(e);
+    let state = ATTEMPT_START;
+    const tell: Tell = (fact, before) => {
+      if (abort.signal.aborted) return;
+      const step = attemptStep(state, fact, io.now());
+      state = step.state;
+      // Before the events: the last of them may end the call, which reads what `before` keeps.
+      before?.(step);
+      for (const e of step.events) sendBack(e);
     };
-    void run(io, input, send, abort.signal).catch((error: unknown) => {
-      // Nothing from the network may escape: whatever went wrong is a cut of this attempt.
-      if (!abort.signal.aborted) send({ type: 'attempt.ended', at: io.now(), end: endOfFetchError(error) });
+    void run(io, input, tell, abort.signal).catch((error: unknown) => {
+      // Nothing from the network may escape: whatever went wrong is a failure of this attempt.
+      tell({ kind: 'failed', fault: faultOf(error) });
     });
-    return () => {
-      stopped = true;
-      abort.abort();
-    };
+    return () => abort.abort();
   });
 }
 
-async function run(
-  io: AttemptIo,
-  attempt: AttemptInput,
-  send: (e: StatelessCallEvent) => void,
-  signal: AbortSignal,
-): Promise<void> {
+/** Tells the core one fact; `before` sees the core's step before its events reach the machine. */
+type Tell = (fact: AttemptFact, before?: (step: AttemptStep) => void) => void;
+
+async function run(io: AttemptIo, attempt: AttemptInput, tell: Tell, signal: AbortSignal): Promise<void> {
   const limit = io.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
   io.onAttempt?.(attempt);
   let response: Response;
@@ -73,62 +77,63 @@ async function run(
   } catch (error) {
     if (signal.aborted) return;
     io.last.error = error;
-    send({ type: 'attempt.ended', at: io.now(), end: endOfFetchError(error) });
+    tell({ kind: 'failed', fault: faultOf(error) });
     return;
   }
-  send({ type: 'attempt.activity', at: io.now() });
-  const shape = answerShape(response.status, response.headers.get('content-type'));
-  if (shape === 'event-stream') return readEvents(io, response, send, signal, limit);
+  tell({ kind: 'headers' });
+  const contentType = response.headers.get('content-type');
+  if (readsAsEvents(response.status, contentType)) return readEvents(response, tell, signal, limit);
   let text: string | undefined;
   try {
-    text = await readCappedText(response, limit, () => send({ type: 'attempt.activity', at: io.now() }));
-  } catch {
-    text = undefined;
+    text = await readCappedText(response, limit, (bytes) => tell({ kind: 'bytes', bytes, completed: false }));
+  } catch (error) {
+    tell({ kind: 'failed', fault: faultOf(error) });
+    return;
   }
-  // A body that broke off, or passed the cap (whose reading stopped there): read as a cut.
   if (text === undefined) {
-    if (!signal.aborted) send({ type: 'attempt.ended', at: io.now(), end: { kind: 'cut-mid-stream' } });
+    tell({ kind: 'over-cap' });
     return;
   }
-  if (signal.aborted) return;
-  const body = parseJson(text);
-  const message = shape === 'json' ? asMessage(body) : undefined;
-  if (message) {
-    send({ type: 'attempt.message', at: io.now(), message });
-    send({ type: 'attempt.ended', at: io.now(), end: { kind: 'ended-without-answer' } });
-    return;
-  }
-  io.last.answer = {
-    status: response.status,
-    statusText: response.statusText,
-    headers: response.headers,
-    text,
-  };
-  send({
-    type: 'attempt.ended',
-    at: io.now(),
-    end: endOfAnswer(response.status, body, response.headers.get('retry-after'), Date.now()),
-  });
+  tell(
+    {
+      kind: 'answer',
+      status: response.status,
+      contentType,
+      body: parseBody(text),
+      retryAfter: response.headers.get('retry-after'),
+      wallMs: Date.now(),
+    },
+    (step) => {
+      if (step.keepRaw)
+        io.last.answer = {
+          status: response.status,
+          statusText: response.statusText,
+          headers: response.headers,
+          text,
+        };
+    },
+  );
 }
 
-async function readEvents(
-  io: AttemptIo,
-  response: Response,
-  send: (e: StatelessCallEvent) => void,
-  signal: AbortSignal,
-  limit: number,
-): Promise<void> {
+async function readEvents(response: Response, tell: Tell, signal: AbortSignal, limit: number): Promise<void> {
   let overflow = false;
+  let completed = false;
   const parser = createParser({
     maxBufferSize: limit,
     onError: (error) => {
       if (error.type === 'max-buffer-size-exceeded') overflow = true;
     },
     onEvent: (e) => {
-      if (e.event !== undefined && e.event !== 'message') return;
-      const message = asMessage(parseJson(e.data));
-      // Data that is not JSON-RPC is dropped: it is neither a message for the application nor an answer.
-      if (message) send({ type: 'attempt.message', at: io.now(), message, eventId: e.id || undefined });
+      completed = true;
+      tell({ kind: 'event', data: parseBody(e.data), event: e.event, eventId: e.id });
+    },
+    onComment: () => {
+      completed = true;
+      tell({ kind: 'keep-alive' });
+    },
+    onRetry: () => {
+      completed = true;
+      tell({ kind: 'keep-alive' });
     },
   });
   const reader = response.body?.getReader();
@@ -138,26 +143,18 @@ async function readEvents(
       const chunk = reader ? await reader.read() : { done: true as const, value: undefined };
       if (chunk.done) break;
       if (signal.aborted) return;
-      send({ type: 'attempt.activity', at: io.now() });
+      completed = false;
       parser.feed(decoder.decode(chunk.value, { stream: true }));
       if (overflow) {
         await reader?.cancel().catch(() => undefined);
-        send({ type: 'attempt.ended', at: io.now(), end: { kind: 'cut-mid-stream' } });
+        tell({ kind: 'over-cap' });
         return;
       }
+      tell({ kind: 'bytes', bytes: chunk.value.byteLength, completed });
     }
-  } catch {
-    if (!signal.aborted) send({ type: 'attempt.ended', at: io.now(), end: { kind: 'cut-mid-stream' } });
+  } catch (error) {
+    tell({ kind: 'failed', fault: faultOf(error) });
     return;
   }
-  if (!signal.aborted) send({ type: 'attempt.ended', at: io.now(), end: { kind: 'ended-without-answer' } });
-}
-
-function parseJson(text: string): unknown {
-  if (text === '') return undefined;
-  try {
-    return JSON.parse(text);
-  } catch {
-    return text;
-  }
+  tell({ kind: 'ended' });
 }

@@ -1,5 +1,6 @@
 import { randomInt, randomUUID } from 'node:crypto';
 import { createActor, type InspectionEvent, type Observer } from 'xstate';
+import { callEnding, callInput } from '../../../machines/client/call-core.js';
 import { CANCEL_DEADLINE_MS } from '../../../machines/client/limits.js';
 import { DEFAULT_MAX_LISTING_BYTES, endsListing } from '../../../machines/client/listing-answer.js';
 import {
@@ -9,13 +10,11 @@ import {
 } from '../../../machines/client/stateless-call.machine.js';
 import {
   DEFAULT_STATELESS_POLICY,
-  keysCall,
   type StatelessDecision,
   type StatelessPolicy,
 } from '../../../machines/client/stateless-decide.js';
 import {
   hintsFromToolsList,
-  libraryEnding,
   PROTOCOL_VERSION_META,
   rawAnswerAs,
   routeOutgoing,
@@ -184,7 +183,6 @@ export function continuityFetch(options: ContinuityFetchOptions = {}): typeof fe
     const now = () => performance.now();
     const sdk = new SdkResponse();
     const last: AttemptIo['last'] = {};
-    const extension = options.useExtension === false ? undefined : facts.extension;
     const baseInit: RequestInit = { ...init, signal: undefined };
     const traced = new ClientCallTrace(telemetry, request, toolName, protocolVersionOf(request));
     const machine = statelessCallMachine.provide({
@@ -210,20 +208,19 @@ export function continuityFetch(options: ContinuityFetchOptions = {}): typeof fe
         reportGap: (_, { gap }) => options.onGap?.(gap, { toolName }),
       },
     });
-    const tool = facts.hints.get(toolName);
-    const keyed = keysCall(tool, extension, policy);
     const actor = createActor(machine, {
-      input: {
+      input: callInput({
         // Every attempt copies the request's `_meta`: each carries the call span's trace context.
         request: withMeta(request, traced.meta),
-        tool,
-        extension: keyed ? extension : undefined,
-        idempotencyKey: keyed ? (options.newKey ?? randomUUID)() : undefined,
+        tool: facts.hints.get(toolName),
+        extension: facts.extension,
+        useExtension: options.useExtension !== false,
         policy,
+        newKey: options.newKey ?? randomUUID,
         stallTimeoutMs: options.stallTimeoutMs ?? 30_000,
         startedAt: now(),
         jitterSeed: randomInt(2 ** 31),
-      },
+      }),
       inspect: options.inspect,
     });
     const onAbort = () => actor.send({ type: 'app.cancel', at: now() });
@@ -245,13 +242,18 @@ export function continuityFetch(options: ContinuityFetchOptions = {}): typeof fe
         if (!out) return;
         options.metrics?.client.modernCallEnded(out);
         options.onCallEnded?.({ ...out, toolName });
-        if (signal?.aborted) return sdk.fail(signal.reason);
-        const ending = libraryEnding(out.outcome, out.outcome === 'failed' ? out.end : undefined, sdk.isOpen);
+        const ending = callEnding(out, {
+          aborted: signal?.aborted === true,
+          streamOpen: sdk.isOpen,
+          rawAnswer: last.answer !== undefined,
+          fetchError: last.error !== undefined,
+        });
+        if (ending === 'abort') return sdk.fail(signal?.reason);
         // The server's answer as it came, under the application's id (a re-issue's answer names the
         // re-issue's id): the SDK reacts to it as to its own request's (a -32020 → its own refresh).
         if (ending === 'raw-answer' && last.answer)
           return sdk.endWith({ ...last.answer, text: rawAnswerAs(last.answer.text, request.id) });
-        if (ending === 'fetch-error' && last.error !== undefined) return sdk.fail(last.error);
+        if (ending === 'fetch-error') return sdk.fail(last.error);
         sdk.end(out.response);
       },
       error: (error) => {

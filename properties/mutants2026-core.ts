@@ -1,0 +1,61 @@
+import { libraryEnding } from '../machines/client/stateless-wire.js';
+import type { Mutant2026 } from './mutants2026.js';
+import { RUNTIME_DECISIONS } from './world2026/server.js';
+
+/**
+ * Deliberately wrong variants of the decisions the client core (machines/client/call-core.ts) took over
+ * from the hosts, and of the server's unkeyed path: each swaps one rule of the core (`ClientVariant2026`
+ * `rules`, which the world's client passes to the same functions the runtime calls) or the server's
+ * `streamsUnkeyedCall`. Judged by the 2026 properties like every mutant (mutants2026.test.ts).
+ */
+export const CLIENT_CORE_MUTANTS_2026: readonly Mutant2026[] = [
+  {
+    name: 'read-only and idempotent calls are keyed too (keysCall ignores the annotations)',
+    branch: 'client core',
+    variant: { client: { name: 'keys-everything', rules: { keysCall: (_tool, extension) => !!extension } } },
+    caughtBy: ['no spurious outcome unknown'],
+  },
+  {
+    name: 'no call is keyed (keysCall ignores the extension)',
+    branch: 'client core',
+    variant: { client: { name: 'keys-nothing', rules: { keysCall: () => false } } },
+    caughtBy: ['no spurious outcome unknown'],
+  },
+  {
+    name: 'a reset before any response byte is named refused (nothing ran)',
+    branch: 'client core',
+    variant: {
+      client: {
+        name: 'reset-as-refused',
+        rules: {
+          failureEnd: (_fault, responded) => (responded ? { kind: 'cut-mid-stream' } : { kind: 'refused' }),
+        },
+      },
+    },
+    caughtBy: ['at most once'],
+  },
+  {
+    name: 'an outcome unknown reaches the library as the last HTTP answer (libraryEnding ignores the outcome)',
+    branch: 'client core',
+    variant: {
+      client: {
+        name: 'raw-unknown',
+        rules: {
+          libraryEnding: (outcome, end, open) =>
+            outcome === 'outcome-unknown' && !open ? 'raw-answer' : libraryEnding(outcome, end, open),
+        },
+      },
+    },
+    caughtBy: ['honest errors'],
+  },
+  {
+    // The bug fixed in 7c48461: an unkeyed call answered in the application's mode, no keep-alives.
+    name: 'unkeyed calls are not streamed (no keep-alives: streamsUnkeyedCall always false)',
+    branch: 'unkeyed request',
+    variant: {
+      client: { name: 'mcp-continuity' },
+      server: { ...RUNTIME_DECISIONS, streamsUnkeyedCall: () => false },
+    },
+    caughtBy: ['no spurious outcome unknown'],
+  },
+];

@@ -9,6 +9,7 @@ import {
 } from '../../../machines/continuity-extension.js';
 import type { JsonRpcMessage, JsonRpcRequest } from '../../../machines/jsonrpc.js';
 import { isOwnerAlive } from '../../../machines/server/instances.js';
+import { AddressKeys } from '../../../machines/server/keyed-address-book.js';
 import {
   admitKeyedEvent,
   EMPTY_EVENT_BUDGET,
@@ -52,7 +53,6 @@ import type { EventLog } from '../event-log.js';
 import type { MemoStore } from '../memo-store.js';
 import type { KeyedRequests, ModernCall, RunOnSdk } from '../modern/keyed-hook.js';
 import { eventFrame } from '../sse.js';
-import { AddressKeys } from './address-keys.js';
 import { parseJson, sdkMessages } from './sdk-messages.js';
 import { Wakeups } from './wakeups.js';
 

@@ -134,7 +134,13 @@ export type KeyedCommand =
   | { readonly kind: 'write'; readonly request: number; readonly frame: KeyedSseFrame }
   | { readonly kind: 'end-stream'; readonly request: number }
   /** Run `message` on the SDK, detached from every client stream; tell `body-response` (or `body-failed`). */
-  | { readonly kind: 'run-body'; readonly run: number; readonly message: JsonRpcMessage }
+  | {
+      readonly kind: 'run-body';
+      readonly run: number;
+      /** The request whose attempt starts it (the host runs it on that request's SDK). */
+      readonly request: number;
+      readonly message: JsonRpcMessage;
+    }
   /** Read the SDK's answer as a refusal: tell `body-refusal`. */
   | { readonly kind: 'read-refusal'; readonly run: number }
   /** Read the SDK's answer as messages: tell each `body-message`, then `body-ended` (or `body-failed`). */

@@ -500,7 +500,7 @@ export class KeyedCore {
           break;
         }
         case 'start-run':
-          started = this.startRun(c.entry, message, caller.address);
+          started = this.startRun(c.entry, message, caller);
           a = undefined;
           break;
       }
@@ -712,12 +712,12 @@ export class KeyedCore {
 
   // ---- bodies ---------------------------------------------------------------------------------
 
-  private startRun(entry: MemoEntry, message: JsonRpcRequest, address: string | undefined): Run {
+  private startRun(entry: MemoEntry, message: JsonRpcRequest, caller: Caller): Run {
     const run: Run = {
       id: this.nextRun++,
       entry,
       message,
-      address,
+      address: caller.address,
       budget: EMPTY_EVENT_BUDGET,
       queue: [],
       appending: false,
@@ -733,7 +733,7 @@ export class KeyedCore {
     this.runs.set(run.id, run);
     this.local.set(entry.memoKey, run);
     this.note({ kind: 'executed', run: run.id });
-    this.emit({ kind: 'run-body', run: run.id, message });
+    this.emit({ kind: 'run-body', run: run.id, request: caller.request, message });
     return run;
   }
 

@@ -56,6 +56,8 @@ import type { StreamWindow } from './retention.js';
 /** The decisions the core takes from keyed-plan.ts et al.; a mutant of the model replaces one. */
 export interface KeyedCoreDecisions {
   readonly attachStep: typeof attachStep;
+  /** The steps of an attached response (a mutant ends one early). */
+  readonly followSteps: typeof keyedFollowSteps;
   readonly bodyEnd: typeof keyedBodyEndSteps;
   readonly refusedBeforeRun: typeof refusedBeforeRun;
   readonly abortsLocalRun: typeof abortsLocalRun;
@@ -71,6 +73,7 @@ export interface KeyedCoreDecisions {
 
 export const KEYED_DECISIONS: KeyedCoreDecisions = {
   attachStep,
+  followSteps: keyedFollowSteps,
   bodyEnd: keyedBodyEndSteps,
   refusedBeforeRun,
   abortsLocalRun,
@@ -647,7 +650,7 @@ export class KeyedCore {
 
   /** Writes the log after `afterSeq`, live events, then the end `attachStep` decides. */
   private *followTask(request: number, entry: MemoEntry, attempt: Attempt, afterSeq: number): Task {
-    const steps = keyedFollowSteps({ entry, attempt, afterSeq, decide: this.d.attachStep });
+    const steps = this.d.followSteps({ entry, attempt, afterSeq, decide: this.d.attachStep });
     let last: MemoEntry | undefined;
     let r = steps.next();
     while (!r.done) {

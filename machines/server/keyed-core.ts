@@ -133,6 +133,14 @@ interface Stream {
   keepAliveAt: number | undefined;
 }
 
+/** Work the core does every `every` ms (next at `at`). */
+interface Periodic {
+  at: number;
+  readonly every: number;
+  running: boolean;
+  readonly task: () => Task;
+}
+
 /** Who made a keyed call: its principal, and its address when there is no `authenticate`. */
 interface Caller {
   readonly request: number;
@@ -167,10 +175,8 @@ export class KeyedCore {
   private readonly deferred: Array<Extract<KeyedFact, { kind: 'request' }>> = [];
   private started = false;
   private closed = false;
-  private tendAt: number;
-  private sweepAt: number;
-  private tending = false;
-  private sweeping = false;
+  /** The core's own periodic work: the lease tick and the sweep. */
+  private readonly periodic: Periodic[];
   private nextRun = 1;
 
   constructor(
@@ -183,8 +189,16 @@ export class KeyedCore {
     this.self = config.instanceId;
     this.addressKeys = new AddressKeys(this.limits.maxEntriesPerAddress, config.memoWindowMs);
     this.tasks = new TaskRunner((c) => this.out.push(c));
-    this.tendAt = now + leaseTickMs(this.limits.leaseMs);
-    this.sweepAt = now + this.limits.sweepMs;
+    const tick = leaseTickMs(this.limits.leaseMs);
+    this.periodic = [
+      { at: now + tick, every: tick, running: false, task: () => this.tendTask() },
+      {
+        at: now + this.limits.sweepMs,
+        every: this.limits.sweepMs,
+        running: false,
+        task: () => this.sweepTask(),
+      },
+    ];
     // On start: take the lease, and declare outcome unknown what a dead owner (a previous process) ran.
     // A failed start is retried by the lease tick; requests are served either way.
     this.tasks.spawn(
@@ -214,7 +228,7 @@ export class KeyedCore {
   /** When the core must next be told the time (`tick`); undefined: only when something happens. */
   nextWakeAt(): number | undefined {
     const times: number[] = [];
-    if (!this.closed) times.push(this.tendAt, this.sweepAt);
+    if (!this.closed) for (const p of this.periodic) times.push(p.at);
     for (const s of this.streams.values()) if (s.keepAliveAt !== undefined) times.push(s.keepAliveAt);
     const sleep = this.tasks.nextWake();
     if (sleep !== undefined) times.push(sleep);
@@ -246,33 +260,21 @@ export class KeyedCore {
   /** The deadlines due by now: the lease tick, the sweep, keep-alives, sleeping tasks. */
   private timers(): void {
     const now = this.now;
-    if (!this.closed && now >= this.tendAt) {
-      this.tendAt = now + leaseTickMs(this.limits.leaseMs);
-      // One tick at a time: a slow store does not pile them up.
-      if (!this.tending) {
-        this.tending = true;
+    // The lease tick and the sweep, one run of each at a time: a slow store does not pile them up.
+    if (!this.closed)
+      for (const p of this.periodic) {
+        if (now < p.at) continue;
+        p.at = now + p.every;
+        if (p.running) continue;
+        p.running = true;
         const over = () => {
-          this.tending = false;
+          p.running = false;
         };
-        this.tasks.spawn(this.tendTask(), over, (e) => {
+        this.tasks.spawn(p.task(), over, (e) => {
           over();
           this.fail(e);
         });
       }
-    }
-    if (!this.closed && now >= this.sweepAt) {
-      this.sweepAt = now + this.limits.sweepMs;
-      if (!this.sweeping) {
-        this.sweeping = true;
-        const over = () => {
-          this.sweeping = false;
-        };
-        this.tasks.spawn(this.sweepTask(), over, (e) => {
-          over();
-          this.fail(e);
-        });
-      }
-    }
     for (const [request, s] of this.streams)
       if (s.keepAliveAt !== undefined && now >= s.keepAliveAt) {
         s.keepAliveAt = now + this.limits.keepAliveMs;

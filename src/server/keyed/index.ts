@@ -12,7 +12,6 @@ import type {
   KeyedSseFrame,
   KeyedStoreCall,
 } from '../../../machines/server/keyed-core-io.js';
-import { KEYED_STREAM } from '../../../machines/server/keyed-memo.js';
 import { keyedLimits } from '../../../machines/server/keyed-timing.js';
 import type { ContinuityMetrics } from '../../metrics/continuity-metrics.js';
 import { KeyExecutionTrace } from '../../telemetry/key-execution-trace.js';
@@ -22,6 +21,7 @@ import type { MemoStore } from '../memo-store.js';
 import type { KeyedRequests, ModernCall, RunOnSdk } from '../modern/keyed-hook.js';
 import { eventFrame } from '../sse.js';
 import { parseJson, sdkMessages } from './sdk-messages.js';
+import { executeStoreCall } from './store-calls.js';
 
 export type { KeyedRequests, ModernCall, RunOnSdk } from '../modern/keyed-hook.js';
 
@@ -315,37 +315,7 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
 
   /** One store call on the ports (`async`: a synchronous throw is a failed call too). */
   private async store(call: KeyedStoreCall): Promise<unknown> {
-    const { memo, log } = this;
-    switch (call.kind) {
-      case 'memo.get':
-        return memo.get(call.memoKey);
-      case 'memo.create':
-        return memo.create(call.entry, call.max);
-      case 'memo.replace':
-        return memo.replace(call.next, call.expected);
-      case 'memo.running':
-        return memo.running();
-      case 'memo.sweep':
-        return memo.sweep();
-      case 'memo.renew-lease':
-        return memo.renewLease(call.leaseMs);
-      case 'memo.alive':
-        return memo.alive(call.owners);
-      case 'memo.complete-for':
-        return memo.completeForMs();
-      case 'log.window':
-        return log.window(call.logId, KEYED_STREAM);
-      case 'log.read':
-        return log.read(call.logId, KEYED_STREAM, call.afterSeq);
-      case 'log.open':
-        return log.openStream(call.logId, KEYED_STREAM);
-      case 'log.append':
-        return log.append(call.logId, KEYED_STREAM, call.message);
-      case 'log.append-final':
-        return log.appendFinal(call.logId, KEYED_STREAM, call.message);
-      case 'log.drop':
-        return log.dropSession(call.logId);
-    }
+    return executeStoreCall({ memo: this.memo, log: this.log }, call);
   }
 
   /** A 200 event stream the core writes to; the client closing it is a fact for the core. */

@@ -1,44 +1,34 @@
 import { JsonRpcCode } from '../codes.js';
 import { type KeyReading, memoKey, requestFingerprint } from '../continuity-extension.js';
-import type { JsonRpcMessage, JsonRpcRequest, RequestId } from '../jsonrpc.js';
-import { isOwnerAlive } from './instances.js';
+import type { JsonRpcRequest, RequestId } from '../jsonrpc.js';
 import { AddressKeys } from './keyed-address-book.js';
+import { KeyedBodies, type Run } from './keyed-core-bodies.js';
+import {
+  type CoreContext,
+  dropLog,
+  KEYED_DECISIONS,
+  type KeyedCoreDecisions,
+  logBell,
+  ownerAlive,
+  record,
+  replace,
+  startBell,
+} from './keyed-core-context.js';
 import type { KeyedCommand, KeyedFact, KeyedSseFrame, KeyedStoreCall } from './keyed-core-io.js';
-import {
-  admitKeyedEvent,
-  EMPTY_EVENT_BUDGET,
-  type KeyedEventBudget,
-  storedEvent,
-  storedEventBytes,
-} from './keyed-events.js';
-import {
-  type KeyedCallCommand,
-  type KeyedCallEnd,
-  type KeyedLogRead,
-  keyedBodyEndSteps,
-  keyedCallSteps,
-  keyedFollowSteps,
-} from './keyed-execute.js';
-import { keyedLogId, type MemoCreate, type MemoEntry, orphanedEntries } from './keyed-memo.js';
+import { type KeyedLogRead, keyedCallSteps } from './keyed-execute.js';
+import { keyedLogId, type MemoCreate, type MemoEntry } from './keyed-memo.js';
 import {
   type Attempt,
-  abortsLocalRun,
-  attachStep,
   attemptOf,
   cancelResult,
-  isFinalAnswer,
   type KeyedReply,
-  nextEntry,
   planKeyedCancel,
-  refusalResponse,
-  refusedBeforeRun,
   replyMessage,
   restartWon,
   routeKeyedMessage,
 } from './keyed-plan.js';
 import { type Task, TaskRunner } from './keyed-tasks.js';
 import { type KeyedLimits, leaseTickMs } from './keyed-timing.js';
-import type { StreamWindow } from './retention.js';
 
 /**
  * The continuity extension's server, sans I/O (docs/continuity-extension.md §4–§6), the way quinn-proto
@@ -53,36 +43,7 @@ import type { StreamWindow } from './retention.js';
  * SDK; properties/world2026 on simulated ones and a virtual clock.
  */
 
-/** The decisions the core takes from keyed-plan.ts et al.; a mutant of the model replaces one. */
-export interface KeyedCoreDecisions {
-  readonly attachStep: typeof attachStep;
-  /** The steps of an attached response (a mutant ends one early). */
-  readonly followSteps: typeof keyedFollowSteps;
-  readonly bodyEnd: typeof keyedBodyEndSteps;
-  readonly refusedBeforeRun: typeof refusedBeforeRun;
-  readonly abortsLocalRun: typeof abortsLocalRun;
-  readonly orphanedEntries: typeof orphanedEntries;
-  readonly isOwnerAlive: typeof isOwnerAlive;
-  /** What a call's steps are told a store answered (identity; a mutant misreads one). */
-  readonly callAnswer: (command: KeyedCallCommand, answer: unknown) => unknown;
-  /** How a call's steps end (identity; a mutant rewrites one). */
-  readonly callEnd: (end: KeyedCallEnd) => KeyedCallEnd;
-  /** A closed response stream is a transport fact (false); a mutant cancels the key. */
-  readonly closedStreamCancels: boolean;
-}
-
-export const KEYED_DECISIONS: KeyedCoreDecisions = {
-  attachStep,
-  followSteps: keyedFollowSteps,
-  bodyEnd: keyedBodyEndSteps,
-  refusedBeforeRun,
-  abortsLocalRun,
-  orphanedEntries,
-  isOwnerAlive,
-  callAnswer: (_c, a) => a,
-  callEnd: (e) => e,
-  closedStreamCancels: false,
-};
+export { KEYED_DECISIONS, type KeyedCoreDecisions } from './keyed-core-context.js';
 
 /** Names the host gives: digests and fresh epochs (crypto in the runtime, counters in the model). */
 export interface KeyedIds {
@@ -101,28 +62,6 @@ export interface KeyedCoreConfig {
   readonly limits: KeyedLimits;
   readonly ids: KeyedIds;
   readonly decisions?: Partial<KeyedCoreDecisions>;
-}
-
-/** A body run here. */
-interface Run {
-  readonly id: number;
-  readonly entry: MemoEntry;
-  readonly message: JsonRpcRequest;
-  readonly address: string | undefined;
-  budget: KeyedEventBudget;
-  readonly queue: JsonRpcMessage[];
-  appending: boolean;
-  /** No more messages are read (its final answer came, it ended, or its log failed). */
-  stopped: boolean;
-  /** Everything read: the end is stored once the appends drained. */
-  ending: boolean;
-  over: boolean;
-  aborted: boolean;
-  final: JsonRpcMessage | undefined;
-  refused: boolean;
-  refusal: { status: number; text: string; headers: ReadonlyArray<readonly [string, string]> } | undefined;
-  /** What the starting attempt answers: set once the SDK answered (`refusal`: its refusal, stored). */
-  acceptance: { readonly refusal: Run['refusal'] } | undefined;
 }
 
 /** An open keyed response. */
@@ -148,9 +87,6 @@ interface Caller {
   readonly address: string | undefined;
 }
 
-const logBell = (logId: string) => `log:${logId}`;
-const startBell = (run: number) => `start:${run}`;
-
 export class KeyedCore {
   private now: number;
   private readonly out: KeyedCommand[] = [];
@@ -159,17 +95,8 @@ export class KeyedCore {
   private readonly limits: KeyedLimits;
   private readonly self: string;
   private readonly addressKeys: AddressKeys;
-  private readonly runs = new Map<number, Run>();
-  /** Bodies running here, by memo key. */
-  private readonly local = new Map<string, Run>();
-  /**
-   * Bodies that ended here but whose end could not be stored: their entry would stay `running` under this
-   * instance's live lease for ever. The lease tick stores their end again, with the answer they got.
-   */
-  private readonly unstored = new Map<
-    string,
-    { entry: MemoEntry; final: JsonRpcMessage | undefined; refused: boolean }
-  >();
+  private readonly ctx: CoreContext;
+  private readonly bodies: KeyedBodies;
   private readonly streams = new Map<number, Stream>();
   /** Keyed requests that came before the start (lease, orphans) finished. */
   private readonly deferred: Array<Extract<KeyedFact, { kind: 'request' }>> = [];
@@ -177,7 +104,6 @@ export class KeyedCore {
   private closed = false;
   /** The core's own periodic work: the lease tick and the sweep. */
   private readonly periodic: Periodic[];
-  private nextRun = 1;
 
   constructor(
     private readonly config: KeyedCoreConfig,
@@ -189,6 +115,18 @@ export class KeyedCore {
     this.self = config.instanceId;
     this.addressKeys = new AddressKeys(this.limits.maxEntriesPerAddress, config.memoWindowMs);
     this.tasks = new TaskRunner((c) => this.out.push(c));
+    this.ctx = {
+      tasks: this.tasks,
+      d: this.d,
+      limits: this.limits,
+      self: this.self,
+      addressKeys: this.addressKeys,
+      now: () => this.now,
+      emit: (c) => this.emit(c),
+      fail: (e) => this.fail(e),
+      note: (n) => this.note(n),
+    };
+    this.bodies = new KeyedBodies(this.ctx);
     const tick = leaseTickMs(this.limits.leaseMs);
     this.periodic = [
       { at: now + tick, every: tick, running: false, task: () => this.tendTask() },
@@ -237,7 +175,7 @@ export class KeyedCore {
 
   /** What it holds now (tests: nothing is left behind). */
   stats(): { readonly runningHere: number; readonly waitingLogs: number } {
-    return { runningHere: this.local.size, waitingLogs: this.tasks.bells('log:') };
+    return { runningHere: this.bodies.count, waitingLogs: this.tasks.bells('log:') };
   }
 
   addressStats(): { readonly addresses: number; readonly keys: number } {
@@ -295,37 +233,12 @@ export class KeyedCore {
         this.tasks.fail(fact.op, fact.error);
         return;
       case 'body-response':
-        this.bodyResponse(fact.run, fact.status);
-        return;
-      case 'body-refusal': {
-        const run = this.runs.get(fact.run);
-        if (!run || run.stopped) return;
-        run.final = refusalResponse(fact.status, fact.body, run.message.id);
-        run.refused = true;
-        run.refusal = { status: fact.status, text: fact.text, headers: fact.headers };
-        run.stopped = true;
-        this.bodyOver(run);
-        return;
-      }
+      case 'body-refusal':
       case 'body-message':
-        this.bodyMessage(fact.run, fact.message);
+      case 'body-ended':
+      case 'body-failed':
+        this.bodies.handle(fact);
         return;
-      case 'body-ended': {
-        const run = this.runs.get(fact.run);
-        if (!run || run.stopped) return;
-        run.stopped = true;
-        this.bodyOver(run);
-        return;
-      }
-      case 'body-failed': {
-        const run = this.runs.get(fact.run);
-        // After `stop-reading`, a broken read is the host letting go: nothing to report.
-        if (!run || run.stopped) return;
-        if (!run.aborted) this.fail(fact.error);
-        run.stopped = true;
-        this.bodyOver(run);
-        return;
-      }
       case 'stream-closed':
         this.streamClosed(fact.request);
         return;
@@ -334,7 +247,7 @@ export class KeyedCore {
         return;
       case 'forgotten':
         // A store that forgets entries by itself (memory) takes their events with them.
-        this.tasks.spawn(this.dropLog(fact.logId));
+        this.tasks.spawn(dropLog(this.ctx, fact.logId));
         this.tasks.ring(logBell(fact.logId));
         return;
       case 'tick':
@@ -464,7 +377,7 @@ export class KeyedCore {
           a = yield { kind: 'log.window', logId: c.entry.logId };
           break;
         case 'owner-alive':
-          a = yield* this.ownerAlive(c.owner);
+          a = yield* ownerAlive(this.ctx, c.owner);
           break;
         case 'memo-complete-for':
           a = yield { kind: 'memo.complete-for' };
@@ -490,22 +403,22 @@ export class KeyedCore {
           a = yield* this.create(c.entry, caller);
           break;
         case 'drop-log':
-          a = yield* this.dropLog(c.entry.logId);
+          a = yield* dropLog(this.ctx, c.entry.logId);
           break;
         case 'replace-entry':
           if (c.next.state === 'outcomeUnknown' && c.entry.state === 'running')
             this.note({ kind: 'plan', request: caller.request, plan: 'declare-died' });
-          a = yield* this.replace(c.entry, c.next);
+          a = yield* replace(this.ctx, c.entry, c.next);
           break;
         case 'restart-entry': {
-          const won = restartWon(yield* this.replace(c.entry, c.next), c.next);
+          const won = restartWon(yield* replace(this.ctx, c.entry, c.next), c.next);
           if (!won) this.note({ kind: 'plan', request: caller.request, plan: 'restart lost' });
           restarted = won ? 'won' : 'lost';
           a = won;
           break;
         }
         case 'start-run':
-          started = this.startRun(c.entry, message, caller);
+          started = this.bodies.start(c.entry, message, caller);
           a = undefined;
           break;
       }
@@ -523,7 +436,7 @@ export class KeyedCore {
       this.note({
         kind: 'attached',
         request: caller.request,
-        run: this.local.get(mk)?.id,
+        run: this.bodies.runOf(mk),
         message,
         lastEventId: reading.lastEventId,
       });
@@ -544,11 +457,6 @@ export class KeyedCore {
       return;
     }
     this.serve(caller.request, end.entry, attempt, end.afterSeq);
-  }
-
-  private *ownerAlive(owner: string): Task<boolean> {
-    const leased = (yield { kind: 'memo.alive', owners: [owner] }) as ReadonlySet<string>;
-    return this.d.isOwnerAlive(owner, this.self, leased);
   }
 
   /**
@@ -587,43 +495,13 @@ export class KeyedCore {
     }
   }
 
-  /** Best effort: a log that could not be dropped is only storage; the request goes on. */
-  private *dropLog(logId: string): Task<undefined> {
-    try {
-      yield { kind: 'log.drop', logId };
-    } catch (error) {
-      this.fail(error);
-    }
-    return undefined;
-  }
-
-  /** Compare-and-set `next` over `entry` (from its state), then wake its watchers. The entry stored after. */
-  private *replace(entry: MemoEntry, next: MemoEntry): Task<MemoEntry | undefined> {
-    const stored = (yield { kind: 'memo.replace', next, expected: entry.state }) as MemoEntry | undefined;
-    if (stored?.state === next.state && stored.logId === next.logId && entry.state !== next.state)
-      this.note({ kind: 'state', from: entry.state, to: next.state });
-    this.tasks.ring(logBell(entry.logId));
-    return stored;
-  }
-
-  /** Moves the stored entry by the machine (`nextEntry`, compare-and-set from its state). */
-  private *record(
-    entry: MemoEntry,
-    event: Parameters<typeof nextEntry>[1],
-    watched = false,
-  ): Task<MemoEntry | undefined> {
-    const next = nextEntry(entry, event, this.now, watched);
-    if (!next) return entry;
-    return yield* this.replace(entry, next);
-  }
-
   /** Cancels the principal's key if it runs (§5, §13); the entry afterwards (undefined: none). */
   private *cancelTask(mk: string): Task<MemoEntry | undefined> {
     const entry = (yield { kind: 'memo.get', memoKey: mk }) as MemoEntry | undefined;
     if (!entry || planKeyedCancel(entry).kind !== 'cancel') return entry;
-    const stored = yield* this.record(entry, { type: 'cancel.requested' });
+    const stored = yield* record(this.ctx, entry, { type: 'cancel.requested' });
     // Running here: abort now; running elsewhere: its instance sees the entry at its next lease tick.
-    if (this.d.abortsLocalRun(stored, this.self)) this.abortLocal(mk);
+    if (this.d.abortsLocalRun(stored, this.self)) this.bodies.abortLocal(mk);
     return stored;
   }
 
@@ -671,13 +549,13 @@ export class KeyedCore {
           a = last;
           break;
         case 'owner-alive':
-          a = yield* this.ownerAlive(c.owner);
+          a = yield* ownerAlive(this.ctx, c.owner);
           break;
         case 'write':
           for (const f of c.frames) this.write(request, { kind: 'event', id: f.id, message: f.message });
           break;
         case 'declare-died':
-          a = yield* this.record(c.entry, { type: 'instance.died' });
+          a = yield* record(this.ctx, c.entry, { type: 'instance.died' });
           break;
         case 'wait':
           yield { kind: 'sleep', bell: logBell(entry.logId), until: this.now + this.limits.pollMs };
@@ -716,177 +594,6 @@ export class KeyedCore {
   }
 
   // ---- bodies ---------------------------------------------------------------------------------
-
-  private startRun(entry: MemoEntry, message: JsonRpcRequest, caller: Caller): Run {
-    const run: Run = {
-      id: this.nextRun++,
-      entry,
-      message,
-      address: caller.address,
-      budget: EMPTY_EVENT_BUDGET,
-      queue: [],
-      appending: false,
-      stopped: false,
-      ending: false,
-      over: false,
-      aborted: false,
-      final: undefined,
-      refused: false,
-      refusal: undefined,
-      acceptance: undefined,
-    };
-    this.runs.set(run.id, run);
-    this.local.set(entry.memoKey, run);
-    this.note({ kind: 'executed', run: run.id });
-    this.emit({ kind: 'run-body', run: run.id, request: caller.request, message });
-    return run;
-  }
-
-  private bodyResponse(id: number, status: number): void {
-    const run = this.runs.get(id);
-    if (!run || run.stopped) return;
-    // Nothing ran: read as a refusal, recorded `refused` (a re-issue of the key runs).
-    if (this.d.refusedBeforeRun(status)) {
-      this.emit({ kind: 'read-refusal', run: id });
-      return;
-    }
-    this.accept(run, undefined);
-    this.emit({ kind: 'read-messages', run: id });
-  }
-
-  /** The starting attempt may go on: served from the log, or answered with the stored refusal. */
-  private accept(run: Run, refusal: Run['refusal']): void {
-    if (run.acceptance) return;
-    run.acceptance = { refusal };
-    this.tasks.ring(startBell(run.id));
-  }
-
-  /** One message of the body: its final answer, or an event kept within the key's byte budget. */
-  private bodyMessage(id: number, message: JsonRpcMessage): void {
-    const run = this.runs.get(id);
-    if (!run || run.stopped) return;
-    if (isFinalAnswer(message, run.message.id)) {
-      run.final = message;
-      run.stopped = true;
-      this.emit({ kind: 'stop-reading', run: id });
-      this.bodyOver(run);
-      return;
-    }
-    const stored = storedEvent(message);
-    const admission = admitKeyedEvent(run.budget, storedEventBytes(stored), this.limits.maxEventBytesPerKey);
-    run.budget = admission.budget;
-    if (admission.kind === 'drop') return;
-    run.queue.push(stored);
-    if (!run.appending) {
-      run.appending = true;
-      this.tasks.spawn(this.appendTask(run), () => {
-        run.appending = false;
-        if (run.ending) this.finish(run);
-      });
-    }
-  }
-
-  /** Appends the body's kept messages in order; a failed append ends the run without an answer. */
-  private *appendTask(run: Run): Task {
-    for (let m = run.queue.shift(); m; m = run.queue.shift()) {
-      try {
-        yield { kind: 'log.append', logId: run.entry.logId, message: m };
-      } catch (error) {
-        if (!run.aborted) this.fail(error);
-        run.queue.length = 0;
-        // Its events are not all kept: no answer is vouched for (the entry is declared dead).
-        run.final = undefined;
-        run.refused = false;
-        if (!run.stopped) {
-          run.stopped = true;
-          this.emit({ kind: 'stop-reading', run: run.id });
-          run.ending = true;
-        }
-        return;
-      }
-      this.tasks.ring(logBell(run.entry.logId));
-    }
-  }
-
-  /** Everything of the body is read: its end is stored once its appends drained. */
-  private bodyOver(run: Run): void {
-    run.ending = true;
-    if (!run.appending) this.finish(run);
-  }
-
-  private finish(run: Run): void {
-    if (run.over) return;
-    run.over = true;
-    if (this.local.get(run.entry.memoKey) === run) this.local.delete(run.entry.memoKey);
-    this.emit({ kind: 'body-over', run: run.id, final: run.final });
-    const done = (stored: boolean) => {
-      if (run.address !== undefined) this.addressKeys.finished(run.address, run.entry.memoKey, this.now);
-      // The refusal is answered only once it is stored: the client's corrected re-issue must find the key
-      // `refused` (it then runs), not still `running`. Unstored, the attempt is served from the log.
-      this.accept(run, stored ? run.refusal : undefined);
-      this.runs.delete(run.id);
-      this.emit({ kind: 'run-done', run: run.id });
-    };
-    this.tasks.spawn(this.storeEnd(run.entry, run.final, run.refused), done, (e) => {
-      this.fail(e);
-      done(false);
-    });
-  }
-
-  /** The end of a body run, stored; on a store failure it is kept for the lease tick to store again. */
-  private *storeEnd(entry: MemoEntry, final: JsonRpcMessage | undefined, refused: boolean): Task<boolean> {
-    try {
-      yield* this.bodyEnd(entry, final, refused);
-      this.unstored.delete(entry.memoKey);
-      return true;
-    } catch (error) {
-      this.fail(error);
-      this.unstored.set(entry.memoKey, { entry, final, refused });
-      return false;
-    }
-  }
-
-  /**
-   * `keyedBodyEndSteps`: the outcome recorded durably first, under the id the final response gets in the
-   * log, then appended: no stream ever writes an outcome the memo does not hold.
-   */
-  private *bodyEnd(entry: MemoEntry, final: JsonRpcMessage | undefined, refused: boolean): Task {
-    const steps = this.d.bodyEnd(entry, final, refused);
-    let r = steps.next();
-    while (!r.done) {
-      const c = r.value;
-      let a: unknown;
-      switch (c.kind) {
-        case 'read-entry':
-          a = yield { kind: 'memo.get', memoKey: entry.memoKey };
-          break;
-        case 'read-window':
-          a = (yield { kind: 'log.window', logId: entry.logId }) as StreamWindow | undefined;
-          break;
-        case 'watched':
-          a = this.tasks.sleeping(logBell(entry.logId));
-          break;
-        case 'record':
-          a = yield* this.record(c.entry, c.event, c.watched);
-          break;
-        case 'append-final':
-          yield { kind: 'log.append-final', logId: entry.logId, message: c.message };
-          break;
-        case 'ring':
-          this.tasks.ring(logBell(entry.logId));
-          break;
-      }
-      r = steps.next(a as never);
-    }
-  }
-
-  private abortLocal(mk: string): void {
-    const run = this.local.get(mk);
-    if (!run || run.aborted) return;
-    run.aborted = true;
-    this.emit({ kind: 'abort-body', run: run.id });
-  }
-
   // ---- the lease tick, the sweep, the start -------------------------------------------------------
 
   private *startTask(): Task {
@@ -897,11 +604,10 @@ export class KeyedCore {
   /** Renew the lease, store unstored ends again, abort bodies no longer running here, declare orphans. */
   private *tendTask(): Task {
     yield { kind: 'memo.renew-lease', leaseMs: this.limits.leaseMs };
-    for (const { entry, final, refused } of [...this.unstored.values()])
-      yield* this.storeEnd(entry, final, refused);
-    for (const mk of [...this.local.keys()]) {
+    yield* this.bodies.storeUnstored();
+    for (const mk of this.bodies.keys()) {
       const e = (yield { kind: 'memo.get', memoKey: mk }) as MemoEntry | undefined;
-      if (this.d.abortsLocalRun(e, this.self)) this.abortLocal(mk);
+      if (this.d.abortsLocalRun(e, this.self)) this.bodies.abortLocal(mk);
     }
     yield* this.declareOrphans();
   }
@@ -912,7 +618,7 @@ export class KeyedCore {
     const owners = [...new Set(running.map((e) => e.owner))];
     const leased = (yield { kind: 'memo.alive', owners }) as ReadonlySet<string>;
     for (const e of this.d.orphanedEntries(running, (o) => this.d.isOwnerAlive(o, this.self, leased)))
-      yield* this.record(e, { type: 'instance.died' });
+      yield* record(this.ctx, e, { type: 'instance.died' });
   }
 
   private *sweepTask(): Task {

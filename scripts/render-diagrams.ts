@@ -4,6 +4,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { AnyStateMachine } from 'xstate';
 import { machineCatalog } from '../machines/catalog.js';
 import { toMermaid } from './diagram.js';
+import { renderLayout } from './layout.js';
 
 export const repoRoot = fileURLToPath(new URL('..', import.meta.url));
 export const diagramDir = 'docs/machines';
@@ -53,6 +54,8 @@ function main(): void {
     writeFileSync(join(repoRoot, path), content);
     console.log(`wrote ${path}`);
   }
+  writeFileSync(join(repoRoot, 'docs/layout.md'), renderLayout(repoRoot));
+  console.log('wrote docs/layout.md');
   // A machine dropped from the catalog must not leave its old picture behind.
   for (const path of existingDiagrams()) {
     if (!(path in files)) {

@@ -13,8 +13,8 @@ describe('metric names', () => {
     }
   });
 
-  it('are each listed in the README with their unit', async () => {
-    const readme = await readFile('README.md', 'utf8');
+  it('are each listed in docs/operations.md with their unit', async () => {
+    const readme = await readFile('docs/operations.md', 'utf8');
     for (const m of ALL_METRICS) expect(readme).toContain(`| \`${m.name}\` | ${m.kind}, \`${m.unit}\` |`);
   });
 });

@@ -5,9 +5,8 @@ import {
 } from '../machines/client/stateless-decide.js';
 import { JsonRpcCode } from '../machines/codes.js';
 import { ContinuityErrorCode } from '../machines/continuity-extension.js';
-import { keyedBodyEndSteps } from '../machines/server/keyed-execute.js';
+import { keyedBodyEndSteps, keyedFollowSteps } from '../machines/server/keyed-execute.js';
 import { memoExpired } from '../machines/server/keyed-memo.js';
-import { attachStep } from '../machines/server/keyed-plan.js';
 import { keyedRequestMachine } from '../machines/server/keyed-request.machine.js';
 import type { CheckName2026 } from './checks2026.js';
 import { CLIENT_CORE_MUTANTS_2026 } from './mutants2026-core.js';
@@ -238,17 +237,53 @@ export const MUTANTS_2026: readonly Mutant2026[] = [
     caughtBy: ['no unflagged loss'],
   },
   {
+    // The one liveness rule of the core (the call's plan, attached responses, the lease tick's orphans).
     name: "a dead owner's running key is taken as alive (never declared outcome unknown)",
     branch: 'keyed plan',
+    variant: { client, server: { ...RUNTIME_DECISIONS, core: { isOwnerAlive: () => true } } },
+    caughtBy: ['no hang', 'no spurious outcome unknown'],
+  },
+  {
+    // The start's and the lease tick's orphan check ignores liveness: a restart declares a LIVE
+    // instance's running keys dead (and that instance's lease tick then aborts their bodies).
+    name: 'a restart declares every running key outcome unknown, a live instance’s too',
+    branch: 'keyed core',
     variant: {
       client,
       server: {
         ...RUNTIME_DECISIONS,
-        answer: (c, a) => (c.kind === 'owner-alive' ? true : a),
-        attachStep: (entry, window, events, lastSent) => attachStep(entry, window, events, lastSent, true),
+        core: { orphanedEntries: (entries) => entries.filter((e) => e.state === 'running') },
       },
     },
-    caughtBy: ['no hang', 'no spurious outcome unknown'],
+    caughtBy: ['no spurious outcome unknown'],
+  },
+  {
+    name: 'the lease tick aborts bodies still running here',
+    branch: 'keyed core',
+    variant: { client, server: { ...RUNTIME_DECISIONS, core: { abortsLocalRun: () => true } } },
+    caughtBy: ['no spurious outcome unknown'],
+  },
+  {
+    name: 'an attached response stops at its first wait (ends without its answer)',
+    branch: 'keyed core',
+    variant: {
+      client,
+      server: {
+        ...RUNTIME_DECISIONS,
+        core: {
+          followSteps: function* (facts) {
+            const steps = keyedFollowSteps(facts);
+            let r = steps.next();
+            while (!r.done) {
+              if (r.value.kind === 'wait') return { end: 'lost' as const };
+              r = steps.next(yield r.value);
+            }
+            return r.value;
+          },
+        },
+      },
+    },
+    caughtBy: ['no spurious outcome unknown'],
   },
   // The client core's decisions and the server's unkeyed path (mutants2026-core.ts).
   ...CLIENT_CORE_MUTANTS_2026,

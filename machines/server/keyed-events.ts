@@ -63,3 +63,26 @@ export function maxEventBytesPerKey(setting: number | undefined): number {
     ? Math.floor(setting)
     : DEFAULT_MAX_EVENT_BYTES_PER_KEY;
 }
+
+/**
+ * The UTF-8 size of a stored event's JSON, as the byte budget counts it (`admitKeyedEvent`). Counted here
+ * rather than by a host's encoder, so the runtime and the simulated world measure alike.
+ */
+export function storedEventBytes(stored: JsonRpcMessage): number {
+  const s = JSON.stringify(stored);
+  let n = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x80) n += 1;
+    else if (c < 0x800) n += 2;
+    else if (c >= 0xd800 && c < 0xdc00 && i + 1 < s.length) {
+      const d = s.charCodeAt(i + 1);
+      // A surrogate pair is one 4-byte character; a lone surrogate is encoded as U+FFFD (3 bytes).
+      if (d >= 0xdc00 && d < 0xe000) {
+        n += 4;
+        i++;
+      } else n += 3;
+    } else n += 3;
+  }
+  return n;
+}

@@ -524,3 +524,12 @@ export function routeKeyedMessage(message: JsonRpcMessage, maxKeyLength: number)
     return { kind: 'reply', reply: invalidKeyReply('a keyed tools/call needs an id'), id: null };
   return { kind: 'call', id, reading };
 }
+
+/** The id and progress token an attempt's own messages carry (its `params._meta.progressToken`). */
+export function attemptOf(message: { readonly id: RequestId; readonly params?: unknown }): Attempt {
+  const meta = (message.params as { _meta?: Record<string, unknown> } | undefined)?._meta;
+  const token = meta?.progressToken;
+  return typeof token === 'string' || typeof token === 'number'
+    ? { id: message.id, progressToken: token }
+    : { id: message.id };
+}

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { admitAddressKey } from '../../machines/server/address-keys.js';
-import { AddressKeys } from '../../src/server/keyed/address-keys.js';
+import { AddressKeys } from '../../machines/server/keyed-address-book.js';
 
 /**
  * Two attempts of one key from one address race to create it (a re-issue crossing the first attempt): the

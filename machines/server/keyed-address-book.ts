@@ -1,12 +1,8 @@
-import {
-  type AddressKey,
-  admitAddressKey,
-  expiredAddressKeys,
-} from '../../../machines/server/address-keys.js';
-import type { MemoAdmission } from '../../../machines/server/keyed-memo.js';
+import { type AddressKey, admitAddressKey, expiredAddressKeys } from './address-keys.js';
+import type { MemoAdmission } from './keyed-memo.js';
 
 /**
- * The keys each remote address created in this process, for the per-address bound of a server without
+ * The keys each remote address created in this process (the keyed core keeps one; pure bookkeeping), for the per-address bound of a server without
  * `authenticate` (machines/server/address-keys.ts decides). A key is reserved before the memo creates it,
  * released when the memo did not (the key existed, or the memo was full), marked finished when its body
  * ends here, and forgotten once its window passed. Per process, as the 2025 side's count of sessions per

@@ -1,0 +1,170 @@
+import type { KeyedCommand, KeyedStoreCall } from './keyed-core-io.js';
+
+/**
+ * The keyed core's cooperative tasks: each procedure (a call, an attached response, a body's end, the
+ * lease tick...) is a generator that yields store calls (answered later, by whichever host) and sleeps
+ * (until a bell rings or a time passes). Nothing here waits or touches a clock: a store call becomes a
+ * `store` command with an op number, and the host's answer for that op resumes the task. Pure.
+ */
+
+/** Sleep until `bell` rings or `until` (ms, the host's clock) passes, whichever is first. */
+export interface Sleep {
+  readonly kind: 'sleep';
+  readonly bell: string;
+  readonly until: number | undefined;
+}
+
+export type TaskYield = KeyedStoreCall | Sleep;
+export type Task<R = void> = Generator<TaskYield, R, unknown>;
+
+/** A task the runner holds; `cancel` ends it where it waits. */
+export interface TaskHandle {
+  readonly id: number;
+}
+
+interface Running extends TaskHandle {
+  readonly gen: Task<unknown>;
+  readonly done: (value: unknown) => void;
+  readonly failed: (error: unknown) => void;
+  sleep?: Sleep;
+  cancelled: boolean;
+}
+
+type Resume = { readonly task: Running; readonly value?: unknown; readonly error?: { readonly e: unknown } };
+
+export class TaskRunner {
+  private nextOp = 1;
+  private nextTask = 1;
+  private readonly waiting = new Map<number, Running>();
+  private readonly sleepers = new Map<string, Set<Running>>();
+  private readonly ready: Resume[] = [];
+
+  constructor(private readonly emit: (command: KeyedCommand) => void) {}
+
+  /** Starts `gen` at the next `run()`; `done` gets its value, `failed` what it threw. */
+  spawn<R>(
+    gen: Task<R>,
+    done: (value: R) => void = () => {},
+    failed: (error: unknown) => void = () => {},
+  ): TaskHandle {
+    const task: Running = {
+      id: this.nextTask++,
+      gen: gen as Task<unknown>,
+      done: done as (v: unknown) => void,
+      failed,
+      cancelled: false,
+    };
+    this.ready.push({ task });
+    return task;
+  }
+
+  /** The host's answer to store op `op` (unknown ops: a cancelled task's, dropped). */
+  answer(op: number, value: unknown): void {
+    const task = this.waiting.get(op);
+    if (!task) return;
+    this.waiting.delete(op);
+    this.ready.push({ task, value });
+  }
+
+  fail(op: number, error: unknown): void {
+    const task = this.waiting.get(op);
+    if (!task) return;
+    this.waiting.delete(op);
+    this.ready.push({ task, error: { e: error } });
+  }
+
+  /** Wakes every task sleeping on `bell`. */
+  ring(bell: string): void {
+    const set = this.sleepers.get(bell);
+    if (!set) return;
+    this.sleepers.delete(bell);
+    for (const task of set) this.wake(task);
+  }
+
+  /** Wakes the tasks whose sleep ran out by `now`. */
+  wakeDue(now: number): void {
+    for (const [bell, set] of this.sleepers) {
+      for (const task of set) {
+        if (task.sleep?.until !== undefined && task.sleep.until <= now) {
+          set.delete(task);
+          this.wake(task);
+        }
+      }
+      if (set.size === 0) this.sleepers.delete(bell);
+    }
+  }
+
+  /** The earliest time a sleeping task wants to wake, if any. */
+  nextWake(): number | undefined {
+    let at: number | undefined;
+    for (const set of this.sleepers.values())
+      for (const t of set)
+        if (t.sleep?.until !== undefined && (at === undefined || t.sleep.until < at)) at = t.sleep.until;
+    return at;
+  }
+
+  /** Whether some task sleeps on `bell` now. */
+  sleeping(bell: string): boolean {
+    return this.sleepers.has(bell);
+  }
+
+  /** Bells with sleepers whose name starts with `prefix` (stats: nothing is left behind). */
+  bells(prefix: string): number {
+    let n = 0;
+    for (const b of this.sleepers.keys()) if (b.startsWith(prefix)) n++;
+    return n;
+  }
+
+  /** Ends `handle` where it waits: its pending answer is dropped, its generator returned. */
+  cancel(handle: TaskHandle): void {
+    const task = handle as Running;
+    if (task.cancelled) return;
+    task.cancelled = true;
+    if (task.sleep) this.sleepers.get(task.sleep.bell)?.delete(task);
+    if (task.sleep && this.sleepers.get(task.sleep.bell)?.size === 0) this.sleepers.delete(task.sleep.bell);
+    for (const [op, t] of this.waiting) if (t === task) this.waiting.delete(op);
+    try {
+      task.gen.return(undefined);
+    } catch {
+      // A task's cleanup that throws has nobody to tell; it is over either way.
+    }
+  }
+
+  /** Steps every ready task until each waits on a store, sleeps, or ends. */
+  run(): void {
+    for (let r = this.ready.shift(); r; r = this.ready.shift()) this.step(r);
+  }
+
+  private wake(task: Running): void {
+    task.sleep = undefined;
+    this.ready.push({ task });
+  }
+
+  private step({ task, value, error }: Resume): void {
+    if (task.cancelled) return;
+    let r: IteratorResult<TaskYield, unknown>;
+    try {
+      r = error ? task.gen.throw(error.e) : task.gen.next(value);
+    } catch (e) {
+      task.cancelled = true;
+      task.failed(e);
+      return;
+    }
+    if (r.done) {
+      task.cancelled = true;
+      task.done(r.value);
+      return;
+    }
+    const y = r.value;
+    if (y.kind === 'sleep') {
+      task.sleep = y;
+      const set = this.sleepers.get(y.bell) ?? new Set();
+      set.add(task);
+      this.sleepers.set(y.bell, set);
+      return;
+    }
+    const op = this.nextOp++;
+    this.waiting.set(op, task);
+    this.emit({ kind: 'store', op, call: y });
+  }
+}

@@ -1,0 +1,46 @@
+import { maxEventBytesPerKey } from './keyed-events.js';
+import { KEYED_START_WAIT_MS } from './keyed-plan.js';
+
+/**
+ * Every bound and period of the keyed path, with its default: the keyed core (keyed-core.ts) owns each
+ * deadline these give (lease renewal, sweep, poll, keep-alive, the starting attempt's wait), so a host
+ * only sleeps until the core's next wake-up. Pure.
+ */
+export interface KeyedLimits {
+  readonly maxKeyLength: number;
+  readonly maxEntriesPerPrincipal: number;
+  readonly maxEntriesPerAddress: number;
+  readonly maxEventBytesPerKey: number;
+  /** How long this instance's lease lasts; renewed (the lease tick) every third of it. */
+  readonly leaseMs: number;
+  /** How often an attached response looks at the log and entry without a wake-up. */
+  readonly pollMs: number;
+  /** An SSE comment on every keyed response this often (0: none). */
+  readonly keepAliveMs: number;
+  /** How often entries past their window (and their events) are deleted. */
+  readonly sweepMs: number;
+  /** How long the starting attempt waits for the SDK's first answer (`KEYED_START_WAIT_MS`). */
+  readonly startWaitMs: number;
+}
+
+/** The limits an application's options give (`undefined`: the default), for a memo of `memoWindowMs`. */
+export function keyedLimits(
+  options: { readonly [K in keyof KeyedLimits]?: number | undefined },
+  memoWindowMs: number,
+  defaultMaxKeyLength: number,
+): KeyedLimits {
+  return {
+    maxKeyLength: options.maxKeyLength ?? defaultMaxKeyLength,
+    maxEntriesPerPrincipal: options.maxEntriesPerPrincipal ?? 10_000,
+    maxEntriesPerAddress: options.maxEntriesPerAddress ?? 1_000,
+    maxEventBytesPerKey: maxEventBytesPerKey(options.maxEventBytesPerKey),
+    leaseMs: options.leaseMs ?? 10_000,
+    pollMs: options.pollMs ?? 250,
+    keepAliveMs: options.keepAliveMs ?? 15_000,
+    sweepMs: options.sweepMs ?? Math.min(60_000, Math.max(1, memoWindowMs / 4)),
+    startWaitMs: options.startWaitMs ?? KEYED_START_WAIT_MS,
+  };
+}
+
+/** The lease tick's period: a third of the lease, so two ticks may fail before the lease runs out. */
+export const leaseTickMs = (leaseMs: number): number => Math.max(1, leaseMs / 3);

@@ -628,6 +628,7 @@ export class SimServer2026 {
     }
     const execution = `x${++this.executions}`;
     const { tool, callKey } = this.begin(request, execution);
+    this.recorder.ranOn(callKey, `${instance.id}#${instance.incarnation}`);
     this.recorder.keyedExecutions.set(callKey, [
       ...(this.recorder.keyedExecutions.get(callKey) ?? []),
       execution,
@@ -772,6 +773,7 @@ export class SimServer2026 {
     const execution = `x${++this.executions}`;
     this.observe({ kind: 'unkeyed', event: 'run' });
     const { tool, callKey } = this.begin(request, execution);
+    this.recorder.ranOn(callKey, `${instance.id}#${instance.incarnation}`);
     let cancelled = false;
     if (this.config.headersEarly) write(conn, { type: 'sse.activity' });
     this.open.add(conn);
@@ -842,6 +844,7 @@ export class SimServer2026 {
     const last = this.instances.every((i) => i === instance || i.down);
     const down = last ? Math.min(downMs, 6_000) : downMs;
     this.recorder.deaths.push(this.clock.now());
+    this.recorder.instanceDied(`${instance.id}#${instance.incarnation}`, this.clock.now());
     for (const c of this.net.list()) if (this.servedBy.get(c) === instance.id) c.reset();
     instance.incarnation++;
     instance.down = true;

@@ -20,6 +20,14 @@ import { MemoryMemoStore } from '../../src/server/memory-memo-store.js';
 import { SqliteEventLog } from '../../src/server/sqlite-event-log.js';
 import { SqliteMemoStore } from '../../src/server/sqlite-memo-store.js';
 import { FaultProxy } from '../../src/testing/fault-proxy.js';
+import {
+  FaultLoop,
+  isNetworkCommand,
+  type ProxyConnection,
+  runSeed,
+  settleWithin,
+  sleep,
+} from './fault-loop.js';
 
 /**
  * The model's properties on the REAL stack for MCP 2026-07-28: the official v2 `Client` pinned to
@@ -207,7 +215,6 @@ interface Generation {
   running: number;
 }
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 /** What a dead process's pending work awaits: nothing ever again. */
 const never = () => new Promise<never>(() => {});
 
@@ -248,7 +255,7 @@ export class ModernStackWorld {
   private proxy!: FaultProxy;
   private client!: Client;
   private dir!: string;
-  private latencyMs = 0;
+  private network!: FaultLoop;
   private callCount = 0;
   private closing = false;
   lastFaultAt = -1;
@@ -299,6 +306,7 @@ export class ModernStackWorld {
       target: { host: '127.0.0.1', port },
       ...(this.config.idleCut ? { idleTimeoutMs: PROXY_IDLE_MS } : {}),
     });
+    this.network = new FaultLoop(this.proxy);
     this.proxy.on('fault', (e) => {
       if (e.type === 'cut' && e.reason === 'idle') this.note(`proxy cut #${e.id} ${e.label} (idle)`);
       else if (e.type === 'cut') this.fault(`proxy cut #${e.id} ${e.label} (${e.reason})`);
@@ -476,49 +484,16 @@ export class ModernStackWorld {
   async apply(cmd: ModernCommand): Promise<void> {
     this.commands.push(cmd);
     this.note(`> ${JSON.stringify(cmd)}`);
-    const pick = <T>(xs: T[], i: number): T | undefined => (xs.length === 0 ? undefined : xs[i % xs.length]);
-    switch (cmd.kind) {
-      case 'charge':
-      case 'stream':
-      case 'lookup':
-        this.call(cmd);
-        break;
-      case 'wait':
-        await sleep(cmd.ms);
-        break;
-      case 'latency':
-        this.latencyMs = Math.max(this.latencyMs, cmd.ms);
-        this.proxy.setLatency(this.latencyMs);
-        break;
-      case 'reset': {
-        const target = pick([...this.proxy.connections], cmd.pick);
-        if (target) this.proxy.reset((c) => c === target);
-        break;
-      }
-      case 'resetAll':
-        this.proxy.reset();
-        break;
-      case 'outage':
-        this.fault(`outage for ${cmd.ms} ms`);
-        this.proxy.outage(cmd.ms);
-        // The outage lasts: it is a fault until it ends.
-        setTimeout(() => this.fault('outage over'), cmd.ms).unref();
-        break;
-      case 'serverError':
-        this.proxy.failNext(cmd.count);
-        break;
-      case 'blackhole': {
-        const target = pick([...this.proxy.connections], cmd.pick);
-        if (target) {
-          this.proxy.blackhole((c) => c === target);
-          this.faultUntilClosed(target);
-        }
-        break;
-      }
-      case 'serverRestart':
-        this.restartServer();
-        break;
-    }
+    if (isNetworkCommand(cmd)) {
+      const blackholed = await this.network.apply(cmd);
+      if (blackholed) this.faultUntilClosed(blackholed);
+    } else if (cmd.kind === 'outage') {
+      this.fault(`outage for ${cmd.ms} ms`);
+      this.proxy.outage(cmd.ms);
+      // The outage lasts: it is a fault until it ends.
+      setTimeout(() => this.fault('outage over'), cmd.ms).unref();
+    } else if (cmd.kind === 'serverRestart') this.restartServer();
+    else this.call(cmd);
     await sleep(BREATH_MS);
   }
 
@@ -565,7 +540,7 @@ export class ModernStackWorld {
    * A black-holed connection stays a fault until it closes (an idle cut, the client's stall timer): a
    * pooled keep-alive connection may carry a call made long after the black hole began.
    */
-  private faultUntilClosed(target: FaultProxy['connections'] extends Set<infer C> ? C : never): void {
+  private faultUntilClosed(target: ProxyConnection): void {
     const started = Date.now();
     const watch = setInterval(() => {
       if (this.closing || Date.now() - started > SETTLE_BOUND_MS * 2) return clearInterval(watch);
@@ -590,10 +565,8 @@ export class ModernStackWorld {
 
   /** Faults stop; waits (bounded) until every call has settled and the live process's bodies finished. */
   async settle(): Promise<ModernOutcome> {
-    const start = Date.now();
     this.note('settle');
-    while (this.unsettled().length > 0 && Date.now() - start < SETTLE_BOUND_MS) await sleep(20);
-    const settledAfterMs = Date.now() - start;
+    const settledAfterMs = await settleWithin(() => this.unsettled(), SETTLE_BOUND_MS);
     // A body still running may yet land its side effect: the checks judge what finally happened.
     const drain = Date.now();
     while (this.gen.running > 0 && Date.now() - drain < DRAIN_BOUND_MS) await sleep(20);
@@ -785,13 +758,8 @@ export async function checkModernProperties(o: {
   readonly variant?: ModernVariant;
   readonly label?: string;
 }): Promise<fc.RunDetails<[ModernConfig, ModernCommand[]]>> {
-  const env = process.env;
-  const seed =
-    o.seed ??
-    (env.MCPC_MODERN_STACK_SEED === undefined
-      ? (Date.now() ^ Math.floor(Math.random() * 0x7fffffff)) | 0
-      : Number(env.MCPC_MODERN_STACK_SEED));
-  const path = o.path ?? env.MCPC_MODERN_STACK_PATH;
+  const seed = runSeed(o.seed, 'MCPC_MODERN_STACK_SEED');
+  const path = o.path ?? process.env.MCPC_MODERN_STACK_PATH;
   console.info(
     `${o.label ?? 'modern stack properties'}: ${o.runs} schedules, seed ${seed} (replay: MCPC_MODERN_STACK_SEED=${seed})`,
   );

@@ -24,6 +24,7 @@ import { RedisEventLog } from '../../src/redis.js';
 import { FaultProxy } from '../../src/testing/index.js';
 import { type DemoWorld, demoMcpServer } from '../server/harness.js';
 import { type RoundRobinProxy, startRoundRobinProxy } from '../support/round-robin-proxy.js';
+import { FaultLoop, isNetworkCommand, runSeed, settleWithin, sleep } from './fault-loop.js';
 
 /**
  * The property model's world, on the real stack: SDK Client + ContinuityClientTransport → FaultProxy →
@@ -269,8 +270,6 @@ class ObservedTransport extends ContinuityClientTransport {
   }
 }
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
 export class StackWorld {
   private readonly demo: DemoWorld = { effects: new Map(), servers: [] };
   private readonly t0 = Date.now();
@@ -289,7 +288,7 @@ export class StackWorld {
   private pid = 0;
   private callCount = 0;
   private closing = false;
-  private latencyMs = 0;
+  private network!: FaultLoop;
   /** Wire request id → call key, learned from the POST bodies the client sends. */
   private readonly wire = new Map<string, string>();
   readonly calls = new Map<string, CallRecord>();
@@ -346,6 +345,7 @@ export class StackWorld {
       target: { host: '127.0.0.1', port: target },
       idleTimeoutMs: PROXY_IDLE_MS,
     });
+    this.network = new FaultLoop(this.proxy);
     this.proxy.on('fault', (e) => {
       if (e.type === 'cut') this.note(`proxy cut #${e.id} ${e.label} (${e.reason})`);
       else if (e.type === 'refused') this.note(`proxy refused #${e.id} with ${e.status}`);
@@ -539,43 +539,10 @@ export class StackWorld {
   async apply(cmd: StackCommand): Promise<void> {
     this.commands.push(cmd);
     this.note(`> ${JSON.stringify(cmd)}`);
-    const pick = <T>(xs: T[], i: number): T | undefined => (xs.length === 0 ? undefined : xs[i % xs.length]);
-    switch (cmd.kind) {
-      case 'charge':
-      case 'slow':
-      case 'chatty':
-        this.call(cmd);
-        break;
-      case 'wait':
-        await sleep(cmd.ms);
-        break;
-      case 'latency':
-        this.latencyMs = Math.max(this.latencyMs, cmd.ms);
-        this.proxy.setLatency(this.latencyMs);
-        break;
-      case 'reset': {
-        const target = pick([...this.proxy.connections], cmd.pick);
-        if (target) this.proxy.reset((c) => c === target);
-        break;
-      }
-      case 'resetAll':
-        this.proxy.reset();
-        break;
-      case 'serverError':
-        this.proxy.failNext(cmd.count);
-        break;
-      case 'blackhole': {
-        const target = pick([...this.proxy.connections], cmd.pick);
-        if (target) this.proxy.blackhole((c) => c === target);
-        break;
-      }
-      case 'serverRestart':
-        await this.restartServer();
-        break;
-      case 'clientRestart':
-        await this.restartClient();
-        break;
-    }
+    if (isNetworkCommand(cmd)) await this.network.apply(cmd);
+    else if (cmd.kind === 'serverRestart') await this.restartServer();
+    else if (cmd.kind === 'clientRestart') await this.restartClient();
+    else this.call(cmd);
     await sleep(BREATH_MS);
   }
 
@@ -686,10 +653,8 @@ export class StackWorld {
 
   /** Faults stop; waits (bounded, real time) until every live call has settled, then lets streams drain. */
   async settle(): Promise<StackOutcome> {
-    const start = Date.now();
     this.note('settle');
-    while (this.liveUnsettled().length > 0 && Date.now() - start < SETTLE_BOUND_MS) await sleep(20);
-    const settledAfterMs = Date.now() - start;
+    const settledAfterMs = await settleWithin(() => this.liveUnsettled(), SETTLE_BOUND_MS);
     await sleep(DRAIN_MS);
     return {
       config: this.config,
@@ -768,14 +733,9 @@ export async function assertStackProperties(o: {
   readonly shrink?: boolean;
   readonly config?: Partial<StackConfig>;
 }): Promise<void> {
-  const env = process.env;
   // Chosen here and printed before the run, so any run can be replayed, not only a failing one.
-  const seed =
-    o.seed ??
-    (env.MCPC_STACK_SEED === undefined
-      ? (Date.now() ^ Math.floor(Math.random() * 0x7fffffff)) | 0
-      : Number(env.MCPC_STACK_SEED));
-  const path = o.path ?? env.MCPC_STACK_PATH;
+  const seed = runSeed(o.seed, 'MCPC_STACK_SEED');
+  const path = o.path ?? process.env.MCPC_STACK_PATH;
   console.info(`stack properties: ${o.runs} schedules, seed ${seed} (replay: MCPC_STACK_SEED=${seed})`);
   await fc.assert(
     fc.asyncProperty(configArb, scheduleArb, async (config, schedule) => {

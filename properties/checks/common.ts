@@ -19,7 +19,7 @@ export const atMostOnce: TraceCheck = (t) =>
 /** A call the application was told definitely failed never ran (it may only be a result or unknown). */
 export const honestErrors: TraceCheck = (t) =>
   [...t.calls.values()]
-    .filter((c) => c.outcome === 'error' && (t.executions.get(c.key) ?? 0) > 0)
+    .filter((c) => c.outcome === 'error' && !c.abandoned && (t.executions.get(c.key) ?? 0) > 0)
     .map(
       (c) =>
         `${c.key} (${c.tool}) ran ${t.executions.get(c.key)} time(s) but was reported failed (${c.reason})`,

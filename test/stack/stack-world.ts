@@ -9,6 +9,9 @@ import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import fc from 'fast-check';
 import type { CursorRecord } from '../../machines/client/cursor.js';
 import type { RetryPolicy } from '../../machines/client/ledger.js';
+import { COMMON_CHECKS, type TraceCheck } from '../../properties/checks/common.js';
+import type { CallTrace, InstanceDeath, Trace } from '../../properties/checks/trace.js';
+import { RULES_2025 } from '../../properties/checks.js';
 import {
   type ContinuityClientOptions,
   ContinuityClientTransport,
@@ -167,9 +170,15 @@ export interface CallRecord {
   readonly posts: Array<{ readonly session: string | null; status?: number | 'network-error' | 'aborted' }>;
   readonly delivered: Delivered[];
   outcome?: Outcome;
+  /** Outcome unknown's `error.data.reason`. */
+  reason?: string;
   settledAt?: number;
+  /** Outcomes the application was given (more than one is a duplicate). */
+  outcomes: number;
   /** Its client process died before it settled: nobody waits for it any more. */
   abandoned: boolean;
+  /** Server instances that received it. */
+  readonly owners: string[];
 }
 
 interface ClientProcess {
@@ -207,6 +216,8 @@ export interface StackOutcome {
   /** Session ids some client process adopted. */
   readonly adoptedSessions: Set<string>;
   readonly transitions: SessionTransition[];
+  readonly deaths: readonly InstanceDeath[];
+  readonly annotationsKnownAt: ReadonlyMap<number, number>;
   readonly gaps: Array<GapReport & { readonly pid: number; readonly at: number }>;
   /** Progress the servers sent, per wire request id, per session: the numbers in send order. */
   readonly appended: Map<string, Map<string, number[]>>;
@@ -275,7 +286,14 @@ export class StackWorld {
   private readonly t0 = Date.now();
   private generation = 0;
   /** One server per instance slot (one slot unless `sharedRedisUrl`), each on its own HTTP server. */
-  private readonly slots: Array<{ current: ContinuityServer; httpServer: http.Server }> = [];
+  private readonly slots: Array<{ current: ContinuityServer; httpServer: http.Server; instance: string }> =
+    [];
+  /** Server processes started: each is an instance of its own (`i<slot>#<n>`). */
+  private started = 0;
+  /** Instances that died (a restart), and when: they excuse only the calls they ran. */
+  readonly deaths: InstanceDeath[] = [];
+  /** Client process → when its `tools/list` answer arrived (it knows the annotations since). */
+  readonly annotationsKnownAt = new Map<number, number>();
   private readonly retired: ContinuityServer[] = [];
   private balancer: RoundRobinProxy | undefined;
   private readonly keyPrefix = `stack-${Math.random().toString(36).slice(2)}:`;
@@ -333,8 +351,12 @@ export class StackWorld {
     this.dir = await mkdtemp(join(tmpdir(), 'mcpc-stack-'));
     const count = this.config.sharedRedisUrl ? 2 : 1;
     for (let i = 0; i < count; i++) {
-      const slot = { current: this.makeServer(), httpServer: http.createServer() };
-      slot.httpServer.on('request', (req, res) => slot.current.nodeHandler(req, res));
+      const instance = `i${i}#${++this.started}`;
+      const slot = { current: this.makeServer(), httpServer: http.createServer(), instance };
+      slot.httpServer.on('request', (req, res) => {
+        slot.current.nodeHandler(req, res);
+        this.watchAdmission(req, slot.instance);
+      });
       this.slots.push(slot);
       await new Promise<void>((r) => slot.httpServer.listen(0, '127.0.0.1', r));
     }
@@ -353,6 +375,7 @@ export class StackWorld {
     this.process = await this.spawnClient();
     // The transport learns the tools' annotations (chatty is read-only) from the list.
     await this.process.client.listTools();
+    this.annotationsKnownAt.set(this.process.pid, this.now());
   }
 
   /**
@@ -425,6 +448,27 @@ export class StackWorld {
       },
       close: () => mcp.close(),
     };
+  }
+
+  /**
+   * Which instance took each call: a POST carrying it reached that instance's HTTP server (the handler
+   * reads the body with its own 'data' listener; this one only listens along). An instance's death
+   * excuses only the calls it took.
+   */
+  private watchAdmission(req: http.IncomingMessage, instance: string): void {
+    if (req.method !== 'POST') return;
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      let key: unknown;
+      try {
+        key = JSON.parse(Buffer.concat(chunks).toString('utf8'))?.params?._meta?.[CALL_META];
+      } catch {
+        return;
+      }
+      const call = typeof key === 'string' ? this.calls.get(key) : undefined;
+      if (call && !call.owners.includes(instance)) call.owners.push(instance);
+    });
   }
 
   private async spawnClient(): Promise<ClientProcess> {
@@ -565,11 +609,14 @@ export class StackWorld {
       posts: [],
       delivered: [],
       abandoned: false,
+      outcomes: 0,
+      owners: [],
     };
     this.calls.set(key, record);
     const settle = (outcome: Outcome) => {
       // A dead process's SDK client is released at teardown: nobody was waiting for that answer.
       if (this.closing) return;
+      record.outcomes++;
       if (record.outcome) {
         this.errors.push(
           `${key} settled twice: ${JSON.stringify(record.outcome)} then ${JSON.stringify(outcome)}`,
@@ -602,6 +649,8 @@ export class StackWorld {
         },
         (e: unknown) => {
           const detail = `${(e as { code?: unknown }).code ?? ''} ${(e as Error).message ?? String(e)}`;
+          const reason = (e as { data?: { reason?: unknown } }).data?.reason;
+          if (typeof reason === 'string') record.reason = reason;
           settle(isOutcomeUnknown(e) ? { kind: 'unknown', detail } : { kind: 'error', detail });
         },
       );
@@ -615,6 +664,8 @@ export class StackWorld {
   private async restartServer(): Promise<void> {
     const slot = this.slots[this.instanceRestarts % this.slots.length] as (typeof this.slots)[number];
     const old = slot.current;
+    this.deaths.push({ instance: slot.instance, at: this.now() });
+    slot.instance = `i${this.slots.indexOf(slot)}#${++this.started}`;
     if (this.config.sharedRedisUrl) this.instanceRestarts++;
     else this.serverRestarts++;
     this.retired.push(old);
@@ -644,7 +695,11 @@ export class StackWorld {
         `client p${this.process.pid} restored ${this.process.restoredSession ?? 'nothing'} but p${old.pid} was in ${lastSession}`,
       );
     }
-    void this.process.client.listTools().catch(() => undefined);
+    const pid = this.process.pid;
+    void this.process.client.listTools().then(
+      () => this.annotationsKnownAt.set(pid, this.now()),
+      () => undefined,
+    );
   }
 
   private liveUnsettled(): string[] {
@@ -666,6 +721,8 @@ export class StackWorld {
       clientRestartsWithoutCursor: this.clientRestartsWithoutCursor,
       adoptedSessions: this.adoptedSessions,
       transitions: this.transitions,
+      deaths: this.deaths,
+      annotationsKnownAt: this.annotationsKnownAt,
       gaps: this.gaps,
       appended: this.appended,
       orphans: this.orphans,
@@ -760,24 +817,45 @@ export type StackCheck = (o: StackOutcome) => string[];
 
 const live = (o: StackOutcome) => [...o.calls.values()].filter((c) => !c.abandoned);
 
-/** No charge runs twice for one application call (dead processes' calls included). */
-export const atMostOnce: StackCheck = (o) =>
-  [...o.calls.values()]
-    .filter((c) => c.tool === 'charge' && (o.effects.get(c.key) ?? 0) > 1)
-    .map((c) => `${c.key} (charge) ran ${o.effects.get(c.key)} times; outcome ${JSON.stringify(c.outcome)}`);
+/** What the real stack recorded, as the neutral trace the era's checks read (properties/checks.ts). */
+export function stackTrace(o: StackOutcome): Trace {
+  const calls = new Map<string, CallTrace>();
+  for (const c of o.calls.values()) {
+    const known = o.annotationsKnownAt.get(c.pid);
+    calls.set(c.key, {
+      key: c.key,
+      tool: c.tool,
+      at: c.startedAt,
+      resendable: STACK_RESENDABLE.has(c.tool) && known !== undefined && known < c.startedAt,
+      outcome: c.outcome?.kind,
+      reason: c.outcome?.kind === 'error' ? c.outcome.detail : c.reason,
+      settledAt: c.settledAt,
+      outcomes: c.outcomes,
+      abandoned: c.abandoned,
+      owners: c.owners,
+    });
+  }
+  // Only a charge's effect is counted (in the tool handler); only a charge has one that must not repeat.
+  const charges = new Map([...o.effects].filter(([key]) => o.calls.get(key)?.tool === 'charge'));
+  return {
+    calls,
+    executions: charges,
+    sideEffects: charges,
+    hung: o.hung,
+    sessionEnds: [],
+    deaths: o.deaths,
+    evictions: [],
+  };
+}
 
-/** A call the client failed with a definite error (not outcome unknown) must not have run. */
-export const honestErrors: StackCheck = (o) =>
-  live(o)
-    .filter((c) => c.tool === 'charge' && c.outcome?.kind === 'error' && (o.effects.get(c.key) ?? 0) > 0)
-    .map((c) => `${c.key} (charge) failed with ${JSON.stringify(c.outcome)} but it ran`);
+/** The demo tools annotated read-only (test/server/harness.ts). */
+const STACK_RESENDABLE: ReadonlySet<string> = new Set(['chatty']);
 
-/** Once faults stop, every call of the live process ends as a result, an error or outcome unknown. */
-export const noHang: StackCheck = (o) =>
-  o.hung.map((k) => {
-    const c = o.calls.get(k);
-    return `${k} (${c?.tool} ${JSON.stringify(c?.args)}, p${c?.pid}) has no outcome ${SETTLE_BOUND_MS} ms after faults stopped`;
-  });
+/** A check of the 2025 era (properties/checks.ts, checks/common.ts), judged on the real stack. */
+const onStack =
+  (check: TraceCheck): StackCheck =>
+  (o) =>
+    check(stackTrace(o), RULES_2025);
 
 /**
  * The session survives transport faults: a client leaves a session only when the server no longer has it
@@ -903,10 +981,13 @@ export const noUnflaggedLoss: StackCheck = (o) => {
 };
 
 export const STACK_CHECKS = {
-  'at most once': atMostOnce,
-  'honest errors': honestErrors,
+  'at most once': onStack(COMMON_CHECKS['at most once']),
+  'honest errors': onStack(COMMON_CHECKS['honest errors']),
   'no unflagged loss': noUnflaggedLoss,
-  'no hang': noHang,
+  'no hang': onStack(COMMON_CHECKS['no hang']),
+  'settled once': onStack(COMMON_CHECKS['settled once']),
+  're-sent when safe': onStack(COMMON_CHECKS['re-sent when safe']),
+  'deaths excuse only their own calls': onStack(COMMON_CHECKS['deaths excuse only their own calls']),
   'session survives transport': sessionSurvivesTransport,
   'no duplicate delivery': noDuplicateDelivery,
   'no misdelivery': noMisdelivery,

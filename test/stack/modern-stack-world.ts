@@ -9,6 +9,9 @@ import Database from 'better-sqlite3';
 import fc from 'fast-check';
 import { z } from 'zod';
 import { continuityCapability, DEFAULT_CONTINUITY_SETTINGS } from '../../machines/continuity-extension.js';
+import { COMMON_CHECKS, type TraceCheck } from '../../properties/checks/common.js';
+import type { CallTrace, InstanceDeath, Trace } from '../../properties/checks/trace.js';
+import { RULES_2026 } from '../../properties/checks2026.js';
 import { continuityFetch } from '../../src/client/modern/continuity-fetch.js';
 import { isOutcomeUnknown } from '../../src/client/outcome.js';
 import type { EventLog } from '../../src/server/event-log.js';
@@ -185,7 +188,13 @@ export interface ModernCallRecord {
   /** Progress numbers in the order the application's `onprogress` received them. */
   readonly delivered: number[];
   outcome?: ModernOutcomeKind;
+  /** Outcome unknown's (or an error's) `error.data.reason`. */
+  reason?: string;
   settledAt?: number;
+  /** Outcomes the application was given (more than one is a duplicate). */
+  outcomes: number;
+  /** Server processes (`g<n>`) that started its tool body. */
+  readonly owners: string[];
 }
 
 export interface ModernOutcome {
@@ -199,6 +208,8 @@ export interface ModernOutcome {
   readonly starts: Map<string, number>;
   /** When the last fault happened (a restart, a reset, a refusal, a black hole; idle cuts excluded). */
   readonly lastFaultAt: number;
+  /** Server processes that died (`g<n>`), and when. */
+  readonly deaths: readonly InstanceDeath[];
   readonly gaps: Array<{ readonly toolName: string; readonly lost: unknown; readonly at: number }>;
   readonly hung: string[];
   readonly settledAfterMs: number;
@@ -263,6 +274,7 @@ export class ModernStackWorld {
   readonly effects = new Map<string, number>();
   readonly starts = new Map<string, number>();
   readonly gaps: ModernOutcome['gaps'] = [];
+  readonly deaths: InstanceDeath[] = [];
   readonly log: string[] = [];
   readonly commands: ModernCommand[] = [];
 
@@ -390,6 +402,8 @@ export class ModernStackWorld {
     }
     const body = async <T>(key: string, work: () => Promise<T>): Promise<T> => {
       this.starts.set(key, (this.starts.get(key) ?? 0) + 1);
+      const call = this.calls.get(key);
+      if (call && !call.owners.includes(`g${gen.g}`)) call.owners.push(`g${gen.g}`);
       gen.running++;
       try {
         return await work();
@@ -510,10 +524,13 @@ export class ModernStackWorld {
       startedAt: this.now(),
       attempts: [],
       delivered: [],
+      outcomes: 0,
+      owners: [],
     };
     this.calls.set(key, record);
     const settle = (outcome: ModernOutcomeKind) => {
       if (this.closing) return;
+      record.outcomes++;
       record.outcome = outcome;
       record.settledAt = this.now();
       this.note(`${key} (${cmd.kind}) → ${JSON.stringify(outcome)}`);
@@ -531,6 +548,8 @@ export class ModernStackWorld {
         },
         (e: unknown) => {
           const detail = `${(e as { code?: unknown }).code ?? ''} ${(e as Error).message ?? String(e)}`;
+          const reason = (e as { data?: { reason?: unknown } }).data?.reason;
+          if (typeof reason === 'string') record.reason = reason;
           settle(isOutcomeUnknown(e) ? { kind: 'unknown', detail } : { kind: 'error', detail });
         },
       );
@@ -554,6 +573,7 @@ export class ModernStackWorld {
   /** The process dies (its stores and bodies freeze), a new one takes the port, every connection drops. */
   private restartServer(): void {
     this.gen.dead = true;
+    this.deaths.push({ instance: `g${this.gen.g}`, at: this.now() });
     this.gen = this.makeGeneration();
     this.httpServer.closeAllConnections();
     this.fault(`server restarted as g${this.gen.g}`);
@@ -579,6 +599,7 @@ export class ModernStackWorld {
       effects: this.effects,
       starts: this.starts,
       lastFaultAt: this.lastFaultAt,
+      deaths: this.deaths,
       gaps: this.gaps,
       hung: this.unsettled(),
       settledAfterMs,
@@ -627,22 +648,58 @@ export type ModernCheck = (o: ModernOutcome) => string[];
 const effectful = (c: ModernCallRecord) => c.tool === 'charge' || c.tool === 'stream';
 const effectsOf = (o: ModernOutcome, c: ModernCallRecord) => o.effects.get(c.key) ?? 0;
 
+/** What the real 2026 stack recorded, as the neutral trace the era's checks read (properties/checks2026.ts). */
+export function modernTrace(o: ModernOutcome): Trace {
+  const calls = new Map<string, CallTrace>();
+  for (const c of o.calls.values())
+    calls.set(c.key, {
+      key: c.key,
+      tool: c.tool,
+      at: c.startedAt,
+      // continuityFetch learned the annotations from the tools/list the world awaits before any call.
+      resendable: c.tool === 'lookup',
+      outcome: c.outcome?.kind,
+      reason: c.reason,
+      settledAt: c.settledAt,
+      outcomes: c.outcomes,
+      abandoned: false,
+      owners: c.owners,
+    });
+  // A charge landing, a stream body starting: the effects that must not repeat (a lookup has none).
+  const effects = new Map([...o.effects].filter(([key]) => effectfulKey(o, key)));
+  return {
+    calls,
+    executions: effects,
+    sideEffects: effects,
+    hung: o.hung,
+    sessionEnds: [],
+    deaths: o.deaths,
+    evictions: [],
+  };
+}
+
+const effectfulKey = (o: ModernOutcome, key: string) => {
+  const c = o.calls.get(key);
+  return c !== undefined && effectful(c);
+};
+
+/** A check of the 2026 era (properties/checks2026.ts, checks/common.ts), judged on the real stack. */
+const onStack =
+  (check: TraceCheck): ModernCheck =>
+  (o) =>
+    check(modernTrace(o), RULES_2026);
+
 /** A charge never lands twice for one application call; a stream body never starts twice. */
-export const atMostOnce: ModernCheck = (o) =>
-  [...o.calls.values()]
-    .filter((c) => effectful(c) && effectsOf(o, c) > 1)
-    .map((c) => `${c.key} (${c.tool}) ran ${effectsOf(o, c)} times; outcome ${JSON.stringify(c.outcome)}`);
+export const atMostOnce: ModernCheck = onStack(COMMON_CHECKS['at most once']);
 
 /**
  * A call that failed definitely never ran; one that ran ended with its result or outcome unknown; a result
  * is the real one (its text, and the effect happened exactly once).
  */
 export const honestErrors: ModernCheck = (o) => {
-  const out: string[] = [];
+  const out = COMMON_CHECKS['honest errors'](modernTrace(o), RULES_2026);
   for (const c of o.calls.values()) {
     const ran = effectsOf(o, c);
-    if (effectful(c) && c.outcome?.kind === 'error' && ran > 0)
-      out.push(`${c.key} (${c.tool}) failed with ${JSON.stringify(c.outcome)} but it ran ${ran} time(s)`);
     if (c.outcome?.kind === 'result') {
       const expected =
         c.tool === 'charge'
@@ -662,11 +719,7 @@ export const honestErrors: ModernCheck = (o) => {
 };
 
 /** Every call ends (result, error or outcome unknown) within SETTLE_BOUND_MS after the faults stop. */
-export const noHang: ModernCheck = (o) =>
-  o.hung.map((k) => {
-    const c = o.calls.get(k);
-    return `${k} (${c?.tool} ${JSON.stringify(c?.args)}) has no outcome ${SETTLE_BOUND_MS} ms after faults stopped; attempts ${c?.attempts.join(',')}`;
-  });
+export const noHang: ModernCheck = onStack(COMMON_CHECKS['no hang']);
 
 /** Progress reaches the application once each, in order; a streamed result comes with all of it (or a gap). */
 export const noDuplicateDelivery: ModernCheck = (o) => {
@@ -711,6 +764,8 @@ export const MODERN_CHECKS = {
   'at most once': atMostOnce,
   'honest errors': honestErrors,
   'no hang': noHang,
+  'settled once': onStack(COMMON_CHECKS['settled once']),
+  're-sent when safe': onStack(COMMON_CHECKS['re-sent when safe']),
   'no duplicate or out-of-order progress': noDuplicateDelivery,
   'the real result after the faults': realResultAfterFaults,
 } as const satisfies Record<string, ModernCheck>;

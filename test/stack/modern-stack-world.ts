@@ -26,6 +26,7 @@ import { FaultProxy } from '../../src/testing/fault-proxy.js';
 import {
   FaultLoop,
   isNetworkCommand,
+  type NetworkCommand,
   type ProxyConnection,
   runSeed,
   settleWithin,
@@ -48,25 +49,16 @@ export type ModernCommand =
   | { readonly kind: 'stream'; readonly count: number; readonly intervalMs: number }
   /** `readOnlyHint: true`: may be re-issued freely; answers after `ms`. */
   | { readonly kind: 'lookup'; readonly ms: number }
-  | { readonly kind: 'wait'; readonly ms: number }
-  /** One open proxied connection resets (chosen by position, so it stays valid while shrinking). */
-  | { readonly kind: 'reset'; readonly pick: number }
-  /** A load balancer recycles: every connection resets. */
-  | { readonly kind: 'resetAll' }
   /** No healthy backend for `ms`: open connections reset, new ones get 503. */
   | { readonly kind: 'outage'; readonly ms: number }
-  /** The next `count` new connections get 503. */
-  | { readonly kind: 'serverError'; readonly count: number }
-  /** One open connection stops forwarding without closing. */
-  | { readonly kind: 'blackhole'; readonly pick: number }
-  /** Every chunk is delayed this much from now on, if more than now (never less: TCP keeps order). */
-  | { readonly kind: 'latency'; readonly ms: number }
   /**
    * The server process dies and a new one takes the port: every connection drops; the dead process does
    * nothing more (its tool bodies stop before their side effect, its stores never answer again). SQLite:
    * the new process opens the same files. Memory: the new process remembers nothing.
    */
-  | { readonly kind: 'serverRestart' };
+  | { readonly kind: 'serverRestart' }
+  /** The network faults and waits both worlds share (fault-loop.ts). */
+  | NetworkCommand;
 
 export type CallKind = 'charge' | 'stream' | 'lookup';
 

@@ -27,7 +27,14 @@ import { RedisEventLog } from '../../src/redis.js';
 import { FaultProxy } from '../../src/testing/index.js';
 import { type DemoWorld, demoMcpServer } from '../server/harness.js';
 import { type RoundRobinProxy, startRoundRobinProxy } from '../support/round-robin-proxy.js';
-import { FaultLoop, isNetworkCommand, runSeed, settleWithin, sleep } from './fault-loop.js';
+import {
+  FaultLoop,
+  isNetworkCommand,
+  type NetworkCommand,
+  runSeed,
+  settleWithin,
+  sleep,
+} from './fault-loop.js';
 
 /**
  * The property model's world, on the real stack: SDK Client + ContinuityClientTransport → FaultProxy →
@@ -43,25 +50,12 @@ export type StackCommand =
   | { readonly kind: 'chatty'; readonly count: number; readonly intervalMs: number }
   /** A call that outlives the proxy's idle timeout. */
   | { readonly kind: 'slow'; readonly ms: number }
-  /** One open proxied connection resets (chosen by position, so it stays valid while shrinking). */
-  | { readonly kind: 'reset'; readonly pick: number }
-  /** A load balancer recycles: every connection resets. */
-  | { readonly kind: 'resetAll' }
-  /** The next `count` new connections get 503 from the proxy. */
-  | { readonly kind: 'serverError'; readonly count: number }
-  /** One open connection stops forwarding without closing. */
-  | { readonly kind: 'blackhole'; readonly pick: number }
-  /**
-   * The network slows down: from now on the proxy delays every chunk by `ms` each direction, if more than
-   * now. Latency never shrinks within a run: FaultProxy delays each chunk with its own timer, so a shorter
-   * delay would let later bytes overtake earlier ones on one connection, which TCP never does.
-   */
-  | { readonly kind: 'latency'; readonly ms: number }
-  | { readonly kind: 'wait'; readonly ms: number }
   /** The server process dies and a new one starts on the same port; sessions (memory log) die with it. */
   | { readonly kind: 'serverRestart' }
   /** The client process dies (no DELETE) and a new one starts with the same durable cursor file. */
-  | { readonly kind: 'clientRestart' };
+  | { readonly kind: 'clientRestart' }
+  /** The network faults and waits both worlds share (fault-loop.ts). */
+  | NetworkCommand;
 
 export interface StackConfig {
   /** Server heartbeats every 100 ms (keeping idle streams alive through the proxy), or none. */

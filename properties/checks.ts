@@ -1,22 +1,83 @@
+import { OutcomeUnknownReason as R } from '../machines/codes.js';
+import { COMMON_CHECKS, type TraceCheck } from './checks/common.js';
+import type { CallTrace, ExcuseRules, Trace } from './checks/trace.js';
 import type { AppendedMessage, CallRecord, Recorder } from './world/recorder.js';
-import { TOOLS } from './world/tools.js';
+import { TOOLS, type ToolName } from './world/tools.js';
 import type { WorldOutcome } from './world/world.js';
 
 /**
- * The invariants, judged from the outside on what the world recorded. Each returns the violations it
- * found (empty: holds), so a failing run prints what went wrong, not just `false`.
+ * The invariants of the 2025-11-25 era, judged from the outside on what a world recorded: the simulated
+ * world (properties/world) and the real stack (test/stack/stack-world.ts) alike. The invariants both
+ * eras share are written once on the neutral trace (checks/common.ts); this module says what this era's
+ * reasons excuse (`RULES_2025`), turns the model's recorder into a trace (`traceOf`), and adds what only
+ * this era has. Each check returns the violations it found (empty: holds), so a failing run prints what
+ * went wrong, not just `false`.
  */
 export type Check = (outcome: WorldOutcome) => string[];
 
+/** What the 2025 client's outcome-unknown reasons blame, and why a 2025 server may end a session. */
+export const RULES_2025: ExcuseRules = {
+  // Only a server without de-duplication makes a client give up a re-send; a safe call is re-sent anyway.
+  unsafeToResend: new Set([R.streamUnresumable]),
+  instanceDied: new Set([R.serverRestarted, R.instanceLost]),
+  sessionEndCauses: new Set(['expired', 'terminated', 'shutdown']),
+  onlyWhileIdle: new Set(['expired']),
+};
+
+/** Tools whose annotations allow a re-send (read-only or idempotent). */
+export const resendableTool = (tool: string): boolean => {
+  const a: { readOnlyHint?: boolean; idempotentHint?: boolean } | undefined =
+    TOOLS[tool as ToolName]?.annotations;
+  return a?.readOnlyHint === true || a?.idempotentHint === true;
+};
+
+const traces = new WeakMap<Recorder, Trace>();
+
+/** The model's recorder as the neutral trace (computed once per world). */
+export function traceOf({ recorder, hung }: WorldOutcome): Trace {
+  const cached = traces.get(recorder);
+  if (cached) return cached;
+  const calls = new Map<string, CallTrace>();
+  for (const c of recorder.calls.values()) {
+    const known = recorder.annotationsKnownAt.get(c.process);
+    calls.set(c.callKey, {
+      key: c.callKey,
+      tool: c.tool,
+      at: c.at,
+      // The client judges a POST's safety when it sends it: it had the annotations before the call was made.
+      resendable: resendableTool(c.tool) && known !== undefined && known < c.at,
+      outcome: c.outcome,
+      reason: c.reason,
+      settledAt: c.settledAt,
+      outcomes: c.outcomes,
+      abandoned: recorder.abandonedCalls.has(c.callKey),
+      owners: recorder.owners.get(`n:${c.id}`) ?? [],
+    });
+  }
+  const trace: Trace = {
+    calls,
+    executions: recorder.executions,
+    sideEffects: recorder.sideEffects,
+    hung,
+    sessionEnds: recorder.sessionEnds,
+    deaths: recorder.deaths,
+    evictions: [],
+  };
+  traces.set(recorder, trace);
+  return trace;
+}
+
+/** A shared check, judged on the model's world. */
+const onModel =
+  (check: TraceCheck): Check =>
+  (outcome) =>
+    check(traceOf(outcome), RULES_2025);
+
 /** No tool handler with a non-idempotent side effect runs twice for one application call. */
-export const atMostOnce: Check = ({ recorder }) =>
-  [...recorder.sideEffects]
-    .filter(([, n]) => n > 1)
-    .map(([call, n]) => `${call} (${recorder.calls.get(call)?.tool}) ran ${n} times`);
+export const atMostOnce: Check = onModel(COMMON_CHECKS['at most once']);
 
 /** Once faults stop, every call of the live process ends as a result, an error or outcome unknown. */
-export const noHang: Check = ({ hung, recorder }) =>
-  hung.map((call) => `${call} (${recorder.calls.get(call)?.tool}) has no outcome after the settle bound`);
+export const noHang: Check = onModel(COMMON_CHECKS['no hang']);
 
 /**
  * The client leaves a session only when the server no longer has it: any change of the session id, its
@@ -30,13 +91,7 @@ export const sessionSurvivesTransport: Check = ({ recorder }) =>
  * Honest errors: a call the application sees as definitely failed never ran, and one that ran is never
  * reported as definitely failed (it may only be a result or outcome unknown).
  */
-export const honestErrors: Check = ({ recorder }) =>
-  [...recorder.calls.values()]
-    .filter((c) => c.outcome === 'error' && (recorder.executions.get(c.callKey) ?? 0) > 0)
-    .map(
-      (c) =>
-        `${c.callKey} (${c.tool}) ran ${recorder.executions.get(c.callKey)} time(s) but was reported failed (${c.reason})`,
-    );
+export const honestErrors: Check = onModel(COMMON_CHECKS['honest errors']);
 
 /**
  * No spurious outcome unknown. While the conditions of validity hold, a call ends outcome unknown only for
@@ -76,13 +131,16 @@ function unknownExplained(recorder: Recorder, c: CallRecord, dedupe: boolean): s
   switch (c.reason) {
     case 'session_lost':
     case 'reconnect_given_up':
-    case 'server_restarted':
     case 'server_closed_session':
+      return undefined;
+    // Excused only by the death of an instance that ran it: 'deaths excuse only their own calls' judges it.
+    case 'server_restarted':
       return undefined;
     case 'response_evicted':
       return recorder.gaps.some((g) => g.streamKey === `n:${c.id}`) ? undefined : 'no 410 on its stream';
     case 'transport_closed':
       return recorder.closedProcesses.has(c.process) ? undefined : 'the application never closed it';
+    // Excused only for a call whose annotations forbid a re-send: 're-sent when safe' judges that part.
     case 'stream_unresumable':
       return dedupe ? 'the server de-duplicates, so a re-sent POST was safe' : undefined;
     default:
@@ -91,11 +149,11 @@ function unknownExplained(recorder: Recorder, c: CallRecord, dedupe: boolean): s
 }
 
 /** No message, and no call outcome, reaches the application twice. */
-export const noDuplicateDelivery: Check = ({ recorder }) => [
-  ...[...recorder.delivered].filter(([, n]) => n > 1).map(([uid, n]) => `${uid} delivered ${n} times`),
-  ...[...recorder.calls.values()]
-    .filter((c) => c.outcomes > 1)
-    .map((c) => `${c.callKey} settled ${c.outcomes} times`),
+export const noDuplicateDelivery: Check = (outcome) => [
+  ...[...outcome.recorder.delivered]
+    .filter(([, n]) => n > 1)
+    .map(([uid, n]) => `${uid} delivered ${n} times`),
+  ...COMMON_CHECKS['settled once'](traceOf(outcome), RULES_2025),
 ];
 
 /**
@@ -198,6 +256,9 @@ export const CHECKS = {
   'no hang': noHang,
   'session survives transport': sessionSurvivesTransport,
   'no duplicate delivery': noDuplicateDelivery,
+  're-sent when safe': onModel(COMMON_CHECKS['re-sent when safe']),
+  'deaths excuse only their own calls': onModel(COMMON_CHECKS['deaths excuse only their own calls']),
+  'sessions end for a reason': onModel(COMMON_CHECKS['sessions end for a reason']),
 } as const satisfies Record<string, Check>;
 
 export type CheckName = keyof typeof CHECKS;

@@ -1,4 +1,6 @@
 import { StatelessReason } from '../machines/client/stateless-decide.js';
+import { COMMON_CHECKS, ownerDied, type TraceCheck } from './checks/common.js';
+import type { CallTrace, ExcuseRules, Trace } from './checks/trace.js';
 import { SIM_STATELESS_POLICY } from './world2026/client.js';
 import type { CallRecord2026, Recorder2026 } from './world2026/recorder.js';
 import { TOOLS_2026, type Tool2026 } from './world2026/tools.js';
@@ -10,33 +12,8 @@ import type { WorldOutcome2026 } from './world2026/world.js';
  */
 export type Check2026 = (outcome: WorldOutcome2026) => string[];
 
-/** A charge never runs twice for one application call. */
-export const atMostOnce2026: Check2026 = ({ recorder }) =>
-  [...recorder.sideEffects]
-    .filter(([, n]) => n > 1)
-    .map(([call, n]) => `${call} (${recorder.calls.get(call)?.tool}) charged ${n} times`);
-
-/**
- * Honest errors: a call reported definitely failed never ran; and a result is the call's own (it comes
- * from an execution of this call that ran to its end, never from another call's record).
- */
-export const honestErrors2026: Check2026 = ({ recorder }) => {
-  const out: string[] = [];
-  for (const c of recorder.calls.values()) {
-    const ran = recorder.executions.get(c.callKey) ?? 0;
-    if (c.outcome === 'error' && ran > 0)
-      out.push(`${c.callKey} (${c.tool}) ran ${ran} time(s) but was reported failed (${c.reason})`);
-    if (c.outcome === 'result') {
-      const from = recorder.resultFrom.get(c.callKey);
-      if (!from || !(recorder.completed.get(c.callKey) ?? []).includes(from))
-        out.push(`${c.callKey} (${c.tool}) got a result its own execution never produced (from ${from})`);
-    }
-  }
-  return out;
-};
-
 /** Tools a re-issue of which cannot duplicate a side effect, by their annotations. */
-const safeByAnnotations = (tool: string): boolean => {
+export const safeByAnnotations = (tool: string): boolean => {
   const a = TOOLS_2026[tool as Tool2026]?.annotations as { readOnlyHint?: boolean; idempotentHint?: boolean };
   return a?.readOnlyHint === true || a?.idempotentHint === true;
 };
@@ -52,14 +29,86 @@ const MAY_HAVE_RUN = new Set<string>([
 ]);
 
 /**
+ * What the 2026 client's reasons blame. `server_outcome_unknown` blames a death or an earlier attempt
+ * (judged in `unexplained`, with the shared `ownerDied`); sessions do not exist in this era.
+ */
+export const RULES_2026: ExcuseRules = {
+  unsafeToResend: MAY_HAVE_RUN,
+  instanceDied: new Set(),
+  sessionEndCauses: new Set(),
+  onlyWhileIdle: new Set(),
+};
+
+const traces = new WeakMap<Recorder2026, Trace>();
+
+/** The model's recorder as the neutral trace (computed once per world). */
+export function traceOf2026({ recorder, hung }: WorldOutcome2026): Trace {
+  const cached = traces.get(recorder);
+  if (cached) return cached;
+  const calls = new Map<string, CallTrace>();
+  for (const c of recorder.calls.values())
+    calls.set(c.callKey, {
+      key: c.callKey,
+      tool: c.tool,
+      at: c.at,
+      // The call machine is given the tool's annotations with the call.
+      resendable: safeByAnnotations(c.tool),
+      outcome: c.outcome,
+      reason: c.reason,
+      settledAt: c.endedAt,
+      outcomes: c.outcomes,
+      abandoned: false,
+      owners: recorder.owners.get(c.callKey) ?? [],
+    });
+  const trace: Trace = {
+    calls,
+    executions: recorder.executions,
+    sideEffects: recorder.sideEffects,
+    hung,
+    sessionEnds: [],
+    deaths: recorder.instanceDeaths,
+    evictions: recorder.evictions,
+  };
+  traces.set(recorder, trace);
+  return trace;
+}
+
+const onModel =
+  (check: TraceCheck): Check2026 =>
+  (outcome) =>
+    check(traceOf2026(outcome), RULES_2026);
+
+/** A charge never runs twice for one application call. */
+export const atMostOnce2026: Check2026 = onModel(COMMON_CHECKS['at most once']);
+
+/**
+ * Honest errors: a call reported definitely failed never ran; and a result is the call's own (it comes
+ * from an execution of this call that ran to its end, never from another call's record).
+ */
+export const honestErrors2026: Check2026 = (outcome) => {
+  const { recorder } = outcome;
+  const out = COMMON_CHECKS['honest errors'](traceOf2026(outcome), RULES_2026);
+  for (const c of recorder.calls.values()) {
+    if (c.outcome === 'result') {
+      const from = recorder.resultFrom.get(c.callKey);
+      if (!from || !(recorder.completed.get(c.callKey) ?? []).includes(from))
+        out.push(`${c.callKey} (${c.tool}) got a result its own execution never produced (from ${from})`);
+    }
+  }
+  return out;
+};
+
+/**
  * No spurious outcome unknown, no spurious failure. A call ends outcome unknown only for a reason the world
  * gave it, and a call made after the last fault gets its result.
  */
-export const noSpuriousOutcomeUnknown2026: Check2026 = ({ recorder, config }) => {
+export const noSpuriousOutcomeUnknown2026: Check2026 = (outcome) => {
+  const { recorder, config } = outcome;
+  const trace = traceOf2026(outcome);
   const out: string[] = [];
   for (const c of recorder.calls.values()) {
     if (c.outcome === undefined || c.outcome === 'result') continue;
-    const why = unexplained(recorder, c, config.extension, config.memoWindowMs);
+    const why = unexplained(recorder, trace, c, config.extension, config.memoWindowMs);
     if (why !== undefined) out.push(`${c.callKey} (${c.tool}) ${c.outcome} (${c.reason}): ${why}`);
     else if (c.at > recorder.faultsEndAt && c.reason !== StatelessReason.keyReused)
       out.push(`${c.callKey} (${c.tool}) made after the last fault ended ${c.outcome} (${c.reason})`);
@@ -69,6 +118,7 @@ export const noSpuriousOutcomeUnknown2026: Check2026 = ({ recorder, config }) =>
 
 function unexplained(
   recorder: Recorder2026,
+  trace: Trace,
   c: CallRecord2026,
   extension: boolean,
   memoWindowMs: number,
@@ -79,7 +129,8 @@ function unexplained(
     if (c.outcome !== 'unknown') return 'a call that may have run reported failed';
     // Through the extension a charge's re-issue is safe by its key; a read-only one's by its annotations.
     if (extension) return 'the server keeps keys: a re-issue was safe';
-    if (safeByAnnotations(c.tool)) return 'the tool is read-only or idempotent: a re-issue was safe';
+    // A read-only or idempotent tool: 're-sent when safe' judges it.
+    if (safeByAnnotations(c.tool)) return undefined;
     return c.faultedEnds > 0 ? undefined : 'no fault broke any of its attempts';
   }
   switch (reason) {
@@ -102,8 +153,10 @@ function unexplained(
       // The server could not know only when an instance died (or a memory memo was lost) after the call.
       // Or an earlier attempt may have reached a server whose memo cannot vouch for it (younger than its
       // window): the last attempt got the -32012, so more than one attempt may have run.
-      if (recorder.deaths.some((t) => t >= c.at) || (c.maybeRanEnds ?? 0) > 1) return undefined;
-      return 'no instance died and no earlier attempt may have run';
+      // Only the death of an instance that ran it excuses it: another instance's death is not its cause.
+      if (ownerDied(trace, trace.calls.get(c.callKey) as CallTrace) || (c.maybeRanEnds ?? 0) > 1)
+        return undefined;
+      return 'no instance that ran it died and no earlier attempt may have run';
     case StatelessReason.keyReused: {
       const shared = [...recorder.calls.values()].some((o) => o.callKey !== c.callKey && o.key === c.key);
       return shared ? undefined : 'its key was never used by another call';
@@ -158,15 +211,14 @@ export const refusalsAreCurrent2026: Check2026 = ({ recorder }) => [
 ];
 
 /** Once faults stop, every call ends (result, error or outcome unknown) within the settle bound. */
-export const noHang2026: Check2026 = ({ hung, recorder }) =>
-  hung.map((k) => `${k} (${recorder.calls.get(k)?.tool}) has no outcome after the settle bound`);
+export const noHang2026: Check2026 = onModel(COMMON_CHECKS['no hang']);
 
 /** No progress event, and no call outcome, reaches the application twice. */
-export const noDuplicateDelivery2026: Check2026 = ({ recorder }) => [
-  ...[...recorder.delivered].filter(([, n]) => n > 1).map(([uid, n]) => `${uid} delivered ${n} times`),
-  ...[...recorder.calls.values()]
-    .filter((c) => c.outcomes > 1)
-    .map((c) => `${c.callKey} ended ${c.outcomes} times`),
+export const noDuplicateDelivery2026: Check2026 = (outcome) => [
+  ...[...outcome.recorder.delivered]
+    .filter(([, n]) => n > 1)
+    .map(([uid, n]) => `${uid} delivered ${n} times`),
+  ...COMMON_CHECKS['settled once'](traceOf2026(outcome), RULES_2026),
 ];
 
 /**
@@ -208,6 +260,8 @@ export const CHECKS_2026 = {
   'no hang': noHang2026,
   'no duplicate delivery': noDuplicateDelivery2026,
   'refusals are current': refusalsAreCurrent2026,
+  're-sent when safe': onModel(COMMON_CHECKS['re-sent when safe']),
+  'evictions advance the cursor': onModel(COMMON_CHECKS['evictions advance the cursor']),
 } as const satisfies Record<string, Check2026>;
 
 export type CheckName2026 = keyof typeof CHECKS_2026;

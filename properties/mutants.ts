@@ -319,4 +319,21 @@ export const MUTANTS: readonly Mutant[] = [
     variant: client('reject-ran', streamMachine.provide({ guards: { rejectWhenUnauthorized: () => true } })),
     caughtBy: ['honest errors'],
   },
+  {
+    // Issue 24 item 5: "the server does not de-duplicate" must not excuse a call that may be re-sent.
+    name: 'a read-only call ends outcome unknown instead of being re-sent (retry policy: never)',
+    branch: 'POST-failure rule',
+    variant: client('resend-none', streamMachine, { retryPolicy: () => false }),
+    caughtBy: ['re-sent when safe'],
+  },
+  {
+    // Issue 24 item 5: a session may expire only while nothing uses it.
+    name: 'the server expires a session that is in use (busy counts as idle)',
+    branch: 'session',
+    variant: {
+      client: CORRECT_CLIENT,
+      serverMachine: serverSessionMachine.provide({ guards: { isBusy: () => false } }),
+    },
+    caughtBy: ['sessions end for a reason'],
+  },
 ];

@@ -1,3 +1,4 @@
+import type { StatelessCallEvent } from '../machines/client/stateless-call.machine.js';
 import {
   STATELESS_DECISION_TABLE,
   type StatelessCase,
@@ -285,6 +286,34 @@ export const MUTANTS_2026: readonly Mutant2026[] = [
     },
     caughtBy: ['no spurious outcome unknown'],
   },
+  {
+    // The mirror of the mutant above. It is caught without any death (a re-issue finds its own running key
+    // declared dead), so the tightened death excuse is shown by properties/checks/common.test.ts instead.
+    name: "a live owner's running key is taken as dead (declared outcome unknown)",
+    branch: 'keyed plan',
+    variant: {
+      client,
+      server: { ...RUNTIME_DECISIONS, core: { isOwnerAlive: (owner, self) => owner === self } },
+    },
+    caughtBy: ['no spurious outcome unknown'],
+  },
+  {
+    // Issue 24 item 5: repeated 410s must not excuse a re-issue that never advanced its cursor.
+    name: 'a 410 re-issue carries its stale cursor (the resumeAfter of the 410 is not read)',
+    branch: 'decision',
+    variant: { client: { ...client, report: withoutResumeAfter } },
+    caughtBy: ['evictions advance the cursor'],
+  },
   // The client core's decisions and the server's unkeyed path (mutants2026-core.ts).
   ...CLIENT_CORE_MUTANTS_2026,
 ];
+
+/** The exchange reports a 410 without the `resumeAfter` its body carried: the client keeps its old cursor. */
+function withoutResumeAfter(event: StatelessCallEvent): StatelessCallEvent {
+  if (event.type !== 'attempt.ended' || event.end.kind !== 'http-status' || event.end.status !== 410)
+    return event;
+  const body = event.end.body as { error?: { data?: Record<string, unknown> } } | undefined;
+  if (!body?.error?.data) return event;
+  const { resumeAfter: _dropped, ...data } = body.error.data;
+  return { ...event, end: { ...event.end, body: { ...body, error: { ...body.error, data } } } };
+}

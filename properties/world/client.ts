@@ -75,6 +75,8 @@ export class CursorStore {
 export class SimClientProcess {
   readonly actor: Actor<typeof clientSessionMachine>;
   private ready = false;
+  /** The id of its `tools/list`: once answered, the transport knows the tools' annotations. */
+  private listId: number | undefined;
   /** connect() rejected: like the SDK Client, every later call fails at once. */
   private connectFailed = false;
   private readonly waiting: Array<{ tool: ToolName; callKey: string; id: number }> = [];
@@ -224,11 +226,14 @@ export class SimClientProcess {
     // Any request of the transport's user (tools/list too): an outcome-unknown answer covers its stream.
     if ('error' in message && message.error.code === JsonRpcCode.OUTCOME_UNKNOWN && message.id !== null)
       this.deps.recorder.unknownRequests.add(requestKey(message.id));
+    if (message.id === this.listId && 'result' in message)
+      this.deps.recorder.annotationsKnownAt.set(this.pid, this.deps.clock.now());
     const callKey = typeof message.id === 'number' ? this.idToCall.get(message.id) : undefined;
     if (callKey) {
       const call = this.deps.recorder.calls.get(callKey);
       if (!call) return;
       call.outcomes++;
+      call.settledAt ??= this.deps.clock.now();
       if ('result' in message) {
         call.outcome = 'result';
         return;
@@ -253,7 +258,8 @@ export class SimClientProcess {
       // What the SDK Client does after initialize: announce, then learn the tools (and their annotations).
       this.ready = true;
       this.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
-      this.send({ jsonrpc: '2.0', id: this.deps.nextId(), method: 'tools/list' });
+      this.listId = this.deps.nextId();
+      this.send({ jsonrpc: '2.0', id: this.listId, method: 'tools/list' });
       for (const w of this.waiting.splice(0)) this.sendCall(w.tool, w.callKey, w.id);
     }
   }

@@ -1,3 +1,5 @@
+import type { InstanceDeath, SessionEnd } from '../checks/trace.js';
+
 /**
  * What the world saw, kept outside both machines so the properties judge the system from the outside:
  * side effects as a payment provider would count them, messages as the server appended them, messages
@@ -37,6 +39,8 @@ export interface CallRecord {
   outcomes: number;
   /** Virtual time the application made the call. */
   readonly at: number;
+  /** Virtual time the application got its (first) outcome. */
+  settledAt?: number;
 }
 
 export class Recorder {
@@ -76,6 +80,15 @@ export class Recorder {
   readonly executions = new Map<string, number>();
   /** Every request a server ran: `session streamKey` → the streams it ran on, in order. */
   private readonly runs = new Map<string, number[]>();
+  /** Request keys (`n:7`) → the server instances (incarnations) that admitted a run of them. */
+  readonly owners = new Map<string, string[]>();
+  /** The server incarnation serving now: a restart is a new instance, the old one died. */
+  instance = 'i1';
+  readonly deaths: InstanceDeath[] = [];
+  /** Sessions the server ended: why, and how much was attached or running then. */
+  readonly sessionEnds: SessionEnd[] = [];
+  /** Client process → when the answer to its `tools/list` reached it (it knows the annotations since). */
+  readonly annotationsKnownAt = new Map<number, number>();
   /**
    * A GET without a cursor that did not offer the standalone stream's events up to `head`, and reported no
    * loss: a later GET starts at the head (the server decides the client kept a cursor from the first), and
@@ -93,7 +106,21 @@ export class Recorder {
     const list = this.runs.get(key) ?? [];
     list.push(stream);
     this.runs.set(key, list);
+    const owners = this.owners.get(streamKey) ?? [];
+    if (!owners.includes(this.instance)) owners.push(this.instance);
+    this.owners.set(streamKey, owners);
     return list.length;
+  }
+
+  /** The server ended a session (`session.ended`); `inUse`: streams attached and calls running in it then. */
+  sessionEnded(sessionId: string, at: number, cause: string, inUse: number): void {
+    this.sessionEnds.push({ sessionId, at, cause, inUse });
+  }
+
+  /** The server process died (restart): its calls may end outcome unknown; a new incarnation serves. */
+  serverDied(at: number): void {
+    this.deaths.push({ instance: this.instance, at });
+    this.instance = `i${this.deaths.length + 1}`;
   }
 
   /**

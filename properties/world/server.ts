@@ -260,6 +260,12 @@ export class SimServer {
 
   private watchEnd(session: SimSession): void {
     session.actor.on('session.ended', (e) => {
+      this.recorder.sessionEnded(
+        session.id,
+        this.clock.now(),
+        e.reason,
+        [...session.logs.values()].filter((l) => l.conn).length + Object.keys(runningIn(session)).length,
+      );
       for (const log of session.logs.values()) {
         const c = log.conn;
         if (!c) continue;

@@ -220,6 +220,7 @@ export class World {
         this.partition(cmd.ms);
         break;
       case 'serverRestart':
+        this.recorder.serverDied(this.clock.now());
         this.server.restart(cmd.durable, cmd.graceful === true);
         break;
       case 'clientRestart':

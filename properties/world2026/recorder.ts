@@ -1,3 +1,7 @@
+import { ContinuityMeta } from '../../machines/continuity-extension.js';
+import type { EvictionReissue, InstanceDeath } from '../checks/trace.js';
+import type { SimConnection } from '../world/network.js';
+
 /**
  * What the 2026-07-28 world saw, kept outside the machines so the properties judge from the outside: side
  * effects as a payment provider counts them, progress as the tool emitted it, what the application
@@ -78,6 +82,54 @@ export class Recorder2026 {
   readonly staleResends: string[] = [];
   /** Virtual time the last fault ended. */
   faultsEndAt = 0;
+  /** Instances (`id#incarnation`) that started a tool body of each call. */
+  readonly owners = new Map<string, string[]>();
+  /** Instance incarnations that died, and when. */
+  readonly instanceDeaths: InstanceDeath[] = [];
+  /** Every 410 a call's attempt got, and the cursor its next attempt carried. */
+  readonly evictions: Array<{ -readonly [K in keyof EvictionReissue]: EvictionReissue[K] }> = [];
+
+  /** A tool body of `callKey` started on `instance` (`id#incarnation`). */
+  ranOn(callKey: string, instance: string): void {
+    const list = this.owners.get(callKey) ?? [];
+    if (!list.includes(instance)) list.push(instance);
+    this.owners.set(callKey, list);
+  }
+
+  /** An instance incarnation (`id#incarnation`) died. */
+  instanceDied(instance: string, at: number): void {
+    this.instanceDeaths.push({ instance, at });
+  }
+
+  /**
+   * An attempt reached the server side of the network: its cursor (the extension's `lastEventId`) is read
+   * off the request, and a 410 answer off the wire, as a proxy would see them.
+   */
+  watchAttempt(conn: SimConnection, now: () => number): void {
+    const body = conn.exchange.body as
+      | { params?: { arguments?: { callKey?: unknown }; _meta?: Record<string, unknown> } }
+      | undefined;
+    const callKey = body?.params?.arguments?.callKey;
+    if (typeof callKey !== 'string') return;
+    const meta = body?.params?._meta ?? {};
+    const sent =
+      typeof meta[ContinuityMeta.lastEventId] === 'string'
+        ? (meta[ContinuityMeta.lastEventId] as string)
+        : null;
+    // The previous 410 of this call is answered by this attempt's cursor.
+    const open = this.evictions.findLast((e) => e.callKey === callKey);
+    if (open && open.next === undefined) open.next = sent;
+    const send = conn.send.bind(conn);
+    conn.send = (event) => {
+      if (event.type === 'http.response' && event.status === 410) {
+        const data = (event.body as { error?: { data?: { resumeAfter?: unknown } } } | undefined)?.error
+          ?.data;
+        const offered = typeof data?.resumeAfter === 'string' ? data.resumeAfter : undefined;
+        this.evictions.push({ callKey, at: now(), offered, sent, next: undefined });
+      }
+      send(event);
+    };
+  }
 
   count(map: Map<string, number>, key: string): number {
     const n = (map.get(key) ?? 0) + 1;

@@ -516,6 +516,7 @@ export class SimServer2026 {
     if (!body) return;
     const execution = `x${++this.executions}`;
     const { tool, callKey } = this.begin(body.request, execution);
+    this.recorder.ranOn(callKey, `${instance.id}#${instance.incarnation}`);
     this.recorder.keyedExecutions.set(callKey, [
       ...(this.recorder.keyedExecutions.get(callKey) ?? []),
       execution,
@@ -594,6 +595,7 @@ export class SimServer2026 {
     this.observe({ kind: 'unkeyed', event: 'run' });
     this.observe({ kind: 'unkeyed', event: streams ? 'streamed' : 'auto' });
     const { tool, callKey } = this.begin(request, execution);
+    this.recorder.ranOn(callKey, `${instance.id}#${instance.incarnation}`);
     let cancelled = false;
     /** The response is a stream from here on: keep-alives reach it. */
     const stream = () => this.open.add(conn);
@@ -672,6 +674,7 @@ export class SimServer2026 {
     const last = this.instances.every((i) => i === instance || i.down);
     const down = last ? Math.min(downMs, 6_000) : downMs;
     this.recorder.deaths.push(this.clock.now());
+    this.recorder.instanceDied(`${instance.id}#${instance.incarnation}`, this.clock.now());
     instance.incarnation++;
     instance.down = true;
     if (instance.timer !== undefined) this.clock.clearTimeout(instance.timer);

@@ -338,6 +338,7 @@ export class World2026 {
 
   /** Where the client's connections go: to the server, unless the path swallows them. */
   private route(c: ReturnType<SimNetwork['list']>[number]): void {
+    this.recorder.watchAttempt(c, () => this.clock.now());
     if (this.clock.now() < this.swallowUntil) this.swallow(c);
     else this.server.serve(c);
   }

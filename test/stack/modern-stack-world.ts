@@ -9,6 +9,9 @@ import Database from 'better-sqlite3';
 import fc from 'fast-check';
 import { z } from 'zod';
 import { continuityCapability, DEFAULT_CONTINUITY_SETTINGS } from '../../machines/continuity-extension.js';
+import { COMMON_CHECKS, type TraceCheck } from '../../properties/checks/common.js';
+import type { CallTrace, InstanceDeath, Trace } from '../../properties/checks/trace.js';
+import { RULES_2026 } from '../../properties/checks2026.js';
 import { continuityFetch } from '../../src/client/modern/continuity-fetch.js';
 import { isOutcomeUnknown } from '../../src/client/outcome.js';
 import type { EventLog } from '../../src/server/event-log.js';
@@ -20,6 +23,15 @@ import { MemoryMemoStore } from '../../src/server/memory-memo-store.js';
 import { SqliteEventLog } from '../../src/server/sqlite-event-log.js';
 import { SqliteMemoStore } from '../../src/server/sqlite-memo-store.js';
 import { FaultProxy } from '../../src/testing/fault-proxy.js';
+import {
+  FaultLoop,
+  isNetworkCommand,
+  type NetworkCommand,
+  type ProxyConnection,
+  runSeed,
+  settleWithin,
+  sleep,
+} from './fault-loop.js';
 
 /**
  * The model's properties on the REAL stack for MCP 2026-07-28: the official v2 `Client` pinned to
@@ -37,25 +49,16 @@ export type ModernCommand =
   | { readonly kind: 'stream'; readonly count: number; readonly intervalMs: number }
   /** `readOnlyHint: true`: may be re-issued freely; answers after `ms`. */
   | { readonly kind: 'lookup'; readonly ms: number }
-  | { readonly kind: 'wait'; readonly ms: number }
-  /** One open proxied connection resets (chosen by position, so it stays valid while shrinking). */
-  | { readonly kind: 'reset'; readonly pick: number }
-  /** A load balancer recycles: every connection resets. */
-  | { readonly kind: 'resetAll' }
   /** No healthy backend for `ms`: open connections reset, new ones get 503. */
   | { readonly kind: 'outage'; readonly ms: number }
-  /** The next `count` new connections get 503. */
-  | { readonly kind: 'serverError'; readonly count: number }
-  /** One open connection stops forwarding without closing. */
-  | { readonly kind: 'blackhole'; readonly pick: number }
-  /** Every chunk is delayed this much from now on, if more than now (never less: TCP keeps order). */
-  | { readonly kind: 'latency'; readonly ms: number }
   /**
    * The server process dies and a new one takes the port: every connection drops; the dead process does
    * nothing more (its tool bodies stop before their side effect, its stores never answer again). SQLite:
    * the new process opens the same files. Memory: the new process remembers nothing.
    */
-  | { readonly kind: 'serverRestart' };
+  | { readonly kind: 'serverRestart' }
+  /** The network faults and waits both worlds share (fault-loop.ts). */
+  | NetworkCommand;
 
 export type CallKind = 'charge' | 'stream' | 'lookup';
 
@@ -177,7 +180,13 @@ export interface ModernCallRecord {
   /** Progress numbers in the order the application's `onprogress` received them. */
   readonly delivered: number[];
   outcome?: ModernOutcomeKind;
+  /** Outcome unknown's (or an error's) `error.data.reason`. */
+  reason?: string;
   settledAt?: number;
+  /** Outcomes the application was given (more than one is a duplicate). */
+  outcomes: number;
+  /** Server processes (`g<n>`) that started its tool body. */
+  readonly owners: string[];
 }
 
 export interface ModernOutcome {
@@ -191,6 +200,8 @@ export interface ModernOutcome {
   readonly starts: Map<string, number>;
   /** When the last fault happened (a restart, a reset, a refusal, a black hole; idle cuts excluded). */
   readonly lastFaultAt: number;
+  /** Server processes that died (`g<n>`), and when. */
+  readonly deaths: readonly InstanceDeath[];
   readonly gaps: Array<{ readonly toolName: string; readonly lost: unknown; readonly at: number }>;
   readonly hung: string[];
   readonly settledAfterMs: number;
@@ -207,7 +218,6 @@ interface Generation {
   running: number;
 }
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 /** What a dead process's pending work awaits: nothing ever again. */
 const never = () => new Promise<never>(() => {});
 
@@ -248,7 +258,7 @@ export class ModernStackWorld {
   private proxy!: FaultProxy;
   private client!: Client;
   private dir!: string;
-  private latencyMs = 0;
+  private network!: FaultLoop;
   private callCount = 0;
   private closing = false;
   lastFaultAt = -1;
@@ -256,6 +266,7 @@ export class ModernStackWorld {
   readonly effects = new Map<string, number>();
   readonly starts = new Map<string, number>();
   readonly gaps: ModernOutcome['gaps'] = [];
+  readonly deaths: InstanceDeath[] = [];
   readonly log: string[] = [];
   readonly commands: ModernCommand[] = [];
 
@@ -299,6 +310,7 @@ export class ModernStackWorld {
       target: { host: '127.0.0.1', port },
       ...(this.config.idleCut ? { idleTimeoutMs: PROXY_IDLE_MS } : {}),
     });
+    this.network = new FaultLoop(this.proxy);
     this.proxy.on('fault', (e) => {
       if (e.type === 'cut' && e.reason === 'idle') this.note(`proxy cut #${e.id} ${e.label} (idle)`);
       else if (e.type === 'cut') this.fault(`proxy cut #${e.id} ${e.label} (${e.reason})`);
@@ -382,6 +394,8 @@ export class ModernStackWorld {
     }
     const body = async <T>(key: string, work: () => Promise<T>): Promise<T> => {
       this.starts.set(key, (this.starts.get(key) ?? 0) + 1);
+      const call = this.calls.get(key);
+      if (call && !call.owners.includes(`g${gen.g}`)) call.owners.push(`g${gen.g}`);
       gen.running++;
       try {
         return await work();
@@ -476,49 +490,16 @@ export class ModernStackWorld {
   async apply(cmd: ModernCommand): Promise<void> {
     this.commands.push(cmd);
     this.note(`> ${JSON.stringify(cmd)}`);
-    const pick = <T>(xs: T[], i: number): T | undefined => (xs.length === 0 ? undefined : xs[i % xs.length]);
-    switch (cmd.kind) {
-      case 'charge':
-      case 'stream':
-      case 'lookup':
-        this.call(cmd);
-        break;
-      case 'wait':
-        await sleep(cmd.ms);
-        break;
-      case 'latency':
-        this.latencyMs = Math.max(this.latencyMs, cmd.ms);
-        this.proxy.setLatency(this.latencyMs);
-        break;
-      case 'reset': {
-        const target = pick([...this.proxy.connections], cmd.pick);
-        if (target) this.proxy.reset((c) => c === target);
-        break;
-      }
-      case 'resetAll':
-        this.proxy.reset();
-        break;
-      case 'outage':
-        this.fault(`outage for ${cmd.ms} ms`);
-        this.proxy.outage(cmd.ms);
-        // The outage lasts: it is a fault until it ends.
-        setTimeout(() => this.fault('outage over'), cmd.ms).unref();
-        break;
-      case 'serverError':
-        this.proxy.failNext(cmd.count);
-        break;
-      case 'blackhole': {
-        const target = pick([...this.proxy.connections], cmd.pick);
-        if (target) {
-          this.proxy.blackhole((c) => c === target);
-          this.faultUntilClosed(target);
-        }
-        break;
-      }
-      case 'serverRestart':
-        this.restartServer();
-        break;
-    }
+    if (isNetworkCommand(cmd)) {
+      const blackholed = await this.network.apply(cmd);
+      if (blackholed) this.faultUntilClosed(blackholed);
+    } else if (cmd.kind === 'outage') {
+      this.fault(`outage for ${cmd.ms} ms`);
+      this.proxy.outage(cmd.ms);
+      // The outage lasts: it is a fault until it ends.
+      setTimeout(() => this.fault('outage over'), cmd.ms).unref();
+    } else if (cmd.kind === 'serverRestart') this.restartServer();
+    else this.call(cmd);
     await sleep(BREATH_MS);
   }
 
@@ -535,10 +516,13 @@ export class ModernStackWorld {
       startedAt: this.now(),
       attempts: [],
       delivered: [],
+      outcomes: 0,
+      owners: [],
     };
     this.calls.set(key, record);
     const settle = (outcome: ModernOutcomeKind) => {
       if (this.closing) return;
+      record.outcomes++;
       record.outcome = outcome;
       record.settledAt = this.now();
       this.note(`${key} (${cmd.kind}) → ${JSON.stringify(outcome)}`);
@@ -556,6 +540,8 @@ export class ModernStackWorld {
         },
         (e: unknown) => {
           const detail = `${(e as { code?: unknown }).code ?? ''} ${(e as Error).message ?? String(e)}`;
+          const reason = (e as { data?: { reason?: unknown } }).data?.reason;
+          if (typeof reason === 'string') record.reason = reason;
           settle(isOutcomeUnknown(e) ? { kind: 'unknown', detail } : { kind: 'error', detail });
         },
       );
@@ -565,7 +551,7 @@ export class ModernStackWorld {
    * A black-holed connection stays a fault until it closes (an idle cut, the client's stall timer): a
    * pooled keep-alive connection may carry a call made long after the black hole began.
    */
-  private faultUntilClosed(target: FaultProxy['connections'] extends Set<infer C> ? C : never): void {
+  private faultUntilClosed(target: ProxyConnection): void {
     const started = Date.now();
     const watch = setInterval(() => {
       if (this.closing || Date.now() - started > SETTLE_BOUND_MS * 2) return clearInterval(watch);
@@ -579,6 +565,7 @@ export class ModernStackWorld {
   /** The process dies (its stores and bodies freeze), a new one takes the port, every connection drops. */
   private restartServer(): void {
     this.gen.dead = true;
+    this.deaths.push({ instance: `g${this.gen.g}`, at: this.now() });
     this.gen = this.makeGeneration();
     this.httpServer.closeAllConnections();
     this.fault(`server restarted as g${this.gen.g}`);
@@ -590,10 +577,8 @@ export class ModernStackWorld {
 
   /** Faults stop; waits (bounded) until every call has settled and the live process's bodies finished. */
   async settle(): Promise<ModernOutcome> {
-    const start = Date.now();
     this.note('settle');
-    while (this.unsettled().length > 0 && Date.now() - start < SETTLE_BOUND_MS) await sleep(20);
-    const settledAfterMs = Date.now() - start;
+    const settledAfterMs = await settleWithin(() => this.unsettled(), SETTLE_BOUND_MS);
     // A body still running may yet land its side effect: the checks judge what finally happened.
     const drain = Date.now();
     while (this.gen.running > 0 && Date.now() - drain < DRAIN_BOUND_MS) await sleep(20);
@@ -606,6 +591,7 @@ export class ModernStackWorld {
       effects: this.effects,
       starts: this.starts,
       lastFaultAt: this.lastFaultAt,
+      deaths: this.deaths,
       gaps: this.gaps,
       hung: this.unsettled(),
       settledAfterMs,
@@ -654,22 +640,58 @@ export type ModernCheck = (o: ModernOutcome) => string[];
 const effectful = (c: ModernCallRecord) => c.tool === 'charge' || c.tool === 'stream';
 const effectsOf = (o: ModernOutcome, c: ModernCallRecord) => o.effects.get(c.key) ?? 0;
 
+/** What the real 2026 stack recorded, as the neutral trace the era's checks read (properties/checks2026.ts). */
+export function modernTrace(o: ModernOutcome): Trace {
+  const calls = new Map<string, CallTrace>();
+  for (const c of o.calls.values())
+    calls.set(c.key, {
+      key: c.key,
+      tool: c.tool,
+      at: c.startedAt,
+      // continuityFetch learned the annotations from the tools/list the world awaits before any call.
+      resendable: c.tool === 'lookup',
+      outcome: c.outcome?.kind,
+      reason: c.reason,
+      settledAt: c.settledAt,
+      outcomes: c.outcomes,
+      abandoned: false,
+      owners: c.owners,
+    });
+  // A charge landing, a stream body starting: the effects that must not repeat (a lookup has none).
+  const effects = new Map([...o.effects].filter(([key]) => effectfulKey(o, key)));
+  return {
+    calls,
+    executions: effects,
+    sideEffects: effects,
+    hung: o.hung,
+    sessionEnds: [],
+    deaths: o.deaths,
+    evictions: [],
+  };
+}
+
+const effectfulKey = (o: ModernOutcome, key: string) => {
+  const c = o.calls.get(key);
+  return c !== undefined && effectful(c);
+};
+
+/** A check of the 2026 era (properties/checks2026.ts, checks/common.ts), judged on the real stack. */
+const onStack =
+  (check: TraceCheck): ModernCheck =>
+  (o) =>
+    check(modernTrace(o), RULES_2026);
+
 /** A charge never lands twice for one application call; a stream body never starts twice. */
-export const atMostOnce: ModernCheck = (o) =>
-  [...o.calls.values()]
-    .filter((c) => effectful(c) && effectsOf(o, c) > 1)
-    .map((c) => `${c.key} (${c.tool}) ran ${effectsOf(o, c)} times; outcome ${JSON.stringify(c.outcome)}`);
+export const atMostOnce: ModernCheck = onStack(COMMON_CHECKS['at most once']);
 
 /**
  * A call that failed definitely never ran; one that ran ended with its result or outcome unknown; a result
  * is the real one (its text, and the effect happened exactly once).
  */
 export const honestErrors: ModernCheck = (o) => {
-  const out: string[] = [];
+  const out = COMMON_CHECKS['honest errors'](modernTrace(o), RULES_2026);
   for (const c of o.calls.values()) {
     const ran = effectsOf(o, c);
-    if (effectful(c) && c.outcome?.kind === 'error' && ran > 0)
-      out.push(`${c.key} (${c.tool}) failed with ${JSON.stringify(c.outcome)} but it ran ${ran} time(s)`);
     if (c.outcome?.kind === 'result') {
       const expected =
         c.tool === 'charge'
@@ -689,11 +711,7 @@ export const honestErrors: ModernCheck = (o) => {
 };
 
 /** Every call ends (result, error or outcome unknown) within SETTLE_BOUND_MS after the faults stop. */
-export const noHang: ModernCheck = (o) =>
-  o.hung.map((k) => {
-    const c = o.calls.get(k);
-    return `${k} (${c?.tool} ${JSON.stringify(c?.args)}) has no outcome ${SETTLE_BOUND_MS} ms after faults stopped; attempts ${c?.attempts.join(',')}`;
-  });
+export const noHang: ModernCheck = onStack(COMMON_CHECKS['no hang']);
 
 /** Progress reaches the application once each, in order; a streamed result comes with all of it (or a gap). */
 export const noDuplicateDelivery: ModernCheck = (o) => {
@@ -738,6 +756,8 @@ export const MODERN_CHECKS = {
   'at most once': atMostOnce,
   'honest errors': honestErrors,
   'no hang': noHang,
+  'settled once': onStack(COMMON_CHECKS['settled once']),
+  're-sent when safe': onStack(COMMON_CHECKS['re-sent when safe']),
   'no duplicate or out-of-order progress': noDuplicateDelivery,
   'the real result after the faults': realResultAfterFaults,
 } as const satisfies Record<string, ModernCheck>;
@@ -785,13 +805,8 @@ export async function checkModernProperties(o: {
   readonly variant?: ModernVariant;
   readonly label?: string;
 }): Promise<fc.RunDetails<[ModernConfig, ModernCommand[]]>> {
-  const env = process.env;
-  const seed =
-    o.seed ??
-    (env.MCPC_MODERN_STACK_SEED === undefined
-      ? (Date.now() ^ Math.floor(Math.random() * 0x7fffffff)) | 0
-      : Number(env.MCPC_MODERN_STACK_SEED));
-  const path = o.path ?? env.MCPC_MODERN_STACK_PATH;
+  const seed = runSeed(o.seed, 'MCPC_MODERN_STACK_SEED');
+  const path = o.path ?? process.env.MCPC_MODERN_STACK_PATH;
   console.info(
     `${o.label ?? 'modern stack properties'}: ${o.runs} schedules, seed ${seed} (replay: MCPC_MODERN_STACK_SEED=${seed})`,
   );

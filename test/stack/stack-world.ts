@@ -9,6 +9,9 @@ import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import fc from 'fast-check';
 import type { CursorRecord } from '../../machines/client/cursor.js';
 import type { RetryPolicy } from '../../machines/client/ledger.js';
+import { COMMON_CHECKS, type TraceCheck } from '../../properties/checks/common.js';
+import type { CallTrace, InstanceDeath, Trace } from '../../properties/checks/trace.js';
+import { RULES_2025 } from '../../properties/checks.js';
 import {
   type ContinuityClientOptions,
   ContinuityClientTransport,
@@ -24,6 +27,14 @@ import { RedisEventLog } from '../../src/redis.js';
 import { FaultProxy } from '../../src/testing/index.js';
 import { type DemoWorld, demoMcpServer } from '../server/harness.js';
 import { type RoundRobinProxy, startRoundRobinProxy } from '../support/round-robin-proxy.js';
+import {
+  FaultLoop,
+  isNetworkCommand,
+  type NetworkCommand,
+  runSeed,
+  settleWithin,
+  sleep,
+} from './fault-loop.js';
 
 /**
  * The property model's world, on the real stack: SDK Client + ContinuityClientTransport → FaultProxy →
@@ -39,25 +50,12 @@ export type StackCommand =
   | { readonly kind: 'chatty'; readonly count: number; readonly intervalMs: number }
   /** A call that outlives the proxy's idle timeout. */
   | { readonly kind: 'slow'; readonly ms: number }
-  /** One open proxied connection resets (chosen by position, so it stays valid while shrinking). */
-  | { readonly kind: 'reset'; readonly pick: number }
-  /** A load balancer recycles: every connection resets. */
-  | { readonly kind: 'resetAll' }
-  /** The next `count` new connections get 503 from the proxy. */
-  | { readonly kind: 'serverError'; readonly count: number }
-  /** One open connection stops forwarding without closing. */
-  | { readonly kind: 'blackhole'; readonly pick: number }
-  /**
-   * The network slows down: from now on the proxy delays every chunk by `ms` each direction, if more than
-   * now. Latency never shrinks within a run: FaultProxy delays each chunk with its own timer, so a shorter
-   * delay would let later bytes overtake earlier ones on one connection, which TCP never does.
-   */
-  | { readonly kind: 'latency'; readonly ms: number }
-  | { readonly kind: 'wait'; readonly ms: number }
   /** The server process dies and a new one starts on the same port; sessions (memory log) die with it. */
   | { readonly kind: 'serverRestart' }
   /** The client process dies (no DELETE) and a new one starts with the same durable cursor file. */
-  | { readonly kind: 'clientRestart' };
+  | { readonly kind: 'clientRestart' }
+  /** The network faults and waits both worlds share (fault-loop.ts). */
+  | NetworkCommand;
 
 export interface StackConfig {
   /** Server heartbeats every 100 ms (keeping idle streams alive through the proxy), or none. */
@@ -166,9 +164,15 @@ export interface CallRecord {
   readonly posts: Array<{ readonly session: string | null; status?: number | 'network-error' | 'aborted' }>;
   readonly delivered: Delivered[];
   outcome?: Outcome;
+  /** Outcome unknown's `error.data.reason`. */
+  reason?: string;
   settledAt?: number;
+  /** Outcomes the application was given (more than one is a duplicate). */
+  outcomes: number;
   /** Its client process died before it settled: nobody waits for it any more. */
   abandoned: boolean;
+  /** Server instances that received it. */
+  readonly owners: string[];
 }
 
 interface ClientProcess {
@@ -206,6 +210,8 @@ export interface StackOutcome {
   /** Session ids some client process adopted. */
   readonly adoptedSessions: Set<string>;
   readonly transitions: SessionTransition[];
+  readonly deaths: readonly InstanceDeath[];
+  readonly annotationsKnownAt: ReadonlyMap<number, number>;
   readonly gaps: Array<GapReport & { readonly pid: number; readonly at: number }>;
   /** Progress the servers sent, per wire request id, per session: the numbers in send order. */
   readonly appended: Map<string, Map<string, number[]>>;
@@ -269,14 +275,19 @@ class ObservedTransport extends ContinuityClientTransport {
   }
 }
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
 export class StackWorld {
   private readonly demo: DemoWorld = { effects: new Map(), servers: [] };
   private readonly t0 = Date.now();
   private generation = 0;
   /** One server per instance slot (one slot unless `sharedRedisUrl`), each on its own HTTP server. */
-  private readonly slots: Array<{ current: ContinuityServer; httpServer: http.Server }> = [];
+  private readonly slots: Array<{ current: ContinuityServer; httpServer: http.Server; instance: string }> =
+    [];
+  /** Server processes started: each is an instance of its own (`i<slot>#<n>`). */
+  private started = 0;
+  /** Instances that died (a restart), and when: they excuse only the calls they ran. */
+  readonly deaths: InstanceDeath[] = [];
+  /** Client process → when its `tools/list` answer arrived (it knows the annotations since). */
+  readonly annotationsKnownAt = new Map<number, number>();
   private readonly retired: ContinuityServer[] = [];
   private balancer: RoundRobinProxy | undefined;
   private readonly keyPrefix = `stack-${Math.random().toString(36).slice(2)}:`;
@@ -289,7 +300,7 @@ export class StackWorld {
   private pid = 0;
   private callCount = 0;
   private closing = false;
-  private latencyMs = 0;
+  private network!: FaultLoop;
   /** Wire request id → call key, learned from the POST bodies the client sends. */
   private readonly wire = new Map<string, string>();
   readonly calls = new Map<string, CallRecord>();
@@ -334,8 +345,12 @@ export class StackWorld {
     this.dir = await mkdtemp(join(tmpdir(), 'mcpc-stack-'));
     const count = this.config.sharedRedisUrl ? 2 : 1;
     for (let i = 0; i < count; i++) {
-      const slot = { current: this.makeServer(), httpServer: http.createServer() };
-      slot.httpServer.on('request', (req, res) => slot.current.nodeHandler(req, res));
+      const instance = `i${i}#${++this.started}`;
+      const slot = { current: this.makeServer(), httpServer: http.createServer(), instance };
+      slot.httpServer.on('request', (req, res) => {
+        slot.current.nodeHandler(req, res);
+        this.watchAdmission(req, slot.instance);
+      });
       this.slots.push(slot);
       await new Promise<void>((r) => slot.httpServer.listen(0, '127.0.0.1', r));
     }
@@ -346,6 +361,7 @@ export class StackWorld {
       target: { host: '127.0.0.1', port: target },
       idleTimeoutMs: PROXY_IDLE_MS,
     });
+    this.network = new FaultLoop(this.proxy);
     this.proxy.on('fault', (e) => {
       if (e.type === 'cut') this.note(`proxy cut #${e.id} ${e.label} (${e.reason})`);
       else if (e.type === 'refused') this.note(`proxy refused #${e.id} with ${e.status}`);
@@ -353,6 +369,7 @@ export class StackWorld {
     this.process = await this.spawnClient();
     // The transport learns the tools' annotations (chatty is read-only) from the list.
     await this.process.client.listTools();
+    this.annotationsKnownAt.set(this.process.pid, this.now());
   }
 
   /**
@@ -425,6 +442,27 @@ export class StackWorld {
       },
       close: () => mcp.close(),
     };
+  }
+
+  /**
+   * Which instance took each call: a POST carrying it reached that instance's HTTP server (the handler
+   * reads the body with its own 'data' listener; this one only listens along). An instance's death
+   * excuses only the calls it took.
+   */
+  private watchAdmission(req: http.IncomingMessage, instance: string): void {
+    if (req.method !== 'POST') return;
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      let key: unknown;
+      try {
+        key = JSON.parse(Buffer.concat(chunks).toString('utf8'))?.params?._meta?.[CALL_META];
+      } catch {
+        return;
+      }
+      const call = typeof key === 'string' ? this.calls.get(key) : undefined;
+      if (call && !call.owners.includes(instance)) call.owners.push(instance);
+    });
   }
 
   private async spawnClient(): Promise<ClientProcess> {
@@ -539,43 +577,10 @@ export class StackWorld {
   async apply(cmd: StackCommand): Promise<void> {
     this.commands.push(cmd);
     this.note(`> ${JSON.stringify(cmd)}`);
-    const pick = <T>(xs: T[], i: number): T | undefined => (xs.length === 0 ? undefined : xs[i % xs.length]);
-    switch (cmd.kind) {
-      case 'charge':
-      case 'slow':
-      case 'chatty':
-        this.call(cmd);
-        break;
-      case 'wait':
-        await sleep(cmd.ms);
-        break;
-      case 'latency':
-        this.latencyMs = Math.max(this.latencyMs, cmd.ms);
-        this.proxy.setLatency(this.latencyMs);
-        break;
-      case 'reset': {
-        const target = pick([...this.proxy.connections], cmd.pick);
-        if (target) this.proxy.reset((c) => c === target);
-        break;
-      }
-      case 'resetAll':
-        this.proxy.reset();
-        break;
-      case 'serverError':
-        this.proxy.failNext(cmd.count);
-        break;
-      case 'blackhole': {
-        const target = pick([...this.proxy.connections], cmd.pick);
-        if (target) this.proxy.blackhole((c) => c === target);
-        break;
-      }
-      case 'serverRestart':
-        await this.restartServer();
-        break;
-      case 'clientRestart':
-        await this.restartClient();
-        break;
-    }
+    if (isNetworkCommand(cmd)) await this.network.apply(cmd);
+    else if (cmd.kind === 'serverRestart') await this.restartServer();
+    else if (cmd.kind === 'clientRestart') await this.restartClient();
+    else this.call(cmd);
     await sleep(BREATH_MS);
   }
 
@@ -598,11 +603,14 @@ export class StackWorld {
       posts: [],
       delivered: [],
       abandoned: false,
+      outcomes: 0,
+      owners: [],
     };
     this.calls.set(key, record);
     const settle = (outcome: Outcome) => {
       // A dead process's SDK client is released at teardown: nobody was waiting for that answer.
       if (this.closing) return;
+      record.outcomes++;
       if (record.outcome) {
         this.errors.push(
           `${key} settled twice: ${JSON.stringify(record.outcome)} then ${JSON.stringify(outcome)}`,
@@ -635,6 +643,8 @@ export class StackWorld {
         },
         (e: unknown) => {
           const detail = `${(e as { code?: unknown }).code ?? ''} ${(e as Error).message ?? String(e)}`;
+          const reason = (e as { data?: { reason?: unknown } }).data?.reason;
+          if (typeof reason === 'string') record.reason = reason;
           settle(isOutcomeUnknown(e) ? { kind: 'unknown', detail } : { kind: 'error', detail });
         },
       );
@@ -648,6 +658,8 @@ export class StackWorld {
   private async restartServer(): Promise<void> {
     const slot = this.slots[this.instanceRestarts % this.slots.length] as (typeof this.slots)[number];
     const old = slot.current;
+    this.deaths.push({ instance: slot.instance, at: this.now() });
+    slot.instance = `i${this.slots.indexOf(slot)}#${++this.started}`;
     if (this.config.sharedRedisUrl) this.instanceRestarts++;
     else this.serverRestarts++;
     this.retired.push(old);
@@ -677,7 +689,11 @@ export class StackWorld {
         `client p${this.process.pid} restored ${this.process.restoredSession ?? 'nothing'} but p${old.pid} was in ${lastSession}`,
       );
     }
-    void this.process.client.listTools().catch(() => undefined);
+    const pid = this.process.pid;
+    void this.process.client.listTools().then(
+      () => this.annotationsKnownAt.set(pid, this.now()),
+      () => undefined,
+    );
   }
 
   private liveUnsettled(): string[] {
@@ -686,10 +702,8 @@ export class StackWorld {
 
   /** Faults stop; waits (bounded, real time) until every live call has settled, then lets streams drain. */
   async settle(): Promise<StackOutcome> {
-    const start = Date.now();
     this.note('settle');
-    while (this.liveUnsettled().length > 0 && Date.now() - start < SETTLE_BOUND_MS) await sleep(20);
-    const settledAfterMs = Date.now() - start;
+    const settledAfterMs = await settleWithin(() => this.liveUnsettled(), SETTLE_BOUND_MS);
     await sleep(DRAIN_MS);
     return {
       config: this.config,
@@ -701,6 +715,8 @@ export class StackWorld {
       clientRestartsWithoutCursor: this.clientRestartsWithoutCursor,
       adoptedSessions: this.adoptedSessions,
       transitions: this.transitions,
+      deaths: this.deaths,
+      annotationsKnownAt: this.annotationsKnownAt,
       gaps: this.gaps,
       appended: this.appended,
       orphans: this.orphans,
@@ -768,14 +784,9 @@ export async function assertStackProperties(o: {
   readonly shrink?: boolean;
   readonly config?: Partial<StackConfig>;
 }): Promise<void> {
-  const env = process.env;
   // Chosen here and printed before the run, so any run can be replayed, not only a failing one.
-  const seed =
-    o.seed ??
-    (env.MCPC_STACK_SEED === undefined
-      ? (Date.now() ^ Math.floor(Math.random() * 0x7fffffff)) | 0
-      : Number(env.MCPC_STACK_SEED));
-  const path = o.path ?? env.MCPC_STACK_PATH;
+  const seed = runSeed(o.seed, 'MCPC_STACK_SEED');
+  const path = o.path ?? process.env.MCPC_STACK_PATH;
   console.info(`stack properties: ${o.runs} schedules, seed ${seed} (replay: MCPC_STACK_SEED=${seed})`);
   await fc.assert(
     fc.asyncProperty(configArb, scheduleArb, async (config, schedule) => {
@@ -800,24 +811,45 @@ export type StackCheck = (o: StackOutcome) => string[];
 
 const live = (o: StackOutcome) => [...o.calls.values()].filter((c) => !c.abandoned);
 
-/** No charge runs twice for one application call (dead processes' calls included). */
-export const atMostOnce: StackCheck = (o) =>
-  [...o.calls.values()]
-    .filter((c) => c.tool === 'charge' && (o.effects.get(c.key) ?? 0) > 1)
-    .map((c) => `${c.key} (charge) ran ${o.effects.get(c.key)} times; outcome ${JSON.stringify(c.outcome)}`);
+/** What the real stack recorded, as the neutral trace the era's checks read (properties/checks.ts). */
+export function stackTrace(o: StackOutcome): Trace {
+  const calls = new Map<string, CallTrace>();
+  for (const c of o.calls.values()) {
+    const known = o.annotationsKnownAt.get(c.pid);
+    calls.set(c.key, {
+      key: c.key,
+      tool: c.tool,
+      at: c.startedAt,
+      resendable: STACK_RESENDABLE.has(c.tool) && known !== undefined && known < c.startedAt,
+      outcome: c.outcome?.kind,
+      reason: c.outcome?.kind === 'error' ? c.outcome.detail : c.reason,
+      settledAt: c.settledAt,
+      outcomes: c.outcomes,
+      abandoned: c.abandoned,
+      owners: c.owners,
+    });
+  }
+  // Only a charge's effect is counted (in the tool handler); only a charge has one that must not repeat.
+  const charges = new Map([...o.effects].filter(([key]) => o.calls.get(key)?.tool === 'charge'));
+  return {
+    calls,
+    executions: charges,
+    sideEffects: charges,
+    hung: o.hung,
+    sessionEnds: [],
+    deaths: o.deaths,
+    evictions: [],
+  };
+}
 
-/** A call the client failed with a definite error (not outcome unknown) must not have run. */
-export const honestErrors: StackCheck = (o) =>
-  live(o)
-    .filter((c) => c.tool === 'charge' && c.outcome?.kind === 'error' && (o.effects.get(c.key) ?? 0) > 0)
-    .map((c) => `${c.key} (charge) failed with ${JSON.stringify(c.outcome)} but it ran`);
+/** The demo tools annotated read-only (test/server/harness.ts). */
+const STACK_RESENDABLE: ReadonlySet<string> = new Set(['chatty']);
 
-/** Once faults stop, every call of the live process ends as a result, an error or outcome unknown. */
-export const noHang: StackCheck = (o) =>
-  o.hung.map((k) => {
-    const c = o.calls.get(k);
-    return `${k} (${c?.tool} ${JSON.stringify(c?.args)}, p${c?.pid}) has no outcome ${SETTLE_BOUND_MS} ms after faults stopped`;
-  });
+/** A check of the 2025 era (properties/checks.ts, checks/common.ts), judged on the real stack. */
+const onStack =
+  (check: TraceCheck): StackCheck =>
+  (o) =>
+    check(stackTrace(o), RULES_2025);
 
 /**
  * The session survives transport faults: a client leaves a session only when the server no longer has it
@@ -943,10 +975,13 @@ export const noUnflaggedLoss: StackCheck = (o) => {
 };
 
 export const STACK_CHECKS = {
-  'at most once': atMostOnce,
-  'honest errors': honestErrors,
+  'at most once': onStack(COMMON_CHECKS['at most once']),
+  'honest errors': onStack(COMMON_CHECKS['honest errors']),
   'no unflagged loss': noUnflaggedLoss,
-  'no hang': noHang,
+  'no hang': onStack(COMMON_CHECKS['no hang']),
+  'settled once': onStack(COMMON_CHECKS['settled once']),
+  're-sent when safe': onStack(COMMON_CHECKS['re-sent when safe']),
+  'deaths excuse only their own calls': onStack(COMMON_CHECKS['deaths excuse only their own calls']),
   'session survives transport': sessionSurvivesTransport,
   'no duplicate delivery': noDuplicateDelivery,
   'no misdelivery': noMisdelivery,

@@ -50,7 +50,7 @@ export function taskCallOf(message: unknown, isTaskTool: (name: string) => boole
   const name = field(params, 'name');
   if (typeof name !== 'string' || !declaresTasks(params) || !isTaskTool(name)) return undefined;
   const args = field(params, 'arguments');
-  return args === undefined ? { name } : { name, arguments: args };
+  return { name, ...(args !== undefined ? { arguments: args } : {}), meta: field(params, '_meta') };
 }
 
 /** What the runtime needs to create a task record (ids and times are the runtime's, given here). */
@@ -277,7 +277,9 @@ export function taskFinished(record: Pick<TaskRecord, 'status'>): boolean {
 
 /** The `tools/call` params of the task's request (a re-run adds the round's answers). */
 export function toolParams(request: TaskRequest): Record<string, unknown> {
-  return request.arguments === undefined
-    ? { name: request.name }
-    : { name: request.name, arguments: request.arguments };
+  return {
+    name: request.name,
+    ...(request.arguments !== undefined ? { arguments: request.arguments } : {}),
+    ...(request.meta !== undefined ? { _meta: request.meta } : {}),
+  };
 }

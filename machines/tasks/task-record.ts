@@ -28,6 +28,8 @@ export interface TaskError {
 export interface TaskRequest {
   readonly name: string;
   readonly arguments?: unknown;
+  /** The creating call's `_meta` (protocol version, client capabilities): each re-run carries it again. */
+  readonly meta?: unknown;
 }
 
 /** One task as stored. Every change is a new record with `version + 1` (the store compares versions). */

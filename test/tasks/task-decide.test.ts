@@ -88,7 +88,11 @@ describe('task status machine', () => {
 describe('which calls become tasks', () => {
   const isTaskTool = (n: string) => n === 'charge';
   it('a declared call of a task-capable tool becomes a task with its name and arguments', () => {
-    expect(taskCallOf(call('charge'), isTaskTool)).toEqual({ name: 'charge', arguments: { amount: 5 } });
+    expect(taskCallOf(call('charge'), isTaskTool)).toEqual({
+      name: 'charge',
+      arguments: { amount: 5 },
+      meta: caps,
+    });
   });
   it('a tool the application did not mark is served as before', () => {
     expect(taskCallOf(call('echo'), isTaskTool)).toBeUndefined();

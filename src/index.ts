@@ -72,9 +72,9 @@ export { MemoryMemoStore, type MemoryMemoStoreOptions } from './server/memory-me
 export type { ModernEndpoint, ModernOptions, ModernServerFactory } from './server/modern/endpoint.js';
 export type { KeyedRequests, ModernCall, RunOnSdk } from './server/modern/keyed-hook.js';
 export type { McpServerLike, SessionInfo } from './server/session.js';
+export { SSE_PACE_BYTES } from './server/sse.js';
 export { MemoryTaskStore } from './server/tasks/memory-task-store.js';
 export { createTasks, type Tasks, type TasksOptions } from './server/tasks/runtime.js';
 export type { TaskCreate, TaskStore } from './server/tasks/task-store.js';
-export { SSE_PACE_BYTES } from './server/sse.js';
 export { ContinuityAttr, ContinuityEvent, McpAttr, McpMetric } from './telemetry/names.js';
 export { ContinuityTelemetry, type ContinuityTelemetryOptions } from './telemetry/telemetry.js';

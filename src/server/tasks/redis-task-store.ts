@@ -1,21 +1,15 @@
 import { createHash } from 'node:crypto';
 import type { TaskRecord } from '../../../machines/tasks/task-record.js';
 import { createRedisClient, type RedisClientWith } from '../redis-client.js';
+import { LIVE } from '../redis-memo-store.js';
 import { script } from '../redis-script.js';
 import { purged, type TaskCreate, type TaskStore } from './task-store.js';
 
 /**
  * Task keys (P: prefix): `P task:t:<id>` hash { r: record JSON, v: version, x: purge-at ms or '' },
  * `P task:k:<hash of keyRef>` → task id. A record whose `x` has passed reads as absent everywhere, whether
- * or not Redis expired it yet (PEXPIREAT a minute later frees it).
+ * or not Redis expired it yet (PEXPIREAT a minute later frees it): the memo's `live` check, same fields.
  */
-const LIVE = `
-local function live(k, now)
-  local x = redis.call('HGET', k, 'x')
-  if not x then return false end
-  return x == '' or tonumber(x) > now
-end
-`;
 
 /** KEYS: task, key binding (or the task again when unkeyed). ARGV: now, record, version, purge-at, id, keyed. */
 const CREATE = `${LIVE}

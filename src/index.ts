@@ -73,6 +73,9 @@ export type { ModernEndpoint, ModernOptions, ModernServerFactory } from './serve
 export type { KeyedRequests, ModernCall, RunOnSdk } from './server/modern/keyed-hook.js';
 export type { McpServerLike, SessionInfo } from './server/session.js';
 export { SSE_PACE_BYTES } from './server/sse.js';
+export { MemoryTaskStore } from './server/tasks/memory-task-store.js';
+export { createTasks, type Tasks, type TasksOptions } from './server/tasks/runtime.js';
+export type { TaskCreate, TaskStore } from './server/tasks/task-store.js';
 export { ContinuityAttr, ContinuityEvent, McpAttr, McpMetric } from './telemetry/names.js';
 export { ContinuityTelemetry, type ContinuityTelemetryOptions } from './telemetry/telemetry.js';
 export { createTrace, type Trace, type TraceOptions } from './trace/recorder.js';

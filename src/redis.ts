@@ -4,3 +4,4 @@
  */
 export { RedisEventLog, type RedisEventLogOptions } from './server/redis-event-log.js';
 export { RedisMemoStore, type RedisMemoStoreOptions } from './server/redis-memo-store.js';
+export { RedisTaskStore } from './server/tasks/redis-task-store.js';

@@ -5,3 +5,4 @@
  */
 export { SqliteEventLog, type SqliteEventLogOptions } from './server/sqlite-event-log.js';
 export { SqliteMemoStore, type SqliteMemoStoreOptions } from './server/sqlite-memo-store.js';
+export { SqliteTaskStore } from './server/tasks/sqlite-task-store.js';

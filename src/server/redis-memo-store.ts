@@ -14,7 +14,7 @@ import { script } from './redis-script.js';
  * Entry hash fields: `e` (the entry, JSON), `s` (its state), `x` (when its window ends, ms; empty while
  * running). An entry whose `x` has passed reads as absent everywhere, whether or not Redis expired it yet.
  */
-const LIVE = `
+export const LIVE = `
 local function live(k, now)
   local x = redis.call('HGET', k, 'x')
   if not x then return false end

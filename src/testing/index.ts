@@ -18,6 +18,7 @@ export {
   type MemoStoreFactory,
   memoStoreContract,
 } from './contracts/memo-store.js';
+export { type TaskStoreFactory, taskStoreContract } from './contracts/task-store.js';
 export {
   type FaultEvent,
   FaultProxy,

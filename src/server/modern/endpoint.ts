@@ -33,6 +33,8 @@ import {
 } from '../../../machines/server/listen-log.js';
 import { limitReached } from '../../../machines/server/replies.js';
 import { loadOptional } from '../../optional-peer.js';
+import { serveTasks } from '../tasks/endpoint-hook.js';
+import type { Tasks } from '../tasks/runtime.js';
 import { rewritingFirstEvent } from './first-event.js';
 import type { KeyedRequests, RunOnSdk } from './keyed-hook.js';
 import { OpenListens, releasingOnEnd } from './open-listens.js';
@@ -53,6 +55,8 @@ export interface ModernOptions {
    * (closing a response stream cancels its request).
    */
   readonly keyed?: KeyedRequests;
+  /** The tasks extension (`createTasks`): advertised, and given task-capable `tools/call` and `tasks/*` first. */
+  readonly tasks?: Tasks;
   /** The SDK's response shaping for unkeyed requests. Default `auto` (JSON unless something streams). */
   readonly responseMode?: PerRequestResponseMode;
   /** SSE keep-alive comments on modern streams. Default: the server's `heartbeatMs`. */
@@ -134,6 +138,8 @@ export async function createModernEndpoint(
         continuityCapability(keyed.settings) as Parameters<typeof low.registerCapabilities>[0],
       );
     }
+    if (options.tasks)
+      ('server' in server ? server.server : server).registerCapabilities(options.tasks.capability);
     return server;
   };
   const common = {
@@ -234,6 +240,8 @@ export async function createModernEndpoint(
           throw error;
         }
       }
+      const tasked = serveTasks(options.tasks, input, (r) => call(detached ?? handler, r, input));
+      if (tasked) return cancelOnClose(await tasked, gone);
       if (keyed && detached && handsToKeyed(input.body, input.headers)) {
         const run: RunOnSdk = (message: JsonRpcRequest, signal: AbortSignal) =>
           call(
@@ -277,7 +285,7 @@ export async function createModernEndpoint(
     listens: () => listens.stats(),
     notify: handler.notify,
     close: async () => {
-      await Promise.all([handler.close(), detached?.close(), keyed?.close()]);
+      await Promise.all([handler.close(), detached?.close(), keyed?.close(), options.tasks?.close()]);
     },
   };
 }

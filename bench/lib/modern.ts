@@ -59,10 +59,10 @@ export async function startModernOfficial(): Promise<RunningServer> {
 
 /**
  * mcp-continuity serving 2026-07-28 with the continuity extension (library defaults; memory stores
- * unless `log` and `memo` are given).
+ * unless `log` and `memo` are given; `maxKeys` raises the per-address and per-principal key bounds).
  */
 export async function startModernOurs(
-  options: { maxEventsPerStream?: number; log?: EventLog; memo?: MemoStore } = {},
+  options: { maxEventsPerStream?: number; log?: EventLog; memo?: MemoStore; maxKeys?: number } = {},
 ): Promise<RunningServer> {
   const errors: string[] = [];
   const log =
@@ -79,7 +79,13 @@ export async function startModernOurs(
     onError: (e) => errors.push(String(e)),
     modern: {
       createServer: () => modernBenchServer(),
-      keyed: createKeyedRequests({ log, memo }),
+      keyed: createKeyedRequests({
+        log,
+        memo,
+        ...(options.maxKeys === undefined
+          ? {}
+          : { maxEntriesPerAddress: options.maxKeys, maxEntriesPerPrincipal: options.maxKeys }),
+      }),
     },
   });
   const { server, port } = await listen(continuity.nodeHandler);

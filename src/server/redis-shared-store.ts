@@ -4,6 +4,11 @@ import type { SessionRecord, SharedSessionStore, StoreChange } from './event-log
 import type { RedisClientWith } from './redis-client.js';
 import { script } from './redis-script.js';
 
+/** Change reports kept in an inbox for an instance that falls behind; beyond that, its polling catches up. */
+const INBOX_LENGTH = 10_000;
+/** An inbox nobody wrote to for this long is dropped (its instance died without dropping its lease). */
+const INBOX_IDLE_MS = 600_000;
+
 /**
  * KEYS: the record hash. ARGV: the expected version, the record JSON, now. The record is a hash of
  * `v` (version), `json` and `t` (last touched); it is written only over the version its writer read.
@@ -22,14 +27,68 @@ redis.call('HSET', KEYS[1], 't', ARGV[1])
 return 1
 `;
 
+/**
+ * Lua shared by every script that reports a change. KEYS[I] is the instance set (zset: instance id →
+ * lease deadline, ms). `report(now, self, inboxPrefix, fields)` adds `fields` to the inbox of every other
+ * instance whose lease runs at `now`: an instance never reads its own reports back, and one alone sends
+ * none. Inboxes are trimmed by length and expire when nobody writes to them (their instance died).
+ */
+export const REPORT = `
+local function report(instances, now, self, inboxPrefix, fields)
+  local ids = redis.call('ZRANGEBYSCORE', instances, now, '+inf')
+  for _, id in ipairs(ids) do
+    if id ~= self then
+      local inbox = inboxPrefix .. id
+      redis.call('XADD', inbox, 'MAXLEN', '~', ${INBOX_LENGTH}, '*', unpack(fields))
+      redis.call('PEXPIRE', inbox, ${INBOX_IDLE_MS})
+    end
+  end
+end
+`;
+
+/** KEYS: the instance set. ARGV: now, self, inbox prefix, then field, value, … Reports to the others. */
+const BROADCAST = `${REPORT}
+local fields = {}
+for i = 4, #ARGV do fields[#fields + 1] = ARGV[i] end
+report(KEYS[1], ARGV[1], ARGV[2], ARGV[3], fields)
+return 1
+`;
+
+/** KEYS: one instance's inbox. ARGV: field, value, … A message for that instance alone. */
+const SEND = `
+redis.call('XADD', KEYS[1], 'MAXLEN', '~', ${INBOX_LENGTH}, '*', unpack(ARGV))
+redis.call('PEXPIRE', KEYS[1], ${INBOX_IDLE_MS})
+return 1
+`;
+
+/**
+ * KEYS: this instance's lease, the instance set. ARGV: lease ms, now, self. Renews the lease and this
+ * instance's place in the set (score: when its lease ends); members whose lease ended long ago leave it.
+ */
+const LEASE = `
+redis.call('SET', KEYS[1], '1', 'PX', ARGV[1])
+redis.call('ZADD', KEYS[2], tonumber(ARGV[2]) + tonumber(ARGV[1]), ARGV[3])
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', tonumber(ARGV[2]) - ${INBOX_IDLE_MS})
+return 1
+`;
+
+/** KEYS: this instance's lease, the instance set, its inbox. ARGV: self. */
+const UNLEASE = `
+redis.call('DEL', KEYS[1], KEYS[3])
+redis.call('ZREM', KEYS[2], ARGV[1])
+return 1
+`;
+
 export const SHARED_SCRIPTS = {
   mcpcCommit: script(1, COMMIT),
   mcpcTouch: script(1, TOUCH),
+  mcpcBroadcast: script(1, BROADCAST),
+  mcpcSend: script(1, SEND),
+  mcpcLease: script(2, LEASE),
+  mcpcUnlease: script(3, UNLEASE),
 };
 type Client = RedisClientWith<typeof SHARED_SCRIPTS>;
 
-/** Change reports kept for instances that fall behind; beyond that, readers' polling catches up. */
-const FEED_LENGTH = 10_000;
 /** How long one blocking read waits before it looks again (and notices it was stopped). */
 const BLOCK_MS = 1_000;
 
@@ -37,8 +96,10 @@ type FeedReply = Array<{ name: string; messages: Array<{ id: string; message: Re
 
 /**
  * The parts of a {@link SharedSessionStore} that live beside a Redis event log: versioned session records,
- * leases, and the change feed, a Redis Stream every instance reads with blocking XREADs on a connection
- * of its own. Keys: `P{S}:record` (hash: v, json, t), `P:instance:<id>` (lease), `P:feed` (stream).
+ * leases, and change reports. Each instance has an inbox (a Redis Stream) it reads with blocking XREADs on
+ * a connection of its own; a change is reported, by the script that makes it, to the inboxes of the other
+ * live instances only (`REPORT`). Keys: `P{S}:record` (hash: v, json, t), `P:instance:<id>` (lease),
+ * `P:instances` (zset: id → lease end), `P:inbox:<id>` (stream).
  */
 export class RedisSharedStore implements SharedSessionStore {
   readonly instanceId = randomBytes(8).toString('hex');
@@ -52,8 +113,19 @@ export class RedisSharedStore implements SharedSessionStore {
     private readonly onError: (error: unknown) => void,
   ) {}
 
-  private get feedKey(): string {
-    return `${this.prefix}feed`;
+  /** The instance set, for scripts that report a change (`REPORT`). */
+  get instancesKey(): string {
+    return `${this.prefix}instances`;
+  }
+
+  /** What `BROADCAST` takes before the report's fields: now, self, the inbox prefix. */
+  private reportArgs(): string[] {
+    return [String(this.now()), this.instanceId, this.inboxPrefix];
+  }
+
+  /** Prepended to an instance id: that instance's inbox. */
+  get inboxPrefix(): string {
+    return `${this.prefix}inbox:`;
   }
 
   private leaseKey(instanceId: string): string {
@@ -92,13 +164,17 @@ export class RedisSharedStore implements SharedSessionStore {
   }
 
   async renewLease(leaseMs: number): Promise<void> {
-    await (await this.client()).set(this.leaseKey(this.instanceId), '1', {
-      expiration: { type: 'PX', value: Math.max(1, Math.ceil(leaseMs)) },
-    });
+    await (await this.client()).mcpcLease(
+      [this.leaseKey(this.instanceId), this.instancesKey],
+      [String(Math.max(1, Math.ceil(leaseMs))), String(this.now()), this.instanceId],
+    );
   }
 
   async dropLease(): Promise<void> {
-    await (await this.client()).del(this.leaseKey(this.instanceId));
+    await (await this.client()).mcpcUnlease(
+      [this.leaseKey(this.instanceId), this.instancesKey, this.inboxPrefix + this.instanceId],
+      [this.instanceId],
+    );
   }
 
   async alive(instanceIds: readonly string[]): Promise<ReadonlySet<string>> {
@@ -108,25 +184,17 @@ export class RedisSharedStore implements SharedSessionStore {
     return new Set(unique.filter((_, i) => Number(found[i]) > 0));
   }
 
-  /** Reports an append or finish on a stream, for the instances tailing it elsewhere. */
-  async announceAppended(sessionId: string, stream: number): Promise<void> {
-    await this.report({ s: sessionId, n: String(stream) });
-  }
-
   async forward(instanceId: string, sessionId: string, message: JsonRpcMessage): Promise<void> {
-    await this.report({ s: sessionId, to: instanceId, m: JSON.stringify(message) });
+    await (await this.client()).mcpcSend(
+      [this.inboxPrefix + instanceId],
+      ['i', this.instanceId, 's', sessionId, 'to', instanceId, 'm', JSON.stringify(message)],
+    );
   }
 
   async announceEnded(sessionId: string, reason: 'expired' | 'terminated'): Promise<void> {
-    await this.report({ s: sessionId, e: reason });
-  }
-
-  private async report(fields: Record<string, string>): Promise<void> {
-    await (await this.client()).xAdd(
-      this.feedKey,
-      '*',
-      { i: this.instanceId, ...fields },
-      { TRIM: { strategy: 'MAXLEN', strategyModifier: '~', threshold: FEED_LENGTH } },
+    await (await this.client()).mcpcBroadcast(
+      [this.instancesKey],
+      [...this.reportArgs(), 'i', this.instanceId, 's', sessionId, 'e', reason],
     );
   }
 
@@ -144,14 +212,14 @@ export class RedisSharedStore implements SharedSessionStore {
       reader = main.duplicate();
       reader.on('error', (error: unknown) => this.onError(error));
       await reader.connect();
-      // Start after the newest report now in the feed: older ones are about appends already in the log.
-      const newest = (await reader.xRevRange(this.feedKey, '+', '-', { COUNT: 1 })) as Array<{ id: string }>;
-      let after = newest[0]?.id ?? '0-0';
+      // The inbox is this instance's own (its id is new): everything in it was sent to this instance.
+      const inbox = this.inboxPrefix + this.instanceId;
+      let after = '0-0';
       while (!stopped) {
         let batch: FeedReply | null;
         try {
           batch = (await reader.xRead(
-            { key: this.feedKey, id: after },
+            { key: inbox, id: after },
             { BLOCK: BLOCK_MS, COUNT: 500 },
           )) as FeedReply | null;
         } catch (error) {

@@ -83,15 +83,52 @@ describe('RedisEventLog', () => {
           `${keyPrefix}{s}:record`,
           `${keyPrefix}{s}:w:7`,
           `${keyPrefix}{s}:x:7`,
-          // The change feed other instances read: shared by every session, trimmed by length.
-          `${keyPrefix}feed`,
+          // No other instance holds a lease: the appends were reported to nobody (no inbox was written).
         ].sort(),
       );
       await l.dropSession('s');
-      expect(await raw.keys(`${keyPrefix}*`)).toEqual([`${keyPrefix}feed`]);
+      expect(await raw.keys(`${keyPrefix}*`)).toEqual([]);
     } finally {
       await raw.close();
       await l.close();
+    }
+  });
+
+  it('reports an append in the same script, to the inboxes of the other leased instances only', async () => {
+    const keyPrefix = freshPrefix();
+    const a = make({ keyPrefix });
+    const b = make({ keyPrefix });
+    const { createClient } = await import('redis');
+    const raw = createClient({ url: server.url });
+    raw.on('error', () => {});
+    await raw.connect();
+    try {
+      await a.shared.renewLease(5_000);
+      await b.shared.renewLease(5_000);
+      const seen: unknown[] = [];
+      const stop = b.shared.watch((change) => seen.push(change));
+      await a.append('s', 1, note(1));
+      await a.appendFinal('s', 1, note(2));
+      // Already finished: nothing appended, nothing reported.
+      expect(await a.appendFinal('s', 1, note(3))).toBeUndefined();
+      const inbox = (id: string) => raw.xLen(`${keyPrefix}inbox:${id}`);
+      expect(await inbox(b.shared.instanceId)).toBe(2);
+      expect(await inbox(a.shared.instanceId)).toBe(0);
+      const deadline = Date.now() + 5_000;
+      while (seen.length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      expect(seen).toEqual([
+        { kind: 'appended', sessionId: 's', stream: 1 },
+        { kind: 'appended', sessionId: 's', stream: 1 },
+      ]);
+      stop();
+      // A dropped lease takes the instance out of the set: it is sent nothing more.
+      await b.shared.dropLease();
+      await a.append('s', 2, note(4));
+      expect(await inbox(b.shared.instanceId)).toBe(0);
+    } finally {
+      await raw.close();
+      await a.close();
+      await b.close();
     }
   });
 

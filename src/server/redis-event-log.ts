@@ -158,13 +158,16 @@ end
 return { from, head, finished, ats, events, evicted }
 `;
 
-/** KEYS: the session's key set, its registry record. Deletes every key the set names, then both. */
+/**
+ * KEYS: the session's key set, its registry record, the record's stream entries. Deletes every key the
+ * set names, then all three.
+ */
 const DROP = `
 local keys = redis.call('SMEMBERS', KEYS[1])
 for i = 1, #keys, 512 do
   redis.call('DEL', unpack(keys, i, math.min(i + 511, #keys)))
 end
-redis.call('DEL', KEYS[1], KEYS[2])
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
 return #keys
 `;
 
@@ -174,7 +177,7 @@ const SCRIPTS = {
   ...SHARED_SCRIPTS,
   mcpcOpen: script(3, OPEN),
   mcpcRead: script(3, READ),
-  mcpcDrop: script(2, DROP),
+  mcpcDrop: script(3, DROP),
 };
 
 type Client = RedisClientWith<typeof SCRIPTS>;
@@ -192,7 +195,8 @@ type ReadReply = [number, number, number, string[], (number | string)[], number]
  *
  * Keys (P: `keyPrefix`, S: the session id, n: the stream number) all carry the hash tag `{S}`:
  * `P{S}:w:n` (window hash), `P{S}:x:n` (stream), `P{S}:keys` (set of the session's stream keys, for
- * `dropSession`), `P{S}:record` (the {@link SessionRecord}, JSON).
+ * `dropSession`), `P{S}:record` (the {@link SessionRecord}: whole, or its core) and `P{S}:streams` (the
+ * record's stream entries, machines/server/shared-record.ts).
  *
  * How durable it is depends on the server. With `appendonly yes` and `appendfsync always`, nothing
  * acknowledged is lost to a crash of the Redis process or of the machine. With the default `everysec`, a
@@ -230,6 +234,7 @@ export class RedisEventLog implements EventLog {
       () => this.c(),
       this.prefix,
       recordKey,
+      (id) => this.key(id, 'streams'),
       this.now,
       (error) => onError?.(error),
     );
@@ -347,7 +352,10 @@ export class RedisEventLog implements EventLog {
   }
 
   async dropSession(sessionId: string): Promise<void> {
-    await (await this.c()).mcpcDrop([this.key(sessionId, 'keys'), this.key(sessionId, 'record')], []);
+    await (await this.c()).mcpcDrop(
+      [this.key(sessionId, 'keys'), this.key(sessionId, 'record'), this.key(sessionId, 'streams')],
+      [],
+    );
   }
 
   /**

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { JsonRpcMessage } from '../../machines/jsonrpc.js';
-import type { SessionRecord, SharedSessionStore, StoreChange } from './event-log.js';
+import { joinSnapshot, type StreamEntry, type Watermark } from '../../machines/server/shared-record.js';
+import type { LoadedSince, SessionRecord, SharedSessionStore, StoreChange } from './event-log.js';
 import type { RedisClientWith } from './redis-client.js';
 import { script } from './redis-script.js';
 
@@ -10,14 +11,64 @@ const INBOX_LENGTH = 10_000;
 const INBOX_IDLE_MS = 600_000;
 
 /**
- * KEYS: the record hash. ARGV: the expected version, the record JSON, now. The record is a hash of
- * `v` (version), `json` and `t` (last touched); it is written only over the version its writer read.
+ * KEYS: the record hash, the entries hash. ARGV: the expected version, the record JSON, now. The record
+ * is a hash of `v` (version), `json`, `t` (last touched) and, when `json` is a core with its streams
+ * stored beside it (machines/server/shared-record.ts), `split` 1, `n` (next stream number) and `sa`
+ * (standalone stream registered). It is written only over the version its writer read. This one writes
+ * the whole record: the entries beside it go.
  */
 const COMMIT = `
 local v = tonumber(redis.call('HGET', KEYS[1], 'v') or '0')
 if v ~= tonumber(ARGV[1]) then return 0 end
-redis.call('HSET', KEYS[1], 'v', v + 1, 'json', ARGV[2], 't', ARGV[3])
+redis.call('HSET', KEYS[1], 'v', v + 1, 'json', ARGV[2], 't', ARGV[3], 'split', 0)
+redis.call('DEL', KEYS[2])
 return 1
+`;
+
+/**
+ * KEYS: the record hash, the entries hash (stream number → entry JSON). ARGV: the expected version, the
+ * core JSON, now, next stream, standalone (1/0), then stream number, entry JSON, … The delta of
+ * shared-record.ts in one step: only the entries the decision numbered are written.
+ */
+const COMMIT_ENTRIES = `
+local v = tonumber(redis.call('HGET', KEYS[1], 'v') or '0')
+if v ~= tonumber(ARGV[1]) then return 0 end
+if v > 0 and redis.call('HGET', KEYS[1], 'split') ~= '1' then
+  -- Written whole (by \`commit\`, or a version without this layout): its streams move beside it, once.
+  local whole = cjson.decode(redis.call('HGET', KEYS[1], 'json'))
+  for n, entry in pairs(whole.snapshot.context.streams) do redis.call('HSET', KEYS[2], n, cjson.encode(entry)) end
+end
+redis.call('HSET', KEYS[1], 'v', v + 1, 'json', ARGV[2], 't', ARGV[3], 'split', 1, 'n', ARGV[4], 'sa', ARGV[5])
+for i = 6, #ARGV, 2 do redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1]) end
+return 1
+`;
+
+/**
+ * KEYS: the record hash, the entries hash. ARGV: the known version ('' none), the base's next stream
+ * ('' : every entry), the base's standalone flag. Replies nil (gone), {v} (unchanged), or {v, json,
+ * split, entries (flat: number, JSON, …)}: the entries `entriesToRead` (shared-record.ts) names.
+ */
+const LOAD_SINCE = `
+local r = redis.call('HMGET', KEYS[1], 'v', 'json', 'split', 'n', 'sa')
+if not r[1] or not r[2] then return false end
+if ARGV[1] ~= '' and r[1] == ARGV[1] then return { r[1] } end
+if r[3] ~= '1' then return { r[1], r[2], 0, {} } end
+if ARGV[2] == '' then return { r[1], r[2], 1, redis.call('HGETALL', KEYS[2]) } end
+local fields = {}
+if r[5] == '1' and ARGV[3] ~= '1' then fields[#fields + 1] = '0' end
+for n = math.max(tonumber(ARGV[2]), 1), tonumber(r[4]) - 1 do fields[#fields + 1] = tostring(n) end
+local entries = {}
+for i = 1, #fields, 512 do
+  local chunk = { unpack(fields, i, math.min(i + 511, #fields)) }
+  local values = redis.call('HMGET', KEYS[2], unpack(chunk))
+  for j, f in ipairs(chunk) do
+    if values[j] then
+      entries[#entries + 1] = f
+      entries[#entries + 1] = values[j]
+    end
+  end
+end
+return { r[1], r[2], 1, entries }
 `;
 
 /** KEYS: the record hash. ARGV: now. Touching a session that is gone must not bring a husk of it back. */
@@ -80,7 +131,9 @@ return 1
 `;
 
 export const SHARED_SCRIPTS = {
-  mcpcCommit: script(1, COMMIT),
+  mcpcCommit: script(2, COMMIT),
+  mcpcCommitEntries: script(2, COMMIT_ENTRIES),
+  mcpcLoadSince: script(2, LOAD_SINCE),
   mcpcTouch: script(1, TOUCH),
   mcpcBroadcast: script(1, BROADCAST),
   mcpcSend: script(1, SEND),
@@ -109,6 +162,7 @@ export class RedisSharedStore implements SharedSessionStore {
     private readonly client: () => Promise<Client>,
     private readonly prefix: string,
     private readonly recordKey: (sessionId: string) => string,
+    private readonly entriesKey: (sessionId: string) => string,
     private readonly now: () => number,
     private readonly onError: (error: unknown) => void,
   ) {}
@@ -135,16 +189,67 @@ export class RedisSharedStore implements SharedSessionStore {
   async commit(record: SessionRecord, expectedVersion: number): Promise<boolean> {
     const c = await this.client();
     const reply = await c.mcpcCommit(
-      [this.recordKey(record.id)],
+      [this.recordKey(record.id), this.entriesKey(record.id)],
       [String(expectedVersion), JSON.stringify(record), String(this.now())],
     );
     return Number(reply) === 1;
   }
 
+  async commitEntries(
+    core: SessionRecord,
+    entries: ReadonlyArray<readonly [number, StreamEntry]>,
+    watermark: Watermark,
+    expectedVersion: number,
+  ): Promise<boolean> {
+    const c = await this.client();
+    const args = [
+      String(expectedVersion),
+      JSON.stringify(core),
+      String(this.now()),
+      String(watermark.nextStream),
+      watermark.standalone ? '1' : '0',
+    ];
+    for (const [n, entry] of entries) args.push(String(n), JSON.stringify(entry));
+    const reply = await c.mcpcCommitEntries([this.recordKey(core.id), this.entriesKey(core.id)], args);
+    return Number(reply) === 1;
+  }
+
   async load(id: string): Promise<{ record: SessionRecord; version: number } | undefined> {
-    const [v, json] = await (await this.client()).hmGet(this.recordKey(id), ['v', 'json']);
-    if (v == null || json == null) return undefined;
-    return { record: JSON.parse(json) as SessionRecord, version: Number(v) };
+    const loaded = await this.loadSince(id, -1, undefined);
+    if (!loaded?.record) return undefined;
+    const { record, entries } = loaded;
+    return {
+      record: entries ? { ...record, snapshot: joinSnapshot(record.snapshot, entries) } : record,
+      version: loaded.version,
+    };
+  }
+
+  async loadSince(
+    id: string,
+    knownVersion: number,
+    base: Watermark | undefined,
+  ): Promise<LoadedSince | undefined> {
+    const reply = (await (
+      await this.client()
+    ).mcpcLoadSince(
+      [this.recordKey(id), this.entriesKey(id)],
+      [
+        knownVersion < 0 ? '' : String(knownVersion),
+        base === undefined ? '' : String(base.nextStream),
+        base?.standalone ? '1' : '0',
+      ],
+    )) as [string, string?, number?, string[]?] | null;
+    if (reply === null) return undefined;
+    const version = Number(reply[0]);
+    if (reply[1] === undefined) return { version };
+    const record = JSON.parse(reply[1]) as SessionRecord;
+    if (Number(reply[2]) !== 1) return { version, record };
+    const flat = reply[3] ?? [];
+    const entries: Array<[number, StreamEntry]> = [];
+    for (let i = 0; i < flat.length; i += 2) {
+      entries.push([Number(flat[i]), JSON.parse(String(flat[i + 1])) as StreamEntry]);
+    }
+    return { version, record, entries };
   }
 
   async version(id: string): Promise<number | undefined> {

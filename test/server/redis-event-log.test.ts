@@ -1,6 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { JsonRpcMessage } from '../../machines/jsonrpc.js';
 import { appendToWindow, EMPTY_WINDOW, evictWindow } from '../../machines/server/retention.js';
+import {
+  coreOf,
+  entriesToRead,
+  newEntries,
+  type StreamEntry,
+  watermarkOf,
+} from '../../machines/server/shared-record.js';
 import { RedisEventLog, type RedisEventLogOptions } from '../../src/server/redis-event-log.js';
 import { type RedisServer, startRedisServer } from '../support/redis-server.js';
 
@@ -129,6 +136,50 @@ describe('RedisEventLog', () => {
       await raw.close();
       await a.close();
       await b.close();
+    }
+  });
+
+  it('keeps a record as a core and stream entries: a commit writes what it numbered, a catch-up reads what changed', async () => {
+    const l = make();
+    const shared = l.shared;
+    const snap = (n: number, standalone = false) => {
+      const streams: Record<number, StreamEntry> = standalone ? { 0: { kind: 'standalone' } } : {};
+      const requests: Record<string, number> = {};
+      for (let s = 1; s <= n; s++) {
+        streams[s] = { kind: 'request', requestKey: `n:${s}`, owner: 'a' };
+        requests[`n:${s}`] = s;
+      }
+      return { value: 'live', context: { nextStream: n + 1, streams, requests } };
+    };
+    const rec = (snapshot: unknown) => ({ ...record, snapshot });
+    const put = (from: ReturnType<typeof snap>, to: ReturnType<typeof snap>, version: number) =>
+      shared.commitEntries(
+        rec(coreOf(to)),
+        newEntries(watermarkOf(from), to) ?? [],
+        watermarkOf(to),
+        version,
+      );
+    try {
+      expect(await put(snap(0), snap(2), 0)).toBe(true);
+      expect(await put(snap(2), snap(3, true), 1)).toBe(true);
+      // Over a version that is not the stored one: nothing written.
+      expect(await put(snap(2), snap(9), 1)).toBe(false);
+      expect(await shared.loadSince('s', 2, watermarkOf(snap(3, true)))).toEqual({ version: 2 });
+      const since = await shared.loadSince('s', 1, watermarkOf(snap(2)));
+      expect(since?.entries).toEqual(
+        entriesToRead(watermarkOf(snap(2)), watermarkOf(snap(3, true))).map((n) => [
+          n,
+          snap(3, true).context.streams[n],
+        ]),
+      );
+      expect(since?.record).toEqual(rec(coreOf(snap(3, true))));
+      expect(await shared.load('s')).toEqual({ version: 2, record: rec(snap(3, true)) });
+      // A record written whole moves its streams beside it at the next delta commit.
+      expect(await shared.commit(rec(snap(4)), 2)).toBe(true);
+      expect(await put(snap(4), snap(5), 3)).toBe(true);
+      expect(await shared.load('s')).toEqual({ version: 4, record: rec(snap(5)) });
+    } finally {
+      await l.close();
     }
   });
 

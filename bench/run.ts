@@ -727,6 +727,17 @@ async function row5(): Promise<Section> {
 const redisCell = (c: RedisCost | undefined): string =>
   c === undefined ? '—' : `${fixed(c.commands, 1)} commands, ${bytes(c.bytesSent)} sent`;
 
+/** Row 6's columns for a calls table (2025 and 2026 alike). */
+const CALL_COLUMNS = [
+  'store',
+  'calls/s',
+  'vs memory',
+  'latency median / p99',
+  'per 1,000 calls, calls/s',
+  'Redis per call, loaded',
+  'Redis round trips per call, one in flight (commands)',
+];
+
 async function row6(): Promise<Section> {
   progress(`row 6: stores (memory, SQLite, Redis; ${int(SIZES.storeCalls)} calls)`);
   const stores = ['memory', 'sqlite', 'redis'] as const;
@@ -902,18 +913,7 @@ async function row6(): Promise<Section> {
       '',
       '**2025 tool calls** (`echo`, one session, 50 concurrent, our client transport)',
       '',
-      table(
-        [
-          'store',
-          'calls/s',
-          'vs memory',
-          'latency median / p99',
-          'per 1,000 calls, calls/s',
-          'Redis per call, loaded',
-          'Redis round trips per call, one in flight (commands)',
-        ],
-        callRows,
-      ),
+      table(CALL_COLUMNS, callRows),
       '',
       `**2025 notifications** (one \`stream {${int(SIZES.storeNotifications)}}\` call)`,
       '',
@@ -924,18 +924,7 @@ async function row6(): Promise<Section> {
       '',
       '**2026-07-28 keyed calls** (the official v2 `Client` with `continuityFetch()`, 20 concurrent: every call keyed)',
       '',
-      table(
-        [
-          'store',
-          'calls/s',
-          'vs memory',
-          'latency median / p99',
-          'per 1,000 calls, calls/s',
-          'Redis per call, loaded',
-          'Redis round trips per call, one in flight (commands)',
-        ],
-        keyedRows,
-      ),
+      table(CALL_COLUMNS, keyedRows),
       '',
       `**One 2025 session's age** (Redis, one call in flight, ${int(SIZES.sessionAge)} calls): per call over the calls named`,
       '',

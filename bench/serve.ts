@@ -7,7 +7,9 @@
  * IPC requests (each answered with the same `seq`): heap (gc'd heapUsed), drop-logs (ours: forget every
  * session's events), stats, exit.
  */
-import { MemoryEventLog } from '../src/index.js';
+import { type EventLog, MemoryEventLog } from '../src/index.js';
+import type { MemoStore } from '../src/server/memo-store.js';
+import { MemoryMemoStore } from '../src/server/memory-memo-store.js';
 import { startModernOfficial, startModernOurs } from './lib/modern.js';
 import { startRawSse } from './lib/raw.js';
 import { type RunningServer, type ServerKind, startOurs, startSdk } from './lib/stacks.js';
@@ -17,6 +19,42 @@ import { bareMcpServer, benchMcpServer } from './lib/tools.js';
 export interface ServeOptions {
   readonly maxEventsPerStream?: number;
   readonly mcp?: 'bench' | 'bare';
+  /**
+   * Where `ours` and `ours-2026` keep their event log (and memo): memory (default), a SQLite file
+   * (`sqlitePath`), or Redis (`redisUrl`, `keyPrefix`: several instances given the same ones share it).
+   */
+  readonly store?: StoreKind;
+  readonly sqlitePath?: string;
+  readonly redisUrl?: string;
+  readonly keyPrefix?: string;
+}
+
+export type StoreKind = 'memory' | 'sqlite' | 'redis';
+
+const MEMO_WINDOW_MS = 10 * 60_000;
+
+/** The event log and memo store `options` name. SQLite and Redis are imported only when asked for. */
+async function stores(options: ServeOptions): Promise<{ log: EventLog; memo: MemoStore }> {
+  const maxEventsPerStream = options.maxEventsPerStream;
+  const bound = maxEventsPerStream === undefined ? {} : { maxEventsPerStream };
+  if (options.store === 'sqlite') {
+    const { SqliteEventLog, SqliteMemoStore } = await import('../src/sqlite.js');
+    const path = options.sqlitePath as string;
+    return {
+      log: new SqliteEventLog({ path, ...bound }),
+      memo: new SqliteMemoStore({ path, memoWindowMs: MEMO_WINDOW_MS }),
+    };
+  }
+  if (options.store === 'redis') {
+    const { RedisEventLog, RedisMemoStore } = await import('../src/redis.js');
+    const url = options.redisUrl as string;
+    const keyPrefix = options.keyPrefix;
+    return {
+      log: new RedisEventLog({ url, keyPrefix, ...bound }),
+      memo: new RedisMemoStore({ url, keyPrefix, memoWindowMs: MEMO_WINDOW_MS }),
+    };
+  }
+  return { log: new MemoryEventLog(bound), memo: new MemoryMemoStore({ memoWindowMs: MEMO_WINDOW_MS }) };
 }
 
 export type ServeRequest = { seq: number; type: 'heap' | 'drop-logs' | 'stats' | 'exit' };
@@ -27,15 +65,15 @@ const createMcp = options.mcp === 'bare' ? bareMcpServer : benchMcpServer;
 const send = (m: unknown) => process.send?.(m);
 
 let server: Pick<RunningServer, 'url' | 'close'> & Partial<Pick<RunningServer, 'sessionCount' | 'errors'>>;
-let log: MemoryEventLog | undefined;
+let log: EventLog | undefined;
 const sessionIds: string[] = [];
 if (kind === 'raw') server = await startRawSse();
 else if (kind === 'v2') server = await startModernOfficial();
-else if (kind === 'ours-2026') server = await startModernOurs();
-else if (kind === 'ours') {
-  log = new MemoryEventLog(
-    options.maxEventsPerStream === undefined ? {} : { maxEventsPerStream: options.maxEventsPerStream },
-  );
+else if (kind === 'ours-2026') {
+  // Row 6 makes more keyed calls from one address than the default bound of remembered keys allows.
+  server = await startModernOurs(options.store ? { ...(await stores(options)), maxKeys: 1_000_000 } : {});
+} else if (kind === 'ours') {
+  log = (await stores(options)).log;
   server = await startOurs({
     eventLog: log,
     createMcpServer: (session) => {
@@ -57,7 +95,7 @@ process.on('message', async (m: ServeRequest) => {
     case 'stats':
       send({
         seq: m.seq,
-        log: log?.stats(),
+        log: log instanceof MemoryEventLog ? log.stats() : undefined,
         errors: server.errors ?? [],
         sessions: server.sessionCount?.() ?? 0,
       });

@@ -4,8 +4,10 @@ import { appendCost, eventsMemory, manySessions, sessionBreakdown, sessionsMemor
 import { callsModern, type ModernKind, notifyModern } from './rows/modern.js';
 import { resumeModern } from './rows/modern-resume.js';
 import { resumeLatency } from './rows/resume.js';
+import { storeCalls, storeKeyedCalls, storeNotify, storeSessionAge } from './rows/stores.js';
 import { notifyRaw, notifySdkClientOnly, notifyStack } from './rows/throughput.js';
 import { exploreSpeed, propertyRuns } from './rows/verification.js';
+import type { StoreKind } from './serve.js';
 
 type Args = Record<string, unknown>;
 
@@ -63,6 +65,30 @@ export const TASKS: Record<string, (args: Args) => Promise<unknown>> = {
   'memory-events': (a) => eventsMemory(num(a, 'events', 100_000)),
   'append-cost': (a) => appendCost(num(a, 'capacity', 10_000)),
   'many-sessions': (a) => manySessions(num(a, 'n', 10_000), num(a, 'concurrency', 50)),
+  'store-calls': (a) =>
+    storeCalls(
+      a.store as StoreKind,
+      num(a, 'instances', 1),
+      a.proxy === true,
+      num(a, 'total', 1_000),
+      num(a, 'concurrency', 50),
+      num(a, 'timeoutMs', 180_000),
+    ),
+  'store-keyed': (a) =>
+    storeKeyedCalls(
+      a.store as StoreKind,
+      num(a, 'total', 1_000),
+      num(a, 'concurrency', 20),
+      num(a, 'timeoutMs', 180_000),
+    ),
+  'store-notify': (a) =>
+    storeNotify(a.store as StoreKind, num(a, 'count', 10_000), num(a, 'timeoutMs', 180_000)),
+  'store-age': (a) =>
+    storeSessionAge(
+      num(a, 'calls', 1_000),
+      (a.marks as number[] | undefined) ?? [100, 1_000],
+      num(a, 'timeoutMs', 200_000),
+    ),
   'property-runs': async (a) => propertyRuns(num(a, 'runs', 2_000), num(a, 'seed', 42)),
   explore: async (a) => exploreSpeed(num(a, 'depth', 3)),
 };

@@ -2,8 +2,9 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { toNodeHandler } from '@modelcontextprotocol/node';
 import { createMcpHandler, McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
-import { continuityFetch, createContinuityServer, MemoryEventLog } from '../../src/index.js';
+import { continuityFetch, createContinuityServer, type EventLog, MemoryEventLog } from '../../src/index.js';
 import { createKeyedRequests } from '../../src/server/keyed/index.js';
+import type { MemoStore } from '../../src/server/memo-store.js';
 import { MemoryMemoStore } from '../../src/server/memory-memo-store.js';
 import { closeHttp, listen, type RunningServer } from './stacks.js';
 
@@ -56,12 +57,20 @@ export async function startModernOfficial(): Promise<RunningServer> {
   };
 }
 
-/** mcp-continuity serving 2026-07-28 with the continuity extension (library defaults, memory stores). */
-export async function startModernOurs(options: { maxEventsPerStream?: number } = {}): Promise<RunningServer> {
+/**
+ * mcp-continuity serving 2026-07-28 with the continuity extension (library defaults; memory stores
+ * unless `log` and `memo` are given; `maxKeys` raises the per-address and per-principal key bounds).
+ */
+export async function startModernOurs(
+  options: { maxEventsPerStream?: number; log?: EventLog; memo?: MemoStore; maxKeys?: number } = {},
+): Promise<RunningServer> {
   const errors: string[] = [];
-  const log = new MemoryEventLog(
-    options.maxEventsPerStream === undefined ? {} : { maxEventsPerStream: options.maxEventsPerStream },
-  );
+  const log =
+    options.log ??
+    new MemoryEventLog(
+      options.maxEventsPerStream === undefined ? {} : { maxEventsPerStream: options.maxEventsPerStream },
+    );
+  const memo = options.memo ?? new MemoryMemoStore({ memoWindowMs: 10 * 60_000 });
   const continuity = createContinuityServer({
     createMcpServer: () => {
       throw new Error('no 2025 sessions in this bench');
@@ -70,7 +79,13 @@ export async function startModernOurs(options: { maxEventsPerStream?: number } =
     onError: (e) => errors.push(String(e)),
     modern: {
       createServer: () => modernBenchServer(),
-      keyed: createKeyedRequests({ log, memo: new MemoryMemoStore({ memoWindowMs: 10 * 60_000 }) }),
+      keyed: createKeyedRequests({
+        log,
+        memo,
+        ...(options.maxKeys === undefined
+          ? {}
+          : { maxEntriesPerAddress: options.maxKeys, maxEntriesPerPrincipal: options.maxKeys }),
+      }),
     },
   });
   const { server, port } = await listen(continuity.nodeHandler);

@@ -15,6 +15,12 @@ const REPLAY_CHUNK = 64 * 1024;
 export class Attachment {
   private reading = false;
   private readAgain = false;
+  /**
+   * Events offered while a read was under way, written after it when they follow on. Re-reading for
+   * each of them instead kept a reader of a fast writer (one round trip per append, as on Redis) reading
+   * the log again and again, a whole window each time.
+   */
+  private offered: StoredEvent[] = [];
   private heartbeat: ReturnType<typeof setInterval> | undefined;
   private poll: ReturnType<typeof setInterval> | undefined;
   private streamFinished = false;
@@ -52,7 +58,8 @@ export class Attachment {
 
   /** A new event was appended to the stream here (already stored). */
   offer(event: StoredEvent): void {
-    if (!this.reading && event.seq === this.lastSent + 1) this.write(event);
+    if (this.reading) this.offered.push(event);
+    else if (event.seq === this.lastSent + 1) this.write(event);
     else if (event.seq > this.lastSent) void this.pull();
   }
 
@@ -89,6 +96,11 @@ export class Attachment {
         }
         this.writeAll(step.write);
         if (step.end === 'finished') this.streamFinished = true;
+        // What was offered meanwhile and follows on is written; a gap left among it is read.
+        const offered = this.offered.sort((a, b) => a.seq - b.seq);
+        this.offered = [];
+        for (const e of offered) this.write(e);
+        if (offered.some((e) => e.seq > this.lastSent)) this.readAgain = true;
       } while (this.readAgain && !this.sink.closed);
     } catch {
       // The log failed (Redis unreachable, say): the client resumes from its cursor against a log that works.

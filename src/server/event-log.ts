@@ -1,5 +1,6 @@
 import type { JsonRpcMessage } from '../../machines/jsonrpc.js';
 import type { RetentionPolicy, StreamWindow } from '../../machines/server/retention.js';
+import type { StreamEntry, Watermark } from '../../machines/server/shared-record.js';
 
 /**
  * Where a session's server-to-client messages are kept so a dropped stream can be resumed. A backend
@@ -31,6 +32,16 @@ export interface SessionRegistry {
   remove(id: string): Promise<void>;
 }
 
+/** What `SharedSessionStore.loadSince` read. */
+export type LoadedSince =
+  | { readonly version: number; readonly record?: undefined; readonly entries?: undefined }
+  | {
+      readonly version: number;
+      readonly record: SessionRecord;
+      /** Present when `record` is a core: the entries read beside it. Absent: `record` is whole. */
+      readonly entries?: ReadonlyArray<readonly [number, StreamEntry]>;
+    };
+
 /** A change any instance made, reported to every instance watching a shared store. */
 export type StoreChange =
   | { readonly kind: 'appended'; readonly sessionId: string; readonly stream: number }
@@ -55,6 +66,25 @@ export interface SharedSessionStore {
   load(id: string): Promise<{ record: SessionRecord; version: number } | undefined>;
   /** The stored version alone (a cheap check before a full load); undefined when the session is gone. */
   version(id: string): Promise<number | undefined>;
+  /**
+   * Optional: the layout of machines/server/shared-record.ts. Like `commit`, over `expectedVersion`, but
+   * writes `core` (the record with its snapshot's per-stream memory emptied, `coreOf`) and only the stream
+   * entries the decision added (`newEntries`); `watermark` is the snapshot's. The cost does not grow with
+   * the session's age. A store with it has `loadSince` too.
+   */
+  commitEntries?(
+    core: SessionRecord,
+    entries: ReadonlyArray<readonly [number, StreamEntry]>,
+    watermark: Watermark,
+    expectedVersion: number,
+  ): Promise<boolean>;
+  /**
+   * Optional, with `commitEntries`: one read that catches a copy at `knownVersion` (whose numbering is at
+   * `base`) up. `{ version }` alone when the stored version is `knownVersion`; otherwise the record and,
+   * when it is stored as a core, the entries `entriesToRead(base, stored)` names (every entry when `base`
+   * is undefined). Undefined when the session is gone.
+   */
+  loadSince?(id: string, knownVersion: number, base: Watermark | undefined): Promise<LoadedSince | undefined>;
   /** The sessions were used just now, on this instance. */
   touch(ids: readonly string[]): Promise<void>;
   /** How long since any instance touched the session; undefined when it is gone. */

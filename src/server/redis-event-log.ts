@@ -7,7 +7,7 @@ import {
 import type { EventLog, EventLogObserver, SessionRecord, StoredEvent } from './event-log.js';
 import { createRedisClient, type RedisClientWith } from './redis-client.js';
 import { script } from './redis-script.js';
-import { RedisSharedStore, SHARED_SCRIPTS } from './redis-shared-store.js';
+import { REPORT, RedisSharedStore, SHARED_SCRIPTS } from './redis-shared-store.js';
 
 export interface RedisEventLogOptions {
   /** `redis://[[user]:password@]host[:port][/db]` (or `rediss://`). */
@@ -88,22 +88,37 @@ local function evict(oldest, head)
 end
 `;
 
-const APPEND = `${PRELUDE}
+/**
+ * The append scripts also take KEYS[4], the instance set, and ARGV[5..8]: this instance, the inbox prefix,
+ * the session and the stream. The append, its eviction and its report to the other instances are one
+ * script: one round trip.
+ */
+const APPENDED = `${REPORT}
+local function reportAppended()
+  report(KEYS[4], NOW, ARGV[5], ARGV[6], { 'i', ARGV[5], 's', ARGV[7], 'n', ARGV[8] })
+end
+`;
+
+const APPEND = `${PRELUDE}${APPENDED}
 local oldest, head = ensure()
 local seq = head + 1
 redis.call('XADD', X, id(seq), 'at', NOW, 'm', ARGV[4])
 redis.call('HSET', W, 'head', int(seq))
-return { seq, evict(oldest, seq) - oldest }
+local evicted = evict(oldest, seq) - oldest
+reportAppended()
+return { seq, evicted }
 `;
 
 /** Appends ARGV[4] and finishes the stream, unless it is finished: then nil (the answer was written). */
-const APPEND_FINAL = `${PRELUDE}
+const APPEND_FINAL = `${PRELUDE}${APPENDED}
 local oldest, head, finished = ensure()
 if finished == 1 then return false end
 local seq = head + 1
 redis.call('XADD', X, id(seq), 'at', NOW, 'm', ARGV[4])
 redis.call('HSET', W, 'head', int(seq), 'finished', 1)
-return { seq, evict(oldest, seq) - oldest }
+local evicted = evict(oldest, seq) - oldest
+reportAppended()
+return { seq, evicted }
 `;
 
 const OPEN = `${PRELUDE}
@@ -143,23 +158,26 @@ end
 return { from, head, finished, ats, events, evicted }
 `;
 
-/** KEYS: the session's key set, its registry record. Deletes every key the set names, then both. */
+/**
+ * KEYS: the session's key set, its registry record, the record's stream entries. Deletes every key the
+ * set names, then all three.
+ */
 const DROP = `
 local keys = redis.call('SMEMBERS', KEYS[1])
 for i = 1, #keys, 512 do
   redis.call('DEL', unpack(keys, i, math.min(i + 511, #keys)))
 end
-redis.call('DEL', KEYS[1], KEYS[2])
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
 return #keys
 `;
 
 const SCRIPTS = {
-  mcpcAppend: script(3, APPEND),
-  mcpcAppendFinal: script(3, APPEND_FINAL),
+  mcpcAppend: script(4, APPEND),
+  mcpcAppendFinal: script(4, APPEND_FINAL),
   ...SHARED_SCRIPTS,
   mcpcOpen: script(3, OPEN),
   mcpcRead: script(3, READ),
-  mcpcDrop: script(2, DROP),
+  mcpcDrop: script(3, DROP),
 };
 
 type Client = RedisClientWith<typeof SCRIPTS>;
@@ -177,7 +195,8 @@ type ReadReply = [number, number, number, string[], (number | string)[], number]
  *
  * Keys (P: `keyPrefix`, S: the session id, n: the stream number) all carry the hash tag `{S}`:
  * `P{S}:w:n` (window hash), `P{S}:x:n` (stream), `P{S}:keys` (set of the session's stream keys, for
- * `dropSession`), `P{S}:record` (the {@link SessionRecord}, JSON).
+ * `dropSession`), `P{S}:record` (the {@link SessionRecord}: whole, or its core) and `P{S}:streams` (the
+ * record's stream entries, machines/server/shared-record.ts).
  *
  * How durable it is depends on the server. With `appendonly yes` and `appendfsync always`, nothing
  * acknowledged is lost to a crash of the Redis process or of the machine. With the default `everysec`, a
@@ -215,6 +234,7 @@ export class RedisEventLog implements EventLog {
       () => this.c(),
       this.prefix,
       recordKey,
+      (id) => this.key(id, 'streams'),
       this.now,
       (error) => onError?.(error),
     );
@@ -260,27 +280,33 @@ export class RedisEventLog implements EventLog {
     await (await this.c()).mcpcOpen(this.streamKeys(sessionId, stream), this.clock());
   }
 
+  /** Keys and arguments of the append scripts: the stream's keys and clock, the message, the report's. */
+  private appendArgs(sessionId: string, stream: number, message: JsonRpcMessage): [string[], string[]] {
+    return [
+      [...this.streamKeys(sessionId, stream), this.shared.instancesKey],
+      [
+        ...this.clock(),
+        JSON.stringify(message),
+        this.shared.instanceId,
+        this.shared.inboxPrefix,
+        sessionId,
+        String(stream),
+      ],
+    ];
+  }
+
   async append(sessionId: string, stream: number, message: JsonRpcMessage): Promise<number> {
-    const c = await this.c();
-    const reply = await c.mcpcAppend(this.streamKeys(sessionId, stream), [
-      ...this.clock(),
-      JSON.stringify(message),
-    ]);
+    const reply = await (await this.c()).mcpcAppend(...this.appendArgs(sessionId, stream, message));
     const [seq, evicted] = reply as [number, number];
     this.reportEvicted(Number(evicted), sessionId, stream);
-    await this.shared.announceAppended(sessionId, stream);
     return Number(seq);
   }
 
   async appendFinal(sessionId: string, stream: number, message: JsonRpcMessage): Promise<number | undefined> {
-    const reply = await (await this.c()).mcpcAppendFinal(this.streamKeys(sessionId, stream), [
-      ...this.clock(),
-      JSON.stringify(message),
-    ]);
+    const reply = await (await this.c()).mcpcAppendFinal(...this.appendArgs(sessionId, stream, message));
     if (reply === null) return undefined;
     const [seq, evicted] = reply as [number, number];
     this.reportEvicted(Number(evicted), sessionId, stream);
-    await this.shared.announceAppended(sessionId, stream);
     return Number(seq);
   }
 
@@ -326,7 +352,10 @@ export class RedisEventLog implements EventLog {
   }
 
   async dropSession(sessionId: string): Promise<void> {
-    await (await this.c()).mcpcDrop([this.key(sessionId, 'keys'), this.key(sessionId, 'record')], []);
+    await (await this.c()).mcpcDrop(
+      [this.key(sessionId, 'keys'), this.key(sessionId, 'record'), this.key(sessionId, 'streams')],
+      [],
+    );
   }
 
   /**

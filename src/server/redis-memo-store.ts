@@ -48,7 +48,7 @@ return { 1 }
 /**
  * KEYS: entry, principal set, running set, expiry set (zset: "logId|hash|principalHash" → window end).
  * ARGV: now, expected state, next JSON, next state, window end (empty while running), entry hash, expiry
- * member. Compare-and-set. Replies {0} gone, {1, json} not in the expected state, {2} written.
+ * member, when Redis may free the entry. Compare-and-set. Replies {0} gone, {1, json} not in the expected state, {2} written.
  */
 const REPLACE = `${LIVE}
 local NOW = tonumber(ARGV[1])
@@ -56,6 +56,9 @@ if not live(KEYS[1], NOW) then return { 0 } end
 if redis.call('HGET', KEYS[1], 's') ~= ARGV[2] then return { 1, redis.call('HGET', KEYS[1], 'e') } end
 redis.call('HSET', KEYS[1], 'e', ARGV[3], 's', ARGV[4], 'x', ARGV[5])
 if ARGV[5] ~= '' then
+  -- Redis frees the hash by itself too, ARGV[8] (a margin past the window: readers already treat it as
+  -- gone); in this script, so recording an outcome is one round trip.
+  redis.call('PEXPIREAT', KEYS[1], ARGV[8])
   redis.call('ZADD', KEYS[2], ARGV[5], ARGV[6])
   redis.call('SREM', KEYS[3], ARGV[6])
   redis.call('ZADD', KEYS[4], ARGV[5], ARGV[7])
@@ -215,14 +218,11 @@ export class RedisMemoStore implements MemoStore {
         end === undefined ? '' : String(end),
         hash,
         `${next.logId}|${hash}|${digest(next.principal)}`,
+        end === undefined ? '' : String(Math.ceil(end + 60_000)),
       ],
     )) as Array<number | string>;
     if (Number(reply[0]) === 0) return undefined;
     if (Number(reply[0]) === 1) return JSON.parse(String(reply[1])) as MemoEntry;
-    if (end !== undefined) {
-      // Redis frees the hash by itself too (a margin past the window: readers already treat it as gone).
-      await c.pExpireAt(this.entryKey(next.memoKey), Math.ceil(end + 60_000));
-    }
     return next;
   }
 

@@ -1,18 +1,74 @@
 import { randomBytes } from 'node:crypto';
 import type { JsonRpcMessage } from '../../machines/jsonrpc.js';
-import type { SessionRecord, SharedSessionStore, StoreChange } from './event-log.js';
+import { joinSnapshot, type StreamEntry, type Watermark } from '../../machines/server/shared-record.js';
+import type { LoadedSince, SessionRecord, SharedSessionStore, StoreChange } from './event-log.js';
 import type { RedisClientWith } from './redis-client.js';
 import { script } from './redis-script.js';
 
+/** Change reports kept in an inbox for an instance that falls behind; beyond that, its polling catches up. */
+const INBOX_LENGTH = 10_000;
+/** An inbox nobody wrote to for this long is dropped (its instance died without dropping its lease). */
+const INBOX_IDLE_MS = 600_000;
+
 /**
- * KEYS: the record hash. ARGV: the expected version, the record JSON, now. The record is a hash of
- * `v` (version), `json` and `t` (last touched); it is written only over the version its writer read.
+ * KEYS: the record hash, the entries hash. ARGV: the expected version, the record JSON, now. The record
+ * is a hash of `v` (version), `json`, `t` (last touched) and, when `json` is a core with its streams
+ * stored beside it (machines/server/shared-record.ts), `split` 1, `n` (next stream number) and `sa`
+ * (standalone stream registered). It is written only over the version its writer read. This one writes
+ * the whole record: the entries beside it go.
  */
 const COMMIT = `
 local v = tonumber(redis.call('HGET', KEYS[1], 'v') or '0')
 if v ~= tonumber(ARGV[1]) then return 0 end
-redis.call('HSET', KEYS[1], 'v', v + 1, 'json', ARGV[2], 't', ARGV[3])
+redis.call('HSET', KEYS[1], 'v', v + 1, 'json', ARGV[2], 't', ARGV[3], 'split', 0)
+redis.call('DEL', KEYS[2])
 return 1
+`;
+
+/**
+ * KEYS: the record hash, the entries hash (stream number → entry JSON). ARGV: the expected version, the
+ * core JSON, now, next stream, standalone (1/0), then stream number, entry JSON, … The delta of
+ * shared-record.ts in one step: only the entries the decision numbered are written.
+ */
+const COMMIT_ENTRIES = `
+local v = tonumber(redis.call('HGET', KEYS[1], 'v') or '0')
+if v ~= tonumber(ARGV[1]) then return 0 end
+if v > 0 and redis.call('HGET', KEYS[1], 'split') ~= '1' then
+  -- Written whole (by \`commit\`, or a version without this layout): its streams move beside it, once.
+  local whole = cjson.decode(redis.call('HGET', KEYS[1], 'json'))
+  for n, entry in pairs(whole.snapshot.context.streams) do redis.call('HSET', KEYS[2], n, cjson.encode(entry)) end
+end
+redis.call('HSET', KEYS[1], 'v', v + 1, 'json', ARGV[2], 't', ARGV[3], 'split', 1, 'n', ARGV[4], 'sa', ARGV[5])
+for i = 6, #ARGV, 2 do redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1]) end
+return 1
+`;
+
+/**
+ * KEYS: the record hash, the entries hash. ARGV: the known version ('' none), the base's next stream
+ * ('' : every entry), the base's standalone flag. Replies nil (gone), {v} (unchanged), or {v, json,
+ * split, entries (flat: number, JSON, …)}: the entries `entriesToRead` (shared-record.ts) names.
+ */
+const LOAD_SINCE = `
+local r = redis.call('HMGET', KEYS[1], 'v', 'json', 'split', 'n', 'sa')
+if not r[1] or not r[2] then return false end
+if ARGV[1] ~= '' and r[1] == ARGV[1] then return { r[1] } end
+if r[3] ~= '1' then return { r[1], r[2], 0, {} } end
+if ARGV[2] == '' then return { r[1], r[2], 1, redis.call('HGETALL', KEYS[2]) } end
+local fields = {}
+if r[5] == '1' and ARGV[3] ~= '1' then fields[#fields + 1] = '0' end
+for n = math.max(tonumber(ARGV[2]), 1), tonumber(r[4]) - 1 do fields[#fields + 1] = tostring(n) end
+local entries = {}
+for i = 1, #fields, 512 do
+  local chunk = { unpack(fields, i, math.min(i + 511, #fields)) }
+  local values = redis.call('HMGET', KEYS[2], unpack(chunk))
+  for j, f in ipairs(chunk) do
+    if values[j] then
+      entries[#entries + 1] = f
+      entries[#entries + 1] = values[j]
+    end
+  end
+end
+return { r[1], r[2], 1, entries }
 `;
 
 /** KEYS: the record hash. ARGV: now. Touching a session that is gone must not bring a husk of it back. */
@@ -22,14 +78,70 @@ redis.call('HSET', KEYS[1], 't', ARGV[1])
 return 1
 `;
 
+/**
+ * Lua shared by every script that reports a change. KEYS[I] is the instance set (zset: instance id →
+ * lease deadline, ms). `report(now, self, inboxPrefix, fields)` adds `fields` to the inbox of every other
+ * instance whose lease runs at `now`: an instance never reads its own reports back, and one alone sends
+ * none. Inboxes are trimmed by length and expire when nobody writes to them (their instance died).
+ */
+export const REPORT = `
+local function report(instances, now, self, inboxPrefix, fields)
+  local ids = redis.call('ZRANGEBYSCORE', instances, now, '+inf')
+  for _, id in ipairs(ids) do
+    if id ~= self then
+      local inbox = inboxPrefix .. id
+      redis.call('XADD', inbox, 'MAXLEN', '~', ${INBOX_LENGTH}, '*', unpack(fields))
+      redis.call('PEXPIRE', inbox, ${INBOX_IDLE_MS})
+    end
+  end
+end
+`;
+
+/** KEYS: the instance set. ARGV: now, self, inbox prefix, then field, value, … Reports to the others. */
+const BROADCAST = `${REPORT}
+local fields = {}
+for i = 4, #ARGV do fields[#fields + 1] = ARGV[i] end
+report(KEYS[1], ARGV[1], ARGV[2], ARGV[3], fields)
+return 1
+`;
+
+/** KEYS: one instance's inbox. ARGV: field, value, … A message for that instance alone. */
+const SEND = `
+redis.call('XADD', KEYS[1], 'MAXLEN', '~', ${INBOX_LENGTH}, '*', unpack(ARGV))
+redis.call('PEXPIRE', KEYS[1], ${INBOX_IDLE_MS})
+return 1
+`;
+
+/**
+ * KEYS: this instance's lease, the instance set. ARGV: lease ms, now, self. Renews the lease and this
+ * instance's place in the set (score: when its lease ends); members whose lease ended long ago leave it.
+ */
+const LEASE = `
+redis.call('SET', KEYS[1], '1', 'PX', ARGV[1])
+redis.call('ZADD', KEYS[2], tonumber(ARGV[2]) + tonumber(ARGV[1]), ARGV[3])
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', tonumber(ARGV[2]) - ${INBOX_IDLE_MS})
+return 1
+`;
+
+/** KEYS: this instance's lease, the instance set, its inbox. ARGV: self. */
+const UNLEASE = `
+redis.call('DEL', KEYS[1], KEYS[3])
+redis.call('ZREM', KEYS[2], ARGV[1])
+return 1
+`;
+
 export const SHARED_SCRIPTS = {
-  mcpcCommit: script(1, COMMIT),
+  mcpcCommit: script(2, COMMIT),
+  mcpcCommitEntries: script(2, COMMIT_ENTRIES),
+  mcpcLoadSince: script(2, LOAD_SINCE),
   mcpcTouch: script(1, TOUCH),
+  mcpcBroadcast: script(1, BROADCAST),
+  mcpcSend: script(1, SEND),
+  mcpcLease: script(2, LEASE),
+  mcpcUnlease: script(3, UNLEASE),
 };
 type Client = RedisClientWith<typeof SHARED_SCRIPTS>;
 
-/** Change reports kept for instances that fall behind; beyond that, readers' polling catches up. */
-const FEED_LENGTH = 10_000;
 /** How long one blocking read waits before it looks again (and notices it was stopped). */
 const BLOCK_MS = 1_000;
 
@@ -37,8 +149,10 @@ type FeedReply = Array<{ name: string; messages: Array<{ id: string; message: Re
 
 /**
  * The parts of a {@link SharedSessionStore} that live beside a Redis event log: versioned session records,
- * leases, and the change feed, a Redis Stream every instance reads with blocking XREADs on a connection
- * of its own. Keys: `P{S}:record` (hash: v, json, t), `P:instance:<id>` (lease), `P:feed` (stream).
+ * leases, and change reports. Each instance has an inbox (a Redis Stream) it reads with blocking XREADs on
+ * a connection of its own; a change is reported, by the script that makes it, to the inboxes of the other
+ * live instances only (`REPORT`). Keys: `P{S}:record` (hash: v, json, t), `P:instance:<id>` (lease),
+ * `P:instances` (zset: id → lease end), `P:inbox:<id>` (stream).
  */
 export class RedisSharedStore implements SharedSessionStore {
   readonly instanceId = randomBytes(8).toString('hex');
@@ -48,12 +162,24 @@ export class RedisSharedStore implements SharedSessionStore {
     private readonly client: () => Promise<Client>,
     private readonly prefix: string,
     private readonly recordKey: (sessionId: string) => string,
+    private readonly entriesKey: (sessionId: string) => string,
     private readonly now: () => number,
     private readonly onError: (error: unknown) => void,
   ) {}
 
-  private get feedKey(): string {
-    return `${this.prefix}feed`;
+  /** The instance set, for scripts that report a change (`REPORT`). */
+  get instancesKey(): string {
+    return `${this.prefix}instances`;
+  }
+
+  /** What `BROADCAST` takes before the report's fields: now, self, the inbox prefix. */
+  private reportArgs(): string[] {
+    return [String(this.now()), this.instanceId, this.inboxPrefix];
+  }
+
+  /** Prepended to an instance id: that instance's inbox. */
+  get inboxPrefix(): string {
+    return `${this.prefix}inbox:`;
   }
 
   private leaseKey(instanceId: string): string {
@@ -63,16 +189,67 @@ export class RedisSharedStore implements SharedSessionStore {
   async commit(record: SessionRecord, expectedVersion: number): Promise<boolean> {
     const c = await this.client();
     const reply = await c.mcpcCommit(
-      [this.recordKey(record.id)],
+      [this.recordKey(record.id), this.entriesKey(record.id)],
       [String(expectedVersion), JSON.stringify(record), String(this.now())],
     );
     return Number(reply) === 1;
   }
 
+  async commitEntries(
+    core: SessionRecord,
+    entries: ReadonlyArray<readonly [number, StreamEntry]>,
+    watermark: Watermark,
+    expectedVersion: number,
+  ): Promise<boolean> {
+    const c = await this.client();
+    const args = [
+      String(expectedVersion),
+      JSON.stringify(core),
+      String(this.now()),
+      String(watermark.nextStream),
+      watermark.standalone ? '1' : '0',
+    ];
+    for (const [n, entry] of entries) args.push(String(n), JSON.stringify(entry));
+    const reply = await c.mcpcCommitEntries([this.recordKey(core.id), this.entriesKey(core.id)], args);
+    return Number(reply) === 1;
+  }
+
   async load(id: string): Promise<{ record: SessionRecord; version: number } | undefined> {
-    const [v, json] = await (await this.client()).hmGet(this.recordKey(id), ['v', 'json']);
-    if (v == null || json == null) return undefined;
-    return { record: JSON.parse(json) as SessionRecord, version: Number(v) };
+    const loaded = await this.loadSince(id, -1, undefined);
+    if (!loaded?.record) return undefined;
+    const { record, entries } = loaded;
+    return {
+      record: entries ? { ...record, snapshot: joinSnapshot(record.snapshot, entries) } : record,
+      version: loaded.version,
+    };
+  }
+
+  async loadSince(
+    id: string,
+    knownVersion: number,
+    base: Watermark | undefined,
+  ): Promise<LoadedSince | undefined> {
+    const reply = (await (
+      await this.client()
+    ).mcpcLoadSince(
+      [this.recordKey(id), this.entriesKey(id)],
+      [
+        knownVersion < 0 ? '' : String(knownVersion),
+        base === undefined ? '' : String(base.nextStream),
+        base?.standalone ? '1' : '0',
+      ],
+    )) as [string, string?, number?, string[]?] | null;
+    if (reply === null) return undefined;
+    const version = Number(reply[0]);
+    if (reply[1] === undefined) return { version };
+    const record = JSON.parse(reply[1]) as SessionRecord;
+    if (Number(reply[2]) !== 1) return { version, record };
+    const flat = reply[3] ?? [];
+    const entries: Array<[number, StreamEntry]> = [];
+    for (let i = 0; i < flat.length; i += 2) {
+      entries.push([Number(flat[i]), JSON.parse(String(flat[i + 1])) as StreamEntry]);
+    }
+    return { version, record, entries };
   }
 
   async version(id: string): Promise<number | undefined> {
@@ -92,13 +269,17 @@ export class RedisSharedStore implements SharedSessionStore {
   }
 
   async renewLease(leaseMs: number): Promise<void> {
-    await (await this.client()).set(this.leaseKey(this.instanceId), '1', {
-      expiration: { type: 'PX', value: Math.max(1, Math.ceil(leaseMs)) },
-    });
+    await (await this.client()).mcpcLease(
+      [this.leaseKey(this.instanceId), this.instancesKey],
+      [String(Math.max(1, Math.ceil(leaseMs))), String(this.now()), this.instanceId],
+    );
   }
 
   async dropLease(): Promise<void> {
-    await (await this.client()).del(this.leaseKey(this.instanceId));
+    await (await this.client()).mcpcUnlease(
+      [this.leaseKey(this.instanceId), this.instancesKey, this.inboxPrefix + this.instanceId],
+      [this.instanceId],
+    );
   }
 
   async alive(instanceIds: readonly string[]): Promise<ReadonlySet<string>> {
@@ -108,25 +289,17 @@ export class RedisSharedStore implements SharedSessionStore {
     return new Set(unique.filter((_, i) => Number(found[i]) > 0));
   }
 
-  /** Reports an append or finish on a stream, for the instances tailing it elsewhere. */
-  async announceAppended(sessionId: string, stream: number): Promise<void> {
-    await this.report({ s: sessionId, n: String(stream) });
-  }
-
   async forward(instanceId: string, sessionId: string, message: JsonRpcMessage): Promise<void> {
-    await this.report({ s: sessionId, to: instanceId, m: JSON.stringify(message) });
+    await (await this.client()).mcpcSend(
+      [this.inboxPrefix + instanceId],
+      ['i', this.instanceId, 's', sessionId, 'to', instanceId, 'm', JSON.stringify(message)],
+    );
   }
 
   async announceEnded(sessionId: string, reason: 'expired' | 'terminated'): Promise<void> {
-    await this.report({ s: sessionId, e: reason });
-  }
-
-  private async report(fields: Record<string, string>): Promise<void> {
-    await (await this.client()).xAdd(
-      this.feedKey,
-      '*',
-      { i: this.instanceId, ...fields },
-      { TRIM: { strategy: 'MAXLEN', strategyModifier: '~', threshold: FEED_LENGTH } },
+    await (await this.client()).mcpcBroadcast(
+      [this.instancesKey],
+      [...this.reportArgs(), 'i', this.instanceId, 's', sessionId, 'e', reason],
     );
   }
 
@@ -144,14 +317,14 @@ export class RedisSharedStore implements SharedSessionStore {
       reader = main.duplicate();
       reader.on('error', (error: unknown) => this.onError(error));
       await reader.connect();
-      // Start after the newest report now in the feed: older ones are about appends already in the log.
-      const newest = (await reader.xRevRange(this.feedKey, '+', '-', { COUNT: 1 })) as Array<{ id: string }>;
-      let after = newest[0]?.id ?? '0-0';
+      // The inbox is this instance's own (its id is new): everything in it was sent to this instance.
+      const inbox = this.inboxPrefix + this.instanceId;
+      let after = '0-0';
       while (!stopped) {
         let batch: FeedReply | null;
         try {
           batch = (await reader.xRead(
-            { key: this.feedKey, id: after },
+            { key: inbox, id: after },
             { BLOCK: BLOCK_MS, COUNT: 500 },
           )) as FeedReply | null;
         } catch (error) {

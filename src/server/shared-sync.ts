@@ -1,6 +1,14 @@
 import type { JsonRpcMessage } from '../../machines/jsonrpc.js';
 import { type ExpiryRead, expiryEvent, RECORD_MISSING_MEANS } from '../../machines/server/instances.js';
 import { sharedFacts } from '../../machines/server/session.machine.js';
+import {
+  coreOf,
+  joinSnapshot,
+  mergeSnapshot,
+  newEntries,
+  type Watermark,
+  watermarkOf,
+} from '../../machines/server/shared-record.js';
 import type { SessionRecord, SharedSessionStore } from './event-log.js';
 import type { SessionHost } from './session-host.js';
 
@@ -22,6 +30,11 @@ export interface SyncedSession {
 export class SharedSync {
   /** The stored record's version this machine reflects. */
   private version: number;
+  /**
+   * How far the numbering of the snapshot at `version` went (machines/server/shared-record.ts): a commit
+   * writes the entries numbered since, a catch-up reads them. Taken when first needed.
+   */
+  private base: Watermark | undefined;
   /** Decisions of this session on this instance, one at a time. */
   private turn: Promise<unknown> = Promise.resolve();
   /** What ran here before a decision that was discarded: the adopted machine is told this, not its effect. */
@@ -50,6 +63,7 @@ export class SharedSync {
       for (let attempt = 0; attempt < 32; attempt++) {
         await this.sync();
         const before = this.version;
+        if (this.base === undefined && !this.host.ended) this.base = watermarkOf(this.host.persisted());
         const facts = sharedFacts(this.host.actor.getSnapshot());
         const running = Object.fromEntries(this.host.running());
         const answer = act();
@@ -57,7 +71,7 @@ export class SharedSync {
           if (!this.host.ended) await shared.touch([this.o.id]);
           return answer;
         }
-        if (await shared.commit(this.record(), before)) {
+        if (await this.commit(shared, before)) {
           this.version = before + 1;
           return answer;
         }
@@ -72,6 +86,26 @@ export class SharedSync {
     return run;
   }
 
+  /**
+   * Writes the decision just made over version `before`: only the core and the entries it numbered when
+   * the store keeps that layout (machines/server/shared-record.ts), else the whole record.
+   */
+  private async commit(shared: SharedSessionStore, before: number): Promise<boolean> {
+    const snapshot = this.host.persisted();
+    const entries = shared.commitEntries && this.base ? newEntries(this.base, snapshot) : undefined;
+    const watermark = watermarkOf(snapshot);
+    const written = entries
+      ? await (shared.commitEntries as NonNullable<SharedSessionStore['commitEntries']>)(
+          this.record(coreOf(snapshot)),
+          entries,
+          watermark,
+          before,
+        )
+      : await shared.commit(this.record(snapshot), before);
+    if (written) this.base = watermark;
+    return written;
+  }
+
   /** Runs `act` in this session's turn, between decisions (a reap, say), committing nothing. */
   async inTurn<R>(act: () => Promise<R>): Promise<R> {
     if (!this.store) return act();
@@ -84,6 +118,7 @@ export class SharedSync {
   async sync(): Promise<boolean> {
     const shared = this.store;
     if (!shared || this.host.ended) return !this.host.ended;
+    if (shared.loadSince) return this.catchUp(shared.loadSince.bind(shared));
     if ((await shared.version(this.o.id)) === this.version) return true;
     const stored = await shared.load(this.o.id);
     // A new session is stored by its first commit (its initialize request).
@@ -93,6 +128,31 @@ export class SharedSync {
       return false;
     }
     if (stored.version !== this.version) this.adopt(stored.record.snapshot, stored.version);
+    return true;
+  }
+
+  /**
+   * `sync` on a store with the layout of machines/server/shared-record.ts: one read, which answers
+   * "unchanged" or brings the newer core and only the entries numbered since this copy's base.
+   */
+  private async catchUp(loadSince: NonNullable<SharedSessionStore['loadSince']>): Promise<boolean> {
+    const base = this.base;
+    const stored = await loadSince(this.o.id, this.version, base);
+    if (!stored && this.version === 0) return true;
+    if (!stored) {
+      this.gone(RECORD_MISSING_MEANS);
+      return false;
+    }
+    if (!stored.record || stored.version === this.version) return true;
+    const { record, entries } = stored;
+    const snapshot =
+      entries === undefined
+        ? record.snapshot
+        : base === undefined
+          ? joinSnapshot(record.snapshot, entries)
+          : mergeSnapshot(this.host.persisted(), base, record.snapshot, entries);
+    this.adopt(snapshot, stored.version);
+    this.base = watermarkOf(snapshot);
     return true;
   }
 
@@ -117,13 +177,13 @@ export class SharedSync {
   }
 
   /** The record stored for this session: what a new process or another instance restores it from. */
-  record(): SessionRecord {
+  record(snapshot: unknown = this.host.persisted()): SessionRecord {
     return {
       id: this.o.id,
       epoch: this.o.epoch,
       principal: this.o.principal,
       initialize: this.o.initialize as JsonRpcMessage,
-      snapshot: this.host.persisted(),
+      snapshot,
     };
   }
 

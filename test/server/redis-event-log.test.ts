@@ -1,6 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { JsonRpcMessage } from '../../machines/jsonrpc.js';
 import { appendToWindow, EMPTY_WINDOW, evictWindow } from '../../machines/server/retention.js';
+import {
+  coreOf,
+  entriesToRead,
+  newEntries,
+  type StreamEntry,
+  watermarkOf,
+} from '../../machines/server/shared-record.js';
 import { RedisEventLog, type RedisEventLogOptions } from '../../src/server/redis-event-log.js';
 import { type RedisServer, startRedisServer } from '../support/redis-server.js';
 
@@ -83,14 +90,95 @@ describe('RedisEventLog', () => {
           `${keyPrefix}{s}:record`,
           `${keyPrefix}{s}:w:7`,
           `${keyPrefix}{s}:x:7`,
-          // The change feed other instances read: shared by every session, trimmed by length.
-          `${keyPrefix}feed`,
+          // No other instance holds a lease: the appends were reported to nobody (no inbox was written).
         ].sort(),
       );
       await l.dropSession('s');
-      expect(await raw.keys(`${keyPrefix}*`)).toEqual([`${keyPrefix}feed`]);
+      expect(await raw.keys(`${keyPrefix}*`)).toEqual([]);
     } finally {
       await raw.close();
+      await l.close();
+    }
+  });
+
+  it('reports an append in the same script, to the inboxes of the other leased instances only', async () => {
+    const keyPrefix = freshPrefix();
+    const a = make({ keyPrefix });
+    const b = make({ keyPrefix });
+    const { createClient } = await import('redis');
+    const raw = createClient({ url: server.url });
+    raw.on('error', () => {});
+    await raw.connect();
+    try {
+      await a.shared.renewLease(5_000);
+      await b.shared.renewLease(5_000);
+      const seen: unknown[] = [];
+      const stop = b.shared.watch((change) => seen.push(change));
+      await a.append('s', 1, note(1));
+      await a.appendFinal('s', 1, note(2));
+      // Already finished: nothing appended, nothing reported.
+      expect(await a.appendFinal('s', 1, note(3))).toBeUndefined();
+      const inbox = (id: string) => raw.xLen(`${keyPrefix}inbox:${id}`);
+      expect(await inbox(b.shared.instanceId)).toBe(2);
+      expect(await inbox(a.shared.instanceId)).toBe(0);
+      const deadline = Date.now() + 5_000;
+      while (seen.length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      expect(seen).toEqual([
+        { kind: 'appended', sessionId: 's', stream: 1 },
+        { kind: 'appended', sessionId: 's', stream: 1 },
+      ]);
+      stop();
+      // A dropped lease takes the instance out of the set: it is sent nothing more.
+      await b.shared.dropLease();
+      await a.append('s', 2, note(4));
+      expect(await inbox(b.shared.instanceId)).toBe(0);
+    } finally {
+      await raw.close();
+      await a.close();
+      await b.close();
+    }
+  });
+
+  it('keeps a record as a core and stream entries: a commit writes what it numbered, a catch-up reads what changed', async () => {
+    const l = make();
+    const shared = l.shared;
+    const snap = (n: number, standalone = false) => {
+      const streams: Record<number, StreamEntry> = standalone ? { 0: { kind: 'standalone' } } : {};
+      const requests: Record<string, number> = {};
+      for (let s = 1; s <= n; s++) {
+        streams[s] = { kind: 'request', requestKey: `n:${s}`, owner: 'a' };
+        requests[`n:${s}`] = s;
+      }
+      return { value: 'live', context: { nextStream: n + 1, streams, requests } };
+    };
+    const rec = (snapshot: unknown) => ({ ...record, snapshot });
+    const put = (from: ReturnType<typeof snap>, to: ReturnType<typeof snap>, version: number) =>
+      shared.commitEntries(
+        rec(coreOf(to)),
+        newEntries(watermarkOf(from), to) ?? [],
+        watermarkOf(to),
+        version,
+      );
+    try {
+      expect(await put(snap(0), snap(2), 0)).toBe(true);
+      expect(await put(snap(2), snap(3, true), 1)).toBe(true);
+      // Over a version that is not the stored one: nothing written.
+      expect(await put(snap(2), snap(9), 1)).toBe(false);
+      expect(await shared.loadSince('s', 2, watermarkOf(snap(3, true)))).toEqual({ version: 2 });
+      const since = await shared.loadSince('s', 1, watermarkOf(snap(2)));
+      expect(since?.entries).toEqual(
+        entriesToRead(watermarkOf(snap(2)), watermarkOf(snap(3, true))).map((n) => [
+          n,
+          snap(3, true).context.streams[n],
+        ]),
+      );
+      expect(since?.record).toEqual(rec(coreOf(snap(3, true))));
+      expect(await shared.load('s')).toEqual({ version: 2, record: rec(snap(3, true)) });
+      // A record written whole moves its streams beside it at the next delta commit.
+      expect(await shared.commit(rec(snap(4)), 2)).toBe(true);
+      expect(await put(snap(4), snap(5), 3)).toBe(true);
+      expect(await shared.load('s')).toEqual({ version: 4, record: rec(snap(5)) });
+    } finally {
       await l.close();
     }
   });

@@ -11,7 +11,12 @@ import { routeCall } from '../../machines/server/call-routing.js';
 import { askMachine, executePlan, type PlanIo } from '../../machines/server/execute-plan.js';
 import { abandonedCalls, isOwnerAlive } from '../../machines/server/instances.js';
 import { DEFAULT_SERVER_LIMITS } from '../../machines/server/limits.js';
-import { type ErrorReply, errorBody, SESSION_NOT_FOUND } from '../../machines/server/replies.js';
+import {
+  deleteAnswer,
+  type ErrorReply,
+  errorBody,
+  SESSION_NOT_FOUND,
+} from '../../machines/server/replies.js';
 import type { ResumeAnswer } from '../../machines/server/retention.js';
 import {
   appendToWindow,
@@ -194,10 +199,13 @@ export class SimServer {
         this.execute(session as SimSession, conn, planMessage(accepted));
         return;
       }
-      case 'delete':
-        this.delete(sessionId as string);
-        conn.send({ type: 'http.response', status: 200 });
+      case 'delete': {
+        // The runtime's answer (src/server/session.ts): 200 when the machine ended it, else 404.
+        const answer = deleteAnswer(this.delete(sessionId as string));
+        if ('kind' in answer) conn.send({ type: 'http.response', status: answer.status });
+        else this.reply(conn, answer);
         return;
+      }
       case 'standalone': {
         if (this.config.standaloneNotFound) {
           conn.send({ type: 'http.response', status: 404 });
@@ -499,10 +507,13 @@ export class SimServer {
     );
   }
 
-  /** DELETE: the session machine decides; attached streams get `event: close` (see watchEnd). */
-  delete(sessionId: string): void {
+  /**
+   * DELETE: the session machine decides (true: it ended the session); attached streams get
+   * `event: close` (see watchEnd).
+   */
+  delete(sessionId: string): boolean {
     const session = this.sessions.get(sessionId);
-    if (session) this.ask(session, { type: 'session.delete' }, 'decision.delete');
+    return session ? this.ask(session, { type: 'session.delete' }, 'decision.delete').accepted : false;
   }
 
   /** A server-initiated notification on the standalone stream of every session that opened one. */

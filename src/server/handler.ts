@@ -4,11 +4,11 @@ import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { MessageExtraInfo } from '@modelcontextprotocol/sdk/types.js';
 import type { InspectionEvent, Observer } from 'xstate';
 import { ADVERTISEMENT_HEADER, formatAdvertisement } from '../../machines/advertisement.js';
-import { JsonRpcCode } from '../../machines/codes.js';
 import type { JsonRpcMessage, JsonRpcRequest } from '../../machines/jsonrpc.js';
 import {
   type AdmissionPolicy,
   admitBody,
+  admitBodyRead,
   admitCaller,
   admitHttp,
   admitModernId,
@@ -16,6 +16,7 @@ import {
   type PostedMessage,
   parseBody,
   type Rejection,
+  routeTarget,
   SUPPORTED_PROTOCOL_VERSIONS,
 } from '../../machines/server/admission.js';
 import { namesSession, routeCall, sessionUnavailable } from '../../machines/server/call-routing.js';
@@ -27,7 +28,7 @@ import {
   resolveLimits,
   type ServerLimits,
 } from '../../machines/server/limits.js';
-import { limitReached } from '../../machines/server/replies.js';
+import { INTERNAL_ERROR, limitReached } from '../../machines/server/replies.js';
 import { ownsSession } from '../../machines/server/session.machine.js';
 import type { ServerAdvertisement } from '../../machines/validity.js';
 import type { ContinuityMetrics } from '../metrics/continuity-metrics.js';
@@ -353,9 +354,9 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
     return pending;
   }
 
-  /** A refusal the client caused: counted, never reported as an error. */
+  /** A refusal: counted unless admission says the client did not cause it, never reported as an error. */
   const refused = (r: Rejection): Reply => {
-    metrics?.requestRejected(r.reason ?? 'invalid_request', r.status);
+    if (!r.uncounted) metrics?.requestRejected(r.reason ?? 'invalid_request', r.status);
     return errorReply(r.status, r.code, r.message);
   };
 
@@ -390,8 +391,7 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
       authRequired: options.authenticate !== undefined,
       authenticated: principal !== null,
     });
-    if (!caller.ok)
-      return caller.status === 401 ? refused(caller) : errorReply(caller.status, caller.code, caller.message);
+    if (!caller.ok) return refused(caller);
     const extra: MessageExtraInfo = {
       authInfo: principal?.authInfo,
       requestInfo: { headers: call.headers() },
@@ -400,24 +400,8 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
 
     let posted: PostedMessage | undefined;
     if (call.method === 'POST') {
-      const read = await call.text(policy.maxBodyBytes);
-      if (read.kind === 'aborted') {
-        // Nobody is left to read this answer; it is counted, not reported as an error.
-        return refused({
-          status: 400,
-          code: JsonRpcCode.INVALID_REQUEST,
-          message: 'Bad Request: the body did not arrive whole',
-          reason: 'aborted_body',
-        });
-      }
-      if (read.kind === 'too-large') {
-        return refused({
-          status: 413,
-          code: JsonRpcCode.INVALID_REQUEST,
-          message: `Payload Too Large: the limit is ${policy.maxBodyBytes} bytes`,
-          reason: 'too_large',
-        });
-      }
+      const read = admitBodyRead(await call.text(policy.maxBodyBytes), policy);
+      if (!read.ok) return refused(read);
       const parsed = parseBody(read.text, limits);
       const facts = { method: call.method, protocolVersion, body: parsed.ok ? parsed.body : undefined };
       const route = routeByEra(facts, options.modern !== undefined, SUPPORTED_PROTOCOL_VERSIONS);
@@ -484,17 +468,9 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
   }
 
   async function fetchHandler(call: IncomingCall, localBind = false): Promise<Response> {
-    if (call.pathname === null) {
-      return toResponse(
-        refused({
-          status: 400,
-          code: JsonRpcCode.INVALID_REQUEST,
-          message: 'Bad Request: the request target is not a URL',
-          reason: 'malformed_target',
-        }),
-      );
-    }
-    if (call.pathname !== path) return new Response('Not Found', { status: 404 });
+    const target = routeTarget(call.pathname, path);
+    if (target.kind === 'refused') return toResponse(refused(target));
+    if (target.kind === 'elsewhere') return new Response(target.text, { status: target.status });
     try {
       const handled = await handle(call, localBind);
       return handled instanceof Response ? handled : toResponse(handled, options.sse);
@@ -502,7 +478,7 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
       if (error instanceof SessionUnavailableError)
         return toResponse(replyWith(sessionUnavailable(error.released)));
       onError(error);
-      return toResponse(errorReply(500, JsonRpcCode.INTERNAL_ERROR, 'Internal error'));
+      return toResponse(replyWith(INTERNAL_ERROR));
     }
   }
 
@@ -519,7 +495,7 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
     } catch (error) {
       onError(error);
       try {
-        if (!res.headersSent) res.writeHead(500);
+        if (!res.headersSent) res.writeHead(INTERNAL_ERROR.status);
         res.end();
       } catch {
         res.destroy();

@@ -13,7 +13,7 @@ import {
 import { executePlan, type PlanIo } from '../../machines/server/execute-plan.js';
 import { announcesEnd } from '../../machines/server/instances.js';
 import { DEFAULT_SERVER_LIMITS, LimitReason, type ServerLimits } from '../../machines/server/limits.js';
-import { SESSION_NOT_FOUND } from '../../machines/server/replies.js';
+import { deleteAnswer, SESSION_NOT_FOUND } from '../../machines/server/replies.js';
 import { cancelledRequest, routeInbound, tagRequestId } from '../../machines/server/routing.js';
 import {
   ownsSession,
@@ -287,7 +287,8 @@ export class RuntimeSession {
 
   async delete(principal: string | undefined): Promise<Reply> {
     const { accepted } = await this.decide({ type: 'session.delete', principal }, 'decision.delete');
-    return accepted ? { kind: 'empty', status: 200 } : replyWith(SESSION_NOT_FOUND);
+    const answer = deleteAnswer(accepted);
+    return 'kind' in answer ? answer : replyWith(answer);
   }
 
   /** The process is stopping; the machine decides whether the session ends or outlives it. */

@@ -20,6 +20,7 @@ import {
   SUPPORTED_PROTOCOL_VERSIONS,
 } from '../../machines/server/admission.js';
 import { namesSession, routeCall, sessionUnavailable } from '../../machines/server/call-routing.js';
+import { leaseRenewPeriodMs, sharedPollMs, sweepPeriodMs } from '../../machines/server/deadlines.js';
 import { routeByEra } from '../../machines/server/era.js';
 import {
   admitNewSession,
@@ -44,6 +45,7 @@ import {
 } from './modern/endpoint.js';
 import { errorReply, type Reply, replyWith, sessionNotFound } from './reply.js';
 import { type McpServerLike, RuntimeSession, type SessionInfo, SessionUnavailableError } from './session.js';
+import { WakePort } from './wake-port.js';
 
 /** Who is calling, as `authenticate` decides. Sessions are bound to the principal that created them. */
 export interface Principal {
@@ -154,12 +156,14 @@ const LOOPBACK = /^(127\.|::1$|::ffff:127\.)/;
 
 /** Creates an MCP Streamable HTTP endpoint whose sessions survive dropped connections. */
 export function createContinuityServer(options: ContinuityServerOptions): ContinuityServer {
-  const log: EventLog = options.eventLog ?? new MemoryEventLog();
+  const onError = options.onError ?? ((e: unknown) => console.error('mcp-continuity:', e));
+  /** This server's one timer: every deadline below is a wake-up asked of it (machines/server/deadlines.ts). */
+  const wakes = new WakePort(onError);
+  const log: EventLog = options.eventLog ?? new MemoryEventLog({ wakes });
   const idleTtlMs = options.sessionIdleTtlMs ?? DEFAULTS.sessionIdleTtlMs;
   const heartbeatMs = options.heartbeatMs ?? DEFAULTS.heartbeatMs;
   const retryMs = options.retryMs ?? DEFAULTS.retryMs;
   const path = options.path ?? DEFAULTS.path;
-  const onError = options.onError ?? ((e: unknown) => console.error('mcp-continuity:', e));
   const policy: AdmissionPolicy = {
     allowedOrigins: options.allowedOrigins,
     allowedHosts: options.allowedHosts,
@@ -219,14 +223,12 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
 
   const headersFor = (id: string) => ({ 'Mcp-Session-Id': id, [ADVERTISEMENT_HEADER]: advertised });
 
-  // One timer for every session: idle sessions go to sleep (their actor becomes a snapshot), and sleeping
-  // ones whose TTL ran out are woken so their machine expires them. Expiry is late by one period at most.
-  const sweepMs = Math.max(10, Math.min(1_000, idleTtlMs / 4));
-  const sweeper = setInterval(() => {
-    const now = Date.now();
+  // One sweep for every session: idle sessions go to sleep (their actor becomes a snapshot), and sleeping
+  // ones whose TTL ran out are woken so their machine expires them.
+  const sweepMs = sweepPeriodMs(idleTtlMs);
+  const sweeper = wakes.every(sweepMs, (now) => {
     for (const session of sessions.values()) session.sweep(now, sweepMs);
-  }, sweepMs);
-  sweeper.unref?.();
+  });
 
   const shared = log.shared;
   const leaseMs = options.instanceLeaseMs ?? DEFAULTS.instanceLeaseMs;
@@ -256,19 +258,17 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
         if (s.foreignOwners().some((o) => !leased.has(o))) await s.reapAbandoned(leased);
       }
     };
-    // Renewing three times per lease keeps it through one or two missed beats (a GC pause, a slow Redis).
-    const period = Math.max(50, Math.min(leaseMs / 3, idleTtlMs / 4));
-    const timer = setInterval(() => void tick().catch(onError), period);
-    timer.unref?.();
+    const timer = wakes.every(leaseRenewPeriodMs(leaseMs, idleTtlMs), () => void tick().catch(onError));
     return async () => {
-      clearInterval(timer);
+      timer.cancel();
       unwatch();
       await store.dropLease().catch(onError);
     };
   }
 
   const sessionOptions = (id: string) => ({
-    pollMs: options.sharedStorePollMs ?? 1_000,
+    pollMs: sharedPollMs(shared !== undefined, options.sharedStorePollMs),
+    wakes,
     log,
     idleTtlMs,
     heartbeatMs,
@@ -473,7 +473,7 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
     if (target.kind === 'elsewhere') return new Response(target.text, { status: target.status });
     try {
       const handled = await handle(call, localBind);
-      return handled instanceof Response ? handled : toResponse(handled, options.sse);
+      return handled instanceof Response ? handled : toResponse(handled, options.sse, wakes);
     } catch (error) {
       if (error instanceof SessionUnavailableError)
         return toResponse(replyWith(sessionUnavailable(error.released)));
@@ -491,7 +491,7 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
     try {
       const localBind = LOOPBACK.test(req.socket.localAddress ?? '');
       const response = await fetchHandler(fromNodeRequest(req, res), localBind);
-      await writeNodeResponse(response, res, options.sse?.stallMs, options.sse?.maxBufferedBytes);
+      await writeNodeResponse(response, res, options.sse?.stallMs, options.sse?.maxBufferedBytes, wakes);
     } catch (error) {
       onError(error);
       try {
@@ -512,7 +512,7 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
     nodeHandler: (req, res) => void serveNode(req, res),
     close: async () => {
       closing = true;
-      clearInterval(sweeper);
+      sweeper.cancel();
       for (const session of [...sessions.values()]) session.stop();
       await stopSharing?.();
       if (modern) await modern.then((m) => m.close()).catch(onError);

@@ -1,4 +1,5 @@
 import type { Actor } from 'xstate';
+import { sleptFor, sweepVerdict } from '../../machines/server/deadlines.js';
 import type { serverSessionMachine } from '../../machines/server/session.machine.js';
 
 type SessionActor = Actor<typeof serverSessionMachine>;
@@ -15,13 +16,16 @@ export class SleepingMachine {
   /** The persisted snapshot while asleep. */
   private dormant: string | undefined;
   /** When the session was last used here: its idle clock while it sleeps. */
-  private lastUsed = Date.now();
+  private lastUsed: number;
 
   constructor(
     /** Creates and starts an actor (from a snapshot, or new), with the owner's subscriptions. */
     private readonly spawn: (snapshot: unknown) => SessionActor,
     snapshot: unknown,
+    /** The host's clock (its timer port's). */
+    private readonly now: () => number,
   ) {
+    this.lastUsed = now();
     this.awake = spawn(snapshot);
   }
 
@@ -32,7 +36,7 @@ export class SleepingMachine {
     this.dormant = undefined;
     const actor = this.spawn(snapshot);
     this.awake = actor;
-    actor.send({ type: 'session.woken', idleMs: Date.now() - this.lastUsed });
+    actor.send({ type: 'session.woken', idleMs: sleptFor(this.now(), this.lastUsed) });
     return actor;
   }
 
@@ -42,7 +46,7 @@ export class SleepingMachine {
 
   /** The session was used just now. */
   used(): void {
-    this.lastUsed = Date.now();
+    this.lastUsed = this.now();
   }
 
   /** The session was used at `time` (on another instance, say), if that is later than known here. */
@@ -56,18 +60,22 @@ export class SleepingMachine {
   }
 
   /**
-   * Called now and then (one sweep for all sessions). Sleeps when unused for `idleForMs`, nothing is
-   * attached or running here (`busy`), and the machine itself is idle. Asleep past `idleTtlMs`, wakes,
-   * so the machine decides the expiry.
+   * Called now and then (one sweep for all sessions): sleeps, wakes (so the machine decides the expiry)
+   * or stays, as `sweepVerdict` (machines/server/deadlines.ts) decides.
    */
   sweep(now: number, idleForMs: number, idleTtlMs: number, busy: boolean): void {
-    if (this.dormant !== undefined) {
-      if (now - this.lastUsed >= idleTtlMs) void this.actor;
-      return;
-    }
     const actor = this.awake;
-    if (!actor || busy || now - this.lastUsed < idleForMs) return;
-    if (!actor.getSnapshot().matches({ live: 'idle' })) return;
+    const verdict = sweepVerdict({
+      now,
+      lastUsed: this.lastUsed,
+      asleep: this.dormant !== undefined,
+      idleForMs,
+      idleTtlMs,
+      busy,
+      machineIdle: actor?.getSnapshot().matches({ live: 'idle' }) ?? false,
+    });
+    if (verdict === 'wake') void this.actor;
+    if (verdict !== 'sleep' || !actor) return;
     this.dormant = JSON.stringify(actor.getPersistedSnapshot());
     this.awake = undefined;
     actor.stop();

@@ -8,6 +8,7 @@ import {
 } from '../../machines/jsonrpc.js';
 import { type Admission, admitBody, admitHttp } from '../../machines/server/admission.js';
 import { routeCall } from '../../machines/server/call-routing.js';
+import { logSweepPeriodMs, sleptFor, sweepPeriodMs, sweepVerdict } from '../../machines/server/deadlines.js';
 import { askMachine, executePlan, type PlanIo } from '../../machines/server/execute-plan.js';
 import { abandonedCalls, isOwnerAlive } from '../../machines/server/instances.js';
 import { DEFAULT_SERVER_LIMITS } from '../../machines/server/limits.js';
@@ -23,6 +24,7 @@ import {
   EMPTY_WINDOW,
   evictWindow,
   finishWindow,
+  forgottenBySweep,
   type RetentionPolicy,
   type StreamWindow,
 } from '../../machines/server/retention.js';
@@ -86,19 +88,120 @@ interface StreamLog {
   readonly callKey?: string;
   readonly requestId?: RequestId;
   conn?: SimConnection;
-}
-
-interface SimSession {
-  readonly id: string;
-  actor: Actor<typeof serverSessionMachine>;
-  readonly epoch: string;
-  readonly logs: Map<number, StreamLog>;
-  standaloneCount: number;
-  /** A GET without a cursor was answered before in this session. */
-  attachedBefore?: boolean;
+  /**
+   * The reader whose read-back of the log is still to come: as at run time (src/server/attachment.ts),
+   * the read happens after the attach, and what is appended meanwhile is written by the read, not live.
+   */
+  readingBack?: SimConnection;
 }
 
 type Machine = typeof serverSessionMachine;
+type SessionActor = Actor<Machine>;
+
+/**
+ * The decisions of machines/ the simulated server executes, as the runtime does (src/server). A mutant
+ * (properties/mutants.ts) swaps one for a deliberately wrong one.
+ */
+export interface ServerRules {
+  /** When the sweep sleeps or wakes a session (src/server/sleeping-machine.ts). */
+  readonly sweepVerdict: typeof sweepVerdict;
+  /** How long a woken session was idle, for its machine (`session.woken`). */
+  readonly sleptFor: typeof sleptFor;
+  /** Which streams a log's sweep forgets (src/server/memory-event-log.ts). */
+  readonly forgotten: typeof forgottenBySweep;
+  /** What a DELETE is answered (src/server/session.ts). */
+  readonly deleteAnswer: typeof deleteAnswer;
+  /** What a reader's read-back writes, and whether its response ends (src/server/attachment.ts). */
+  readonly replayStep: typeof replayStep;
+}
+
+export const RUNTIME_RULES: ServerRules = {
+  sweepVerdict,
+  sleptFor,
+  forgotten: forgottenBySweep,
+  deleteAnswer,
+  replayStep,
+};
+
+/**
+ * One simulated session, hosted as the runtime hosts one (src/server/session-host.ts and
+ * sleeping-machine.ts): asleep while idle (only its persisted snapshot), woken by anything that reaches
+ * for its machine and told how long it slept.
+ */
+export class SimSession {
+  standaloneCount = 0;
+  /** A GET without a cursor was answered before in this session. */
+  attachedBefore?: boolean;
+  /** When the session was last used: its idle clock while it sleeps. */
+  lastUsed: number;
+  private awake: SessionActor | undefined;
+  private dormant: unknown;
+
+  constructor(
+    readonly id: string,
+    readonly epoch: string,
+    readonly logs: Map<number, StreamLog>,
+    private readonly spawn: (snapshot: unknown) => SessionActor,
+    private readonly clock: VirtualClock,
+    private readonly rules: ServerRules,
+  ) {
+    this.lastUsed = clock.now();
+    this.awake = spawn(undefined);
+  }
+
+  /** The machine, woken first if the session sleeps. */
+  get actor(): SessionActor {
+    if (this.awake) return this.awake;
+    const actor = this.spawn(this.dormant);
+    this.dormant = undefined;
+    this.awake = actor;
+    actor.send({ type: 'session.woken', idleMs: this.rules.sleptFor(this.clock.now(), this.lastUsed) });
+    return actor;
+  }
+
+  get sleeping(): boolean {
+    return this.awake === undefined;
+  }
+
+  /** The machine's state, without waking it (a sleeping session reads as its persisted snapshot). */
+  peek(): Pick<ReturnType<SessionActor['getSnapshot']>, 'value' | 'context'> {
+    return (this.awake?.getSnapshot() ?? this.dormant) as never;
+  }
+
+  /** The sweep came by (src/server/handler.ts): sleep, wake or stay, as the runtime's rule decides. */
+  sweep(now: number, idleForMs: number, idleTtlMs: number): void {
+    const actor = this.awake;
+    if (actor?.getSnapshot().matches('ended')) return;
+    const context = actor?.getSnapshot().context;
+    const verdict = this.rules.sweepVerdict({
+      now,
+      lastUsed: this.lastUsed,
+      asleep: actor === undefined,
+      idleForMs,
+      idleTtlMs,
+      busy: context !== undefined && (context.attached > 0 || Object.keys(context.running ?? {}).length > 0),
+      machineIdle: actor?.getSnapshot().matches({ live: 'idle' }) ?? false,
+    });
+    if (verdict === 'wake') void this.actor;
+    if (verdict !== 'sleep' || !actor) return;
+    this.dormant = JSON.parse(JSON.stringify(actor.getPersistedSnapshot()));
+    this.awake = undefined;
+    actor.stop();
+  }
+
+  /** A new process restores the session from its persisted snapshot (a durable restart). */
+  restore(): void {
+    const snapshot = this.awake ? this.awake.getPersistedSnapshot() : this.dormant;
+    this.awake?.stop();
+    this.dormant = undefined;
+    this.awake = this.spawn(snapshot);
+    this.lastUsed = this.clock.now();
+  }
+
+  stop(): void {
+    this.awake?.stop();
+  }
+}
 
 /** What the real client transport sends with every call; the world's exchanges carry only what varies. */
 const CLIENT_HEADERS = { accept: 'application/json, text/event-stream', host: '127.0.0.1', origin: null };
@@ -120,8 +223,9 @@ export class SimServer {
     private readonly config: SimServerConfig,
     private readonly machine: Machine = serverSessionMachine,
     private readonly observe: (observation: ServerObservation) => void = () => undefined,
+    private readonly rules: ServerRules = RUNTIME_RULES,
   ) {
-    this.startHeartbeat();
+    this.startTimers();
   }
 
   get advertisement(): ServerAdvertisement {
@@ -137,7 +241,8 @@ export class SimServer {
   /** True when the server no longer has this session (404 from now on). */
   isGone(sessionId: string): boolean {
     const s = this.sessions.get(sessionId);
-    return !s || s.actor.getSnapshot().matches('ended');
+    // A sleeping session is held (its machine has not ended it): asking must not wake it.
+    return !s || (!s.sleeping && s.actor.getSnapshot().matches('ended'));
   }
 
   /** One call: admitted, routed and answered as the runtime's handler does (src/server/handler.ts). */
@@ -201,7 +306,7 @@ export class SimServer {
       }
       case 'delete': {
         // The runtime's answer (src/server/session.ts): 200 when the machine ended it, else 404.
-        const answer = deleteAnswer(this.delete(sessionId as string));
+        const answer = this.rules.deleteAnswer(this.delete(sessionId as string));
         if ('kind' in answer) conn.send({ type: 'http.response', status: answer.status });
         else this.reply(conn, answer);
         return;
@@ -225,17 +330,17 @@ export class SimServer {
   }
 
   /**
-   * The open finding excused in checks.ts: events a GET without a cursor never offers, nor reports lost. A
-   * later GET starts at the head; the first one replays only what was not yet evicted. (A first GET at the
-   * head is not excused: that is a wrong decision.)
+   * The open finding excused in checks.ts: events a GET without a cursor never offers, nor reports lost: a
+   * later GET starts at the head. (A first GET at the head is not excused: that is a wrong decision.) A
+   * first GET whose start was evicted is not excused either: its read-back finds the loss
+   * (`lostWhileAttached`), the response ends, and the client's resume from the priming cursor is told the
+   * exact count (410), as at run time.
    */
   private noteHeadAttach(session: SimSession, decision: AttachDecision): void {
     if (decision.kind !== 'attach') return;
     const window = session.logs.get(STANDALONE_STREAM)?.window ?? EMPTY_WINDOW;
     if (decision.from === 'head' && session.attachedBefore)
       this.recorder.headAttaches.push({ sessionId: session.id, head: window.head });
-    else if (decision.from === 'start' && window.oldest > 1)
-      this.recorder.headAttaches.push({ sessionId: session.id, head: window.oldest - 1 });
     session.attachedBefore = true;
   }
 
@@ -254,28 +359,39 @@ export class SimServer {
   private initialize(conn: SimConnection, request: JsonRpcRequest): void {
     const id = `s${++this.sessionCount}`;
     const epoch = `e${this.sessionCount}x${this.incarnation}`;
-    const actor = createActor(this.machine, {
-      clock: this.clock,
-      input: { sessionId: id, epoch, idleTtlMs: this.config.idleTtlMs },
-    });
-    const session: SimSession = { id, actor, epoch, logs: new Map(), standaloneCount: 0 };
-    this.watchEnd(session);
-    actor.start();
+    const logs = new Map<number, StreamLog>();
+    const spawn = (snapshot: unknown): SessionActor => {
+      const actor = createActor(this.machine, {
+        clock: this.clock,
+        ...(snapshot ? { snapshot: snapshot as never } : {}),
+        input: { sessionId: id, epoch, idleTtlMs: this.config.idleTtlMs },
+      });
+      this.watchEnd(actor, logs);
+      actor.start();
+      return actor;
+    };
+    const session = new SimSession(id, epoch, logs, spawn, this.clock, this.rules);
     this.sessions.set(id, session);
     this.recorder.sessionsCreated.push(id);
     this.request(session, conn, request);
   }
 
-  private watchEnd(session: SimSession): void {
-    session.actor.on('session.ended', (e) => {
-      for (const log of session.logs.values()) {
+  /**
+   * An ended session's streams get `event: close`, then end; a released one's (the process stops with a
+   * durable log: src/server/session.ts `release`) end without it, so clients resume against the next.
+   */
+  private watchEnd(actor: SessionActor, logs: Map<number, StreamLog>): void {
+    const endAll = (reason?: string) => {
+      for (const log of logs.values()) {
         const c = log.conn;
         if (!c) continue;
         log.conn = undefined;
-        c.send({ type: 'sse.event', event: 'close', data: e.reason });
+        if (reason !== undefined) c.send({ type: 'sse.event', event: 'close', data: reason });
         c.send({ type: 'net.ended' });
       }
-    });
+    };
+    actor.on('session.ended', (e) => endAll(e.reason));
+    actor.on('session.released', () => endAll());
   }
 
   private ask<T extends ServerSessionEmitted['type']>(
@@ -326,7 +442,10 @@ export class SimServer {
   ): void {
     const io: PlanIo<void, SimConnection> = {
       epoch: session.epoch,
-      recordActivity: () => session.actor.send({ type: 'session.activity' }),
+      recordActivity: () => {
+        session.lastUsed = this.clock.now();
+        session.actor.send({ type: 'session.activity' });
+      },
       runHere: (_key, stream) => {
         // The machine's `running` is the bookkeeping, as at run time.
         const runs = this.recorder.countRun(session.id, requestKey((request as JsonRpcRequest).id), stream);
@@ -392,21 +511,45 @@ export class SimServer {
     session.actor.send({ type: 'stream.attached' });
     conn.onGone = () => {
       if (log.conn === conn) log.conn = undefined;
+      if (log.readingBack === conn) log.readingBack = undefined;
+      if (session.actor.getSnapshot().matches('ended')) return;
+      session.lastUsed = this.clock.now();
       session.actor.send({ type: 'stream.detached' });
     };
     if (!readBack) return;
-    // This server may start a replay before the cursor (the client already has those events).
-    const lastSent = Math.max(afterSeq - this.config.replayOverlap, log.window.oldest - 1);
+    // The log is read after the attach, as at run time: events appended or evicted meanwhile are what
+    // the read finds (a reader whose cursor was evicted meanwhile ends: `lostWhileAttached`).
+    log.readingBack = conn;
+    this.clock.setTimeout(() => this.readBack(session, log, conn, stream, afterSeq), 0);
+  }
+
+  private readBack(
+    session: SimSession,
+    log: StreamLog,
+    conn: SimConnection,
+    stream: number,
+    afterSeq: number,
+  ): void {
+    if (log.readingBack !== conn) return;
+    log.readingBack = undefined;
+    if (log.conn !== conn) return;
+    this.evict(log);
+    // This server may start a replay before the cursor (the client already has those events), never
+    // before what it still holds, and never after the cursor.
+    const lastSent = Math.min(
+      afterSeq,
+      Math.max(afterSeq - this.config.replayOverlap, log.window.oldest - 1),
+    );
     const events: Array<{ seq: number; message: JsonRpcMessage }> = [];
     for (let seq = log.window.oldest; seq <= log.window.head; seq++) {
       const message = log.messages.get(seq);
       if (message) events.push({ seq, message });
     }
-    const step = replayStep(log.window, events, lastSent);
+    const step = this.rules.replayStep(log.window, events, lastSent);
     for (const e of step.write)
       conn.send({ type: 'sse.event', id: this.idOf(session, stream, e.seq), message: e.message });
     if (step.end) {
-      if (log.conn === conn) log.conn = undefined;
+      log.conn = undefined;
       conn.send({ type: 'net.ended' });
     }
   }
@@ -438,7 +581,9 @@ export class SimServer {
       callKey: log.callKey,
       streamKey: log.streamKey,
     });
-    log.conn?.send({ type: 'sse.event', id: this.idOf(session, stream, seq), message });
+    // A reader whose read-back is still to come gets this event from that read.
+    if (log.conn !== log.readingBack)
+      log.conn?.send({ type: 'sse.event', id: this.idOf(session, stream, seq), message });
   }
 
   /** A call's answer: appended once, then the stream is finished and its reader ends. */
@@ -448,6 +593,8 @@ export class SimServer {
     this.append(session, stream, message, uid);
     log.window = finishWindow(log.window);
     const c = log.conn;
+    // The read-back to come writes the answer and ends the response.
+    if (c !== undefined && c === log.readingBack) return true;
     log.conn = undefined;
     c?.send({ type: 'net.ended' });
     return true;
@@ -466,6 +613,7 @@ export class SimServer {
         { jsonrpc: '2.0', id: request.id, result: { ...result, _meta: { uid } } },
         uid,
       );
+      session.lastUsed = this.clock.now();
       session.actor.send({ type: 'request.settled', requestKey: key });
     };
     if (request.method === 'initialize') {
@@ -544,27 +692,20 @@ export class SimServer {
    * and every call whose answer was never written gets the runtime's outcome-unknown answer.
    */
   restart(durable: boolean, graceful = false): void {
-    // A graceful stop without a durable log ends every session: attached streams get `event: close`.
-    if (graceful && !durable)
-      for (const s of this.sessions.values()) s.actor.send({ type: 'server.stopping', durableLog: false });
+    // A graceful stop tells every session, as the runtime's `close()` does: without a durable log each
+    // ends (attached streams get `event: close`); with one each is released (streams end without it).
+    if (graceful)
+      for (const s of this.sessions.values()) s.actor.send({ type: 'server.stopping', durableLog: durable });
     for (const conn of this.net.list()) conn.reset();
     this.incarnation++;
     if (!durable) {
-      for (const s of this.sessions.values()) s.actor.stop();
+      for (const s of this.sessions.values()) s.stop();
       this.sessions.clear();
-      this.startHeartbeat();
+      this.startTimers();
       return;
     }
     for (const session of this.sessions.values()) {
-      const snapshot = session.actor.getPersistedSnapshot();
-      session.actor.stop();
-      session.actor = createActor(this.machine, {
-        clock: this.clock,
-        snapshot,
-        input: { sessionId: session.id, epoch: session.epoch, idleTtlMs: this.config.idleTtlMs },
-      });
-      this.watchEnd(session);
-      session.actor.start();
+      session.restore();
       session.actor.send({ type: 'session.restored' });
       const { streams } = session.actor.getSnapshot().context;
       const abandoned = abandonedCalls(
@@ -586,7 +727,35 @@ export class SimServer {
         this.appendFinal(session, call.stream, tagged as JsonRpcMessage, uid);
       }
     }
+    this.startTimers();
+  }
+
+  /** This incarnation's periodic work, at the runtime's periods (machines/server/deadlines.ts). */
+  private startTimers(): void {
     this.startHeartbeat();
+    const incarnation = this.incarnation;
+    const every = (periodMs: number, fn: () => void) => {
+      const tick = () => {
+        if (this.incarnation !== incarnation) return;
+        fn();
+        this.clock.setTimeout(tick, periodMs);
+      };
+      this.clock.setTimeout(tick, periodMs);
+    };
+    // The session sweep: idle sessions sleep, sleeping ones past their TTL wake to expire.
+    const sweepMs = sweepPeriodMs(this.config.idleTtlMs);
+    every(sweepMs, () => {
+      for (const s of this.sessions.values()) s.sweep(this.clock.now(), sweepMs, this.config.idleTtlMs);
+    });
+    // The memory log's sweep: every stream aged, finished ones with nothing left forgotten.
+    every(logSweepPeriodMs(this.config.retention.retentionMs, undefined), () => {
+      for (const s of this.sessions.values()) {
+        for (const [n, log] of s.logs) {
+          this.evict(log);
+          if (this.rules.forgotten(log.window)) s.logs.delete(n);
+        }
+      }
+    });
   }
 
   private startHeartbeat(): void {

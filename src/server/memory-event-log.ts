@@ -2,6 +2,7 @@ import type { JsonRpcMessage } from '../../machines/jsonrpc.js';
 import { logSweepPeriodMs } from '../../machines/server/deadlines.js';
 import {
   DEFAULT_RETENTION_POLICY,
+  forgottenBySweep,
   type RetentionPolicy,
   retainFrom,
   type StreamWindow,
@@ -171,7 +172,7 @@ export class MemoryEventLog implements EventLog {
     for (const [sessionId, streams] of this.sessions) {
       for (const [stream, s] of streams) {
         this.evict(s, now, sessionId, stream);
-        if (s.finished && s.head < s.oldest) streams.delete(stream);
+        if (forgottenBySweep(s)) streams.delete(stream);
       }
       if (streams.size === 0) this.sessions.delete(sessionId);
     }

@@ -79,7 +79,11 @@ export type ServerObservation =
   | { readonly kind: 'attach'; readonly decision: AttachDecision }
   | { readonly kind: 'resume'; readonly answer: ResumeAnswer }
   /** A server without de-duplication ran a request id a second time. */
-  | { readonly kind: 'ran-again' };
+  | { readonly kind: 'ran-again' }
+  /** The sweep slept or woke a session (machines/server/deadlines.ts `sweepVerdict`). */
+  | { readonly kind: 'sweep'; readonly verdict: 'sleep' | 'wake' }
+  /** A reader's read-back found events after its cursor evicted (`lostWhileAttached`): its response ended. */
+  | { readonly kind: 'read-back-lost' };
 
 interface StreamLog {
   window: StreamWindow;
@@ -144,6 +148,7 @@ export class SimSession {
     private readonly spawn: (snapshot: unknown) => SessionActor,
     private readonly clock: VirtualClock,
     private readonly rules: ServerRules,
+    private readonly observe: (observation: ServerObservation) => void,
   ) {
     this.lastUsed = clock.now();
     this.awake = spawn(undefined);
@@ -183,6 +188,7 @@ export class SimSession {
       machineIdle: actor?.getSnapshot().matches({ live: 'idle' }) ?? false,
     });
     if (verdict === 'wake') void this.actor;
+    if (verdict !== 'stay') this.observe({ kind: 'sweep', verdict });
     if (verdict !== 'sleep' || !actor) return;
     this.dormant = JSON.parse(JSON.stringify(actor.getPersistedSnapshot()));
     this.awake = undefined;
@@ -206,6 +212,8 @@ export class SimSession {
 /** What the real client transport sends with every call; the world's exchanges carry only what varies. */
 const CLIENT_HEADERS = { accept: 'application/json, text/event-stream', host: '127.0.0.1', origin: null };
 const POLICY = { maxBodyBytes: 4 * 1024 * 1024 };
+/** A log read takes a moment (at run time it is awaited): what is appended or evicted meanwhile, it finds. */
+const READ_BACK_MS = 1;
 
 export class SimServer {
   readonly sessions = new Map<string, SimSession>();
@@ -367,10 +375,18 @@ export class SimServer {
         input: { sessionId: id, epoch, idleTtlMs: this.config.idleTtlMs },
       });
       this.watchEnd(actor, logs);
+      actor.on('session.ended', (e) =>
+        this.recorder.serverSessionEnds.push({
+          sessionId: id,
+          reason: e.reason,
+          unusedForMs: this.clock.now() - (this.sessions.get(id)?.lastUsed ?? this.clock.now()),
+          idleTtlMs: this.config.idleTtlMs,
+        }),
+      );
       actor.start();
       return actor;
     };
-    const session = new SimSession(id, epoch, logs, spawn, this.clock, this.rules);
+    const session = new SimSession(id, epoch, logs, spawn, this.clock, this.rules, this.observe);
     this.sessions.set(id, session);
     this.recorder.sessionsCreated.push(id);
     this.request(session, conn, request);
@@ -520,7 +536,7 @@ export class SimServer {
     // The log is read after the attach, as at run time: events appended or evicted meanwhile are what
     // the read finds (a reader whose cursor was evicted meanwhile ends: `lostWhileAttached`).
     log.readingBack = conn;
-    this.clock.setTimeout(() => this.readBack(session, log, conn, stream, afterSeq), 0);
+    this.clock.setTimeout(() => this.readBack(session, log, conn, stream, afterSeq), READ_BACK_MS);
   }
 
   private readBack(
@@ -548,6 +564,7 @@ export class SimServer {
     const step = this.rules.replayStep(log.window, events, lastSent);
     for (const e of step.write)
       conn.send({ type: 'sse.event', id: this.idOf(session, stream, e.seq), message: e.message });
+    if (step.end === 'lost') this.observe({ kind: 'read-back-lost' });
     if (step.end) {
       log.conn = undefined;
       conn.send({ type: 'net.ended' });

@@ -44,6 +44,7 @@ import {
   replayStep,
   type SessionPlan,
 } from '../../machines/server/session-commands.js';
+import { SleepingMachine } from '../../machines/server/sleeping-machine.js';
 import type { ServerAdvertisement } from '../../machines/validity.js';
 import type { VirtualClock } from './clock.js';
 import type { SimConnection, SimNetwork } from './network.js';
@@ -107,7 +108,7 @@ type SessionActor = Actor<Machine>;
  * (properties/mutants.ts) swaps one for a deliberately wrong one.
  */
 export interface ServerRules {
-  /** When the sweep sleeps or wakes a session (src/server/sleeping-machine.ts). */
+  /** When the sweep sleeps or wakes a session (machines/server/sleeping-machine.ts). */
   readonly sweepVerdict: typeof sweepVerdict;
   /** How long a woken session was idle, for its machine (`session.woken`). */
   readonly sleptFor: typeof sleptFor;
@@ -128,84 +129,71 @@ export const RUNTIME_RULES: ServerRules = {
 };
 
 /**
- * One simulated session, hosted as the runtime hosts one (src/server/session-host.ts and
- * sleeping-machine.ts): asleep while idle (only its persisted snapshot), woken by anything that reaches
- * for its machine and told how long it slept.
+ * One simulated session, hosted as the runtime hosts one: its machine in the runtime's
+ * `SleepingMachine` (machines/server/sleeping-machine.ts), asleep while idle (only its persisted
+ * snapshot), woken by anything that reaches for its machine and told how long it slept.
  */
 export class SimSession {
   standaloneCount = 0;
   /** A GET without a cursor was answered before in this session. */
   attachedBefore?: boolean;
-  /** When the session was last used: its idle clock while it sleeps. */
-  lastUsed: number;
-  private awake: SessionActor | undefined;
-  private dormant: unknown;
+  private readonly machine: SleepingMachine;
 
   constructor(
     readonly id: string,
     readonly epoch: string,
     readonly logs: Map<number, StreamLog>,
-    private readonly spawn: (snapshot: unknown) => SessionActor,
-    private readonly clock: VirtualClock,
-    private readonly rules: ServerRules,
+    spawn: (snapshot: unknown) => SessionActor,
+    clock: VirtualClock,
+    rules: ServerRules,
     private readonly observe: (observation: ServerObservation) => void,
   ) {
-    this.lastUsed = clock.now();
-    this.awake = spawn(undefined);
+    this.machine = new SleepingMachine(spawn, undefined, () => clock.now(), rules);
   }
 
   /** The machine, woken first if the session sleeps. */
   get actor(): SessionActor {
-    if (this.awake) return this.awake;
-    const actor = this.spawn(this.dormant);
-    this.dormant = undefined;
-    this.awake = actor;
-    actor.send({ type: 'session.woken', idleMs: this.rules.sleptFor(this.clock.now(), this.lastUsed) });
-    return actor;
+    return this.machine.actor;
   }
 
   get sleeping(): boolean {
-    return this.awake === undefined;
+    return this.machine.sleeping;
+  }
+
+  /** When the session was last used: its idle clock. */
+  get lastUsed(): number {
+    return this.machine.lastUsedAt;
+  }
+
+  /** The session was used just now (src/server/session-host.ts `used`). */
+  used(): void {
+    this.machine.used();
   }
 
   /** The machine's state, without waking it (a sleeping session reads as its persisted snapshot). */
   peek(): Pick<ReturnType<SessionActor['getSnapshot']>, 'value' | 'context'> {
-    return (this.awake?.getSnapshot() ?? this.dormant) as never;
+    return (this.machine.sleeping ? this.machine.persisted() : this.machine.actor.getSnapshot()) as never;
   }
 
-  /** The sweep came by (src/server/handler.ts): sleep, wake or stay, as the runtime's rule decides. */
+  /** The sweep came by (src/server/handler.ts): the runtime's sleeping machine sleeps, wakes or stays. */
   sweep(now: number, idleForMs: number, idleTtlMs: number): void {
-    const actor = this.awake;
-    if (actor?.getSnapshot().matches('ended')) return;
-    const context = actor?.getSnapshot().context;
-    const verdict = this.rules.sweepVerdict({
-      now,
-      lastUsed: this.lastUsed,
-      asleep: actor === undefined,
-      idleForMs,
-      idleTtlMs,
-      busy: context !== undefined && (context.attached > 0 || Object.keys(context.running ?? {}).length > 0),
-      machineIdle: actor?.getSnapshot().matches({ live: 'idle' }) ?? false,
-    });
-    if (verdict === 'wake') void this.actor;
+    const snapshot = this.machine.sleeping ? undefined : this.machine.actor.getSnapshot();
+    if (snapshot?.matches('ended')) return;
+    const c = snapshot?.context;
+    // As the runtime's host counts it: what is attached or running here (a sleeping machine has none).
+    const busy = c !== undefined && (c.attached > 0 || Object.keys(c.running ?? {}).length > 0);
+    const verdict = this.machine.sweep(now, idleForMs, idleTtlMs, busy);
     if (verdict !== 'stay') this.observe({ kind: 'sweep', verdict });
-    if (verdict !== 'sleep' || !actor) return;
-    this.dormant = JSON.parse(JSON.stringify(actor.getPersistedSnapshot()));
-    this.awake = undefined;
-    actor.stop();
   }
 
   /** A new process restores the session from its persisted snapshot (a durable restart). */
   restore(): void {
-    const snapshot = this.awake ? this.awake.getPersistedSnapshot() : this.dormant;
-    this.awake?.stop();
-    this.dormant = undefined;
-    this.awake = this.spawn(snapshot);
-    this.lastUsed = this.clock.now();
+    this.machine.replace(this.machine.persisted());
+    this.machine.used();
   }
 
   stop(): void {
-    this.awake?.stop();
+    this.machine.stop();
   }
 }
 
@@ -459,7 +447,7 @@ export class SimServer {
     const io: PlanIo<void, SimConnection> = {
       epoch: session.epoch,
       recordActivity: () => {
-        session.lastUsed = this.clock.now();
+        session.used();
         session.actor.send({ type: 'session.activity' });
       },
       runHere: (_key, stream) => {
@@ -529,7 +517,7 @@ export class SimServer {
       if (log.conn === conn) log.conn = undefined;
       if (log.readingBack === conn) log.readingBack = undefined;
       if (session.actor.getSnapshot().matches('ended')) return;
-      session.lastUsed = this.clock.now();
+      session.used();
       session.actor.send({ type: 'stream.detached' });
     };
     if (!readBack) return;
@@ -630,7 +618,7 @@ export class SimServer {
         { jsonrpc: '2.0', id: request.id, result: { ...result, _meta: { uid } } },
         uid,
       );
-      session.lastUsed = this.clock.now();
+      session.used();
       session.actor.send({ type: 'request.settled', requestKey: key });
     };
     if (request.method === 'initialize') {

@@ -5,7 +5,7 @@ import {
   type ServerSessionEvent,
   serverSessionMachine,
 } from '../../machines/server/session.machine.js';
-import { SleepingMachine } from './sleeping-machine.js';
+import { SleepingMachine } from '../../machines/server/sleeping-machine.js';
 
 type SessionActor = Actor<typeof serverSessionMachine>;
 type Emitted<T extends ServerSessionEmitted['type']> = Extract<ServerSessionEmitted, { type: T }>;

@@ -1,8 +1,16 @@
 import type { Actor } from 'xstate';
-import { sleptFor, sweepVerdict } from '../../machines/server/deadlines.js';
-import type { serverSessionMachine } from '../../machines/server/session.machine.js';
+import { type SweepVerdict, sleptFor, sweepVerdict } from './deadlines.js';
+import type { serverSessionMachine } from './session.machine.js';
 
 type SessionActor = Actor<typeof serverSessionMachine>;
+
+/** The rules a sleeping machine follows (machines/server/deadlines.ts); a mutant swaps one. */
+export interface SleepRules {
+  readonly sweepVerdict: typeof sweepVerdict;
+  readonly sleptFor: typeof sleptFor;
+}
+
+const RULES: SleepRules = { sweepVerdict, sleptFor };
 
 /**
  * A session machine that sleeps while its session is idle. Asleep, it is only its persisted snapshot,
@@ -22,8 +30,9 @@ export class SleepingMachine {
     /** Creates and starts an actor (from a snapshot, or new), with the owner's subscriptions. */
     private readonly spawn: (snapshot: unknown) => SessionActor,
     snapshot: unknown,
-    /** The host's clock (its timer port's). */
+    /** The host's clock (its timer port's, or the simulated world's virtual one). */
     private readonly now: () => number,
+    private readonly rules: SleepRules = RULES,
   ) {
     this.lastUsed = now();
     this.awake = spawn(snapshot);
@@ -36,7 +45,7 @@ export class SleepingMachine {
     this.dormant = undefined;
     const actor = this.spawn(snapshot);
     this.awake = actor;
-    actor.send({ type: 'session.woken', idleMs: sleptFor(this.now(), this.lastUsed) });
+    actor.send({ type: 'session.woken', idleMs: this.rules.sleptFor(this.now(), this.lastUsed) });
     return actor;
   }
 
@@ -54,6 +63,11 @@ export class SleepingMachine {
     this.lastUsed = Math.max(this.lastUsed, time);
   }
 
+  /** When the session was last used: its idle clock. */
+  get lastUsedAt(): number {
+    return this.lastUsed;
+  }
+
   /** The persisted snapshot, without waking the machine. */
   persisted(): unknown {
     return this.dormant !== undefined ? JSON.parse(this.dormant) : this.actor.getPersistedSnapshot();
@@ -61,11 +75,11 @@ export class SleepingMachine {
 
   /**
    * Called now and then (one sweep for all sessions): sleeps, wakes (so the machine decides the expiry)
-   * or stays, as `sweepVerdict` (machines/server/deadlines.ts) decides.
+   * or stays, as `sweepVerdict` (deadlines.ts) decides; returns what it did.
    */
-  sweep(now: number, idleForMs: number, idleTtlMs: number, busy: boolean): void {
+  sweep(now: number, idleForMs: number, idleTtlMs: number, busy: boolean): SweepVerdict {
     const actor = this.awake;
-    const verdict = sweepVerdict({
+    const verdict = this.rules.sweepVerdict({
       now,
       lastUsed: this.lastUsed,
       asleep: this.dormant !== undefined,
@@ -75,10 +89,11 @@ export class SleepingMachine {
       machineIdle: actor?.getSnapshot().matches({ live: 'idle' }) ?? false,
     });
     if (verdict === 'wake') void this.actor;
-    if (verdict !== 'sleep' || !actor) return;
+    if (verdict !== 'sleep' || !actor) return verdict;
     this.dormant = JSON.stringify(actor.getPersistedSnapshot());
     this.awake = undefined;
     actor.stop();
+    return verdict;
   }
 
   /** Replaces the machine with one made from `snapshot` (adopted from a shared store). */

@@ -407,4 +407,25 @@ export const DIRECTED: readonly Scenario[] = [
       { kind: 'advance', ms: 3_000 },
     ],
   },
+  {
+    // Issue 24: server messages evicted before the first GET. Its read-back (after the attach, as at run
+    // time) finds its start evicted; the response ends and the resume is told the exact count (410).
+    name: 'server timing: read-back finds its cursor evicted \u2192 response ends',
+    config: {
+      heartbeat: false,
+      maxEventsPerStream: 2,
+      retentionMs: 5000,
+      idleTtlMs: 30000,
+      latencyMaxMs: 40,
+      seed: 0,
+      dedupe: false,
+    },
+    commands: [
+      { kind: 'call', tool: 'charge' },
+      { kind: 'advance', ms: 1 },
+      { kind: 'serverNotify' },
+      { kind: 'serverNotify' },
+      { kind: 'serverNotify' },
+    ],
+  },
 ];

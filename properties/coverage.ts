@@ -103,6 +103,9 @@ export const BRANCHES: readonly Branch[] = [
   b('ledger settling', 'outcome unknown: transport_closed'),
   b('ledger settling', 'outcome unknown: server_closed_session'),
   b('ledger settling', 'outcome unknown: epoch_changed', 'nothing in src/ or the world sends log.reset'),
+  b('server timing', 'idle session sleeps'),
+  b('server timing', 'sleeping session wakes past its TTL'),
+  b('server timing', 'read-back finds its cursor evicted → response ends'),
   b('replay dedupe', 'overlap dropped'),
   b('replay dedupe', 'answer without a pending request → orphan'),
 ];
@@ -297,6 +300,15 @@ export function serverRows(o: ServerObservation): string[] {
       return [cursorRow(o.answer)];
     case 'ran-again':
       return [dedupeRow('re-sent POST run again (server without de-duplication)')];
+    case 'sweep':
+      return [
+        key(
+          'server timing',
+          o.verdict === 'sleep' ? 'idle session sleeps' : 'sleeping session wakes past its TTL',
+        ),
+      ];
+    case 'read-back-lost':
+      return [key('server timing', 'read-back finds its cursor evicted → response ends')];
   }
 }
 

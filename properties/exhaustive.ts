@@ -61,7 +61,7 @@ export function fingerprint(world: World): string {
     .sort();
   const sessions = [...world.server.sessions.values()].map(
     (s) =>
-      `${s.id}:${JSON.stringify(s.actor.getSnapshot().value)}:${Object.keys(s.actor.getSnapshot().context.running ?? {}).length}:${[
+      `${s.id}${s.sleeping ? 'z' : ''}:${JSON.stringify(s.peek().value)}:${Object.keys(s.peek().context.running ?? {}).length}:${[
         ...s.logs,
       ]
         .map(

@@ -8,6 +8,7 @@ import { parseEventId } from '../machines/event-id.js';
 import type { JsonRpcMessage } from '../machines/jsonrpc.js';
 import { answerCursor, type ResumeAnswer } from '../machines/server/retention.js';
 import { type ServerSessionEvent, serverSessionMachine } from '../machines/server/session.machine.js';
+import { replayStep } from '../machines/server/session-commands.js';
 import type { CheckName } from './checks.js';
 import { CORRECT_CLIENT } from './world/client.js';
 import type { WorldVariant } from './world/world.js';
@@ -304,6 +305,20 @@ export const MUTANTS: readonly Mutant[] = [
       }),
     ),
     caughtBy: ['no duplicate delivery'],
+  },
+  {
+    // Issue 24: the world used to start every read-back at the oldest retained event, so this could not
+    // fail. The read-back now comes after the attach, as at run time (src/server/attachment.ts).
+    name: 'a reader whose cursor was evicted after the attach writes on from the oldest event',
+    branch: 'cursor answer',
+    variant: {
+      client: CORRECT_CLIENT,
+      serverRules: {
+        replayStep: (window, events, lastSent) =>
+          replayStep(window, events, Math.max(lastSent, window.oldest - 1)),
+      },
+    },
+    caughtBy: ['no unflagged loss'],
   },
   {
     // Issue 23's client: a provider is given, but a 401 fails the request like any other status.

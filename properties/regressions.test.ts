@@ -34,21 +34,6 @@ describe('regressions found by long verification', () => {
  * its excuse in checks.ts goes with it.
  */
 describe('open findings, excused by the checks and counted', () => {
-  it('server messages evicted before the first GET are neither replayed nor reported', () => {
-    const outcome = runSchedule(
-      [
-        { kind: 'call', tool: 'charge' },
-        { kind: 'advance', ms: 1 },
-        { kind: 'serverNotify' },
-        { kind: 'serverNotify' },
-        { kind: 'serverNotify' },
-      ],
-      { ...LOSSY, maxEventsPerStream: 2, latencyMaxMs: 40 },
-    );
-    expect(excusedHeadAttachLosses(outcome)).toBe(1);
-    expect(outcome.recorder.gaps).toEqual([]);
-  });
-
   it('a standalone GET reset before its first byte: the next GET starts at the head and loses events', () => {
     const outcome = runSchedule(
       [
@@ -71,6 +56,27 @@ describe('open findings, excused by the checks and counted', () => {
  * queue), and a refusal to resume a call that may have run ends it as outcome unknown.
  */
 describe('fixed findings, kept fixed', () => {
+  // Once an excused open finding: the world started the first GET's replay at the oldest retained event
+  // (a clamp the runtime does not have). The runtime's read-back finds the evicted start, ends the
+  // response, and the resume from the priming cursor is answered 410 with the exact count.
+  it('server messages evicted before the first GET are reported as an exact gap', () => {
+    const outcome = runSchedule(
+      [
+        { kind: 'call', tool: 'charge' },
+        { kind: 'advance', ms: 1 },
+        { kind: 'serverNotify' },
+        { kind: 'serverNotify' },
+        { kind: 'serverNotify' },
+      ],
+      { ...LOSSY, maxEventsPerStream: 2, latencyMaxMs: 40 },
+    );
+    expect(excusedHeadAttachLosses(outcome)).toBe(0);
+    expect(outcome.recorder.gaps).toEqual([
+      expect.objectContaining({ streamKey: 'standalone', reason: 'resume_window_exceeded', lostCount: 1 }),
+    ]);
+    expect(allViolations(outcome)).toEqual([]);
+  });
+
   it('a call queued while re-initializing ends when the application closes', () => {
     const outcome = runSchedule(
       [

@@ -45,6 +45,11 @@ export type Rejection = {
   readonly message: string;
   /** Why, in a word: the `reason` of the `server.rejected_requests` metric. */
   readonly reason?: string;
+  /**
+   * Not the client's doing (the server is stopping): answered, but not counted as a rejected request.
+   * Decided here so the handler writes every refusal the same way.
+   */
+  readonly uncounted?: true;
 };
 export type Admission = { readonly ok: true } | ({ readonly ok: false } & Rejection);
 
@@ -160,14 +165,7 @@ export function admitHttp(facts: RequestFacts, policy: AdmissionPolicy): Admissi
         'unsupported_media_type',
       );
     }
-    if ((facts.bodyBytes ?? 0) > policy.maxBodyBytes) {
-      return reject(
-        413,
-        JsonRpcCode.INVALID_REQUEST,
-        `Payload Too Large: the limit is ${policy.maxBodyBytes} bytes`,
-        'too_large',
-      );
-    }
+    if ((facts.bodyBytes ?? 0) > policy.maxBodyBytes) return payloadTooLarge(policy.maxBodyBytes);
     return { ok: true };
   }
   if (facts.method === 'GET' && !accepts(facts.accept, 'text/event-stream')) {
@@ -186,6 +184,65 @@ export function admitHttp(facts: RequestFacts, policy: AdmissionPolicy): Admissi
       'session_id_required',
     );
   return { ok: true };
+}
+
+/**
+ * A body larger than `maxBodyBytes`: 413, whether its `Content-Length` said so (`admitHttp`) or reading it
+ * found out (`admitBodyRead`). One answer for both.
+ */
+const payloadTooLarge = (maxBodyBytes: number): Admission =>
+  reject(
+    413,
+    JsonRpcCode.INVALID_REQUEST,
+    `Payload Too Large: the limit is ${maxBodyBytes} bytes`,
+    'too_large',
+  );
+
+/** How reading a POST body ended, as the I/O shell reports it (src/server/incoming.ts). */
+export type BodyRead =
+  | { readonly kind: 'text'; readonly text: string }
+  | { readonly kind: 'too-large' }
+  /** The client went away, or the body's framing broke, before the body was whole. */
+  | { readonly kind: 'aborted' };
+
+/**
+ * After the body was read: a body that broke off is 400 (nobody is left to read the answer, but it is
+ * counted), one past the limit is 413 (the same answer as a `Content-Length` over it).
+ */
+export function admitBodyRead(
+  read: BodyRead,
+  policy: Pick<AdmissionPolicy, 'maxBodyBytes'>,
+): { readonly ok: true; readonly text: string } | ({ readonly ok: false } & Rejection) {
+  if (read.kind === 'text') return { ok: true, text: read.text };
+  if (read.kind === 'too-large') return payloadTooLarge(policy.maxBodyBytes) as { ok: false } & Rejection;
+  return {
+    ok: false,
+    status: 400,
+    code: JsonRpcCode.INVALID_REQUEST,
+    message: 'Bad Request: the body did not arrive whole',
+    reason: 'aborted_body',
+  };
+}
+
+/** Where a request target points: this endpoint, another path (a plain 404), or nowhere readable (400). */
+export type TargetRoute =
+  | { readonly kind: 'endpoint' }
+  | { readonly kind: 'elsewhere'; readonly status: 404; readonly text: 'Not Found' }
+  | ({ readonly kind: 'refused'; readonly ok: false } & Rejection);
+
+/** The request target's path (null: not a URL) against the endpoint's `path`. */
+export function routeTarget(pathname: string | null, path: string): TargetRoute {
+  if (pathname === null) {
+    return {
+      kind: 'refused',
+      ok: false,
+      status: 400,
+      code: JsonRpcCode.INVALID_REQUEST,
+      message: 'Bad Request: the request target is not a URL',
+      reason: 'malformed_target',
+    };
+  }
+  return pathname === path ? { kind: 'endpoint' } : { kind: 'elsewhere', status: 404, text: 'Not Found' };
 }
 
 /** A 2025-era request's `MCP-Protocol-Version`: absent (2025-03-26) or one of ours. */
@@ -212,7 +269,15 @@ export function admitCaller(facts: {
   readonly authRequired: boolean;
   readonly authenticated: boolean;
 }): Admission {
-  if (facts.stopping) return reject(503, JsonRpcCode.INVALID_REQUEST, 'The server is shutting down');
+  if (facts.stopping) {
+    return {
+      ok: false,
+      status: 503,
+      code: JsonRpcCode.INVALID_REQUEST,
+      message: 'The server is shutting down',
+      uncounted: true,
+    };
+  }
   if (facts.authRequired && !facts.authenticated)
     return reject(401, JsonRpcCode.INVALID_REQUEST, 'Unauthorized', 'unauthorized');
   return { ok: true };

@@ -33,6 +33,31 @@ export const SESSION_NOT_FOUND: ErrorReply = {
   anonymous: true,
 };
 
+/**
+ * Something failed that the client did not cause (an SDK server threw, a store broke): 500 with a
+ * JSON-RPC internal error, saying nothing more. The one body for every such failure.
+ */
+export const INTERNAL_ERROR: ErrorReply = {
+  status: 500,
+  code: JsonRpcCode.INTERNAL_ERROR,
+  message: 'Internal error',
+  anonymous: true,
+};
+
+/** What a session answers without an error: a status and no body. */
+export interface EmptyAnswer {
+  readonly kind: 'empty';
+  readonly status: number;
+}
+
+/**
+ * DELETE, after the machine's `decision.delete`: 200 when it ended the session, else the answer to an
+ * unknown session (the id ended already, or belongs to another principal).
+ */
+export function deleteAnswer(accepted: boolean): EmptyAnswer | ErrorReply {
+  return accepted ? { kind: 'empty', status: 200 } : SESSION_NOT_FOUND;
+}
+
 /** A refused cursor: 400, 404 or 410 with the machine's answer as `data`. */
 export function resumeRejected(answer: Exclude<ResumeAnswer, { kind: 'replay' }>): ErrorReply {
   if (answer.kind === 'unknown-session') return SESSION_NOT_FOUND;

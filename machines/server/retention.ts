@@ -169,6 +169,14 @@ export function answerCursor(lastEventId: string, ctx: CursorContext): ResumeAns
 }
 
 /**
+ * A log's sweep forgets a stream that is finished and has nothing left to replay: from then on it reads as
+ * unknown (no window), and a cursor into it is answered gone with an unknown count. Unfinished streams are
+ * kept even when empty: their head is what the next sequence number and cursor checks are based on.
+ */
+export const forgottenBySweep = (w: Pick<StreamWindow, 'finished' | 'head' | 'oldest'>): boolean =>
+  w.finished && w.head < w.oldest;
+
+/**
  * A response attached to a stream has written up to `lastSent`; the log now holds `w`. True when events
  * it has not written yet were evicted meanwhile (a reader slower than the retention bound): writing on
  * would skip them. The response must end instead, so the client resumes with its cursor and is told

@@ -65,6 +65,16 @@ export class Recorder {
   readonly closedProcesses = new Set<number>();
   /** Sessions the client stopped using (id changed or ended) while the server still had them, and how. */
   readonly sessionLeftLive: string[] = [];
+  /**
+   * Every session the server ended, why, and how long it had been unused then (its idle clock, as the
+   * runtime keeps it): the facts a check needs to see that a session expired only while idle for its TTL.
+   */
+  readonly serverSessionEnds: Array<{
+    readonly sessionId: string;
+    readonly reason: 'expired' | 'terminated' | 'shutdown';
+    readonly unusedForMs: number;
+    readonly idleTtlMs: number;
+  }> = [];
   /** Virtual time the last fault ended (a fault command, or the end of a partition or of 503s). */
   faultsEndAt = 0;
   /** Request keys (`n:7`) the application was answered outcome unknown for: their streams' loss is flagged. */

@@ -8,16 +8,23 @@ import {
 } from '../../machines/jsonrpc.js';
 import { type Admission, admitBody, admitHttp } from '../../machines/server/admission.js';
 import { routeCall } from '../../machines/server/call-routing.js';
+import { logSweepPeriodMs, sleptFor, sweepPeriodMs, sweepVerdict } from '../../machines/server/deadlines.js';
 import { askMachine, executePlan, type PlanIo } from '../../machines/server/execute-plan.js';
 import { abandonedCalls, isOwnerAlive } from '../../machines/server/instances.js';
 import { DEFAULT_SERVER_LIMITS } from '../../machines/server/limits.js';
-import { type ErrorReply, errorBody, SESSION_NOT_FOUND } from '../../machines/server/replies.js';
+import {
+  deleteAnswer,
+  type ErrorReply,
+  errorBody,
+  SESSION_NOT_FOUND,
+} from '../../machines/server/replies.js';
 import type { ResumeAnswer } from '../../machines/server/retention.js';
 import {
   appendToWindow,
   EMPTY_WINDOW,
   evictWindow,
   finishWindow,
+  forgottenBySweep,
   type RetentionPolicy,
   type StreamWindow,
 } from '../../machines/server/retention.js';
@@ -37,6 +44,7 @@ import {
   replayStep,
   type SessionPlan,
 } from '../../machines/server/session-commands.js';
+import { SleepingMachine } from '../../machines/server/sleeping-machine.js';
 import type { ServerAdvertisement } from '../../machines/validity.js';
 import type { VirtualClock } from './clock.js';
 import type { SimConnection, SimNetwork } from './network.js';
@@ -72,7 +80,11 @@ export type ServerObservation =
   | { readonly kind: 'attach'; readonly decision: AttachDecision }
   | { readonly kind: 'resume'; readonly answer: ResumeAnswer }
   /** A server without de-duplication ran a request id a second time. */
-  | { readonly kind: 'ran-again' };
+  | { readonly kind: 'ran-again' }
+  /** The sweep slept or woke a session (machines/server/deadlines.ts `sweepVerdict`). */
+  | { readonly kind: 'sweep'; readonly verdict: 'sleep' | 'wake' }
+  /** A reader's read-back found events after its cursor evicted (`lostWhileAttached`): its response ended. */
+  | { readonly kind: 'read-back-lost' };
 
 interface StreamLog {
   window: StreamWindow;
@@ -81,23 +93,115 @@ interface StreamLog {
   readonly callKey?: string;
   readonly requestId?: RequestId;
   conn?: SimConnection;
-}
-
-interface SimSession {
-  readonly id: string;
-  actor: Actor<typeof serverSessionMachine>;
-  readonly epoch: string;
-  readonly logs: Map<number, StreamLog>;
-  standaloneCount: number;
-  /** A GET without a cursor was answered before in this session. */
-  attachedBefore?: boolean;
+  /**
+   * The reader whose read-back of the log is still to come: as at run time (src/server/attachment.ts),
+   * the read happens after the attach, and what is appended meanwhile is written by the read, not live.
+   */
+  readingBack?: SimConnection;
 }
 
 type Machine = typeof serverSessionMachine;
+type SessionActor = Actor<Machine>;
+
+/**
+ * The decisions of machines/ the simulated server executes, as the runtime does (src/server). A mutant
+ * (properties/mutants.ts) swaps one for a deliberately wrong one.
+ */
+export interface ServerRules {
+  /** When the sweep sleeps or wakes a session (machines/server/sleeping-machine.ts). */
+  readonly sweepVerdict: typeof sweepVerdict;
+  /** How long a woken session was idle, for its machine (`session.woken`). */
+  readonly sleptFor: typeof sleptFor;
+  /** Which streams a log's sweep forgets (src/server/memory-event-log.ts). */
+  readonly forgotten: typeof forgottenBySweep;
+  /** What a DELETE is answered (src/server/session.ts). */
+  readonly deleteAnswer: typeof deleteAnswer;
+  /** What a reader's read-back writes, and whether its response ends (src/server/attachment.ts). */
+  readonly replayStep: typeof replayStep;
+}
+
+export const RUNTIME_RULES: ServerRules = {
+  sweepVerdict,
+  sleptFor,
+  forgotten: forgottenBySweep,
+  deleteAnswer,
+  replayStep,
+};
+
+/**
+ * One simulated session, hosted as the runtime hosts one: its machine in the runtime's
+ * `SleepingMachine` (machines/server/sleeping-machine.ts), asleep while idle (only its persisted
+ * snapshot), woken by anything that reaches for its machine and told how long it slept.
+ */
+export class SimSession {
+  standaloneCount = 0;
+  /** A GET without a cursor was answered before in this session. */
+  attachedBefore?: boolean;
+  private readonly machine: SleepingMachine;
+
+  constructor(
+    readonly id: string,
+    readonly epoch: string,
+    readonly logs: Map<number, StreamLog>,
+    spawn: (snapshot: unknown) => SessionActor,
+    clock: VirtualClock,
+    rules: ServerRules,
+    private readonly observe: (observation: ServerObservation) => void,
+  ) {
+    this.machine = new SleepingMachine(spawn, undefined, () => clock.now(), rules);
+  }
+
+  /** The machine, woken first if the session sleeps. */
+  get actor(): SessionActor {
+    return this.machine.actor;
+  }
+
+  get sleeping(): boolean {
+    return this.machine.sleeping;
+  }
+
+  /** When the session was last used: its idle clock. */
+  get lastUsed(): number {
+    return this.machine.lastUsedAt;
+  }
+
+  /** The session was used just now (src/server/session-host.ts `used`). */
+  used(): void {
+    this.machine.used();
+  }
+
+  /** The machine's state, without waking it (a sleeping session reads as its persisted snapshot). */
+  peek(): Pick<ReturnType<SessionActor['getSnapshot']>, 'value' | 'context'> {
+    return (this.machine.sleeping ? this.machine.persisted() : this.machine.actor.getSnapshot()) as never;
+  }
+
+  /** The sweep came by (src/server/handler.ts): the runtime's sleeping machine sleeps, wakes or stays. */
+  sweep(now: number, idleForMs: number, idleTtlMs: number): void {
+    const snapshot = this.machine.sleeping ? undefined : this.machine.actor.getSnapshot();
+    if (snapshot?.matches('ended')) return;
+    const c = snapshot?.context;
+    // As the runtime's host counts it: what is attached or running here (a sleeping machine has none).
+    const busy = c !== undefined && (c.attached > 0 || Object.keys(c.running ?? {}).length > 0);
+    const verdict = this.machine.sweep(now, idleForMs, idleTtlMs, busy);
+    if (verdict !== 'stay') this.observe({ kind: 'sweep', verdict });
+  }
+
+  /** A new process restores the session from its persisted snapshot (a durable restart). */
+  restore(): void {
+    this.machine.replace(this.machine.persisted());
+    this.machine.used();
+  }
+
+  stop(): void {
+    this.machine.stop();
+  }
+}
 
 /** What the real client transport sends with every call; the world's exchanges carry only what varies. */
 const CLIENT_HEADERS = { accept: 'application/json, text/event-stream', host: '127.0.0.1', origin: null };
 const POLICY = { maxBodyBytes: 4 * 1024 * 1024 };
+/** A log read takes a moment (at run time it is awaited): what is appended or evicted meanwhile, it finds. */
+const READ_BACK_MS = 1;
 
 export class SimServer {
   readonly sessions = new Map<string, SimSession>();
@@ -115,8 +219,9 @@ export class SimServer {
     private readonly config: SimServerConfig,
     private readonly machine: Machine = serverSessionMachine,
     private readonly observe: (observation: ServerObservation) => void = () => undefined,
+    private readonly rules: ServerRules = RUNTIME_RULES,
   ) {
-    this.startHeartbeat();
+    this.startTimers();
   }
 
   get advertisement(): ServerAdvertisement {
@@ -132,7 +237,8 @@ export class SimServer {
   /** True when the server no longer has this session (404 from now on). */
   isGone(sessionId: string): boolean {
     const s = this.sessions.get(sessionId);
-    return !s || s.actor.getSnapshot().matches('ended');
+    // A sleeping session is held (its machine has not ended it): asking must not wake it.
+    return !s || (!s.sleeping && s.actor.getSnapshot().matches('ended'));
   }
 
   /** One call: admitted, routed and answered as the runtime's handler does (src/server/handler.ts). */
@@ -194,10 +300,13 @@ export class SimServer {
         this.execute(session as SimSession, conn, planMessage(accepted));
         return;
       }
-      case 'delete':
-        this.delete(sessionId as string);
-        conn.send({ type: 'http.response', status: 200 });
+      case 'delete': {
+        // The runtime's answer (src/server/session.ts): 200 when the machine ended it, else 404.
+        const answer = this.rules.deleteAnswer(this.delete(sessionId as string));
+        if ('kind' in answer) conn.send({ type: 'http.response', status: answer.status });
+        else this.reply(conn, answer);
         return;
+      }
       case 'standalone': {
         if (this.config.standaloneNotFound) {
           conn.send({ type: 'http.response', status: 404 });
@@ -217,17 +326,17 @@ export class SimServer {
   }
 
   /**
-   * The open finding excused in checks.ts: events a GET without a cursor never offers, nor reports lost. A
-   * later GET starts at the head; the first one replays only what was not yet evicted. (A first GET at the
-   * head is not excused: that is a wrong decision.)
+   * The open finding excused in checks.ts: events a GET without a cursor never offers, nor reports lost: a
+   * later GET starts at the head. (A first GET at the head is not excused: that is a wrong decision.) A
+   * first GET whose start was evicted is not excused either: its read-back finds the loss
+   * (`lostWhileAttached`), the response ends, and the client's resume from the priming cursor is told the
+   * exact count (410), as at run time.
    */
   private noteHeadAttach(session: SimSession, decision: AttachDecision): void {
     if (decision.kind !== 'attach') return;
     const window = session.logs.get(STANDALONE_STREAM)?.window ?? EMPTY_WINDOW;
     if (decision.from === 'head' && session.attachedBefore)
       this.recorder.headAttaches.push({ sessionId: session.id, head: window.head });
-    else if (decision.from === 'start' && window.oldest > 1)
-      this.recorder.headAttaches.push({ sessionId: session.id, head: window.oldest - 1 });
     session.attachedBefore = true;
   }
 
@@ -246,34 +355,59 @@ export class SimServer {
   private initialize(conn: SimConnection, request: JsonRpcRequest): void {
     const id = `s${++this.sessionCount}`;
     const epoch = `e${this.sessionCount}x${this.incarnation}`;
-    const actor = createActor(this.machine, {
-      clock: this.clock,
-      input: { sessionId: id, epoch, idleTtlMs: this.config.idleTtlMs },
-    });
-    const session: SimSession = { id, actor, epoch, logs: new Map(), standaloneCount: 0 };
-    this.watchEnd(session);
-    actor.start();
+    const logs = new Map<number, StreamLog>();
+    const spawn = (snapshot: unknown): SessionActor => {
+      const actor = createActor(this.machine, {
+        clock: this.clock,
+        ...(snapshot ? { snapshot: snapshot as never } : {}),
+        input: { sessionId: id, epoch, idleTtlMs: this.config.idleTtlMs },
+      });
+      this.watchEnd(actor, logs);
+      actor.on('session.ended', (e) => {
+        // What was attached or running when it ended (a session may not end under a stream or a call).
+        const running = Object.keys(
+          (actor.getSnapshot().context as { running?: object }).running ?? {},
+        ).length;
+        this.recorder.sessionEnded(
+          id,
+          this.clock.now(),
+          e.reason,
+          [...logs.values()].filter((l) => l.conn).length + running,
+        );
+      });
+      actor.on('session.ended', (e) =>
+        this.recorder.serverSessionEnds.push({
+          sessionId: id,
+          reason: e.reason,
+          unusedForMs: this.clock.now() - (this.sessions.get(id)?.lastUsed ?? this.clock.now()),
+          idleTtlMs: this.config.idleTtlMs,
+        }),
+      );
+      actor.start();
+      return actor;
+    };
+    const session = new SimSession(id, epoch, logs, spawn, this.clock, this.rules, this.observe);
     this.sessions.set(id, session);
     this.recorder.sessionsCreated.push(id);
     this.request(session, conn, request);
   }
 
-  private watchEnd(session: SimSession): void {
-    session.actor.on('session.ended', (e) => {
-      this.recorder.sessionEnded(
-        session.id,
-        this.clock.now(),
-        e.reason,
-        [...session.logs.values()].filter((l) => l.conn).length + Object.keys(runningIn(session)).length,
-      );
-      for (const log of session.logs.values()) {
+  /**
+   * An ended session's streams get `event: close`, then end; a released one's (the process stops with a
+   * durable log: src/server/session.ts `release`) end without it, so clients resume against the next.
+   */
+  private watchEnd(actor: SessionActor, logs: Map<number, StreamLog>): void {
+    const endAll = (reason?: string) => {
+      for (const log of logs.values()) {
         const c = log.conn;
         if (!c) continue;
         log.conn = undefined;
-        c.send({ type: 'sse.event', event: 'close', data: e.reason });
+        if (reason !== undefined) c.send({ type: 'sse.event', event: 'close', data: reason });
         c.send({ type: 'net.ended' });
       }
-    });
+    };
+    actor.on('session.ended', (e) => endAll(e.reason));
+    actor.on('session.released', () => endAll());
   }
 
   private ask<T extends ServerSessionEmitted['type']>(
@@ -324,7 +458,10 @@ export class SimServer {
   ): void {
     const io: PlanIo<void, SimConnection> = {
       epoch: session.epoch,
-      recordActivity: () => session.actor.send({ type: 'session.activity' }),
+      recordActivity: () => {
+        session.used();
+        session.actor.send({ type: 'session.activity' });
+      },
       runHere: (_key, stream) => {
         // The machine's `running` is the bookkeeping, as at run time.
         const runs = this.recorder.countRun(session.id, requestKey((request as JsonRpcRequest).id), stream);
@@ -390,21 +527,46 @@ export class SimServer {
     session.actor.send({ type: 'stream.attached' });
     conn.onGone = () => {
       if (log.conn === conn) log.conn = undefined;
+      if (log.readingBack === conn) log.readingBack = undefined;
+      if (session.actor.getSnapshot().matches('ended')) return;
+      session.used();
       session.actor.send({ type: 'stream.detached' });
     };
     if (!readBack) return;
-    // This server may start a replay before the cursor (the client already has those events).
-    const lastSent = Math.max(afterSeq - this.config.replayOverlap, log.window.oldest - 1);
+    // The log is read after the attach, as at run time: events appended or evicted meanwhile are what
+    // the read finds (a reader whose cursor was evicted meanwhile ends: `lostWhileAttached`).
+    log.readingBack = conn;
+    this.clock.setTimeout(() => this.readBack(session, log, conn, stream, afterSeq), READ_BACK_MS);
+  }
+
+  private readBack(
+    session: SimSession,
+    log: StreamLog,
+    conn: SimConnection,
+    stream: number,
+    afterSeq: number,
+  ): void {
+    if (log.readingBack !== conn) return;
+    log.readingBack = undefined;
+    if (log.conn !== conn) return;
+    this.evict(log);
+    // This server may start a replay before the cursor (the client already has those events), never
+    // before what it still holds, and never after the cursor.
+    const lastSent = Math.min(
+      afterSeq,
+      Math.max(afterSeq - this.config.replayOverlap, log.window.oldest - 1),
+    );
     const events: Array<{ seq: number; message: JsonRpcMessage }> = [];
     for (let seq = log.window.oldest; seq <= log.window.head; seq++) {
       const message = log.messages.get(seq);
       if (message) events.push({ seq, message });
     }
-    const step = replayStep(log.window, events, lastSent);
+    const step = this.rules.replayStep(log.window, events, lastSent);
     for (const e of step.write)
       conn.send({ type: 'sse.event', id: this.idOf(session, stream, e.seq), message: e.message });
+    if (step.end === 'lost') this.observe({ kind: 'read-back-lost' });
     if (step.end) {
-      if (log.conn === conn) log.conn = undefined;
+      log.conn = undefined;
       conn.send({ type: 'net.ended' });
     }
   }
@@ -436,7 +598,9 @@ export class SimServer {
       callKey: log.callKey,
       streamKey: log.streamKey,
     });
-    log.conn?.send({ type: 'sse.event', id: this.idOf(session, stream, seq), message });
+    // A reader whose read-back is still to come gets this event from that read.
+    if (log.conn !== log.readingBack)
+      log.conn?.send({ type: 'sse.event', id: this.idOf(session, stream, seq), message });
   }
 
   /** A call's answer: appended once, then the stream is finished and its reader ends. */
@@ -446,6 +610,8 @@ export class SimServer {
     this.append(session, stream, message, uid);
     log.window = finishWindow(log.window);
     const c = log.conn;
+    // The read-back to come writes the answer and ends the response.
+    if (c !== undefined && c === log.readingBack) return true;
     log.conn = undefined;
     c?.send({ type: 'net.ended' });
     return true;
@@ -464,6 +630,7 @@ export class SimServer {
         { jsonrpc: '2.0', id: request.id, result: { ...result, _meta: { uid } } },
         uid,
       );
+      session.used();
       session.actor.send({ type: 'request.settled', requestKey: key });
     };
     if (request.method === 'initialize') {
@@ -505,10 +672,13 @@ export class SimServer {
     );
   }
 
-  /** DELETE: the session machine decides; attached streams get `event: close` (see watchEnd). */
-  delete(sessionId: string): void {
+  /**
+   * DELETE: the session machine decides (true: it ended the session); attached streams get
+   * `event: close` (see watchEnd).
+   */
+  delete(sessionId: string): boolean {
     const session = this.sessions.get(sessionId);
-    if (session) this.ask(session, { type: 'session.delete' }, 'decision.delete');
+    return session ? this.ask(session, { type: 'session.delete' }, 'decision.delete').accepted : false;
   }
 
   /** A server-initiated notification on the standalone stream of every session that opened one. */
@@ -539,27 +709,20 @@ export class SimServer {
    * and every call whose answer was never written gets the runtime's outcome-unknown answer.
    */
   restart(durable: boolean, graceful = false): void {
-    // A graceful stop without a durable log ends every session: attached streams get `event: close`.
-    if (graceful && !durable)
-      for (const s of this.sessions.values()) s.actor.send({ type: 'server.stopping', durableLog: false });
+    // A graceful stop tells every session, as the runtime's `close()` does: without a durable log each
+    // ends (attached streams get `event: close`); with one each is released (streams end without it).
+    if (graceful)
+      for (const s of this.sessions.values()) s.actor.send({ type: 'server.stopping', durableLog: durable });
     for (const conn of this.net.list()) conn.reset();
     this.incarnation++;
     if (!durable) {
-      for (const s of this.sessions.values()) s.actor.stop();
+      for (const s of this.sessions.values()) s.stop();
       this.sessions.clear();
-      this.startHeartbeat();
+      this.startTimers();
       return;
     }
     for (const session of this.sessions.values()) {
-      const snapshot = session.actor.getPersistedSnapshot();
-      session.actor.stop();
-      session.actor = createActor(this.machine, {
-        clock: this.clock,
-        snapshot,
-        input: { sessionId: session.id, epoch: session.epoch, idleTtlMs: this.config.idleTtlMs },
-      });
-      this.watchEnd(session);
-      session.actor.start();
+      session.restore();
       session.actor.send({ type: 'session.restored' });
       const { streams } = session.actor.getSnapshot().context;
       const abandoned = abandonedCalls(
@@ -581,7 +744,35 @@ export class SimServer {
         this.appendFinal(session, call.stream, tagged as JsonRpcMessage, uid);
       }
     }
+    this.startTimers();
+  }
+
+  /** This incarnation's periodic work, at the runtime's periods (machines/server/deadlines.ts). */
+  private startTimers(): void {
     this.startHeartbeat();
+    const incarnation = this.incarnation;
+    const every = (periodMs: number, fn: () => void) => {
+      const tick = () => {
+        if (this.incarnation !== incarnation) return;
+        fn();
+        this.clock.setTimeout(tick, periodMs);
+      };
+      this.clock.setTimeout(tick, periodMs);
+    };
+    // The session sweep: idle sessions sleep, sleeping ones past their TTL wake to expire.
+    const sweepMs = sweepPeriodMs(this.config.idleTtlMs);
+    every(sweepMs, () => {
+      for (const s of this.sessions.values()) s.sweep(this.clock.now(), sweepMs, this.config.idleTtlMs);
+    });
+    // The memory log's sweep: every stream aged, finished ones with nothing left forgotten.
+    every(logSweepPeriodMs(this.config.retention.retentionMs, undefined), () => {
+      for (const s of this.sessions.values()) {
+        for (const [n, log] of s.logs) {
+          this.evict(log);
+          if (this.rules.forgotten(log.window)) s.logs.delete(n);
+        }
+      }
+    });
   }
 
   private startHeartbeat(): void {

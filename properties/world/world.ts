@@ -7,7 +7,7 @@ import { VirtualClock } from './clock.js';
 import { SimNetwork } from './network.js';
 import { seededRandom } from './random.js';
 import { Recorder } from './recorder.js';
-import { SimServer, type SimServerConfig } from './server.js';
+import { RUNTIME_RULES, type ServerRules, SimServer, type SimServerConfig } from './server.js';
 import type { ToolName } from './tools.js';
 
 /**
@@ -86,6 +86,8 @@ export const SETTLE_BOUND_MS = 10 * 60_000;
 export interface WorldVariant {
   readonly client: ClientVariant;
   readonly serverMachine?: typeof serverSessionMachine;
+  /** One of the runtime's server decisions swapped for a wrong one (properties/mutants.ts). */
+  readonly serverRules?: Partial<ServerRules>;
 }
 
 export const CORRECT: WorldVariant = { client: CORRECT_CLIENT };
@@ -136,6 +138,7 @@ export class World {
       serverConfig,
       variant.serverMachine,
       observe && ((o) => serverRows(o).forEach(observe)),
+      { ...RUNTIME_RULES, ...variant.serverRules },
     );
     if (!config.heartbeat) this.startLoadBalancer();
     this.process = this.spawnClient(null);
@@ -324,7 +327,7 @@ export class World {
 
   stop(): void {
     this.process.stop();
-    for (const s of this.server.sessions.values()) s.actor.stop();
+    for (const s of this.server.sessions.values()) s.stop();
   }
 }
 

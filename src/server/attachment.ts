@@ -2,6 +2,7 @@ import { formatEventId } from '../../machines/event-id.js';
 import { replayStep } from '../../machines/server/session-commands.js';
 import type { EventLog, StoredEvent } from './event-log.js';
 import { eventFrame, HEARTBEAT_FRAME, type SseSink } from './sse.js';
+import type { Wake, WakePort } from './wake-port.js';
 
 const REPLAY_CHUNK = 64 * 1024;
 
@@ -21,8 +22,8 @@ export class Attachment {
    * the log again and again, a whole window each time.
    */
   private offered: StoredEvent[] = [];
-  private heartbeat: ReturnType<typeof setInterval> | undefined;
-  private poll: ReturnType<typeof setInterval> | undefined;
+  private heartbeat: Wake | undefined;
+  private poll: Wake | undefined;
   private streamFinished = false;
 
   constructor(
@@ -33,21 +34,21 @@ export class Attachment {
     readonly stream: number,
     /** The last sequence number the client has (its cursor). */
     private lastSent: number,
-    heartbeatMs: number,
-    /** Shared store: read the log this often too, in case another instance's change report went missing. */
-    pollMs = 0,
+    timing: {
+      /** The host's timer port. */
+      readonly wakes: WakePort;
+      /** A comment line this often (0: never). */
+      readonly heartbeatMs: number;
+      /** Shared store: read the log this often too, in case another instance's change report went missing. */
+      readonly pollMs: number;
+    },
   ) {
-    if (heartbeatMs > 0) {
-      this.heartbeat = setInterval(() => sink.write(HEARTBEAT_FRAME), heartbeatMs);
-      this.heartbeat.unref?.();
-    }
-    if (pollMs > 0) {
-      this.poll = setInterval(() => this.wake(), pollMs);
-      this.poll.unref?.();
-    }
+    const { wakes, heartbeatMs, pollMs } = timing;
+    if (heartbeatMs > 0) this.heartbeat = wakes.every(heartbeatMs, () => sink.write(HEARTBEAT_FRAME));
+    if (pollMs > 0) this.poll = wakes.every(pollMs, () => this.wake());
     sink.onClose(() => {
-      clearInterval(this.heartbeat);
-      clearInterval(this.poll);
+      this.heartbeat?.cancel();
+      this.poll?.cancel();
     });
   }
 

@@ -4,11 +4,11 @@ import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { MessageExtraInfo } from '@modelcontextprotocol/sdk/types.js';
 import type { InspectionEvent, Observer } from 'xstate';
 import { ADVERTISEMENT_HEADER, formatAdvertisement } from '../../machines/advertisement.js';
-import { JsonRpcCode } from '../../machines/codes.js';
 import type { JsonRpcMessage, JsonRpcRequest } from '../../machines/jsonrpc.js';
 import {
   type AdmissionPolicy,
   admitBody,
+  admitBodyRead,
   admitCaller,
   admitHttp,
   admitModernId,
@@ -16,9 +16,11 @@ import {
   type PostedMessage,
   parseBody,
   type Rejection,
+  routeTarget,
   SUPPORTED_PROTOCOL_VERSIONS,
 } from '../../machines/server/admission.js';
 import { namesSession, routeCall, sessionUnavailable } from '../../machines/server/call-routing.js';
+import { leaseRenewPeriodMs, sharedPollMs, sweepPeriodMs } from '../../machines/server/deadlines.js';
 import { routeByEra } from '../../machines/server/era.js';
 import {
   admitNewSession,
@@ -27,7 +29,7 @@ import {
   resolveLimits,
   type ServerLimits,
 } from '../../machines/server/limits.js';
-import { limitReached } from '../../machines/server/replies.js';
+import { INTERNAL_ERROR, limitReached } from '../../machines/server/replies.js';
 import { ownsSession } from '../../machines/server/session.machine.js';
 import type { ServerAdvertisement } from '../../machines/validity.js';
 import type { ContinuityMetrics } from '../metrics/continuity-metrics.js';
@@ -43,6 +45,7 @@ import {
 } from './modern/endpoint.js';
 import { errorReply, type Reply, replyWith, sessionNotFound } from './reply.js';
 import { type McpServerLike, RuntimeSession, type SessionInfo, SessionUnavailableError } from './session.js';
+import { WakePort } from './wake-port.js';
 
 /** Who is calling, as `authenticate` decides. Sessions are bound to the principal that created them. */
 export interface Principal {
@@ -153,12 +156,14 @@ const LOOPBACK = /^(127\.|::1$|::ffff:127\.)/;
 
 /** Creates an MCP Streamable HTTP endpoint whose sessions survive dropped connections. */
 export function createContinuityServer(options: ContinuityServerOptions): ContinuityServer {
-  const log: EventLog = options.eventLog ?? new MemoryEventLog();
+  const onError = options.onError ?? ((e: unknown) => console.error('mcp-continuity:', e));
+  /** This server's one timer: every deadline below is a wake-up asked of it (machines/server/deadlines.ts). */
+  const wakes = new WakePort(onError);
+  const log: EventLog = options.eventLog ?? new MemoryEventLog({ wakes });
   const idleTtlMs = options.sessionIdleTtlMs ?? DEFAULTS.sessionIdleTtlMs;
   const heartbeatMs = options.heartbeatMs ?? DEFAULTS.heartbeatMs;
   const retryMs = options.retryMs ?? DEFAULTS.retryMs;
   const path = options.path ?? DEFAULTS.path;
-  const onError = options.onError ?? ((e: unknown) => console.error('mcp-continuity:', e));
   const policy: AdmissionPolicy = {
     allowedOrigins: options.allowedOrigins,
     allowedHosts: options.allowedHosts,
@@ -218,14 +223,12 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
 
   const headersFor = (id: string) => ({ 'Mcp-Session-Id': id, [ADVERTISEMENT_HEADER]: advertised });
 
-  // One timer for every session: idle sessions go to sleep (their actor becomes a snapshot), and sleeping
-  // ones whose TTL ran out are woken so their machine expires them. Expiry is late by one period at most.
-  const sweepMs = Math.max(10, Math.min(1_000, idleTtlMs / 4));
-  const sweeper = setInterval(() => {
-    const now = Date.now();
+  // One sweep for every session: idle sessions go to sleep (their actor becomes a snapshot), and sleeping
+  // ones whose TTL ran out are woken so their machine expires them.
+  const sweepMs = sweepPeriodMs(idleTtlMs);
+  const sweeper = wakes.every(sweepMs, (now) => {
     for (const session of sessions.values()) session.sweep(now, sweepMs);
-  }, sweepMs);
-  sweeper.unref?.();
+  });
 
   const shared = log.shared;
   const leaseMs = options.instanceLeaseMs ?? DEFAULTS.instanceLeaseMs;
@@ -255,19 +258,17 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
         if (s.foreignOwners().some((o) => !leased.has(o))) await s.reapAbandoned(leased);
       }
     };
-    // Renewing three times per lease keeps it through one or two missed beats (a GC pause, a slow Redis).
-    const period = Math.max(50, Math.min(leaseMs / 3, idleTtlMs / 4));
-    const timer = setInterval(() => void tick().catch(onError), period);
-    timer.unref?.();
+    const timer = wakes.every(leaseRenewPeriodMs(leaseMs, idleTtlMs), () => void tick().catch(onError));
     return async () => {
-      clearInterval(timer);
+      timer.cancel();
       unwatch();
       await store.dropLease().catch(onError);
     };
   }
 
   const sessionOptions = (id: string) => ({
-    pollMs: options.sharedStorePollMs ?? 1_000,
+    pollMs: sharedPollMs(shared !== undefined, options.sharedStorePollMs),
+    wakes,
     log,
     idleTtlMs,
     heartbeatMs,
@@ -354,9 +355,9 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
     return pending;
   }
 
-  /** A refusal the client caused: counted, never reported as an error. */
+  /** A refusal: counted unless admission says the client did not cause it, never reported as an error. */
   const refused = (r: Rejection): Reply => {
-    metrics?.requestRejected(r.reason ?? 'invalid_request', r.status);
+    if (!r.uncounted) metrics?.requestRejected(r.reason ?? 'invalid_request', r.status);
     return errorReply(r.status, r.code, r.message);
   };
 
@@ -391,8 +392,7 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
       authRequired: options.authenticate !== undefined,
       authenticated: principal !== null,
     });
-    if (!caller.ok)
-      return caller.status === 401 ? refused(caller) : errorReply(caller.status, caller.code, caller.message);
+    if (!caller.ok) return refused(caller);
     const extra: MessageExtraInfo = {
       authInfo: principal?.authInfo,
       requestInfo: { headers: call.headers() },
@@ -401,24 +401,8 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
 
     let posted: PostedMessage | undefined;
     if (call.method === 'POST') {
-      const read = await call.text(policy.maxBodyBytes);
-      if (read.kind === 'aborted') {
-        // Nobody is left to read this answer; it is counted, not reported as an error.
-        return refused({
-          status: 400,
-          code: JsonRpcCode.INVALID_REQUEST,
-          message: 'Bad Request: the body did not arrive whole',
-          reason: 'aborted_body',
-        });
-      }
-      if (read.kind === 'too-large') {
-        return refused({
-          status: 413,
-          code: JsonRpcCode.INVALID_REQUEST,
-          message: `Payload Too Large: the limit is ${policy.maxBodyBytes} bytes`,
-          reason: 'too_large',
-        });
-      }
+      const read = admitBodyRead(await call.text(policy.maxBodyBytes), policy);
+      if (!read.ok) return refused(read);
       const parsed = parseBody(read.text, limits);
       const facts = { method: call.method, protocolVersion, body: parsed.ok ? parsed.body : undefined };
       const route = routeByEra(facts, options.modern !== undefined, SUPPORTED_PROTOCOL_VERSIONS);
@@ -485,25 +469,17 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
   }
 
   async function fetchHandler(call: IncomingCall, localBind = false): Promise<Response> {
-    if (call.pathname === null) {
-      return toResponse(
-        refused({
-          status: 400,
-          code: JsonRpcCode.INVALID_REQUEST,
-          message: 'Bad Request: the request target is not a URL',
-          reason: 'malformed_target',
-        }),
-      );
-    }
-    if (call.pathname !== path) return new Response('Not Found', { status: 404 });
+    const target = routeTarget(call.pathname, path);
+    if (target.kind === 'refused') return toResponse(refused(target));
+    if (target.kind === 'elsewhere') return new Response(target.text, { status: target.status });
     try {
       const handled = await handle(call, localBind);
-      return handled instanceof Response ? handled : toResponse(handled, options.sse);
+      return handled instanceof Response ? handled : toResponse(handled, options.sse, wakes);
     } catch (error) {
       if (error instanceof SessionUnavailableError)
         return toResponse(replyWith(sessionUnavailable(error.released)));
       onError(error);
-      return toResponse(errorReply(500, JsonRpcCode.INTERNAL_ERROR, 'Internal error'));
+      return toResponse(replyWith(INTERNAL_ERROR));
     }
   }
 
@@ -516,11 +492,11 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
     try {
       const localBind = LOOPBACK.test(req.socket.localAddress ?? '');
       const response = await fetchHandler(fromNodeRequest(req, res), localBind);
-      await writeNodeResponse(response, res, options.sse?.stallMs, options.sse?.maxBufferedBytes);
+      await writeNodeResponse(response, res, options.sse?.stallMs, options.sse?.maxBufferedBytes, wakes);
     } catch (error) {
       onError(error);
       try {
-        if (!res.headersSent) res.writeHead(500);
+        if (!res.headersSent) res.writeHead(INTERNAL_ERROR.status);
         res.end();
       } catch {
         res.destroy();
@@ -537,7 +513,7 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
     nodeHandler: (req, res) => void serveNode(req, res),
     close: async () => {
       closing = true;
-      clearInterval(sweeper);
+      sweeper.cancel();
       for (const session of [...sessions.values()]) session.stop();
       await stopSharing?.();
       if (modern) await modern.then((m) => m.close()).catch(onError);

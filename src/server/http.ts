@@ -3,6 +3,7 @@ import { Readable } from 'node:stream';
 import type { BodyRead } from './incoming.js';
 import type { Reply } from './reply.js';
 import { SSE_PACE_BYTES } from './sse.js';
+import { processWakes, type WakePort } from './wake-port.js';
 import { WebSink } from './web-sink.js';
 
 /**
@@ -50,7 +51,8 @@ export interface SseLimits {
   readonly stallMs?: number;
 }
 
-export function toResponse(reply: Reply, limits: SseLimits = {}): Response {
+/** `wakes`: the host's timer port (the stall check of a paced reader is a wake-up of it). */
+export function toResponse(reply: Reply, limits: SseLimits = {}, wakes: WakePort = processWakes): Response {
   if (reply.kind === 'empty') return new Response(null, { status: reply.status, headers: reply.headers });
   if (reply.kind === 'json') {
     return new Response(JSON.stringify(reply.body), {
@@ -63,11 +65,15 @@ export function toResponse(reply: Reply, limits: SseLimits = {}): Response {
   const body = new ReadableStream<Uint8Array>(
     {
       start(controller) {
-        sink = new WebSink(controller, {
-          maxBufferedBytes,
-          paceBytes: limits.paceBytes ?? SSE_PACE_BYTES,
-          stallMs: limits.stallMs ?? SSE_WRITE_STALL_MS,
-        });
+        sink = new WebSink(
+          controller,
+          {
+            maxBufferedBytes,
+            paceBytes: limits.paceBytes ?? SSE_PACE_BYTES,
+            stallMs: limits.stallMs ?? SSE_WRITE_STALL_MS,
+          },
+          wakes,
+        );
         // A start that fails, at once or later, ends the response (the executor settles its request).
         try {
           void Promise.resolve(reply.start(sink)).catch(() => sink?.end());
@@ -125,6 +131,7 @@ export async function writeNodeResponse(
   res: ServerResponse,
   stallMs = SSE_WRITE_STALL_MS,
   maxBufferedBytes = SSE_MAX_BUFFERED_BYTES,
+  wakes: WakePort = processWakes,
 ): Promise<void> {
   const headers: Record<string, string> = {};
   response.headers.forEach((v, k) => {
@@ -171,22 +178,21 @@ export async function writeNodeResponse(
   res.off('drain', onDrain);
   if (res.destroyed) return;
   res.end();
-  if (tooSlow && res.writableLength > 0 && !(await drained(res, stallMs))) res.destroy();
+  if (tooSlow && res.writableLength > 0 && !(await drained(res, stallMs, wakes))) res.destroy();
 }
 
 /** Resolves true when `res` has written everything, false when it closes first or takes nothing for `stallMs`. */
-function drained(res: ServerResponse, stallMs: number): Promise<boolean> {
+function drained(res: ServerResponse, stallMs: number, wakes: WakePort): Promise<boolean> {
   return new Promise((resolve) => {
     const settle = (ok: boolean) => {
-      clearTimeout(timer);
+      timer.cancel();
       res.off('finish', onFinish);
       res.off('close', onClose);
       resolve(ok);
     };
     const onFinish = () => settle(true);
     const onClose = () => settle(res.writableFinished);
-    const timer = setTimeout(() => settle(false), stallMs);
-    timer.unref?.();
+    const timer = wakes.after(stallMs, () => settle(false));
     res.on('finish', onFinish);
     res.on('close', onClose);
   });

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { BodyRead } from '../../machines/server/admission.js';
 import { readLimited, toWebRequest } from './http.js';
 
 /**
@@ -32,11 +33,8 @@ export interface IncomingCall {
   readonly gone: AbortSignal;
 }
 
-export type BodyRead =
-  | { readonly kind: 'text'; readonly text: string }
-  | { readonly kind: 'too-large' }
-  /** The client went away, or the body's framing broke, before the body was whole. */
-  | { readonly kind: 'aborted' };
+/** How a body read ended: decided on in machines/server/admission.ts (`admitBodyRead`). */
+export type { BodyRead } from '../../machines/server/admission.js';
 
 export function fromWebRequest(request: Request, remoteAddress?: string): IncomingCall {
   const url = new URL(request.url);

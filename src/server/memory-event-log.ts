@@ -1,11 +1,14 @@
 import type { JsonRpcMessage } from '../../machines/jsonrpc.js';
+import { logSweepPeriodMs } from '../../machines/server/deadlines.js';
 import {
   DEFAULT_RETENTION_POLICY,
+  forgottenBySweep,
   type RetentionPolicy,
   retainFrom,
   type StreamWindow,
 } from '../../machines/server/retention.js';
 import type { EventLog, EventLogObserver, StoredEvent } from './event-log.js';
+import { type Wake, WakePort } from './wake-port.js';
 
 export interface MemoryEventLogOptions {
   /** Defaults to `DEFAULT_RETENTION_POLICY.maxEventsPerStream`. */
@@ -17,13 +20,15 @@ export interface MemoryEventLogOptions {
   /**
    * How often the background {@link MemoryEventLog.sweep} runs. Streams nobody touches are only aged by the
    * sweep, so this bounds how long expired messages of idle streams stay in memory. Defaults to a quarter
-   * of `retentionMs`, at least one second.
+   * of `retentionMs`, at least one second (`logSweepPeriodMs`, machines/server/deadlines.ts).
    */
   readonly sweepIntervalMs?: number;
+  /**
+   * The timer port the sweep is a wake-up of: the server's, when the server made this log; else the
+   * log's own (it is a host of its own).
+   */
+  readonly wakes?: WakePort;
 }
-
-/** The longest delay `setInterval` honours; longer ones fire after 1 ms. */
-const MAX_TIMER_MS = 2_147_483_647;
 
 /**
  * One stream, mutated in place so an append costs O(1): append times grow at the end of `times`, and
@@ -59,7 +64,8 @@ export class MemoryEventLog implements EventLog {
   private readonly now: () => number;
   private readonly sweepIntervalMs: number;
   private readonly sessions = new Map<string, Map<number, StreamState>>();
-  private timer: ReturnType<typeof setInterval> | undefined;
+  private readonly wakes: WakePort;
+  private timer: Wake | undefined;
   private closed = false;
   private observer: EventLogObserver | undefined;
 
@@ -74,13 +80,14 @@ export class MemoryEventLog implements EventLog {
     if (Number.isNaN(retentionMs) || retentionMs < 0) {
       throw new RangeError(`retentionMs must be a non-negative number, got ${retentionMs}`);
     }
-    const sweepIntervalMs = options.sweepIntervalMs ?? Math.max(1000, retentionMs / 4);
+    const sweepIntervalMs = logSweepPeriodMs(retentionMs, options.sweepIntervalMs);
     if (Number.isNaN(sweepIntervalMs) || sweepIntervalMs <= 0) {
       throw new RangeError(`sweepIntervalMs must be positive, got ${sweepIntervalMs}`);
     }
     this.policy = Object.freeze({ maxEventsPerStream, retentionMs });
     this.now = options.now ?? Date.now;
-    this.sweepIntervalMs = Math.min(sweepIntervalMs, MAX_TIMER_MS);
+    this.sweepIntervalMs = sweepIntervalMs;
+    this.wakes = options.wakes ?? new WakePort();
   }
 
   async openStream(sessionId: string, stream: number): Promise<void> {
@@ -146,7 +153,7 @@ export class MemoryEventLog implements EventLog {
    */
   async close(): Promise<void> {
     this.closed = true;
-    if (this.timer !== undefined) clearInterval(this.timer);
+    this.timer?.cancel();
     this.timer = undefined;
     this.sessions.clear();
   }
@@ -165,7 +172,7 @@ export class MemoryEventLog implements EventLog {
     for (const [sessionId, streams] of this.sessions) {
       for (const [stream, s] of streams) {
         this.evict(s, now, sessionId, stream);
-        if (s.finished && s.head < s.oldest) streams.delete(stream);
+        if (forgottenBySweep(s)) streams.delete(stream);
       }
       if (streams.size === 0) this.sessions.delete(sessionId);
     }
@@ -231,8 +238,7 @@ export class MemoryEventLog implements EventLog {
 
   private startSweeping(): void {
     if (this.timer !== undefined || this.closed) return;
-    this.timer = setInterval(() => this.sweep(), this.sweepIntervalMs);
-    // A log must never keep the process alive on its own.
-    this.timer.unref?.();
+    // A wake-up never keeps the process alive (the port's timer is unref'd).
+    this.timer = this.wakes.every(this.sweepIntervalMs, () => this.sweep());
   }
 }

@@ -5,7 +5,7 @@ import {
   type ServerSessionEvent,
   serverSessionMachine,
 } from '../../machines/server/session.machine.js';
-import { SleepingMachine } from './sleeping-machine.js';
+import { SleepingMachine } from '../../machines/server/sleeping-machine.js';
 
 type SessionActor = Actor<typeof serverSessionMachine>;
 type Emitted<T extends ServerSessionEmitted['type']> = Extract<ServerSessionEmitted, { type: T }>;
@@ -21,6 +21,8 @@ export interface HostedMachine {
   readonly inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
   /** A persisted snapshot: the session is restored (a new process, or adopted from a shared store). */
   readonly snapshot?: unknown;
+  /** The host's clock (its timer port's): the idle clock of a sleeping session reads it. */
+  readonly now: () => number;
 }
 
 /** The machine's announcements the session acts on. */
@@ -48,7 +50,7 @@ export class SessionHost {
     private readonly o: HostedMachine,
     private readonly listeners: HostListeners,
   ) {
-    this.machine = new SleepingMachine((snapshot) => this.spawn(snapshot), o.snapshot);
+    this.machine = new SleepingMachine((snapshot) => this.spawn(snapshot), o.snapshot, o.now);
   }
 
   /** The machine, woken first if the session sleeps. */
@@ -77,6 +79,11 @@ export class SessionHost {
   /** What is attached or running here keeps the session alive (on every instance, sharing a store). */
   get busy(): boolean {
     return this.attached() > 0 || this.running().size > 0;
+  }
+
+  /** The host's clock. */
+  now(): number {
+    return this.o.now();
   }
 
   /** The session was used just now (at `time`, if given: on another instance): its idle clock restarts. */

@@ -4,6 +4,7 @@ import { Attachment } from './attachment.js';
 import type { EventLog } from './event-log.js';
 import type { SessionHost } from './session-host.js';
 import { closeFrame, type SseSink } from './sse.js';
+import type { WakePort } from './wake-port.js';
 
 /** What one session's streams need. */
 export interface StreamsOptions {
@@ -13,6 +14,8 @@ export interface StreamsOptions {
   readonly heartbeatMs: number;
   readonly retryMs: number;
   readonly metrics?: ServerMetrics;
+  /** The host's timer port (heartbeats and polls are wake-ups asked of it). */
+  readonly wakes: WakePort;
 }
 
 /**
@@ -84,16 +87,11 @@ export class SessionStreams {
   /** The sink becomes the stream's reader (the previous one was ended: execute-plan.ts). */
   attach(stream: number, sink: SseSink, lastSent: number): Attachment {
     const o = this.o;
-    const attachment = new Attachment(
-      sink,
-      o.log,
-      o.id,
-      o.epoch,
-      stream,
-      lastSent,
-      o.heartbeatMs,
-      this.pollMs,
-    );
+    const attachment = new Attachment(sink, o.log, o.id, o.epoch, stream, lastSent, {
+      wakes: o.wakes,
+      heartbeatMs: o.heartbeatMs,
+      pollMs: this.pollMs,
+    });
     this.attachedHere ??= new Map();
     this.attachedHere.set(stream, attachment);
     this.host.send({ type: 'stream.attached' });

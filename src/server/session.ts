@@ -13,7 +13,7 @@ import {
 import { executePlan, type PlanIo } from '../../machines/server/execute-plan.js';
 import { announcesEnd } from '../../machines/server/instances.js';
 import { DEFAULT_SERVER_LIMITS, LimitReason, type ServerLimits } from '../../machines/server/limits.js';
-import { SESSION_NOT_FOUND } from '../../machines/server/replies.js';
+import { deleteAnswer, SESSION_NOT_FOUND } from '../../machines/server/replies.js';
 import { cancelledRequest, routeInbound, tagRequestId } from '../../machines/server/routing.js';
 import {
   ownsSession,
@@ -41,6 +41,7 @@ import { SessionStreams } from './session-streams.js';
 import { SessionTransport } from './session-transport.js';
 import { SharedSync } from './shared-sync.js';
 import { primingFrame, type SseSink } from './sse.js';
+import type { WakePort } from './wake-port.js';
 
 export { SessionUnavailableError } from './session-host.js';
 
@@ -80,8 +81,13 @@ export interface RuntimeSessionOptions {
   readonly snapshot?: unknown;
   /** Shared store: the version of the stored record `snapshot` came from (0: a new session). */
   readonly version?: number;
-  /** Shared store: read attached streams this often too, in case a change report went missing. */
+  /**
+   * Shared store: read attached streams this often too, in case a change report went missing
+   * (`sharedPollMs`, machines/server/deadlines.ts; 0: never).
+   */
   readonly pollMs?: number;
+  /** The host's timer port: heartbeats, polls and the idle clock's "now" (wake-port.ts). */
+  readonly wakes: WakePort;
   /** Records resumes, detaches, ended sessions (src/metrics). */
   readonly metrics?: ServerMetrics;
   /** `maxOpenRequestStreamsPerSession` and the `Retry-After` of its refusal. Default: no bound. */
@@ -116,6 +122,7 @@ export class RuntimeSession {
         maxInFlight: o.limits?.maxOpenRequestStreamsPerSession,
         inspect: o.inspect,
         snapshot: o.snapshot,
+        now: o.wakes.now,
       },
       {
         ended: (e) => {
@@ -130,7 +137,7 @@ export class RuntimeSession {
     );
     // The options themselves, not copies: a spread copy of this many keys is a dictionary-mode object,
     // kilobytes per idle session (docs/benchmarks.md, row 4).
-    this.streams = new SessionStreams(o, this.host, shared ? (o.pollMs ?? 1000) : 0);
+    this.streams = new SessionStreams(o, this.host, o.pollMs ?? 0);
     this.sync = new SharedSync(this.host, shared, o, (reason) => this.gone(reason));
     this.reaping = new SessionReaping(o.id, o.log, this.host, this.streams, o.metrics);
   }
@@ -287,7 +294,8 @@ export class RuntimeSession {
 
   async delete(principal: string | undefined): Promise<Reply> {
     const { accepted } = await this.decide({ type: 'session.delete', principal }, 'decision.delete');
-    return accepted ? { kind: 'empty', status: 200 } : replyWith(SESSION_NOT_FOUND);
+    const answer = deleteAnswer(accepted);
+    return 'kind' in answer ? answer : replyWith(answer);
   }
 
   /** The process is stopping; the machine decides whether the session ends or outlives it. */

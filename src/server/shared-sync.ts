@@ -170,7 +170,7 @@ export class SharedSync {
       read = { kind: 'failed' };
     }
     if (this.host.ended) return;
-    if (read.kind === 'idle') this.host.used(Date.now() - read.idleMs);
+    if (read.kind === 'idle') this.host.used(this.host.now() - read.idleMs);
     const event = expiryEvent(read);
     if (event.type === 'session.gone') this.gone(event.reason);
     else this.host.send(event);

@@ -1,4 +1,6 @@
+import { stallVerdict } from '../../machines/server/deadlines.js';
 import type { SseSink } from './sse.js';
+import { processWakes, type Wake, type WakePort } from './wake-port.js';
 
 const encoder = new TextEncoder();
 
@@ -29,7 +31,7 @@ export class WebSink implements SseSink {
   closed = false;
   private readonly listeners: Array<() => void> = [];
   private waiting: Array<() => void> = [];
-  private stall: ReturnType<typeof setTimeout> | undefined;
+  private stall: Wake | undefined;
   private socketBacklog: () => number = () => 0;
   private endStalled: () => void = () => this.end();
   private stallMs: number;
@@ -37,6 +39,8 @@ export class WebSink implements SseSink {
   constructor(
     private readonly controller: ReadableStreamDefaultController<Uint8Array>,
     private readonly limits: WebSinkLimits,
+    /** The host's timer port: the stall check is a wake-up asked of it. */
+    private readonly wakes: WakePort = processWakes,
   ) {
     this.stallMs = limits.stallMs;
   }
@@ -63,21 +67,23 @@ export class WebSink implements SseSink {
     if (this.waiting.length > 0 && (this.closed || this.backlog <= this.limits.paceBytes)) this.release();
   }
 
-  /** While producers wait, checks every `stallMs` that the backlog shrank; ends the response if not. */
+  /**
+   * While producers wait, looks again every `stallMs`; `stallVerdict` (machines/server/deadlines.ts)
+   * decides whether the reader is cut.
+   */
   private watch(backlogBefore: number): void {
-    this.stall = setTimeout(() => {
+    this.stall = this.wakes.after(this.stallMs, () => {
       this.stall = undefined;
       this.taken();
-      if (this.waiting.length === 0) return;
       const now = this.backlog;
-      if (now < backlogBefore) this.watch(now);
-      else this.endStalled();
-    }, this.stallMs);
-    this.stall.unref?.();
+      const verdict = stallVerdict(this.waiting.length > 0, backlogBefore, now);
+      if (verdict === 'watch-again') this.watch(now);
+      if (verdict === 'cut') this.endStalled();
+    });
   }
 
   private release(): void {
-    clearTimeout(this.stall);
+    this.stall?.cancel();
     this.stall = undefined;
     for (const resolve of this.waiting.splice(0)) resolve();
   }

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { JsonRpcMessage } from '../../machines/jsonrpc.js';
 import { DEFAULT_RETENTION_POLICY } from '../../machines/server/retention.js';
 import { MemoryEventLog } from '../../src/server/memory-event-log.js';
+import type { WakePort } from '../../src/server/wake-port.js';
 
 // The EventLog contract runs on this log in test/contracts/event-log.test.ts.
 
@@ -134,8 +135,9 @@ describe('MemoryEventLog', () => {
   it('does not keep the process alive', async () => {
     const log = new MemoryEventLog();
     await log.append('s', 0, note(1));
-    const timer = (log as unknown as { timer: NodeJS.Timeout }).timer;
-    expect(timer.hasRef()).toBe(false);
+    // The sweep is a wake-up of the log's timer port (src/server/wake-port.ts), whose one timer is unref'd.
+    const wakes = (log as unknown as { wakes: WakePort }).wakes;
+    expect(wakes.hasRef()).toBe(false);
     await log.close();
   });
 });

@@ -1,7 +1,16 @@
 import type { Actor } from 'xstate';
-import type { serverSessionMachine } from '../../machines/server/session.machine.js';
+import { type SweepVerdict, sleptFor, sweepVerdict } from './deadlines.js';
+import type { serverSessionMachine } from './session.machine.js';
 
 type SessionActor = Actor<typeof serverSessionMachine>;
+
+/** The rules a sleeping machine follows (machines/server/deadlines.ts); a mutant swaps one. */
+export interface SleepRules {
+  readonly sweepVerdict: typeof sweepVerdict;
+  readonly sleptFor: typeof sleptFor;
+}
+
+const RULES: SleepRules = { sweepVerdict, sleptFor };
 
 /**
  * A session machine that sleeps while its session is idle. Asleep, it is only its persisted snapshot,
@@ -15,13 +24,17 @@ export class SleepingMachine {
   /** The persisted snapshot while asleep. */
   private dormant: string | undefined;
   /** When the session was last used here: its idle clock while it sleeps. */
-  private lastUsed = Date.now();
+  private lastUsed: number;
 
   constructor(
     /** Creates and starts an actor (from a snapshot, or new), with the owner's subscriptions. */
     private readonly spawn: (snapshot: unknown) => SessionActor,
     snapshot: unknown,
+    /** The host's clock (its timer port's, or the simulated world's virtual one). */
+    private readonly now: () => number,
+    private readonly rules: SleepRules = RULES,
   ) {
+    this.lastUsed = now();
     this.awake = spawn(snapshot);
   }
 
@@ -32,7 +45,7 @@ export class SleepingMachine {
     this.dormant = undefined;
     const actor = this.spawn(snapshot);
     this.awake = actor;
-    actor.send({ type: 'session.woken', idleMs: Date.now() - this.lastUsed });
+    actor.send({ type: 'session.woken', idleMs: this.rules.sleptFor(this.now(), this.lastUsed) });
     return actor;
   }
 
@@ -42,12 +55,17 @@ export class SleepingMachine {
 
   /** The session was used just now. */
   used(): void {
-    this.lastUsed = Date.now();
+    this.lastUsed = this.now();
   }
 
   /** The session was used at `time` (on another instance, say), if that is later than known here. */
   usedAt(time: number): void {
     this.lastUsed = Math.max(this.lastUsed, time);
+  }
+
+  /** When the session was last used: its idle clock. */
+  get lastUsedAt(): number {
+    return this.lastUsed;
   }
 
   /** The persisted snapshot, without waking the machine. */
@@ -56,21 +74,26 @@ export class SleepingMachine {
   }
 
   /**
-   * Called now and then (one sweep for all sessions). Sleeps when unused for `idleForMs`, nothing is
-   * attached or running here (`busy`), and the machine itself is idle. Asleep past `idleTtlMs`, wakes,
-   * so the machine decides the expiry.
+   * Called now and then (one sweep for all sessions): sleeps, wakes (so the machine decides the expiry)
+   * or stays, as `sweepVerdict` (deadlines.ts) decides; returns what it did.
    */
-  sweep(now: number, idleForMs: number, idleTtlMs: number, busy: boolean): void {
-    if (this.dormant !== undefined) {
-      if (now - this.lastUsed >= idleTtlMs) void this.actor;
-      return;
-    }
+  sweep(now: number, idleForMs: number, idleTtlMs: number, busy: boolean): SweepVerdict {
     const actor = this.awake;
-    if (!actor || busy || now - this.lastUsed < idleForMs) return;
-    if (!actor.getSnapshot().matches({ live: 'idle' })) return;
+    const verdict = this.rules.sweepVerdict({
+      now,
+      lastUsed: this.lastUsed,
+      asleep: this.dormant !== undefined,
+      idleForMs,
+      idleTtlMs,
+      busy,
+      machineIdle: actor?.getSnapshot().matches({ live: 'idle' }) ?? false,
+    });
+    if (verdict === 'wake') void this.actor;
+    if (verdict !== 'sleep' || !actor) return verdict;
     this.dormant = JSON.stringify(actor.getPersistedSnapshot());
     this.awake = undefined;
     actor.stop();
+    return verdict;
   }
 
   /** Replaces the machine with one made from `snapshot` (adopted from a shared store). */

@@ -14,7 +14,7 @@ import { ReconnectReason } from '../codes.js';
  * re-sends the call on a new session when that 404 answered the call's own POST, see `neverRan`), a
  * 409/410 with a gap, and any other status (the call fails with the status, -32053).
  *
- * @see README, "Behaviour"; design note, "Decision Boundary"
+ * @see docs/client.md, "Behaviour"; design note, "Decision Boundary"
  */
 export interface PostFailure {
   /**

@@ -33,6 +33,9 @@ async function main(argv: readonly string[]): Promise<void> {
     // Loaded on use: the probe needs nothing the other commands load.
     const { probeCommand } = await import('./probe/command.js');
     process.exitCode = await probeCommand(parsed.values);
+  } else if (parsed.command === 'explain' || parsed.command === 'replay') {
+    const { traceCommand } = await import('./trace-command.js');
+    process.exitCode = traceCommand(parsed.command, parsed.values.trace as string);
   } else await inspect(parsed.values);
 }
 

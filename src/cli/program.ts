@@ -54,6 +54,18 @@ export const PROGRAM: ProgramSpec = {
         },
       },
     },
+    explain: {
+      description:
+        'tell how each call and stream of a trace ended, and why (a trace: createTrace, docs/operations.md)',
+      arguments: [{ name: 'trace', description: 'the trace file (its rotated parts are read too)' }],
+      options: {},
+    },
+    replay: {
+      description:
+        "run a trace's recorded events through today's machines and flag any decision that now differs (exit 1)",
+      arguments: [{ name: 'trace', description: 'the trace file (its rotated parts are read too)' }],
+      options: {},
+    },
     probe: {
       description:
         "a report card of an MCP server's continuity on 2025-11-25 and 2026-07-28, from the outside: calls no tool unless you name one",

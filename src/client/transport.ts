@@ -94,11 +94,11 @@ export interface ContinuityClientOptions {
   readonly deleteOnClose?: boolean;
   /** How long `close()` waits for the DELETE. Default 2 s (at most 2^31-1 ms). */
   readonly closeTimeoutMs?: number;
-  /** Records gaps, outcome-unknown calls, reconnect attempts and latency (README, "Metrics"). */
+  /** Records gaps, outcome-unknown calls, reconnect attempts and latency (docs/operations.md, "Metrics"). */
   readonly metrics?: ContinuityMetrics;
   /**
    * Spans and duration metrics on OpenTelemetry's MCP conventions: a CLIENT span per request, its trace
-   * context in `params._meta` (README, "Traces"). Default: the OTel API's globals (no-ops without an SDK).
+   * context in `params._meta` (docs/operations.md, "Traces"). Default: the OTel API's globals (no-ops without an SDK).
    */
   readonly telemetry?: ContinuityTelemetry;
 }
@@ -178,7 +178,7 @@ export class ContinuityClientTransport implements Transport {
     return this.running?.getSnapshot().context.sessionId;
   }
 
-  /** What this client can promise: see the README's conditions of validity. */
+  /** What this client can promise: see the conditions of validity (docs/verification.md). */
   get continuity(): ContinuityLevel {
     return this.assessment().level;
   }

@@ -22,7 +22,7 @@ export interface ContinuityMetricsOptions {
  * evictions, ended sessions, outcome-unknown calls, gaps, reconnects and the retention margin. Pass one
  * as `metrics` to `createContinuityServer` and/or `ContinuityClientTransport`. Every observation goes to
  * OTel instruments and to a plain tally, read with {@link ContinuityMetrics.figures}, which works with no
- * SDK installed. The README's "Metrics" section lists each metric and when it moves.
+ * SDK installed. docs/operations.md's "Metrics" section lists each metric and when it moves.
  *
  * One instance per server: the retention margin is taken against the shortest retention window of the
  * servers it observes, with the worst latency of them all.

@@ -1,6 +1,6 @@
 /**
  * Every metric this package records, tabled once: the OTel instruments are created from this table, the
- * in-process tally is keyed by these names, and the README's "Metrics" section lists the same rows.
+ * in-process tally is keyed by these names, and docs/operations.md's "Metrics" section lists the same rows.
  * Names follow the OTel conventions: dotted, lower case, no unit in the name (the unit is `unit`).
  */
 export type MetricKind = 'counter' | 'histogram' | 'gauge';

@@ -94,17 +94,17 @@ export interface ContinuityServerOptions {
    * feed of `mcp-continuity inspect` (`createInspectorFeed`), or your own observer.
    */
   readonly inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
-  /** Records resumes, 410s, evictions, ended sessions and the retention margin (README, "Metrics"). */
+  /** Records resumes, 410s, evictions, ended sessions and the retention margin (docs/operations.md, "Metrics"). */
   readonly metrics?: ContinuityMetrics;
   /**
-   * Slow readers (README, "Slow readers"). `paceBytes`: a tool awaiting its sends waits while its reader
+   * Slow readers (docs/server.md, "Slow readers"). `paceBytes`: a tool awaiting its sends waits while its reader
    * is this far behind (default 1 MiB, `SSE_PACE_BYTES`). `maxBufferedBytes`: a reader this far behind
    * is cut and resumes from the log (default 16 MiB). `stallMs`: a paced reader whose backlog does not
    * shrink for this long has its response ended, releasing the tool (default 60 s).
    */
   readonly sse?: SseLimits;
   /**
-   * Bounds on what clients may make this server hold (README, "Limits and hardening"). Each field is
+   * Bounds on what clients may make this server hold (docs/operations.md, "Limits and hardening"). Each field is
    * optional; the defaults are `DEFAULT_SERVER_LIMITS`: 10,000 sessions, 1,000 per principal (per remote
    * address without `authenticate`), 100 running requests per session, request ids of 256 characters
    * (2025 and 2026-07-28), JSON nested 128 deep, `Retry-After: 5`; on 2026-07-28, 10,000 open
@@ -112,7 +112,7 @@ export interface ContinuityServerOptions {
    */
   readonly limits?: Partial<ServerLimits>;
   /**
-   * Serve MCP 2026-07-28 on the same endpoint (README, "Two eras on one endpoint") with the official v2
+   * Serve MCP 2026-07-28 on the same endpoint (docs/eras.md, "Two eras on one endpoint") with the official v2
    * `@modelcontextprotocol/server` (an optional peer, loaded on the first modern request). Omitted: a
    * 2026-07-28 request is answered 400 `UnsupportedProtocolVersionError` naming the 2025 versions served
    * here, and a negotiating v2 client falls back to a 2025 session.

@@ -1,4 +1,5 @@
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { spawnSync } from 'node:child_process';
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -85,6 +86,33 @@ describe('an incident in a trace: a 404 during a charge', () => {
     expect(mutated.differences[0]).toMatchObject({ machine: 'stream', event: 'http.response' });
     expect(mutated.differences[0]?.recorded).toMatch(/^sessionTerminated/);
     expect(replayText(mutated)).toContain('1 differ');
+  });
+});
+
+describe('the command line: mcp-continuity explain | replay <trace>', () => {
+  const cli = (...args: string[]) =>
+    spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+
+  it('explains and replays a recorded incident; a missing file exits 2', async () => {
+    const { dir } = await recordIncident();
+    const path = join(dir, 'trace.jsonl');
+    const explained = cli('explain', path);
+    expect(explained.status).toBe(0);
+    expect(explained.stdout).toMatch(/outcome unknown \(session_lost\) — after HTTP 404/);
+    const replayed = cli('replay', path);
+    expect(replayed.status).toBe(0);
+    expect(replayed.stdout).toContain('every decision agrees');
+    const missing = cli('replay', join(dir, 'none.jsonl'));
+    expect(missing.status).toBe(2);
+    expect(missing.stderr).toContain('no trace at');
+    // A torn line (a crash mid-write) is skipped and said, not fatal.
+    await writeFile(join(dir, 'torn.jsonl'), '{"k":"actor"\n');
+    const torn = cli('explain', join(dir, 'torn.jsonl'));
+    expect(torn.status).toBe(0);
+    expect(torn.stderr).toContain('1 line(s) that are not trace records skipped');
   });
 });
 

@@ -67,11 +67,11 @@ export interface ContinuityFetchOptions {
   /** Makes idempotency keys. Default: a random UUID (122 random bits). */
   readonly newKey?: () => string;
   /**
-   * Spans and duration metrics on OpenTelemetry's MCP conventions (README, "Traces"). Default: the OTel
+   * Spans and duration metrics on OpenTelemetry's MCP conventions (docs/operations.md, "Traces"). Default: the OTel
    * API's global tracer, meter and propagator (no-ops without an SDK).
    */
   readonly telemetry?: ContinuityTelemetry;
-  /** Records re-issues, attempts per call, outcome unknown by reason, listen gaps (README, "Metrics"). */
+  /** Records re-issues, attempts per call, outcome unknown by reason, listen gaps (docs/operations.md, "Metrics"). */
   readonly metrics?: ContinuityMetrics;
   /** An XState inspector for every call's and listen stream's machine (`createInspectorFeed`'s `inspect`). */
   readonly inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);

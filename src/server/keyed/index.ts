@@ -72,11 +72,11 @@ export interface KeyedRequestsOptions {
   readonly onError?: (error: unknown) => void;
   /**
    * Spans and duration metrics on OpenTelemetry's MCP conventions: one SERVER span per execution of a key,
-   * under the client's trace context from `params._meta` (README, "Traces"). Default: the OTel API's
+   * under the client's trace context from `params._meta` (docs/operations.md, "Traces"). Default: the OTel API's
    * globals (no-ops without an SDK).
    */
   readonly telemetry?: ContinuityTelemetry;
-  /** Records executions, attaches and refused keys (README, "Metrics"): the server's `ContinuityMetrics`. */
+  /** Records executions, attaches and refused keys (docs/operations.md, "Metrics"): the server's `ContinuityMetrics`. */
   readonly metrics?: ContinuityMetrics;
   /** An XState inspector for each key's `keyedRequestMachine` (mirrored: src/inspect/keyed-mirror.ts). */
   readonly inspect?: InspectOption;

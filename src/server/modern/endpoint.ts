@@ -45,7 +45,7 @@ export type ModernServerFactory = (
   ctx: McpRequestContext,
 ) => McpServer | Server | Promise<McpServer | Server>;
 
-/** How `createContinuityServer` serves 2026-07-28 requests (README, "Two eras on one endpoint"). */
+/** How `createContinuityServer` serves 2026-07-28 requests (docs/eras.md, "Two eras on one endpoint"). */
 export interface ModernOptions {
   /** A fresh v2 `McpServer` (or `Server`) from `@modelcontextprotocol/server` for each modern request. */
   readonly createServer: ModernServerFactory;

@@ -30,7 +30,7 @@ import { sdkMessages } from '../keyed/sdk-messages.js';
 import type { RunOnSdk } from '../modern/keyed-hook.js';
 import type { TaskStore } from './task-store.js';
 
-/** The tasks extension of `createContinuityServer` for MCP 2026-07-28 (`modern.tasks`; README, "Tasks"). */
+/** The tasks extension of `createContinuityServer` for MCP 2026-07-28 (`modern.tasks`; docs/tasks.md). */
 export interface TasksOptions {
   /** Where tasks are kept: `MemoryTaskStore`, `SqliteTaskStore` (survives a restart), `RedisTaskStore` (shared). */
   readonly store: TaskStore;

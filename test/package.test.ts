@@ -202,6 +202,23 @@ describe('installing the package', () => {
     const unknown = await node(transportOnly, [bin, 'frob']);
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toMatch(/unknown command 'frob'[\s\S]*Usage: mcp-continuity/);
+    // probe, explain and replay need nothing beyond the transport's own dependencies.
+    const unreachable = await node(transportOnly, [
+      bin,
+      'probe',
+      'http://127.0.0.1:9/mcp',
+      '--timeout',
+      '2000',
+    ]);
+    expect(unreachable.code, unreachable.stderr).toBe(3);
+    const trace = join(transportOnly, 'trace.jsonl');
+    await writeFile(trace, '{"k":"event","t":0,"a":"x:0","e":{"type":"app.send"}}\n');
+    const explained = await node(transportOnly, [bin, 'explain', trace]);
+    expect(explained.code, explained.stderr).toBe(0);
+    expect(explained.stdout).toContain('the trace holds no machine actors');
+    const replayed = await node(transportOnly, [bin, 'replay', trace]);
+    expect(replayed.code, replayed.stderr).toBe(0);
+    expect(replayed.stdout).toContain('0 machine actor(s)');
     const noWs = await node(transportOnly, [bin, 'inspect', '--port', '0']);
     expect(noWs.code).toBe(1);
     expect(noWs.stderr).toContain('needs the package "ws"');

@@ -362,9 +362,8 @@ export class SimServer {
         ...(snapshot ? { snapshot: snapshot as never } : {}),
         input: { sessionId: id, epoch, idleTtlMs: this.config.idleTtlMs },
       });
-      this.watchEnd(actor, logs);
       actor.on('session.ended', (e) => {
-        // What was attached or running when it ended (a session may not end under a stream or a call).
+        // What was attached or running when it ended, counted before watchEnd closes the streams.
         const running = Object.keys(
           (actor.getSnapshot().context as { running?: object }).running ?? {},
         ).length;
@@ -375,6 +374,7 @@ export class SimServer {
           [...logs.values()].filter((l) => l.conn).length + running,
         );
       });
+      this.watchEnd(actor, logs);
       actor.on('session.ended', (e) =>
         this.recorder.serverSessionEnds.push({
           sessionId: id,

@@ -183,11 +183,16 @@ describe('several instances sharing sessions through Redis, behind a round-robin
     const calls = Array.from({ length: 6 }, (_, i) =>
       settle(c.client.callTool({ name: 'charge', arguments: { key: `slow${i}`, ms: 1500 } })),
     );
-    // Every charge has started (each instance counts its effect before it sleeps).
+    // Every charge has started and said where (each instance counts its effect and names itself before it
+    // sleeps: a kill between the two would leave a call the victim ran with no record of it).
     const deadline = Date.now() + 10_000;
     while (Date.now() < deadline) {
-      const started = await Promise.all(calls.map((_, i) => c.charges(`slow${i}`)));
-      if (started.every((n) => n === 1)) break;
+      const started = await Promise.all(
+        calls.map(
+          async (_, i) => (await c.charges(`slow${i}`)) === 1 && (await c.ranOn(`slow${i}`)) !== undefined,
+        ),
+      );
+      if (started.every(Boolean)) break;
       await new Promise((r) => setTimeout(r, 20));
     }
     const victim = c.instances[1] as Instance;

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { JsonRpcMessage } from '../../machines/jsonrpc.js';
+import { feedReaderWait } from '../../machines/server/deadlines.js';
 import { joinSnapshot, type StreamEntry, type Watermark } from '../../machines/server/shared-record.js';
 import type { LoadedSince, SessionRecord, SharedSessionStore, StoreChange } from './event-log.js';
 import type { RedisClientWith } from './redis-client.js';
@@ -141,9 +142,6 @@ export const SHARED_SCRIPTS = {
   mcpcUnlease: script(3, UNLEASE),
 };
 type Client = RedisClientWith<typeof SHARED_SCRIPTS>;
-
-/** How long one blocking read waits before it looks again (and notices it was stopped). */
-const BLOCK_MS = 1_000;
 
 type FeedReply = Array<{ name: string; messages: Array<{ id: string; message: Record<string, string> }> }>;
 
@@ -325,13 +323,13 @@ export class RedisSharedStore implements SharedSessionStore {
         try {
           batch = (await reader.xRead(
             { key: inbox, id: after },
-            { BLOCK: BLOCK_MS, COUNT: 500 },
+            { BLOCK: feedReaderWait(false).ms, COUNT: 500 },
           )) as FeedReply | null;
         } catch (error) {
           if (stopped) return;
-          // Redis restarting, say: the client reconnects by itself; look again shortly.
+          // Redis restarting, say: the client reconnects by itself; look again after the pause decided.
           this.onError(error);
-          await new Promise((resolve) => setTimeout(resolve, BLOCK_MS / 4));
+          await new Promise((resolve) => setTimeout(resolve, feedReaderWait(true).ms));
           continue;
         }
         for (const { messages } of batch ?? []) {

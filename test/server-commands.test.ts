@@ -48,12 +48,11 @@ describe('session commands: what a session does with its machine answer', () => 
     });
   });
 
-  it('sharing a store, the decision itself commits the record: nothing is persisted apart', () => {
+  it('sharing a store, the decision itself commits the record and opens its stream: nothing apart', () => {
     const plan = planRequest({ kind: 'execute', stream: 3 }, 'n:7', sharing, limits);
     expect(plan.kind === 'stream' && plan.prepare.map((c) => c.kind)).toEqual([
       'record-activity',
       'run-here',
-      'open-stream',
     ]);
     const standalone = planStandalone({ kind: 'attach', stream: 0, from: 'start' }, sharing);
     expect(standalone.kind === 'stream' && standalone.prepare.some((c) => c.kind === 'persist')).toBe(false);

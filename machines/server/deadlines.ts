@@ -31,6 +31,21 @@ export const leaseRenewPeriodMs = (leaseMs: number, idleTtlMs: number): number =
 export const sharedPollMs = (sharedStore: boolean, given: number | undefined): number =>
   sharedStore ? (given ?? 1_000) : 0;
 
+/** What the Redis change-feed reader waits for next: one blocking read, or a pause after a failed one. */
+export type FeedWait =
+  | { readonly kind: 'block'; readonly ms: number }
+  | { readonly kind: 'pause'; readonly ms: number };
+
+/**
+ * Shared store (Redis): how long the change-feed reader waits. A blocking read waits 1 s at most, so a
+ * stopped reader notices within a second; after a failed read (Redis restarting, say: the client
+ * reconnects by itself) it pauses a quarter of that before it looks again, not spinning on the error.
+ */
+export const feedReaderWait = (lastReadFailed: boolean): FeedWait =>
+  lastReadFailed ? { kind: 'pause', ms: FEED_BLOCK_MS / 4 } : { kind: 'block', ms: FEED_BLOCK_MS };
+
+const FEED_BLOCK_MS = 1_000;
+
 /**
  * The memory log's sweep, which ages streams nobody touches: a quarter of the retention, at least 1 s
  * (unless `given`), never past what a timer honours.

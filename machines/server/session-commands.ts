@@ -59,7 +59,7 @@ export type SessionPlan =
 export interface Keeping {
   /**
    * Several instances share the session's record: every decision that changes what they must agree on
-   * commits it, so nothing is persisted separately.
+   * commits it, and opens the streams it numbered, so nothing is persisted or opened separately.
    */
   readonly sharedStore: boolean;
 }
@@ -84,7 +84,9 @@ export function planRequest(
     prepare: [
       activity,
       { kind: 'run-here', requestKey: key, stream },
-      { kind: 'open-stream', stream },
+      // Sharing a store, the commit that admitted the request opened its stream in the same step
+      // (machines/server/shared-record.ts); alone, the log opens it here.
+      ...(keeping.sharedStore ? [] : [{ kind: 'open-stream', stream } as const]),
       ...persisted(keeping),
     ],
     respond: [

@@ -15,8 +15,12 @@ import { STANDALONE_STREAM } from '../event-id.js';
  *
  * - **What a decision writes.** Only the streams numbered since the version it was made on (numbers from
  *   the base's `nextStream` on, and the standalone stream if it is new), and the core, over exactly that
- *   version (one script: compare the version, write core and entries). A decision that cannot be written
- *   as such a delta (numbering went back: a log reset, which our server never does) rewrites the record.
+ *   version (one script: compare the version, write core and entries, and open each entry's stream in the
+ *   log, so a stream exists there as soon as its number does). A decision that cannot be written as such a
+ *   delta (numbering went back: a log reset, which our server never does) rewrites the record.
+ * - **What a decision reads first.** Nothing: it is made on the instance's copy, and the write above is
+ *   its check. A decision that changed nothing shared is confirmed against the copy's version instead
+ *   (compare and touch). One round trip either way; only a refused one reads (below) and decides again.
  * - **What another instance may see, and when.** Nothing of a decision before its commit returned: until
  *   then the decision is the deciding instance's alone, and its stream numbers are not used. After it,
  *   every instance sees the decision at its next decision (each compares the stored version first) or

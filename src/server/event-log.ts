@@ -70,7 +70,10 @@ export interface SharedSessionStore {
    * Optional: the layout of machines/server/shared-record.ts. Like `commit`, over `expectedVersion`, but
    * writes `core` (the record with its snapshot's per-stream memory emptied, `coreOf`) and only the stream
    * entries the decision added (`newEntries`); `watermark` is the snapshot's. The cost does not grow with
-   * the session's age. A store with it has `loadSince` too.
+   * the session's age. In the same step it opens, in the log beside it, the stream of every entry
+   * written (as `EventLog.openStream` would): a stream exists in the log as soon as its number is
+   * committed, so the plan of a request on a shared store opens nothing apart (`planRequest`). A store
+   * with it has `loadSince` too.
    */
   commitEntries?(
     core: SessionRecord,
@@ -85,6 +88,13 @@ export interface SharedSessionStore {
    * is undefined). Undefined when the session is gone.
    */
   loadSince?(id: string, knownVersion: number, base: Watermark | undefined): Promise<LoadedSince | undefined>;
+  /**
+   * A decision made on `version` that changed nothing the instances must agree on: true (and the session
+   * touched) when `version` is still the stored one, false when another instance moved on or the session
+   * is gone (the decision is then made again on the newer record). One step, so a decision on a copy
+   * that was current costs one round trip, read included.
+   */
+  confirm(id: string, version: number): Promise<boolean>;
   /** The sessions were used just now, on this instance. */
   touch(ids: readonly string[]): Promise<void>;
   /** How long since any instance touched the session; undefined when it is gone. */

@@ -6,7 +6,7 @@ import {
 } from '../../machines/server/retention.js';
 import type { EventLog, EventLogObserver, SessionRecord, StoredEvent } from './event-log.js';
 import { createRedisClient, type RedisClientWith } from './redis-client.js';
-import { script } from './redis-script.js';
+import { ENSURE_WINDOW, script } from './redis-script.js';
 import { REPORT, RedisSharedStore, SHARED_SCRIPTS } from './redis-shared-store.js';
 
 export interface RedisEventLogOptions {
@@ -35,29 +35,11 @@ export interface RedisEventLogOptions {
 const PRELUDE = `
 local W, X, K = KEYS[1], KEYS[2], KEYS[3]
 local NOW, CUTOFF, MAX = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
-
-local function int(n) return string.format('%d', n) end
+${ENSURE_WINDOW}
 local function id(seq) return int(seq) .. '-0' end
-local function seqOf(entryId) return tonumber(string.match(entryId, '^(%d+)-')) end
 
--- Registers the stream if it is new. Returns oldest, head, finished. A window hash lost while its
--- stream survived (a key evicted under maxmemory, say) is rebuilt from the stream's ids, so numbering
--- goes on densely instead of starting again at 1.
-local function ensure()
-  if redis.call('EXISTS', W) == 0 then
-    local last = redis.call('XREVRANGE', X, '+', '-', 'COUNT', 1)
-    local oldest, head = 1, 0
-    if #last > 0 then
-      head = seqOf(last[1][1])
-      oldest = seqOf(redis.call('XRANGE', X, '-', '+', 'COUNT', 1)[1][1])
-    end
-    redis.call('HSET', W, 'oldest', int(oldest), 'head', int(head), 'finished', 0)
-    redis.call('SADD', K, W, X)
-    return oldest, head, 0
-  end
-  local w = redis.call('HMGET', W, 'oldest', 'head', 'finished')
-  return tonumber(w[1]), tonumber(w[2]), tonumber(w[3])
-end
+-- Registers the stream if it is new. Returns oldest, head, finished.
+local function ensure() return ensureWindow(W, X, K) end
 
 -- retainFrom (machines/server/retention.ts): the count bound and the age bound, whichever keeps less.
 -- firstSeqAtOrAfter(cutoff) scans the retained entries from the oldest; with a monotonic clock it stops
@@ -235,6 +217,7 @@ export class RedisEventLog implements EventLog {
       this.prefix,
       recordKey,
       (id) => this.key(id, 'streams'),
+      (id, stream) => this.streamKeys(id, stream),
       this.now,
       (error) => onError?.(error),
     );

@@ -1,9 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import type { JsonRpcMessage } from '../../machines/jsonrpc.js';
+import { feedReaderWait } from '../../machines/server/deadlines.js';
 import { joinSnapshot, type StreamEntry, type Watermark } from '../../machines/server/shared-record.js';
 import type { LoadedSince, SessionRecord, SharedSessionStore, StoreChange } from './event-log.js';
 import type { RedisClientWith } from './redis-client.js';
-import { script } from './redis-script.js';
+import { ENSURE_WINDOW, script } from './redis-script.js';
 
 /** Change reports kept in an inbox for an instance that falls behind; beyond that, its polling catches up. */
 const INBOX_LENGTH = 10_000;
@@ -26,11 +27,12 @@ return 1
 `;
 
 /**
- * KEYS: the record hash, the entries hash (stream number → entry JSON). ARGV: the expected version, the
- * core JSON, now, next stream, standalone (1/0), then stream number, entry JSON, … The delta of
- * shared-record.ts in one step: only the entries the decision numbered are written.
+ * KEYS: the record hash, the entries hash (stream number → entry JSON), the session's key set, then the
+ * window hash and Redis Stream of each entry, in order. ARGV: the expected version, the core JSON, now,
+ * next stream, standalone (1/0), then stream number, entry JSON, … The delta of shared-record.ts in one
+ * step: only the entries the decision numbered are written, and their streams are opened in the log.
  */
-const COMMIT_ENTRIES = `
+const COMMIT_ENTRIES = `${ENSURE_WINDOW}
 local v = tonumber(redis.call('HGET', KEYS[1], 'v') or '0')
 if v ~= tonumber(ARGV[1]) then return 0 end
 if v > 0 and redis.call('HGET', KEYS[1], 'split') ~= '1' then
@@ -39,7 +41,11 @@ if v > 0 and redis.call('HGET', KEYS[1], 'split') ~= '1' then
   for n, entry in pairs(whole.snapshot.context.streams) do redis.call('HSET', KEYS[2], n, cjson.encode(entry)) end
 end
 redis.call('HSET', KEYS[1], 'v', v + 1, 'json', ARGV[2], 't', ARGV[3], 'split', 1, 'n', ARGV[4], 'sa', ARGV[5])
-for i = 6, #ARGV, 2 do redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1]) end
+for i = 6, #ARGV, 2 do
+  redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1])
+  local k = 4 + (i - 6)
+  ensureWindow(KEYS[k], KEYS[k + 1], KEYS[3])
+end
 return 1
 `;
 
@@ -75,6 +81,19 @@ return { r[1], r[2], 1, entries }
 const TOUCH = `
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 redis.call('HSET', KEYS[1], 't', ARGV[1])
+return 1
+`;
+
+/**
+ * KEYS: the record hash. ARGV: now, the version the decision was made on. A decision that changed nothing
+ * every instance must see is confirmed this way: 1 (and touched) when it was made on the stored version,
+ * 0 when another instance moved on (or the session is gone). Version 0 with no record: a new session not
+ * stored yet, confirmed without creating a husk.
+ */
+const CONFIRM = `
+local v = tonumber(redis.call('HGET', KEYS[1], 'v') or '0')
+if v ~= tonumber(ARGV[2]) then return 0 end
+if v > 0 then redis.call('HSET', KEYS[1], 't', ARGV[1]) end
 return 1
 `;
 
@@ -132,18 +151,16 @@ return 1
 
 export const SHARED_SCRIPTS = {
   mcpcCommit: script(2, COMMIT),
-  mcpcCommitEntries: script(2, COMMIT_ENTRIES),
+  mcpcCommitEntries: script(undefined, COMMIT_ENTRIES),
   mcpcLoadSince: script(2, LOAD_SINCE),
   mcpcTouch: script(1, TOUCH),
+  mcpcConfirm: script(1, CONFIRM),
   mcpcBroadcast: script(1, BROADCAST),
   mcpcSend: script(1, SEND),
   mcpcLease: script(2, LEASE),
   mcpcUnlease: script(3, UNLEASE),
 };
 type Client = RedisClientWith<typeof SHARED_SCRIPTS>;
-
-/** How long one blocking read waits before it looks again (and notices it was stopped). */
-const BLOCK_MS = 1_000;
 
 type FeedReply = Array<{ name: string; messages: Array<{ id: string; message: Record<string, string> }> }>;
 
@@ -163,6 +180,8 @@ export class RedisSharedStore implements SharedSessionStore {
     private readonly prefix: string,
     private readonly recordKey: (sessionId: string) => string,
     private readonly entriesKey: (sessionId: string) => string,
+    /** A stream's window hash, its Redis Stream and the session's key set (redis-event-log.ts). */
+    private readonly streamKeys: (sessionId: string, stream: number) => string[],
     private readonly now: () => number,
     private readonly onError: (error: unknown) => void,
   ) {}
@@ -209,8 +228,25 @@ export class RedisSharedStore implements SharedSessionStore {
       String(watermark.nextStream),
       watermark.standalone ? '1' : '0',
     ];
-    for (const [n, entry] of entries) args.push(String(n), JSON.stringify(entry));
-    const reply = await c.mcpcCommitEntries([this.recordKey(core.id), this.entriesKey(core.id)], args);
+    const keys = [
+      this.recordKey(core.id),
+      this.entriesKey(core.id),
+      this.streamKeys(core.id, 0)[2] as string,
+    ];
+    for (const [n, entry] of entries) {
+      args.push(String(n), JSON.stringify(entry));
+      const [window, stream] = this.streamKeys(core.id, n);
+      keys.push(window as string, stream as string);
+    }
+    const reply = await c.mcpcCommitEntries(keys, args);
+    return Number(reply) === 1;
+  }
+
+  async confirm(id: string, version: number): Promise<boolean> {
+    const reply = await (await this.client()).mcpcConfirm(
+      [this.recordKey(id)],
+      [String(this.now()), String(version)],
+    );
     return Number(reply) === 1;
   }
 
@@ -325,13 +361,13 @@ export class RedisSharedStore implements SharedSessionStore {
         try {
           batch = (await reader.xRead(
             { key: inbox, id: after },
-            { BLOCK: BLOCK_MS, COUNT: 500 },
+            { BLOCK: feedReaderWait(false).ms, COUNT: 500 },
           )) as FeedReply | null;
         } catch (error) {
           if (stopped) return;
-          // Redis restarting, say: the client reconnects by itself; look again shortly.
+          // Redis restarting, say: the client reconnects by itself; look again after the pause decided.
           this.onError(error);
-          await new Promise((resolve) => setTimeout(resolve, BLOCK_MS / 4));
+          await new Promise((resolve) => setTimeout(resolve, feedReaderWait(true).ms));
           continue;
         }
         for (const { messages } of batch ?? []) {

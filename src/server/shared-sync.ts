@@ -51,28 +51,29 @@ export class SharedSync {
   }
 
   /**
-   * Runs `act` (which asks the machine) on the newest stored record and, when it changed what every
-   * instance must see (a request id admitted, a stream numbered), writes it back over exactly the
-   * version it was made on; when another instance wrote first, the decision is made again on theirs.
-   * Decisions of one session on one instance take turns, so they never conflict with each other.
+   * Runs `act` (which asks the machine) on this instance's copy and writes what it changed that every
+   * instance must see (a request id admitted, a stream numbered) over exactly the version the copy came
+   * from; a decision that changed none of it is confirmed against that version instead. Either is one
+   * step: no read comes first. When another instance wrote first, the decision is discarded, the newer
+   * record read (only what changed since, machines/server/shared-record.ts) and the decision made again
+   * on it. Decisions of one session on one instance take turns, so they never conflict with each other.
    */
   async decide<R>(act: () => R): Promise<R> {
     const shared = this.store;
     if (!shared) return act();
     const run = this.turn.then(async () => {
       for (let attempt = 0; attempt < 32; attempt++) {
-        await this.sync();
+        // Only a copy known to be behind (a discarded decision) is read before deciding.
+        if (this.version < 0) await this.sync();
         const before = this.version;
         if (this.base === undefined && !this.host.ended) this.base = watermarkOf(this.host.persisted());
         const facts = sharedFacts(this.host.actor.getSnapshot());
         const running = Object.fromEntries(this.host.running());
         const answer = act();
-        if (this.host.ended || sharedFacts(this.host.actor.getSnapshot()) === facts) {
-          if (!this.host.ended) await shared.touch([this.o.id]);
-          return answer;
-        }
-        if (await this.commit(shared, before)) {
-          this.version = before + 1;
+        if (this.host.ended) return answer;
+        const changed = sharedFacts(this.host.actor.getSnapshot()) !== facts;
+        if (changed ? await this.commit(shared, before) : await shared.confirm(this.o.id, before)) {
+          if (changed) this.version = before + 1;
           return answer;
         }
         // Another instance wrote first: this decision is discarded with the machine it was made on, and

@@ -139,7 +139,7 @@ describe('RedisEventLog', () => {
     }
   });
 
-  it('keeps a record as a core and stream entries: a commit writes what it numbered, a catch-up reads what changed', async () => {
+  it('keeps a record as a core and stream entries: a commit writes and opens what it numbered, a catch-up reads what changed', async () => {
     const l = make();
     const shared = l.shared;
     const snap = (n: number, standalone = false) => {
@@ -161,9 +161,19 @@ describe('RedisEventLog', () => {
       );
     try {
       expect(await put(snap(0), snap(2), 0)).toBe(true);
+      // The streams a commit numbers are opened in the same step: a cursor into one finds its window.
+      expect(await l.window('s', 2)).toEqual({ oldest: 1, head: 0, appendedAt: [], finished: false });
       expect(await put(snap(2), snap(3, true), 1)).toBe(true);
-      // Over a version that is not the stored one: nothing written.
+      // Over a version that is not the stored one: nothing written, nothing opened.
       expect(await put(snap(2), snap(9), 1)).toBe(false);
+      expect(await l.window('s', 9)).toBeUndefined();
+      // A decision that changed nothing shared is confirmed over the stored version only.
+      expect(await shared.confirm('s', 2)).toBe(true);
+      expect(await shared.confirm('s', 1)).toBe(false);
+      // A new session not stored yet is confirmed without leaving a husk; a vanished one is not.
+      expect(await shared.confirm('new', 0)).toBe(true);
+      expect(await shared.load('new')).toBeUndefined();
+      expect(await shared.confirm('new', 3)).toBe(false);
       expect(await shared.loadSince('s', 2, watermarkOf(snap(3, true)))).toEqual({ version: 2 });
       const since = await shared.loadSince('s', 1, watermarkOf(snap(2)));
       expect(since?.entries).toEqual(

@@ -206,6 +206,8 @@ const V2_CALLS_LABEL = 'MCP 2026-07-28: official v2 server + v2 `Client` (pinned
 const OURS_2026_NOTIFY_LABEL =
   '(v′) MCP 2026-07-28: mcp-continuity server (continuity extension) + v2 `Client` with `continuityFetch()`';
 const OURS_2026_CALLS_LABEL = 'MCP 2026-07-28: mcp-continuity server + v2 `Client` with `continuityFetch()`';
+const OURS_2026_UNKEYED_LABEL =
+  'MCP 2026-07-28: mcp-continuity server + v2 `Client` with `continuityFetch()`, read-only `peek` (unkeyed)';
 
 async function row1(): Promise<Section> {
   progress(`row 1: notification throughput (${int(SIZES.notifications)} notifications)`);
@@ -359,13 +361,26 @@ async function row2(): Promise<Section> {
   const modern = [
     { label: V2_CALLS_LABEL, server: 'v2', client: 'v2', total: SIZES.crossCalls },
     { label: OURS_2026_CALLS_LABEL, server: 'ours-2026', client: 'v2', total: SIZES.crossCalls },
+    {
+      label: OURS_2026_UNKEYED_LABEL,
+      server: 'ours-2026',
+      client: 'v2',
+      total: SIZES.crossCalls,
+      tool: 'peek',
+    },
   ] as const;
   type Stack = (typeof main)[number] | (typeof cross)[number] | (typeof modern)[number];
   const run = (s: Stack, round?: number) =>
     task<CallsResult>(
       `${s.label} (${int(s.total)} calls${round === undefined ? '' : `, run ${round} of ${SIZES.callRounds}`})`,
       s.server === 'v2' || s.server === 'ours-2026' ? 'calls-v2' : 'calls',
-      { server: s.server, client: s.client, total: s.total, concurrency: SIZES.concurrency },
+      {
+        server: s.server,
+        client: s.client,
+        total: s.total,
+        concurrency: SIZES.concurrency,
+        ...('tool' in s ? { tool: s.tool } : {}),
+      },
     );
   // The main pair alternates (and swaps who goes first each round), so a slow spell of this shared machine
   // does not land on one stack only; each is then represented by its median run.

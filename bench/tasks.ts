@@ -36,6 +36,7 @@ export const TASKS: Record<string, (args: Args) => Promise<unknown>> = {
       num(a, 'total', 5_000),
       num(a, 'concurrency', 50),
       num(a, 'timeoutMs', 120_000),
+      a.tool === 'peek' ? 'peek' : 'echo',
     ),
   'notify-raw': (a) => notifyRaw(num(a, 'count', 100_000), num(a, 'timeoutMs', 120_000)),
   calls: (a) =>

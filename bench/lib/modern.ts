@@ -11,7 +11,7 @@ import { closeHttp, listen, type RunningServer } from './stacks.js';
 /**
  * MCP 2026-07-28 for the bench: the official v2 server (`createMcpHandler`, defaults, on `node:http`
  * through `toNodeHandler`) and the official v2 `Client` pinned to 2026-07-28, with the same two tools as
- * `benchMcpServer` (`echo {text}`, `stream {count}`). mcp-continuity's 2026-07-28 stack (the v2 `Client`
+ * `benchMcpServer` (`echo {text}`, `stream {count}`) and `peek {text}`, a read-only `echo`. mcp-continuity's 2026-07-28 stack (the v2 `Client`
  * with `fetch: continuityFetch()`, `createContinuityServer` serving 2026-07-28) joins here once merged.
  */
 export const PROTOCOL_2026 = '2026-07-28';
@@ -21,6 +21,16 @@ export function modernBenchServer(): McpServer {
   server.registerTool(
     'echo',
     { description: 'echoes its text', inputSchema: z.object({ text: z.string() }) },
+    async ({ text }) => ({ content: [{ type: 'text', text }] }),
+  );
+  // The same tool marked read-only: `continuityFetch` leaves its calls unkeyed (no memo entry, no key).
+  server.registerTool(
+    'peek',
+    {
+      description: 'echoes its text; read-only',
+      inputSchema: z.object({ text: z.string() }),
+      annotations: { readOnlyHint: true },
+    },
     async ({ text }) => ({ content: [{ type: 'text', text }] }),
   );
   server.registerTool(

@@ -66,12 +66,16 @@ export async function notifyModern(
   }
 }
 
-/** Row 2: `echo` calls, `concurrency` callers sharing one v2 `Client`; after a 500-call warm-up. */
+/**
+ * Row 2: `echo` calls, `concurrency` callers sharing one v2 `Client`; after a 500-call warm-up. `tool`
+ * `peek` is the read-only `echo`: with `continuityFetch` its calls go unkeyed.
+ */
 export async function callsModern(
   kind: ModernKind,
   total: number,
   concurrency: number,
   timeoutMs: number,
+  tool: 'echo' | 'peek' = 'echo',
 ): Promise<CallsResult> {
   const server = await startRemote(kind);
   const c = await connectModernClient(server.url, kind === 'ours-2026');
@@ -81,7 +85,7 @@ export async function callsModern(
     const call = async (i: number) => {
       const start = performance.now();
       const text = `hello ${i}`;
-      const result = await c.client.callTool({ name: 'echo', arguments: { text } }, { timeout: timeoutMs });
+      const result = await c.client.callTool({ name: tool, arguments: { text } }, { timeout: timeoutMs });
       latencies.push(performance.now() - start);
       completions.push(performance.now());
       const got = (result.content as Array<{ text?: string }>)[0]?.text;

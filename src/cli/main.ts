@@ -34,8 +34,12 @@ async function main(argv: readonly string[]): Promise<void> {
     const { probeCommand } = await import('./probe/command.js');
     process.exitCode = await probeCommand(parsed.values);
   } else if (parsed.command === 'explain' || parsed.command === 'replay') {
-    const { traceCommand } = await import('./trace-command.js');
-    process.exitCode = traceCommand(parsed.command, parsed.values.trace as string);
+    const { replayOpen, traceCommand } = await import('./trace-command.js');
+    const path = parsed.values.trace as string;
+    process.exitCode =
+      parsed.command === 'replay' && parsed.values.open
+        ? await replayOpen(path, { port: parsed.values.port as number, until: untilSignal() })
+        : traceCommand(parsed.command, path);
   } else await inspect(parsed.values);
 }
 

@@ -64,7 +64,19 @@ export const PROGRAM: ProgramSpec = {
       description:
         "run a trace's recorded events through today's machines and flag any decision that now differs (exit 1)",
       arguments: [{ name: 'trace', description: 'the trace file (its rotated parts are read too)' }],
-      options: {},
+      options: {
+        open: {
+          kind: 'flag',
+          description:
+            'then serve the inspector page over the trace, with a time scrubber (today\'s machines as of each instant), until Ctrl-C',
+        },
+        port: {
+          kind: 'int',
+          placeholder: '<n>',
+          description: 'port of the page (with --open); 0: any free port',
+          default: 0,
+        },
+      },
     },
     probe: {
       description:

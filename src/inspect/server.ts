@@ -16,6 +16,21 @@ export interface InspectorServerOptions {
   readonly maxMessageBytes?: number;
   /** How much the server remembers for pages that open later. */
   readonly limits?: Partial<HubLimits>;
+  /**
+   * A recorded trace instead of live feeds (`mcp-continuity replay <trace> --open`): the page shows a time
+   * scrubber over its stops and asks for the machines as of the stop chosen.
+   */
+  readonly scrubber?: ScrubSource;
+}
+
+/** What the scrubber steps through: `scrubTrace` and `pageAsOf` (src/trace/scrub.ts) over a trace. */
+export interface ScrubSource {
+  /** The instants the page's slider stops at, oldest first. */
+  readonly stops: readonly { readonly t: number; readonly label: string }[];
+  /** Everything a page must be told to show the machines as of stop `stop`, starting with a reset. */
+  pageAt(stop: number): PageMessage[];
+  /** Shown beside the slider: the replay's regression check. */
+  readonly note?: string;
 }
 
 export interface InspectorServer {
@@ -67,7 +82,7 @@ export async function startInspectorServer(options: InspectorServerOptions = {})
   const server = http.createServer((req, res) => serve(req, res));
 
   /** Path → content type and body. The page's parts are fixed strings; only state.json is computed. */
-  const routes: Record<string, { type: string; body: () => string; page?: true }> = {
+  const routes: Record<string, { type: string; body: (url: URL) => string; page?: true }> = {
     '/': { type: 'text/html; charset=utf-8', body: () => PAGE_HTML, page: true },
     '/index.html': { type: 'text/html; charset=utf-8', body: () => PAGE_HTML, page: true },
     '/inspector.js': { type: 'text/javascript; charset=utf-8', body: () => PAGE_SCRIPT },
@@ -77,8 +92,22 @@ export async function startInspectorServer(options: InspectorServerOptions = {})
     '/favicon.ico': { type: 'image/x-icon', body: () => '' },
   };
 
+  // A trace's scrubber: its stops, and the page as of one (`/scrub/at?stop=N`).
+  const scrubber = options.scrubber;
+  if (scrubber) {
+    routes['/scrub.json'] = {
+      type: 'application/json',
+      body: () => JSON.stringify({ stops: scrubber.stops, note: scrubber.note ?? '' }),
+    };
+    routes['/scrub/at'] = {
+      type: 'application/json',
+      body: (url) => JSON.stringify(scrubber.pageAt(Math.floor(Number(url.searchParams.get('stop')) || 0))),
+    };
+  }
+
   function serve(req: IncomingMessage, res: ServerResponse): void {
-    const route = routes[new URL(req.url ?? '/', 'http://inspector').pathname];
+    const url = new URL(req.url ?? '/', 'http://inspector');
+    const route = routes[url.pathname];
     if (!hostAllowed(req.headers.host)) plain(res, 403, 'Forbidden: unexpected Host');
     else if (req.method !== 'GET' && req.method !== 'HEAD') plain(res, 405, 'Method Not Allowed');
     else if (!route) plain(res, 404, 'Not Found');
@@ -89,7 +118,7 @@ export async function startInspectorServer(options: InspectorServerOptions = {})
         'X-Content-Type-Options': 'nosniff',
         ...(route.page ? { 'Content-Security-Policy': contentPolicy(req.headers.host) } : {}),
       });
-      res.end(req.method === 'HEAD' ? undefined : route.body());
+      res.end(req.method === 'HEAD' ? undefined : route.body(url));
     }
   }
 

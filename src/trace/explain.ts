@@ -27,7 +27,7 @@ export interface ActorStory {
 }
 
 /** Events that only say bytes arrived: counted, not listed one by one. */
-const QUIET = new Set(['sse.activity', 'attempt.activity']);
+export const QUIET: ReadonlySet<string> = new Set(['sse.activity', 'attempt.activity']);
 
 export function explainTrace(records: readonly TraceRecord[]): ActorStory[] {
   const actors = new Map<string, ActorStarted>();
@@ -211,7 +211,8 @@ export function wireFact(e: EventReceived['e']): string | undefined {
   }
 }
 
-function describeEvent(e: EventReceived['e']): string {
+/** A recorded event in a few words: its wire fact when it is one, else what it carried. */
+export function describeEvent(e: EventReceived['e']): string {
   const fact = wireFact(e);
   if (fact) return fact;
   if (e.type === 'sse.event') return `event ${typeof e.id === 'string' ? e.id : '(no id)'}`;
@@ -249,6 +250,7 @@ function describeOutput(output: unknown, state: string): string {
   return `${outcome}${reason}${attempts}`;
 }
 
-function seconds(t: number): string {
+/** A trace time (ms since it began) as `12.301 s`. */
+export function seconds(t: number): string {
   return `${(t / 1000).toFixed(3)} s`;
 }

@@ -1,15 +1,13 @@
-import { type AnyStateMachine, createActor, createMachine, fromCallback, SimulatedClock } from 'xstate';
+import type { AnyStateMachine } from 'xstate';
 import { machineCatalog } from '../../machines/catalog.js';
-import * as core from '../../machines/index.js';
-import { encode, MissingFunctionError, revive } from './codec.js';
-import { type EventReceived, type StateReached, stateName, type TraceRecord } from './record.js';
+import { encode, MissingFunctionError } from './codec.js';
+import { stateName, type TraceRecord } from './record.js';
+import { redrive } from './redrive.js';
 
 /**
  * `mcp-continuity replay`: the recorded events of each machine actor run again through TODAY's machine,
  * from the snapshot the actor started from, to flag any decision that now differs: a regression check for
- * an incident. The world is left out: every actor the machine would invoke or spawn is a stub that does
- * nothing, its clock never moves, and what the world did comes from the trace (the events a child, the
- * network or a timer sent). Events an actor sent itself are left to the machine, except its timers'.
+ * an incident. How an actor is driven again, without its world: `redrive.ts`.
  */
 
 export interface ReplayDifference {
@@ -35,20 +33,6 @@ export interface ReplayReport {
   readonly differences: readonly ReplayDifference[];
   /** Actors whose decisions called a function of the application's that a trace cannot hold. */
   readonly notReplayable: readonly { readonly machine: string; readonly id: string; readonly why: string }[];
-}
-
-/** The functions a machine's context may hold by default (its policies), by name: the core's exports. */
-const CORE_FUNCTIONS: ReadonlyMap<string, unknown> = new Map(
-  Object.entries(core).filter(([, v]) => typeof v === 'function'),
-);
-
-/**
- * The parent of a replayed child: a machine that takes every event and does nothing with it. What a child
- * sends its parent goes nowhere: the parent is replayed on its own, from the events it received (its
- * children's among them).
- */
-function nowhere() {
-  return createActor(createMachine({ id: 'replay-parent' }), { clock: new SimulatedClock() }).start();
 }
 
 /** Today's machines by their root id (`statelessCall`, `clientSession`, …). */
@@ -87,77 +71,37 @@ export function replayTrace(
         recorded,
         replayed,
       });
-    const stubs = Object.fromEntries(
-      Object.keys(machine.implementations.actors ?? {}).map((name) => [name, fromCallback(() => () => {})]),
-    );
-    let actor: ReturnType<typeof createActor<AnyStateMachine>>;
-    const parent = started.parent ? nowhere() : undefined;
-    try {
-      actor = createActor(machine.provide({ actors: stubs }), {
-        snapshot: revive(start.snapshot, CORE_FUNCTIONS) as never,
-        clock: new SimulatedClock(),
-        ...(parent ? { parent: parent as never } : {}),
-      });
-      actor.start();
-    } catch (error) {
-      at(start.t, 'start', 'the recorded snapshot', `cannot be restored: ${(error as Error).message}`);
-      continue;
-    }
-    const mine = records.filter(
-      (r): r is EventReceived | StateReached =>
-        (r.k === 'event' || r.k === 'state') && r.a === started.a && r.t >= start.t,
-    );
-    let sent: EventReceived | undefined;
-    for (const r of mine) {
-      if (r.k === 'event') {
-        sent = undefined;
-        const self = r.from === started.a;
-        if (r.e.type === 'xstate.init' || (self && !r.e.type.startsWith('xstate.after.'))) continue;
-        let failure: unknown;
-        const watch = actor.subscribe({ error: (e) => (failure = e) });
-        try {
-          actor.send(revive(r.e, CORE_FUNCTIONS) as never);
-        } catch (error) {
-          failure = error;
-        }
-        watch.unsubscribe();
-        failure ??=
-          (actor.getSnapshot() as { status: string; error?: unknown }).status === 'error'
-            ? (actor.getSnapshot() as { error?: unknown }).error
-            : undefined;
-        if (failure instanceof MissingFunctionError) {
-          notReplayable.push({ machine: started.machine as string, id: started.id, why: failure.message });
-          break;
-        }
-        if (failure !== undefined) {
-          at(r.t, r.e.type, 'accepted', `failed: ${(failure as Error).message ?? String(failure)}`);
-          break;
-        }
-        events++;
-        sent = r;
-        continue;
+    for (const step of redrive(records, started, machine)) {
+      if (step.kind === 'failed') {
+        const error = step.error;
+        if (error instanceof MissingFunctionError)
+          notReplayable.push({ machine: started.machine, id: started.id, why: error.message });
+        else if (step.event === 'start')
+          at(start.t, 'start', 'the recorded snapshot', `cannot be restored: ${(error as Error).message}`);
+        else
+          at(
+            records[step.index]?.t ?? 0,
+            step.event,
+            'accepted',
+            `failed: ${(error as Error).message ?? String(error)}`,
+          );
+        break;
       }
-      if (!sent) continue;
-      const snapshot = actor.getSnapshot() as {
-        value: unknown;
-        status: string;
-        context?: { decision?: unknown };
-      };
+      if (step.kind === 'sent') events++;
+      if (step.kind !== 'recorded') continue;
+      const r = step.record;
+      const snapshot = step.snapshot as { value: unknown; status: string; context?: { decision?: unknown } };
       const recorded = describe(r.value, r.status, r.decision);
       const replayed = describe(
         snapshot.value,
         snapshot.status,
         snapshot.context?.decision !== undefined ? encode(snapshot.context.decision) : undefined,
       );
-      sent = undefined;
       if (recorded !== replayed) {
         at(r.t, r.after, recorded, replayed);
         break;
       }
     }
-    // A child stops with its parent (it cannot be stopped on its own).
-    if (parent) parent.stop();
-    else actor.stop();
   }
   return { actors, events, unknownMachines: [...unknown], differences, notReplayable };
 }

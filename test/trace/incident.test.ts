@@ -2,11 +2,9 @@ import { spawnSync } from 'node:child_process';
 import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { machineCatalog } from '../../machines/catalog.js';
 import { streamMachine } from '../../machines/client/stream.machine.js';
-import { ContinuityClientTransport, isOutcomeUnknown } from '../../src/index.js';
 import {
   callsTold,
   catalogById,
@@ -15,9 +13,8 @@ import {
   readTrace,
   replayText,
   replayTrace,
-  type TraceRecord,
 } from '../../src/trace/index.js';
-import { restartableServer } from '../support/restartable-server.js';
+import { recordIncident as record } from './record-incident.js';
 
 /**
  * Issue 27 item 2: an incident reproduced over real HTTP on loopback (a charge running when the server
@@ -29,32 +26,7 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-async function recordIncident(): Promise<{ records: TraceRecord[]; dir: string }> {
-  const dir = await mkdtemp(join(tmpdir(), 'mcpc-trace-'));
-  cleanups.push(() => rm(dir, { recursive: true, force: true }));
-  const path = join(dir, 'trace.jsonl');
-  const trace = createTrace({ path });
-  const p = await restartableServer({ retryMs: 20 });
-  cleanups.push(() => p.dispose());
-  const transport = new ContinuityClientTransport(p.url, {
-    reconnect: { initialDelayMs: 20, maxDelayMs: 200, jitter: 'none' },
-    inspect: trace.inspect,
-  });
-  const client = new Client({ name: 'trace', version: '1.0.0' });
-  cleanups.push(() => client.close());
-  await client.connect(transport);
-  const running = client.callTool({ name: 'charge', arguments: { key: 'card-1', ms: 2_000 } });
-  for (let i = 0; i < 500 && p.world.effects.get('card-1') !== 1; i++)
-    await new Promise((r) => setTimeout(r, 10));
-  expect(p.world.effects.get('card-1')).toBe(1);
-  p.restart(); // the process dies, and its memory sessions with it
-  const err = await running.catch((e: unknown) => e);
-  expect(isOutcomeUnknown(err)).toBe(true);
-  trace.close();
-  const { records, skipped } = readTrace(path);
-  expect(skipped).toBe(0);
-  return { records, dir };
-}
+const recordIncident = () => record(cleanups);
 
 describe('an incident in a trace: a 404 during a charge', () => {
   it('explain names the cause: the 404 that ended the session, and the outcome unknown it meant', async () => {

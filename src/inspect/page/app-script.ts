@@ -20,6 +20,9 @@ var markers = [];
 var pendingModern = new Map();
 var badgesDirty = false;
 var ENDED_STREAM_MS = 5000;
+/* Replaying a trace (mcp-continuity replay --open): no live feed; the scrubber asks for each instant. */
+var scrubbing = null;
+var scrubSeq = 0;
 var MAX_MARKERS = 2000;
 
 function $(id) { return document.getElementById(id); }
@@ -43,7 +46,8 @@ function resetAll() {
   pendingRows = [];
   markers = [];
   pendingModern.clear();
-  t0 = null;
+  // A trace's times already count from its start.
+  t0 = scrubbing ? 0 : null;
   var sessions = $('sessions');
   while (sessions.lastChild && sessions.lastChild.id !== 'empty') sessions.removeChild(sessions.lastChild);
   $('marker-list').textContent = '';
@@ -196,7 +200,7 @@ function renderActor(view) {
   view.factsEl.appendChild(factsFor(view));
   if (view.cursorsEl) { view.cursorsEl.textContent = ''; view.cursorsEl.appendChild(cursorTable(snap.context || {})); }
   place(view);
-  if (view.machine === 'stream' && snap.status !== 'active' && !view.removeTimer) {
+  if (view.machine === 'stream' && snap.status !== 'active' && !view.removeTimer && !scrubbing) {
     // A finished stream stays a moment so its last state can be read, then makes room.
     view.removeTimer = setTimeout(function () { view.el.remove(); actors.delete(view.id); }, ENDED_STREAM_MS);
   }
@@ -439,9 +443,7 @@ function connect() {
     var batch;
     try { batch = JSON.parse(e.data); } catch (err) { return; }
     if (!Array.isArray(batch)) return;
-    for (var i = 0; i < batch.length; i++) {
-      try { apply(batch[i]); } catch (err) { console.error('inspector:', err); }
-    }
+    applyBatch(batch);
     schedule();
   };
   ws.onclose = function () {
@@ -468,7 +470,48 @@ $('show-chatter').addEventListener('change', function (e) {
   $('timeline-list').classList.toggle('show-chatter', e.target.checked);
 });
 $('feed-url').textContent = 'ws://' + location.host + '/feed';
-connect();
+
+/* ---- the time scrubber, when the server replays a trace ---- */
+
+function applyBatch(batch) {
+  for (var i = 0; i < batch.length; i++) {
+    try { apply(batch[i]); } catch (err) { console.error('inspector:', err); }
+  }
+}
+
+function seek(stop) {
+  var n = Math.max(0, Math.min(scrubbing.stops.length - 1, stop));
+  var seq = ++scrubSeq;
+  $('scrub-range').value = String(n);
+  $('scrubber').setAttribute('data-stop', String(n));
+  $('scrub-at').textContent = (n + 1) + '/' + scrubbing.stops.length + '  ' + scrubbing.stops[n].label;
+  fetch('/scrub/at?stop=' + n, { cache: 'no-store' }).then(function (r) { return r.json(); }).then(function (batch) {
+    // A later move already asked for another instant: this answer is stale.
+    if (seq !== scrubSeq || !Array.isArray(batch)) return;
+    applyBatch(batch);
+    if (timer !== null) { clearTimeout(timer); timer = null; }
+    render();
+    $('scrubber').setAttribute('data-shown-stop', String(n));
+  }).catch(function (err) { setStatus('down', 'replay server gone: ' + err); });
+}
+
+function startScrubber(s) {
+  scrubbing = s;
+  setStatus('replay', 'replay of a trace');
+  $('scrubber').hidden = false;
+  $('scrub-note').textContent = s.note || '';
+  $('scrub-range').max = String(Math.max(0, s.stops.length - 1));
+  $('scrub-range').addEventListener('input', function (e) { seek(Number(e.target.value)); });
+  $('scrub-prev').addEventListener('click', function () { seek(Number($('scrub-range').value) - 1); });
+  $('scrub-next').addEventListener('click', function () { seek(Number($('scrub-range').value) + 1); });
+  if (s.stops.length === 0) { $('scrub-at').textContent = 'the trace holds no machine this build has'; return; }
+  seek(s.stops.length - 1);
+}
+
+fetch('/scrub.json', { cache: 'no-store' }).then(function (r) { return r.ok ? r.json() : null; }).then(function (s) {
+  if (s && Array.isArray(s.stops)) startScrubber(s);
+  else connect();
+}).catch(function () { connect(); });
 // Tell a @statelyai/inspect browser inspector that opened (or framed) this page that it may send.
 var inspectorWindow = window.opener || (window.parent !== window ? window.parent : null);
 if (inspectorWindow) { try { inspectorWindow.postMessage({ type: '@statelyai.connected' }, '*'); } catch (err) {} }

@@ -22,6 +22,13 @@ export const PAGE_HTML = `<!doctype html>
   <span id="feeds"></span>
   <span id="marker-counts" class="dim"></span>
 </header>
+<section id="scrubber" hidden>
+  <button id="scrub-prev" type="button" title="previous stop">&#9664;</button>
+  <input id="scrub-range" type="range" min="0" max="0" value="0" aria-label="time in the trace">
+  <button id="scrub-next" type="button" title="next stop">&#9654;</button>
+  <span id="scrub-at"></span>
+  <pre id="scrub-note"></pre>
+</section>
 <main>
   <div id="sessions">
     <div id="empty">Waiting for machines. Feed this page from your process:

@@ -12,6 +12,12 @@ header h1 { font-size: 15px; margin: 0; }
 header .dim, .dim { color: var(--dim); }
 #status.live { color: var(--ok); }
 #status.down { color: var(--bad); }
+#status.replay { color: var(--warn); }
+#scrubber { display: flex; flex-wrap: wrap; gap: 8px; align-items: center; padding: 8px 14px; border-bottom: 1px solid var(--line); }
+#scrubber[hidden] { display: none; }
+#scrub-range { flex: 1 1 400px; }
+#scrub-at { font-family: ui-monospace, monospace; min-width: 320px; }
+#scrub-note { flex-basis: 100%; margin: 0; color: var(--dim); white-space: pre-wrap; }
 .feed { margin-right: 10px; }
 .feed.gone { color: var(--dim); text-decoration: line-through; }
 main { display: grid; grid-template-columns: minmax(0, 1fr) 420px; gap: 12px; padding: 12px; align-items: start; }

@@ -108,7 +108,8 @@ export class ServerMetrics {
 
   /**
    * The continuity extension's memo (`createKeyedRequests({ metrics })`): `server.memo_entries` reports
-   * its live entries, for stores that count them (`MemoStore.liveEntries`; memory and SQLite do).
+   * its live entries, for stores that count them (`MemoStore.liveEntries`: memory and SQLite now, Redis
+   * as of its previous reading).
    */
   observeMemo(memo: MemoStore): void {
     if (this.memos.length === 0)

@@ -63,7 +63,7 @@ export const ServerMetric = {
     'server.outcome_unknown',
     'counter',
     '{request}',
-    'Requests answered as outcome unknown (interrupted by a restart); attribute reason',
+    'Requests answered as outcome unknown (interrupted by a restart or a dead instance), and keyed calls declared so; attribute reason',
   ),
   reconnectLatency: spec(
     'server.reconnect_latency',

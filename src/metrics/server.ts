@@ -1,3 +1,4 @@
+import { OutcomeUnknownReason } from '../../machines/codes.js';
 import { RESUME_STATUS, type ResumeAnswer, type StreamWindow } from '../../machines/server/retention.js';
 import type { EventLog } from '../server/event-log.js';
 import type { MemoStore } from '../server/memo-store.js';
@@ -140,6 +141,15 @@ export class ServerMetrics {
   /** A keyed call's body started on this instance (`createKeyedRequests`). */
   keyedExecuted(): void {
     this.recorder.add(ServerMetric.keyedExecutions, 1);
+  }
+
+  /**
+   * A keyed call's stored entry moved (`from` → `to`, a compare-and-set this instance won): into
+   * `outcomeUnknown`, the declaration that the instance running it died (`instance_lost`) is counted in
+   * `server.outcome_unknown`, once per key whichever instance declared it.
+   */
+  keyedEntryMoved(to: string): void {
+    if (to === 'outcomeUnknown') this.outcomeUnknown(OutcomeUnknownReason.instanceLost);
   }
 
   /** A keyed attempt is served from its key's log without starting anything. */

@@ -98,8 +98,18 @@ export class ServerMetrics {
   }
 
   /**
+   * A session this instance took over from a durable or shared store (a restart, another instance):
+   * timed from `createdAt` (wall clock, ms, from its record), so its end here records its whole duration.
+   * A record without it (written before it was kept) is not timed.
+   */
+  sessionRestored(sessionId: string, createdAt: number | undefined, wallNow = Date.now()): void {
+    if (createdAt !== undefined) this.sessions.startedAgo(sessionId, Math.max(0, wallNow - createdAt));
+  }
+
+  /**
    * A session ended where the end was decided: counted, and its duration recorded
-   * (`mcp.server.session.duration`) when it was created here. Its end `reason` is not an error.
+   * (`mcp.server.session.duration`) when its start is known here (created here, or restored from a
+   * record that kept it). Its end `reason` is not an error.
    */
   sessionEnded(sessionId: string, reason: string): void {
     this.detaches.forget(sessionId);

@@ -70,7 +70,9 @@ export const startBell = (run: number): string => `start:${run}`;
 /** Compare-and-set `next` over `entry` (from its state), then wake its watchers. The entry stored after. */
 export function* replace(ctx: CoreContext, entry: MemoEntry, next: MemoEntry): Task<MemoEntry | undefined> {
   const stored = (yield { kind: 'memo.replace', next, expected: entry.state }) as MemoEntry | undefined;
-  if (stored?.state === next.state && stored.logId === next.logId && entry.state !== next.state)
+  // A store answers `next` itself when this write won (MemoStore.replace); a loser is answered the
+  // winner's entry, which may be in the same state: the move is noted once, by the winner (metrics count it).
+  if (stored === next && entry.state !== next.state)
     ctx.note({ kind: 'state', from: entry.state, to: next.state });
   ctx.tasks.ring(logBell(entry.logId));
   return stored;

@@ -63,7 +63,7 @@ export const ServerMetric = {
     'server.outcome_unknown',
     'counter',
     '{request}',
-    'Requests answered as outcome unknown (interrupted by a restart); attribute reason',
+    'Requests answered as outcome unknown (interrupted by a restart or a dead instance), and keyed calls declared so; attribute reason',
   ),
   reconnectLatency: spec(
     'server.reconnect_latency',
@@ -206,7 +206,7 @@ export const ConventionMetric = {
     kind: 'histogram',
     unit: 's',
     description:
-      'The duration of the MCP session as observed on the MCP server: from its creation here to its end',
+      'The duration of the MCP session as observed on the MCP server: from its creation (here, or in the record it was restored from) to its end',
     buckets: SESSION_DURATION_BUCKETS,
   },
 } as const satisfies Record<string, MetricSpec>;

@@ -1,3 +1,4 @@
+import { OutcomeUnknownReason } from '../../machines/codes.js';
 import { RESUME_STATUS, type ResumeAnswer, type StreamWindow } from '../../machines/server/retention.js';
 import type { EventLog } from '../server/event-log.js';
 import type { MemoStore } from '../server/memo-store.js';
@@ -97,8 +98,18 @@ export class ServerMetrics {
   }
 
   /**
+   * A session this instance took over from a durable or shared store (a restart, another instance):
+   * timed from `createdAt` (wall clock, ms, from its record), so its end here records its whole duration.
+   * A record without it (written before it was kept) is not timed.
+   */
+  sessionRestored(sessionId: string, createdAt: number | undefined, wallNow = Date.now()): void {
+    if (createdAt !== undefined) this.sessions.startedAgo(sessionId, Math.max(0, wallNow - createdAt));
+  }
+
+  /**
    * A session ended where the end was decided: counted, and its duration recorded
-   * (`mcp.server.session.duration`) when it was created here. Its end `reason` is not an error.
+   * (`mcp.server.session.duration`) when its start is known here (created here, or restored from a
+   * record that kept it). Its end `reason` is not an error.
    */
   sessionEnded(sessionId: string, reason: string): void {
     this.detaches.forget(sessionId);
@@ -108,7 +119,8 @@ export class ServerMetrics {
 
   /**
    * The continuity extension's memo (`createKeyedRequests({ metrics })`): `server.memo_entries` reports
-   * its live entries, for stores that count them (`MemoStore.liveEntries`; memory and SQLite do).
+   * its live entries, for stores that count them (`MemoStore.liveEntries`: memory and SQLite now, Redis
+   * as of its previous reading).
    */
   observeMemo(memo: MemoStore): void {
     if (this.memos.length === 0)
@@ -139,6 +151,15 @@ export class ServerMetrics {
   /** A keyed call's body started on this instance (`createKeyedRequests`). */
   keyedExecuted(): void {
     this.recorder.add(ServerMetric.keyedExecutions, 1);
+  }
+
+  /**
+   * A keyed call's stored entry moved (`from` → `to`, a compare-and-set this instance won): into
+   * `outcomeUnknown`, the declaration that the instance running it died (`instance_lost`) is counted in
+   * `server.outcome_unknown`, once per key whichever instance declared it.
+   */
+  keyedEntryMoved(to: string): void {
+    if (to === 'outcomeUnknown') this.outcomeUnknown(OutcomeUnknownReason.instanceLost);
   }
 
   /** A keyed attempt is served from its key's log without starting anything. */

@@ -7,9 +7,9 @@ const MAX_OPEN = 100_000;
 
 /**
  * Times 2025-era sessions for the conventions' `mcp.client.session.duration` and
- * `mcp.server.session.duration` (seconds): from the moment a session is first known here to its end. A
- * session whose start was not seen here (restored after a restart, or made by another instance) records
- * nothing at its end: its duration is not known.
+ * `mcp.server.session.duration` (seconds): from the moment a session is first known here (or, for one
+ * restored from a store, from its creation elsewhere: `startedAgo`) to its end. A session whose start is
+ * not known here records nothing at its end.
  */
 export class SessionTimer {
   private readonly open = new Map<string, number>();
@@ -21,8 +21,13 @@ export class SessionTimer {
   ) {}
 
   started(sessionId: string): void {
+    this.startedAgo(sessionId, 0);
+  }
+
+  /** A session that started `agoMs` ago elsewhere (another instance, a previous process). */
+  startedAgo(sessionId: string, agoMs: number): void {
     if (this.open.has(sessionId)) return;
-    this.open.set(sessionId, this.now());
+    this.open.set(sessionId, this.now() - agoMs);
     if (this.open.size > MAX_OPEN) this.open.delete(this.open.keys().next().value as string);
   }
 

@@ -24,6 +24,11 @@ export interface SessionRecord {
   readonly initialize: JsonRpcMessage;
   /** The session machine's persisted snapshot (request ids seen, streams, lifecycle). */
   readonly snapshot: unknown;
+  /**
+   * When the session was created (wall clock, ms): an instance that restores it times its
+   * `mcp.server.session.duration` from here. Absent in records written before it was kept.
+   */
+  readonly createdAt?: number;
 }
 
 export interface SessionRegistry {

@@ -295,7 +295,7 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
       ...sessionOptions(id),
       id,
       epoch: randomBytes(6).toString('hex'),
-      ...(log.durable ? { initialize } : {}),
+      ...(log.durable ? { initialize, createdAt: Date.now() } : {}),
       principal: principal?.principal,
     });
     sessions.set(id, session);
@@ -342,10 +342,12 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
           epoch: record.epoch,
           principal: record.principal,
           initialize: record.initialize,
+          ...(record.createdAt === undefined ? {} : { createdAt: record.createdAt }),
           snapshot: record.snapshot,
           version,
         });
         sessions.set(id, session);
+        metrics?.sessionRestored(id, record.createdAt);
         hold(id, holderOf(record.principal, undefined));
         await session.restore(await options.createMcpServer({ id, principal: record.principal }));
         return session;

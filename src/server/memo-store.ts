@@ -51,8 +51,9 @@ export interface MemoStore {
   onForget?(listener: (logId: string) => void): void;
   /**
    * Optional: the live entries held now (running, or inside their window), counted without waiting, for
-   * the `server.memo_entries` gauge. Stores that can only count asynchronously (Redis) leave it out.
+   * the `server.memo_entries` gauge. A store that counts asynchronously (Redis) returns its last count
+   * (undefined before it has one) and starts the next.
    */
-  liveEntries?(): number;
+  liveEntries?(): number | undefined;
   close(): Promise<void>;
 }

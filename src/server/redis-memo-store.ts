@@ -136,6 +136,9 @@ export class RedisMemoStore implements MemoStore {
   private readonly prefix: string;
   private readonly now: () => number;
   private closed = false;
+  /** `liveEntries`: the last count, and the count in flight. */
+  private lastCount: number | undefined;
+  private counting: Promise<void> | undefined;
 
   constructor(options: RedisMemoStoreOptions) {
     this.memoWindowMs = options.memoWindowMs;
@@ -278,6 +281,39 @@ export class RedisMemoStore implements MemoStore {
     const unique = [...new Set(instanceIds)];
     const found = await Promise.all(unique.map((id) => c.exists(this.leaseKey(id))));
     return new Set(unique.filter((id, i) => id === this.instanceId || Number(found[i]) > 0));
+  }
+
+  /**
+   * The live entries counted now, in one round trip: the running set's size plus the expiry index's
+   * members whose window has not ended (both kept by the scripts above; nothing is scanned).
+   */
+  async countLiveEntries(): Promise<number> {
+    const [running, finished] = await (await this.c())
+      .multi()
+      .sCard(this.runningKey)
+      .zCount(`${this.prefix}memo:expiry`, `(${this.now()}`, '+inf')
+      .exec();
+    return Number(running) + Number(finished);
+  }
+
+  /**
+   * For the `server.memo_entries` gauge, which reads without waiting: the count of the last
+   * `countLiveEntries` (undefined before the first one ends), and the next count is started (one at a
+   * time), so the gauge trails Redis by one reading.
+   */
+  liveEntries(): number | undefined {
+    if (!this.counting && !this.closed)
+      this.counting = this.countLiveEntries()
+        .then(
+          (n) => {
+            this.lastCount = n;
+          },
+          () => undefined,
+        )
+        .finally(() => {
+          this.counting = undefined;
+        });
+    return this.lastCount;
   }
 
   /** Disconnects at once, dropping commands in flight: a test's stand-in for the process dying. */

@@ -77,6 +77,8 @@ export interface RuntimeSessionOptions {
    * into a fresh SDK server). Not kept with a memory log: an idle session is smaller without it.
    */
   readonly initialize?: JsonRpcMessage;
+  /** When the session was created (wall clock, ms), kept in its record for the instances restoring it. */
+  readonly createdAt?: number;
   /** A persisted machine snapshot: this session is being restored by a new process. */
   readonly snapshot?: unknown;
   /** Shared store: the version of the stored record `snapshot` came from (0: a new session). */

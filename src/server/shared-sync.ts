@@ -18,6 +18,8 @@ export interface SyncedSession {
   readonly epoch: string;
   readonly principal?: string;
   readonly initialize?: JsonRpcMessage;
+  /** When the session was created (wall clock, ms), kept in its record (`SessionRecord.createdAt`). */
+  readonly createdAt?: number;
   /** The version of the stored record the session's snapshot came from (0: a new session). */
   readonly version?: number;
   readonly onError: (error: unknown) => void;
@@ -185,6 +187,7 @@ export class SharedSync {
       principal: this.o.principal,
       initialize: this.o.initialize as JsonRpcMessage,
       snapshot,
+      ...(this.o.createdAt === undefined ? {} : { createdAt: this.o.createdAt }),
     };
   }
 

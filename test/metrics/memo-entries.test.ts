@@ -1,16 +1,27 @@
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { MemoEntry } from '../../machines/server/keyed-memo.js';
 import { ContinuityMetrics } from '../../src/index.js';
 import { ServerMetric } from '../../src/metrics/names.js';
+import { RedisMemoStore } from '../../src/redis.js';
 import type { MemoStore } from '../../src/server/memo-store.js';
 import { MemoryMemoStore } from '../../src/server/memory-memo-store.js';
 import { SqliteMemoStore } from '../../src/sqlite.js';
-import { otelSdk } from './otel.js';
+import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+import { eventually, otelSdk } from './otel.js';
+
+let redis: RedisServer | undefined;
+beforeAll(async () => {
+  redis = await startRedisServer();
+});
+afterAll(async () => {
+  await redis?.dispose();
+});
 
 /**
  * `mcp_continuity.server.memo_entries`: the memo's live entries as its store counts them, read through
  * an OTel SDK's gauge and `figures()`. A running entry counts, a finished one counts while inside its
- * window, and none counts once the window has passed (on a virtual clock).
+ * window, and none counts once the window has passed (on a virtual clock). Redis counts asynchronously:
+ * its gauge reports the count of the previous reading, so the test reads until it settles.
  */
 const NAME = ServerMetric.memoEntries.name;
 
@@ -30,7 +41,19 @@ function entry(key: string, at: number): MemoEntry {
 const stores: Record<string, (now: () => number) => MemoStore> = {
   memory: (now) => new MemoryMemoStore({ memoWindowMs: 1_000, now }),
   sqlite: (now) => new SqliteMemoStore({ path: ':memory:', memoWindowMs: 1_000, now }),
+  redis: (now) =>
+    new RedisMemoStore({
+      url: redis?.url as string,
+      keyPrefix: `gauge-${Math.random().toString(36).slice(2)}:`,
+      memoWindowMs: 1_000,
+      now,
+    }),
 };
+
+/** The gauge's figure once it reads `n` (at once for stores that count synchronously). */
+async function settles(metrics: ContinuityMetrics, n: number): Promise<void> {
+  await eventually(() => metrics.figures()[NAME] === n, 5_000, `${NAME} = ${n}`);
+}
 
 describe('the memo entries gauge', () => {
   for (const [name, make] of Object.entries(stores)) {
@@ -42,20 +65,20 @@ describe('the memo entries gauge', () => {
       try {
         metrics.server.observeMemo(memo);
         metrics.server.observeMemo(memo); // observed twice, counted once
-        expect(metrics.figures()[NAME]).toBe(0);
+        await settles(metrics, 0);
         const a = entry('a', clock);
         expect((await memo.create(a, 10)).kind).toBe('created');
         expect((await memo.create(entry('b', clock), 10)).kind).toBe('created');
-        expect(metrics.figures()[NAME]).toBe(2);
+        await settles(metrics, 2);
         expect((await sdk.collect()).gauge(NAME)).toBe(2);
         // Finished: still live inside its window…
         await memo.replace({ ...a, state: 'committed', finishedAt: clock }, 'running');
         clock += 999;
-        expect(metrics.figures()[NAME]).toBe(2);
+        await settles(metrics, 2);
         // …and gone once it has passed (the running one stays).
         clock += 2;
         await memo.sweep();
-        expect(metrics.figures()[NAME]).toBe(1);
+        await settles(metrics, 1);
         expect((await sdk.collect()).gauge(NAME)).toBe(1);
       } finally {
         await memo.close();

@@ -1,6 +1,10 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ContinuityMetrics, isOutcomeUnknown } from '../../src/index.js';
 import { ConventionMetric } from '../../src/metrics/names.js';
+import { SqliteEventLog } from '../../src/sqlite.js';
 import { RawClient, startServer } from '../server/harness.js';
 import { clientFixture } from '../support/client-fixture.js';
 import { eventually, otelSdk } from './otel.js';
@@ -44,6 +48,33 @@ describe('session durations on the MCP conventions', () => {
     expect(h.sum).toBeGreaterThanOrEqual(0.29);
     expect(h.sum).toBeLessThanOrEqual(held);
     expect(metrics.figures()[`${SERVER}.count`]).toBe(1);
+  });
+
+  it('a session restored by a new process is timed from its creation in the old one', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'mcpc-duration-'));
+    onCleanup(() => rm(dir, { recursive: true, force: true }));
+    const path = join(dir, 'log.db');
+    const before = performance.now();
+    const first = await startServer({ eventLog: new SqliteEventLog({ path }) });
+    const client = new RawClient(first.url);
+    await client.initialize();
+    await wait(300);
+    await first.close();
+    // The new process on the same file: it has never seen the session start.
+    const { sdk, metrics } = observed();
+    const second = await startServer({ eventLog: new SqliteEventLog({ path }), metrics });
+    onCleanup(() => second.close());
+    const again = Object.assign(new RawClient(second.url), { sessionId: client.sessionId });
+    await wait(100);
+    const deleted = await fetch(second.url, { method: 'DELETE', headers: again.headers() });
+    expect(deleted.status).toBe(200);
+    const held = (performance.now() - before) / 1000;
+
+    const h = (await sdk.collect()).histogram(SERVER, { 'mcp_continuity.reason': 'terminated' });
+    expect(h.count).toBe(1);
+    // Both processes' share: the 300 ms before the restart and the 100 ms after it.
+    expect(h.sum).toBeGreaterThanOrEqual(0.39);
+    expect(h.sum).toBeLessThanOrEqual(held + 0.01);
   });
 
   it('the client times its session from the id to close(), with its protocol version', async () => {

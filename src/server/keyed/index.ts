@@ -425,6 +425,9 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
       case 'limited':
         this.pending.get(note.request)?.call.limited?.(note.reason, note.status);
         return;
+      case 'state':
+        this.metrics?.server.keyedEntryMoved(note.to);
+        return;
       default:
         return;
     }

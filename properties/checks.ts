@@ -259,6 +259,7 @@ export const CHECKS = {
   're-sent when safe': onModel(COMMON_CHECKS['re-sent when safe']),
   'deaths excuse only their own calls': onModel(COMMON_CHECKS['deaths excuse only their own calls']),
   'sessions end for a reason': onModel(COMMON_CHECKS['sessions end for a reason']),
+  'expiry after the idle TTL': onModel(COMMON_CHECKS['expiry after the idle TTL']),
 } as const satisfies Record<string, Check>;
 
 export type CheckName = keyof typeof CHECKS;

@@ -367,22 +367,16 @@ export class SimServer {
         const running = Object.keys(
           (actor.getSnapshot().context as { running?: object }).running ?? {},
         ).length;
-        this.recorder.sessionEnded(
-          id,
-          this.clock.now(),
-          e.reason,
-          [...logs.values()].filter((l) => l.conn).length + running,
-        );
-      });
-      this.watchEnd(actor, logs);
-      actor.on('session.ended', (e) =>
-        this.recorder.serverSessionEnds.push({
+        this.recorder.sessionEnded({
           sessionId: id,
-          reason: e.reason,
+          at: this.clock.now(),
+          cause: e.reason,
+          inUse: [...logs.values()].filter((l) => l.conn).length + running,
           unusedForMs: this.clock.now() - (this.sessions.get(id)?.lastUsed ?? this.clock.now()),
           idleTtlMs: this.config.idleTtlMs,
-        }),
-      );
+        });
+      });
+      this.watchEnd(actor, logs);
       actor.start();
       return actor;
     };

@@ -375,4 +375,14 @@ export const MUTANTS: readonly Mutant[] = [
     variant: { client: CORRECT_CLIENT, serverRules: { sleptFor: (now) => now } },
     caughtBy: ['expiry after the idle TTL'],
   },
+  {
+    // Issue 24 item 4: the world's DELETE used to bypass `serve`, so its answer could not be wrong.
+    name: 'every DELETE answered 200, even of a session the server no longer has',
+    branch: 'session',
+    variant: {
+      client: CORRECT_CLIENT,
+      serverRules: { deleteAnswer: () => ({ kind: 'empty', status: 200 }) },
+    },
+    caughtBy: ['DELETE answered honestly'],
+  },
 ];

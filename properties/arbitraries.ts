@@ -162,6 +162,31 @@ export const tokenExpiryArb: fc.Arbitrary<Command[]> = fc
     ...rest,
   ]);
 
+/**
+ * The server loses a session the client has not yet heard about (a restart without a durable log, or an
+ * expiry while the client is cut off), and the application closes its transport right then: its DELETE
+ * names a session the server no longer has.
+ */
+export const closeAfterLossArb: fc.Arbitrary<Command[]> = fc
+  .tuple(
+    callArb,
+    fc.integer({ min: 1, max: 3_000 }),
+    fc.oneof(
+      fc.constant([{ kind: 'serverRestart', durable: false } as const]),
+      fc
+        .integer({ min: 35_000, max: 60_000 })
+        .map((ms) => [{ kind: 'partition', ms } as const, { kind: 'advance', ms: ms + 10 } as const]),
+    ),
+    fc.array(commandArb, { maxLength: 20, size: 'max' }),
+  )
+  .map(([call, wait, loss, rest]) => [
+    call,
+    { kind: 'advance', ms: wait } as const,
+    ...loss,
+    { kind: 'closeAndReconnect' } as const,
+    ...rest,
+  ]);
+
 export const scenarioArb = fc.record({
   config: worldConfigArb,
   commands: fc.oneof(
@@ -170,5 +195,6 @@ export const scenarioArb = fc.record({
     { weight: 1, arbitrary: evictionArb },
     { weight: 1, arbitrary: earlyNotifyArb },
     { weight: 1, arbitrary: tokenExpiryArb },
+    { weight: 1, arbitrary: closeAfterLossArb },
   ),
 });

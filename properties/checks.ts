@@ -148,6 +148,25 @@ function unknownExplained(recorder: Recorder, c: CallRecord, dedupe: boolean): s
   }
 }
 
+/**
+ * A DELETE is answered for what the server did: a success only when the server ended that session for
+ * it (`terminated`). A DELETE of a session the server no longer had (expired, forgotten by a restart) is
+ * told so (404), not that it ended something.
+ */
+export const deleteAnsweredHonestly: Check = ({ recorder }) =>
+  recorder.deleteAnswers
+    .filter((d) => d.status >= 200 && d.status < 300)
+    .filter(
+      (d) =>
+        !recorder.sessionEnds.some(
+          (e) => e.sessionId === d.sessionId && e.cause === 'terminated' && e.at <= d.at,
+        ),
+    )
+    .map(
+      (d) =>
+        `DELETE of session ${d.sessionId} answered ${d.status} at ${d.at}, but the server did not end it`,
+    );
+
 /** No message, and no call outcome, reaches the application twice. */
 export const noDuplicateDelivery: Check = (outcome) => [
   ...[...outcome.recorder.delivered]
@@ -259,6 +278,8 @@ export const CHECKS = {
   're-sent when safe': onModel(COMMON_CHECKS['re-sent when safe']),
   'deaths excuse only their own calls': onModel(COMMON_CHECKS['deaths excuse only their own calls']),
   'sessions end for a reason': onModel(COMMON_CHECKS['sessions end for a reason']),
+  'expiry after the idle TTL': onModel(COMMON_CHECKS['expiry after the idle TTL']),
+  'DELETE answered honestly': deleteAnsweredHonestly,
 } as const satisfies Record<string, Check>;
 
 export type CheckName = keyof typeof CHECKS;

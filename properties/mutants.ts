@@ -351,4 +351,38 @@ export const MUTANTS: readonly Mutant[] = [
     },
     caughtBy: ['sessions end for a reason'],
   },
+  {
+    // Issue 24 item 6: a woken session expires after half its TTL asleep. (An idle timer armed short
+    // would be the same bug, but an idle session sleeps within a sweep period, long before any TTL: the
+    // expiry is decided on waking, here as at run time.)
+    name: 'the server expires a woken session before its TTL (half of it asleep counts as all)',
+    branch: 'session',
+    variant: {
+      client: CORRECT_CLIENT,
+      serverMachine: serverSessionMachine.provide({
+        guards: {
+          sleptPastTtl: ({ context, event }) =>
+            event.type === 'session.woken' && event.idleMs >= context.idleTtlMs / 2,
+        },
+      }),
+    },
+    caughtBy: ['expiry after the idle TTL'],
+  },
+  {
+    // Issue 24 item 4: a sleeping session is told it slept since the clock began, not since its last use.
+    name: 'a sleeping session woken as if idle since the start (its last use ignored)',
+    branch: 'server timing',
+    variant: { client: CORRECT_CLIENT, serverRules: { sleptFor: (now) => now } },
+    caughtBy: ['expiry after the idle TTL'],
+  },
+  {
+    // Issue 24 item 4: the world's DELETE used to bypass `serve`, so its answer could not be wrong.
+    name: 'every DELETE answered 200, even of a session the server no longer has',
+    branch: 'session',
+    variant: {
+      client: CORRECT_CLIENT,
+      serverRules: { deleteAnswer: () => ({ kind: 'empty', status: 200 }) },
+    },
+    caughtBy: ['DELETE answered honestly'],
+  },
 ];

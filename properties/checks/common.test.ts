@@ -99,6 +99,27 @@ describe('a session ends only for a reason the server had, never expired while i
   });
 });
 
+describe('a session expires only after going unused for its whole idle TTL', () => {
+  const check = COMMON_CHECKS['expiry after the idle TTL'];
+  const end = { at: 100, inUse: 0, idleTtlMs: 30_000 } as const;
+
+  it('flags an expiry after less than the TTL unused', () => {
+    const t = trace({ sessionEnds: [{ sessionId: 's1', cause: 'expired', unusedForMs: 15_000, ...end }] });
+    expect(check(t, RULES_2025)).toEqual([expect.stringMatching(/^session s1 expired .* 15000 ms unused/)]);
+  });
+
+  it('excuses an expiry at the TTL, a DELETE at once, and an end whose idle clock is not known', () => {
+    const t = trace({
+      sessionEnds: [
+        { sessionId: 's1', cause: 'expired', unusedForMs: 30_000, ...end },
+        { sessionId: 's2', cause: 'terminated', unusedForMs: 0, ...end },
+        { sessionId: 's3', cause: 'expired', at: 100, inUse: 0 },
+      ],
+    });
+    expect(check(t, RULES_2025)).toEqual([]);
+  });
+});
+
 describe('repeated 410s excuse nothing when the re-issue never advanced its cursor', () => {
   const check = COMMON_CHECKS['evictions advance the cursor'];
 

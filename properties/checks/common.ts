@@ -82,6 +82,25 @@ export const sessionsEndForAReason: TraceCheck = (t, rules) => {
 };
 
 /**
+ * A session expires only once it has gone unused for its whole idle TTL: not a moment sooner, whatever the
+ * machine was told while it slept or waited (a sleeping session woken with the wrong idle time, an idle
+ * timer armed too short).
+ */
+export const expiryAfterTheTtl: TraceCheck = (t, rules) =>
+  t.sessionEnds
+    .filter(
+      (e) =>
+        rules.onlyWhileIdle.has(e.cause) &&
+        e.unusedForMs !== undefined &&
+        e.idleTtlMs !== undefined &&
+        e.unusedForMs < e.idleTtlMs,
+    )
+    .map(
+      (e) =>
+        `session ${e.sessionId} ${e.cause} at ${e.at} after ${e.unusedForMs} ms unused (idle TTL ${e.idleTtlMs} ms)`,
+    );
+
+/**
  * A 410 says where to resume (`resumeAfter`): the call's next attempt carries that cursor. A re-issue that
  * sends the cursor the server just refused gets the same 410 again, and repeated 410s are then the
  * client's doing, not the world's: they excuse nothing.
@@ -112,6 +131,7 @@ export const COMMON_CHECKS = {
   're-sent when safe': resendWhenSafe,
   'deaths excuse only their own calls': deathsExcuseOwnCalls,
   'sessions end for a reason': sessionsEndForAReason,
+  'expiry after the idle TTL': expiryAfterTheTtl,
   'evictions advance the cursor': evictionsAdvanceTheCursor,
 } as const satisfies Record<string, TraceCheck>;
 

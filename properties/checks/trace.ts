@@ -43,6 +43,12 @@ export interface SessionEnd {
   readonly cause: string;
   /** Streams attached to it and calls running in it when it ended. */
   readonly inUse: number;
+  /**
+   * How long it had gone unused when it ended (its idle clock, kept from outside the machine) and the TTL
+   * it was given: an expiry needs the first to reach the second. Absent where the world cannot tell.
+   */
+  readonly unusedForMs?: number;
+  readonly idleTtlMs?: number;
 }
 
 /** A server instance (one incarnation) died or was stopped. */

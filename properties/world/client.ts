@@ -10,6 +10,7 @@ import { JsonRpcCode } from '../../machines/codes.js';
 import { isResponse, type JsonRpcMessage, requestKey } from '../../machines/jsonrpc.js';
 import { inspectClient, type Observe } from '../coverage.js';
 import type { VirtualClock } from './clock.js';
+import { sendDelete } from './delete.js';
 import type { SimNetwork } from './network.js';
 import type { Recorder } from './recorder.js';
 import type { SimServer } from './server.js';
@@ -127,9 +128,7 @@ export class SimClientProcess {
             lostCount: gap.lostCount,
             sessionGone: gap.sessionId === undefined || server.isGone(gap.sessionId),
           }),
-        sendDelete: (_, { sessionId }) => {
-          deps.clock.setTimeout(() => server.delete(sessionId), net.latency());
-        },
+        sendDelete: (_, { sessionId }) => sendDelete(net, server, recorder, sessionId),
         persistCursor: (_, { record }) => {
           deps.store.record = record;
         },

@@ -2,6 +2,20 @@ import type { Exchange, IoEvent, SseEvent } from '../../machines/client/io.js';
 import type { VirtualClock } from './clock.js';
 
 /**
+ * What a connection carries to the server: a stream machine's exchange (POST or GET), or the DELETE with
+ * which a closing client ends its session (the runtime's transport sends it outside any stream).
+ */
+export type WireExchange =
+  | Exchange
+  | {
+      readonly method: 'DELETE';
+      readonly sessionId: string;
+      readonly protocolVersion?: string;
+      readonly lastEventId?: undefined;
+      readonly body?: undefined;
+    };
+
+/**
  * The simulated network between client exchanges and the simulated server. Each message draws its own
  * latency, per direction (a request's way to the server, each event's way back), and delivery stays FIFO
  * per connection, as on one TCP connection. Faults (reset, clean end, black hole, refusal) are injected
@@ -25,7 +39,7 @@ export class SimConnection {
 
   constructor(
     readonly id: number,
-    readonly exchange: Exchange,
+    readonly exchange: WireExchange,
     private readonly net: SimNetwork,
     private readonly deliver: (event: IoEvent) => void,
   ) {
@@ -116,7 +130,7 @@ export class SimNetwork {
 
   /** Opens a connection; `serve` runs on the server side after one latency unless refused. */
   connect(
-    exchange: Exchange,
+    exchange: WireExchange,
     deliver: (event: IoEvent) => void,
     serve: (conn: SimConnection) => void,
   ): SimConnection {

@@ -65,15 +65,11 @@ export class Recorder {
   readonly closedProcesses = new Set<number>();
   /** Sessions the client stopped using (id changed or ended) while the server still had them, and how. */
   readonly sessionLeftLive: string[] = [];
-  /**
-   * Every session the server ended, why, and how long it had been unused then (its idle clock, as the
-   * runtime keeps it): the facts a check needs to see that a session expired only while idle for its TTL.
-   */
-  readonly serverSessionEnds: Array<{
+  /** Every answer a client's DELETE got (a DELETE cut before its answer is not here). */
+  readonly deleteAnswers: Array<{
     readonly sessionId: string;
-    readonly reason: 'expired' | 'terminated' | 'shutdown';
-    readonly unusedForMs: number;
-    readonly idleTtlMs: number;
+    readonly status: number;
+    readonly at: number;
   }> = [];
   /** Virtual time the last fault ended (a fault command, or the end of a partition or of 503s). */
   faultsEndAt = 0;
@@ -122,9 +118,12 @@ export class Recorder {
     return list.length;
   }
 
-  /** The server ended a session (`session.ended`); `inUse`: streams attached and calls running in it then. */
-  sessionEnded(sessionId: string, at: number, cause: string, inUse: number): void {
-    this.sessionEnds.push({ sessionId, at, cause, inUse });
+  /**
+   * The server ended a session (`session.ended`): why, how much was attached or running in it then, and
+   * how long it had gone unused (its idle clock, as the runtime keeps it) against its TTL.
+   */
+  sessionEnded(end: SessionEnd): void {
+    this.sessionEnds.push(end);
   }
 
   /** The server process died (restart): its calls may end outcome unknown; a new incarnation serves. */

@@ -302,7 +302,7 @@ export class SimServer {
       }
       case 'delete': {
         // The runtime's answer (src/server/session.ts): 200 when the machine ended it, else 404.
-        const answer = this.rules.deleteAnswer(this.delete(sessionId as string));
+        const answer = this.rules.deleteAnswer(this.terminate(session));
         if ('kind' in answer) conn.send({ type: 'http.response', status: answer.status });
         else this.reply(conn, answer);
         return;
@@ -367,22 +367,16 @@ export class SimServer {
         const running = Object.keys(
           (actor.getSnapshot().context as { running?: object }).running ?? {},
         ).length;
-        this.recorder.sessionEnded(
-          id,
-          this.clock.now(),
-          e.reason,
-          [...logs.values()].filter((l) => l.conn).length + running,
-        );
-      });
-      this.watchEnd(actor, logs);
-      actor.on('session.ended', (e) =>
-        this.recorder.serverSessionEnds.push({
+        this.recorder.sessionEnded({
           sessionId: id,
-          reason: e.reason,
+          at: this.clock.now(),
+          cause: e.reason,
+          inUse: [...logs.values()].filter((l) => l.conn).length + running,
           unusedForMs: this.clock.now() - (this.sessions.get(id)?.lastUsed ?? this.clock.now()),
           idleTtlMs: this.config.idleTtlMs,
-        }),
-      );
+        });
+      });
+      this.watchEnd(actor, logs);
       actor.start();
       return actor;
     };
@@ -674,10 +668,9 @@ export class SimServer {
 
   /**
    * DELETE: the session machine decides (true: it ended the session); attached streams get
-   * `event: close` (see watchEnd).
+   * `event: close` (see watchEnd). A session this server does not have was not ended by it.
    */
-  delete(sessionId: string): boolean {
-    const session = this.sessions.get(sessionId);
+  private terminate(session: SimSession | undefined): boolean {
     return session ? this.ask(session, { type: 'session.delete' }, 'decision.delete').accepted : false;
   }
 

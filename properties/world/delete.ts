@@ -1,0 +1,19 @@
+import type { SimNetwork } from './network.js';
+import type { Recorder } from './recorder.js';
+import type { SimServer } from './server.js';
+
+/**
+ * A closing client's DELETE of its session, as the runtime's transport sends it (src/client/transport.ts
+ * `sendDelete`): a request of its own on the network, served by the server's `serve` like any other, so
+ * the answer is the runtime's (`deleteAnswer`). What came back is recorded for the checks.
+ */
+export function sendDelete(net: SimNetwork, server: SimServer, recorder: Recorder, sessionId: string): void {
+  net.connect(
+    { method: 'DELETE', sessionId, protocolVersion: '2025-11-25' },
+    (event) => {
+      if (event.type === 'http.response')
+        recorder.deleteAnswers.push({ sessionId, status: event.status, at: net.clock.now() });
+    },
+    (conn) => server.serve(conn),
+  );
+}

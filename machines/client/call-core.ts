@@ -1,6 +1,7 @@
 import type { JsonRpcRequest } from '../jsonrpc.js';
 import type { NetworkFault } from './io.js';
 import { STALL_PROGRESS_BYTES } from './limits.js';
+import { progressStep } from './progress.js';
 import type {
   StatelessCallEvent,
   StatelessCallInput,
@@ -158,11 +159,9 @@ export function attemptStep(
     case 'headers':
       return { state: { ...state, responded: true }, events: [activity] };
     case 'bytes': {
-      // A large unit arriving steadily is alive although nothing completes; a trickle is not.
-      const partial = fact.completed ? 0 : state.partial + fact.bytes;
-      const responded = { responded: true };
-      if (partial >= rules.progressBytes) return { state: { ...responded, partial: 0 }, events: [activity] };
-      return { state: { ...responded, partial }, events: [] };
+      // A large unit arriving steadily is alive although nothing completes; a trickle is not (progress.ts).
+      const { partial, alive } = progressStep(state.partial, fact.bytes, fact.completed, rules.progressBytes);
+      return { state: { responded: true, partial }, events: alive ? [activity] : [] };
     }
     case 'keep-alive':
       return { state: { responded: true, partial: 0 }, events: [activity] };

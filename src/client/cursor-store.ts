@@ -1,6 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { open, readFile, rename, stat, unlink } from 'node:fs/promises';
-import type { CursorRecord } from '../../machines/client/cursor.js';
+import {
+  type CursorRecord,
+  cursorFileSizeRefusal,
+  MAX_CURSOR_FILE_BYTES,
+  recordOfCursorFile,
+} from '../../machines/client/cursor.js';
 import { LatestWrite } from './latest-write.js';
 
 /**
@@ -28,11 +33,8 @@ export class MemoryCursorStore implements CursorStore {
   }
 }
 
-/**
- * The largest cursor file `FileCursorStore` reads. A record holds a session id, the initialize request and
- * one bounded event id per open stream (`MAX_EVENT_ID_LENGTH`), so a larger file is not one of ours.
- */
-export const MAX_CURSOR_FILE_BYTES = 4 * 1024 * 1024;
+/** The largest cursor file `FileCursorStore` reads (machines/client/cursor.ts says why). */
+export { MAX_CURSOR_FILE_BYTES };
 
 /**
  * Keeps the cursor in a JSON file, written atomically: a temporary file, fsync, then rename over the
@@ -48,20 +50,16 @@ export class FileCursorStore implements CursorStore {
   async load(): Promise<CursorRecord | null> {
     let text: string;
     try {
-      const { size } = await stat(this.path);
-      if (size > MAX_CURSOR_FILE_BYTES)
-        throw new Error(
-          `${this.path}: ${size} bytes, more than a cursor record may hold (${MAX_CURSOR_FILE_BYTES})`,
-        );
+      const refusal = cursorFileSizeRefusal((await stat(this.path)).size);
+      if (refusal !== undefined) throw new Error(`${this.path}: ${refusal}`);
       text = await readFile(this.path, 'utf8');
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
       throw error;
     }
-    const parsed = JSON.parse(text) as { version?: number; record?: CursorRecord | null };
-    if (parsed.version !== 1)
-      throw new Error(`${this.path}: not an mcp-continuity cursor file (version ${parsed.version})`);
-    return parsed.record ?? null;
+    const file = recordOfCursorFile(JSON.parse(text));
+    if ('refusal' in file) throw new Error(`${this.path}: ${file.refusal}`);
+    return file.record;
   }
 
   save(record: CursorRecord | null): Promise<void> {

@@ -1,13 +1,20 @@
 import { createParser } from 'eventsource-parser';
 import { fromCallback } from 'xstate';
 import { ADVERTISEMENT_HEADER, parseAdvertisement } from '../../machines/advertisement.js';
+import {
+  EXCHANGE_START,
+  type ExchangeFact,
+  type ExchangeFailure,
+  type ExchangeState,
+  exchangeStep,
+  stopPlan,
+} from '../../machines/client/exchange-core.js';
 import { faultOf } from '../../machines/client/faults.js';
 import type { Exchange, IoEvent, SseEvent } from '../../machines/client/io.js';
 import {
   acceptableEventId,
   DEFAULT_MAX_MESSAGE_BYTES,
   MAX_EVENT_ID_LENGTH,
-  STALL_PROGRESS_BYTES,
 } from '../../machines/client/limits.js';
 import { asJsonRpcMessage, claimedId } from '../../machines/client/wire.js';
 import type { JsonRpcMessage } from '../../machines/jsonrpc.js';
@@ -31,49 +38,37 @@ export interface ExchangeIo {
 }
 
 /**
- * The `exchange` actor the stream machine invokes: one HTTP request, its response read to the end and
- * turned into IoEvents. Stopping the actor ends its events at once, and aborts the request (see
- * `DRAIN_MS` for a body being read). It decides nothing.
+ * The `exchange` actor the stream machine invokes: one HTTP request, its response read to the end, what
+ * was read told to the exchange core (machines/client/exchange-core.ts), whose events go to the machine.
+ * Stopping the actor ends its events at once and does what the core's `stopPlan` says (abort now, or
+ * drain the body and abort at the time it gives). It decides nothing.
  */
 export function createExchangeActor(io: ExchangeIo) {
   const advertisements = new AdvertisementCache();
   return fromCallback<IoEvent, Exchange>(({ input, sendBack }) => {
     const abort = new AbortController();
-    const exchange: ExchangeState = { finished: false, stopped: false, reading: false, advertisements };
+    const exchange: ExchangeHost = { core: EXCHANGE_START, stopped: false, advertisements };
     void run(io, input, sendBack, abort.signal, exchange);
     return () => {
       exchange.stopped = true;
-      // Most exchanges are stopped right after their last event: a finished one has nothing to abort, and an
-      // abort without a reason builds a DOMException with a stack each time (~3 % of a busy client's CPU).
-      if (exchange.finished) return;
-      // Only a POST's body is drained: a GET stream (the standalone stream, a resume) may never end.
-      if (!exchange.reading || input.method !== 'POST') {
+      const plan = stopPlan(exchange.core, input.method);
+      if (plan.kind === 'none') return;
+      if (plan.kind === 'abort') {
         abort.abort(STOPPED);
         return;
       }
-      const timer = setTimeout(() => abort.abort(STOPPED), DRAIN_MS);
+      const timer = setTimeout(() => abort.abort(STOPPED), plan.wakeInMs);
       timer.unref?.();
       exchange.onFinished = () => clearTimeout(timer);
     };
   });
 }
 
-/**
- * A POST's body being read when its stream stops is read on (its events dropped) for this long before it
- * is aborted. A request stream stops as soon as its answer is in, often a moment before the end of the body
- * that follows it (a proxy, a real network); aborting then destroys a connection that could have gone
- * back to the pool. Short, because a server may also keep a finished stream open (the SDK server does,
- * after a replay), and that connection should not be held long.
- */
-const DRAIN_MS = 200;
-
-interface ExchangeState {
-  /** The response was read to its end, or failed. */
-  finished: boolean;
+interface ExchangeHost {
+  /** The exchange core's state: what was read so far. */
+  core: ExchangeState;
   /** The stream machine stopped this exchange: nothing more is sent to it. */
   stopped: boolean;
-  /** An SSE body is being read. */
-  reading: boolean;
   onFinished?: () => void;
   readonly advertisements: AdvertisementCache;
 }
@@ -97,24 +92,22 @@ async function run(
   ex: Exchange,
   sendEvent: (e: IoEvent) => void,
   signal: AbortSignal,
-  exchange: ExchangeState,
+  exchange: ExchangeHost,
 ): Promise<void> {
   const limit = io.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
-  const send = (e: IoEvent) => {
-    // The last event of an exchange: the response has been read to its end (or failed) before it is sent.
-    if (e.type === 'http.response' || e.type === 'net.ended' || e.type === 'net.failed') {
-      exchange.finished = true;
-      exchange.onFinished?.();
-    }
-    if (!exchange.stopped) sendEvent(e);
+  /** One fact to the core; its events to the machine (none once the machine stopped listening). */
+  const tell = (fact: ExchangeFact) => {
+    const step = exchangeStep(exchange.core, fact);
+    exchange.core = step.state;
+    if (step.state.finished) exchange.onFinished?.();
+    if (!exchange.stopped) for (const e of step.events) sendEvent(e);
   };
+  const failed = (failure: ExchangeFailure) => tell({ kind: 'failed', failure });
   let authorization: string | undefined;
   try {
     authorization = await io.authorization?.();
   } catch {
-    // The provider could not give a token: nothing was sent, so this attempt is one that never left
-    // (refused), not a reset after which the request may have run.
-    if (!signal.aborted) send({ type: 'net.failed', fault: 'refused' });
+    if (!signal.aborted) failed({ kind: 'no-token' });
     return;
   }
   if (signal.aborted) return;
@@ -132,56 +125,48 @@ async function run(
       redirect: io.followRedirects ? 'follow' : 'manual',
     });
   } catch (error) {
-    if (!signal.aborted) send({ type: 'net.failed', fault: faultOf(error) });
+    if (!signal.aborted) failed({ kind: 'network', fault: faultOf(error) });
     return;
   }
-  const sessionId = response.headers.get('mcp-session-id') ?? undefined;
-  const wwwAuthenticate = response.headers.get('www-authenticate') ?? undefined;
-  const advertisement = exchange.advertisements.parse(response.headers.get(ADVERTISEMENT_HEADER));
-  const isStream =
-    response.status === 200 && response.headers.get('content-type')?.startsWith('text/event-stream');
-  if (!isStream) {
-    // The headers are proof of life: the stall timer starts over for the body.
-    send({ type: 'sse.activity' });
-    let body: unknown;
-    try {
-      // Every STALL_PROGRESS_BYTES are reported: a large body arriving steadily is not stalled, a trickle is.
-      let partial = 0;
-      const text = await readCappedText(response, limit, (bytes) => {
-        partial += bytes;
-        if (partial < STALL_PROGRESS_BYTES || signal.aborted) return;
-        partial = 0;
-        send({ type: 'sse.activity' });
-      });
-      if (text === undefined) {
-        if (signal.aborted || exchange.stopped) return;
-        io.onMalformed(
-          new Error(`a response body exceeded maxMessageBytes (${limit}); the exchange was cut`),
-        );
-        send({ type: 'net.failed', fault: 'reset' });
-        return;
-      }
-      body = text === '' ? undefined : tryJson(text);
-    } catch (error) {
-      if (!signal.aborted) send({ type: 'net.failed', fault: faultOf(error) });
-      return;
-    }
-    if (!signal.aborted)
-      send({
-        type: 'http.response',
-        status: response.status,
-        sessionId,
-        body,
-        advertisement,
-        wwwAuthenticate,
-      });
+  tell({
+    kind: 'headers',
+    status: response.status,
+    contentType: response.headers.get('content-type'),
+    sessionId: response.headers.get('mcp-session-id') ?? undefined,
+    wwwAuthenticate: response.headers.get('www-authenticate') ?? undefined,
+    advertisement: exchange.advertisements.parse(response.headers.get(ADVERTISEMENT_HEADER)),
+  });
+  if (exchange.core.reading === 'stream') return readStream(io, response, tell, signal, exchange, limit);
+  let text: string | undefined;
+  try {
+    text = await readCappedText(response, limit, (bytes) => {
+      if (!signal.aborted) tell({ kind: 'chunk', bytes });
+    });
+  } catch (error) {
+    if (!signal.aborted) failed({ kind: 'network', fault: faultOf(error) });
     return;
   }
-  send({ type: 'http.stream', sessionId, advertisement });
-  // What one chunk held, handed over as one event after the chunk is parsed (see `sse.events`).
+  if (text === undefined) {
+    if (signal.aborted || exchange.stopped) return;
+    io.onMalformed(new Error(`a response body exceeded maxMessageBytes (${limit}); the exchange was cut`));
+    failed({ kind: 'over-cap' });
+    return;
+  }
+  if (!signal.aborted) tell({ kind: 'body', body: text === '' ? undefined : tryJson(text) });
+}
+
+/** An event stream read chunk by chunk: what each chunk completed goes to the core as one fact. */
+async function readStream(
+  io: ExchangeIo,
+  response: Response,
+  tell: (fact: ExchangeFact) => void,
+  signal: AbortSignal,
+  exchange: ExchangeHost,
+  limit: number,
+): Promise<void> {
   let events: SseEvent[] = [];
   let retryMs: number | undefined;
-  let activity = false;
+  let comment = false;
   let overflow = false;
   const parser = createParser({
     maxBufferSize: limit,
@@ -209,51 +194,35 @@ async function run(
       retryMs = ms;
     },
     onComment: () => {
-      activity = true;
+      comment = true;
     },
   });
-  const flush = () => {
-    if (events.length > 0) send({ type: 'sse.events', events, retryMs });
-    else if (retryMs !== undefined) send({ type: 'sse.retry', ms: retryMs });
-    else if (activity) send({ type: 'sse.activity' });
-    events = [];
-    retryMs = undefined;
-    activity = false;
-  };
   const reader = response.body?.getReader();
   const decoder = new TextDecoder();
-  // Bytes since the last complete unit: enough of them are proof of life too (see STALL_PROGRESS_BYTES).
-  let partial = 0;
-  exchange.reading = true;
   try {
     for (;;) {
       const chunk = await reader?.read();
       if (!chunk || chunk.done) break;
       if (signal.aborted) return;
-      // Stopped: the body is only drained (see DRAIN_MS); nobody hears its events.
+      // Stopped: the body is only drained (the core's `stopPlan`); nobody hears its events.
       if (exchange.stopped) continue;
-      const before = events.length;
       parser.feed(decoder.decode(chunk.value, { stream: true }));
-      // A large event arriving steadily is alive although no event completes; a trickle is not.
-      partial =
-        events.length > before || activity || retryMs !== undefined ? 0 : partial + chunk.value.byteLength;
-      if (partial >= STALL_PROGRESS_BYTES) {
-        activity = true;
-        partial = 0;
-      }
       if (overflow) {
         io.onMalformed(new Error(`an SSE event exceeded maxMessageBytes (${limit}); the stream was cut`));
-        send({ type: 'net.failed', fault: 'reset' });
+        tell({ kind: 'failed', failure: { kind: 'over-cap' } });
         await reader?.cancel().catch(() => undefined);
         return;
       }
-      flush();
+      tell({ kind: 'chunk', bytes: chunk.value.byteLength, events, retryMs, comment });
+      events = [];
+      retryMs = undefined;
+      comment = false;
     }
   } catch (error) {
-    if (!signal.aborted) send({ type: 'net.failed', fault: faultOf(error) });
+    if (!signal.aborted) tell({ kind: 'failed', failure: { kind: 'network', fault: faultOf(error) } });
     return;
   }
-  if (!signal.aborted) send({ type: 'net.ended' });
+  if (!signal.aborted) tell({ kind: 'ended' });
 }
 
 /** A server sends the same advertisement header on every response: parse it once, not once per call. */

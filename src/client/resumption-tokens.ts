@@ -1,4 +1,4 @@
-import type { CursorRecord } from '../../machines/client/cursor.js';
+import { type CursorRecord, newToken, type TokenMove, tokenMove } from '../../machines/client/cursor.js';
 
 /**
  * The SDK's `onresumptiontoken` callbacks, by stream key (a call's, or a `resumeStream`'s): each new event id
@@ -22,22 +22,21 @@ export class ResumptionTokens {
   /** A message was handed to the application from event `eventId` of stream `key`. */
   delivered(key: string | undefined, eventId: string | undefined): void {
     if (this.watched.size === 0 || key === undefined || eventId === undefined) return;
-    this.moved(key, eventId);
+    this.apply(key, newToken(eventId, this.watched.get(key)?.last));
   }
 
   /** The cursor record was written: a cursor that moved without a message is reported too. */
   persisted(record: CursorRecord | null): void {
     if (this.watched.size === 0) return;
-    for (const key of [...this.watched.keys()]) {
-      const cursor = record?.streams[key];
-      if (cursor === undefined) this.watched.delete(key);
-      else if (cursor.lastEventId !== undefined) this.moved(key, cursor.lastEventId);
-    }
+    for (const [key, watcher] of [...this.watched]) this.apply(key, tokenMove(record, key, watcher.last));
   }
 
-  private moved(key: string, token: string): void {
+  /** Does what the cursor rules (machines/client/cursor.ts) say of one watched stream's token. */
+  private apply(key: string, move: TokenMove): void {
+    if (move.kind === 'forget') this.watched.delete(key);
     const watcher = this.watched.get(key);
-    if (!watcher || watcher.last === token) return;
+    if (move.kind !== 'report' || !watcher) return;
+    const token = move.token;
     watcher.last = token;
     try {
       watcher.report(token);

@@ -13,9 +13,14 @@ import {
 import { DEFAULT_RECONNECT_POLICY, type ReconnectPolicy } from '../../machines/backoff.js';
 import { appResumeKey } from '../../machines/client/app-resume.js';
 import type { AuthChallenge, AuthorizationResult } from '../../machines/client/authorization.js';
-import type { CursorRecord } from '../../machines/client/cursor.js';
+import {
+  closeDeadlineMs,
+  deletesOnClose,
+  resumesFrom,
+  settledByMessage,
+} from '../../machines/client/closing.js';
+import { type CursorRecord, joinedRecord } from '../../machines/client/cursor.js';
 import type { RetryPolicy } from '../../machines/client/ledger.js';
-import { timerMs } from '../../machines/client/limits.js';
 import {
   clientSessionMachine,
   type GapReport,
@@ -235,7 +240,8 @@ export class ContinuityClientTransport implements Transport {
         },
         persistCursor: (_, { record }) => this.persist(record),
         sendDelete: (_, { sessionId }) => {
-          if (this.options.deleteOnClose !== false) this.deleting = this.sendDelete(sessionId);
+          if (deletesOnClose(this.options.deleteOnClose, this.sessionTerminated))
+            this.deleting = this.sendDelete(sessionId);
         },
         reportError: (_, { message, detail }) => this.report(ErrorCode.transport, message, detail),
         reportFailure: (_, { message, detail }) => this.fail(message, detail),
@@ -276,7 +282,7 @@ export class ContinuityClientTransport implements Transport {
       ctx.sessionId,
       ctx.protocolVersion,
     );
-    const resumptionToken = isRequest(tagged) ? options?.resumptionToken : undefined;
+    const resumptionToken = resumesFrom(tagged, options?.resumptionToken);
     if (options?.onresumptiontoken && isRequest(tagged))
       this.tokens.watch(requestKey(tagged.id), options.onresumptiontoken, resumptionToken);
     if (!this.authorization) {
@@ -284,8 +290,7 @@ export class ContinuityClientTransport implements Transport {
       return;
     }
     // A cancelled call will not be answered: its `send` is settled now.
-    if ('method' in tagged && tagged.method === 'notifications/cancelled')
-      this.settleSend((tagged.params as { requestId?: RequestId } | undefined)?.requestId);
+    this.settleSend(settledByMessage(tagged));
     if (!isRequest(tagged)) {
       this.actor.send({ type: 'app.send', message: tagged, resumptionToken });
       return;
@@ -356,7 +361,7 @@ export class ContinuityClientTransport implements Transport {
     this.closed = true;
     this.running?.send({ type: 'app.close' });
     const timeout = new Promise<void>((resolve) =>
-      setTimeout(resolve, timerMs(this.options.closeTimeoutMs ?? 2_000)).unref(),
+      setTimeout(resolve, closeDeadlineMs(this.options.closeTimeoutMs)).unref(),
     );
     await Promise.race([Promise.all([this.deleting, this.saving]), timeout]);
     this.running?.stop();
@@ -419,7 +424,6 @@ export class ContinuityClientTransport implements Transport {
   }
 
   private async sendDelete(sessionId: string): Promise<void> {
-    if (this.sessionTerminated) return;
     try {
       await this.deleteRequest(sessionId);
     } catch (e) {
@@ -444,8 +448,7 @@ export class ContinuityClientTransport implements Transport {
 
   /** The `sessionId` option as a cursor record: the session is joined, not initialized. */
   private joined(): CursorRecord | undefined {
-    const sessionId = this.options.sessionId;
-    return sessionId === undefined ? undefined : { serverUrl: this.url.href, sessionId, streams: {} };
+    return joinedRecord(this.url.href, this.options.sessionId);
   }
 
   /** The machine ended a call that never ran, for want of authorization: its `send` fails as the SDK's does. */

@@ -31,6 +31,13 @@ import { type AttemptIo, attemptExchange } from './attempt-exchange.js';
 import { type ListenGap, type ReconnectPolicy, reopeningListen } from './listen.js';
 import { passListing } from './pass-listing.js';
 import { SdkResponse } from './sdk-response.js';
+import {
+  declaringTasks,
+  followCall,
+  type TaskFollowOptions,
+  taskHandleIn,
+  tasksMetaOf,
+} from './tasks-follow.js';
 
 export interface ContinuityFetchOptions {
   /** The fetch every request really goes through (auth wrappers, an undici agent…). Default: global fetch. */
@@ -73,6 +80,13 @@ export interface ContinuityFetchOptions {
   readonly telemetry?: ContinuityTelemetry;
   /** Records re-issues, attempts per call, outcome unknown by reason, listen gaps (docs/operations.md, "Metrics"). */
   readonly metrics?: ContinuityMetrics;
+  /**
+   * Follow task handles (the tasks extension, docs/tasks.md "The client"): each 2026-07-28 `tools/call`
+   * declares `io.modelcontextprotocol/tasks`, and a `resultType: "task"` answer is polled with `tasks/get`
+   * (retried after a cut, never reported failed for a network fault) until the task ends; the SDK gets
+   * the task's result or error as the call's answer. Default: off (a handle reaches the SDK as it came).
+   */
+  readonly tasks?: TaskFollowOptions;
   /** An XState inspector for every call's and listen stream's machine (`createInspectorFeed`'s `inspect`). */
   readonly inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
 }
@@ -167,7 +181,13 @@ export function continuityFetch(options: ContinuityFetchOptions = {}): typeof fe
         });
       }
       case 'call':
-        return runCall(input, init ?? {}, route.request, route.toolName, facts);
+        return runCall(
+          input,
+          init ?? {},
+          options.tasks ? declaringTasks(route.request) : route.request,
+          route.toolName,
+          facts,
+        );
     }
   };
 
@@ -254,6 +274,16 @@ export function continuityFetch(options: ContinuityFetchOptions = {}): typeof fe
         if (ending === 'raw-answer' && last.answer)
           return sdk.endWith({ ...last.answer, text: rawAnswerAs(last.answer.text, request.id) });
         if (ending === 'fetch-error') return sdk.fail(last.error);
+        const handle = options.tasks ? taskHandleIn(out.response) : undefined;
+        if (handle && options.tasks)
+          return void followCall(
+            { url, headers: baseInit.headers, fetch: inner, meta: tasksMetaOf(request), signal },
+            { request, toolName, handle },
+            options.tasks,
+          ).then(
+            (answer) => sdk.end(answer),
+            (error: unknown) => sdk.fail(error),
+          );
         sdk.end(out.response);
       },
       error: (error) => {

@@ -1,0 +1,240 @@
+import { randomUUID } from 'node:crypto';
+import { DEFAULT_MAX_MESSAGE_BYTES } from '../../../machines/client/limits.js';
+import { PROTOCOL_VERSION_META } from '../../../machines/client/stateless-wire.js';
+import { CLIENT_CAPABILITIES_META_KEY } from '../../../machines/continuity-extension.js';
+import type { JsonRpcMessage, JsonRpcRequest } from '../../../machines/jsonrpc.js';
+import {
+  DEFAULT_FOLLOW_POLICY,
+  type FollowAction,
+  type FollowFact,
+  type FollowOutcome,
+  type FollowPolicy,
+  followAnswer,
+  followStep,
+  startFollow,
+  taskHandleOf,
+} from '../../../machines/tasks/task-follow.js';
+import { TASKS_EXTENSION, type TaskError } from '../../../machines/tasks/task-record.js';
+import { readCappedText } from '../read-capped.js';
+
+/**
+ * `continuityFetch({ tasks })`: what the client does with a task handle (docs/tasks.md, "The client").
+ * Without it a `resultType: "task"` answer reaches the SDK as it came.
+ */
+export interface TaskFollowOptions {
+  /** Poll interval floor and cap, retry backoff, and how long an unreachable server is retried. */
+  readonly policy?: Partial<FollowPolicy>;
+  /**
+   * Told the task id as soon as a handle arrives, before the first poll: journal it, and a restarted
+   * process resumes the same task with `followTask` (a re-issue of the call's key would also get it back).
+   */
+  readonly onTask?: (handle: {
+    readonly taskId: string;
+    readonly url: string;
+    readonly toolName: string;
+  }) => void;
+  /**
+   * Answers a task's input requests (the draft's `inputRequests`, each key handed here once): returns the
+   * `inputResponses` by the same keys. Without it a task that asks for input ends the call with
+   * OUTCOME_UNKNOWN (`data.reason: 'input_required'`, the requests and the task id in `data`).
+   */
+  readonly onInputRequired?: (
+    inputRequests: Readonly<Record<string, unknown>>,
+    task: { readonly taskId: string },
+  ) => Promise<Readonly<Record<string, unknown>>>;
+}
+
+/** How the follow reaches the server: the call's URL, headers and fetch, and its protocol `_meta`. */
+export interface FollowIo {
+  readonly url: string | URL;
+  readonly headers?: HeadersInit;
+  readonly fetch: typeof fetch;
+  /** The `_meta` of every `tasks/*` request (protocol version, client capabilities declaring tasks). */
+  readonly meta: Readonly<Record<string, unknown>>;
+  readonly signal?: AbortSignal;
+}
+
+/**
+ * Follows the task `taskId` to its end, executing `machines/tasks/task-follow.ts`'s decisions: each
+ * request sent, each wait waited, each fact told back. Decides nothing.
+ */
+export async function followTaskWith(
+  io: FollowIo,
+  taskId: string,
+  options: TaskFollowOptions = {},
+  handle?: Record<string, unknown>,
+): Promise<FollowOutcome> {
+  const policy: FollowPolicy = { ...DEFAULT_FOLLOW_POLICY, ...options.policy };
+  const ask = options.onInputRequired;
+  let step = startFollow(taskId, ask !== undefined, handle, policy);
+  let cancelTold = false;
+  for (;;) {
+    const action: FollowAction = step.action;
+    if (action.kind === 'end') return action.outcome;
+    let fact: FollowFact;
+    if (io.signal?.aborted && !cancelTold) {
+      cancelTold = true;
+      fact = { kind: 'app-cancel', at: Date.now() };
+    } else if (action.kind === 'ask') {
+      const responses = await (ask as NonNullable<typeof ask>)(action.inputRequests, { taskId });
+      fact = { kind: 'answers', responses, at: Date.now() };
+    } else {
+      await sleep(action.afterMs, cancelTold ? undefined : io.signal);
+      if (io.signal?.aborted && !cancelTold) continue;
+      fact = await exchange(io, taskId, action);
+    }
+    step = followStep(step.state, fact, policy);
+  }
+}
+
+/**
+ * Resumes a task after a restart: `taskId` as journaled from `onTask`, followed to its end on `url`.
+ * `headers` are the ones the client's requests carry (authorization: a task is its creator's only).
+ */
+export function followTask(
+  url: string | URL,
+  taskId: string,
+  options: TaskFollowOptions & {
+    readonly fetch?: typeof fetch;
+    readonly headers?: HeadersInit;
+    readonly signal?: AbortSignal;
+    /** Default `2026-07-28`. */
+    readonly protocolVersion?: string;
+  } = {},
+): Promise<FollowOutcome> {
+  return followTaskWith(
+    {
+      url,
+      fetch: options.fetch ?? globalThis.fetch,
+      meta: tasksMeta(options.protocolVersion ?? '2026-07-28', undefined),
+      ...(options.headers ? { headers: options.headers } : {}),
+      ...(options.signal ? { signal: options.signal } : {}),
+    },
+    taskId,
+    options,
+  );
+}
+
+/** The `_meta` of a `tasks/*` request: the protocol version and client capabilities declaring tasks. */
+export function tasksMeta(protocolVersion: string, capabilities: unknown): Record<string, unknown> {
+  const caps = isObject(capabilities) ? capabilities : {};
+  const extensions = isObject(caps.extensions) ? caps.extensions : {};
+  return {
+    [PROTOCOL_VERSION_META]: protocolVersion,
+    [CLIENT_CAPABILITIES_META_KEY]: { ...caps, extensions: { ...extensions, [TASKS_EXTENSION]: {} } },
+  };
+}
+
+/** Sends one `tasks/*` request and reports what came back as a fact (a throw is a fault). */
+async function exchange(
+  io: FollowIo,
+  taskId: string,
+  action: Extract<FollowAction, { kind: 'get' | 'update' | 'cancel' }>,
+): Promise<FollowFact> {
+  const method = `tasks/${action.kind}`;
+  const id = `task-${randomUUID()}`;
+  const params = {
+    taskId,
+    ...(action.kind === 'update' ? { inputResponses: action.inputResponses } : {}),
+    _meta: io.meta,
+  };
+  const headers = new Headers(io.headers);
+  headers.delete('content-length');
+  headers.delete('mcp-name');
+  headers.set('mcp-method', method);
+  headers.set('content-type', 'application/json');
+  headers.set('accept', 'application/json, text/event-stream');
+  try {
+    const response = await io.fetch(io.url, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ jsonrpc: '2.0', id, method, params }),
+      signal: AbortSignal.timeout(30_000),
+    });
+    const text = await readCappedText(response, DEFAULT_MAX_MESSAGE_BYTES, () => undefined);
+    const answer = text === undefined ? undefined : answerOf(text, id);
+    return {
+      kind: 'answer',
+      status: response.status,
+      ...(answer?.result !== undefined ? { result: answer.result } : {}),
+      ...(answer?.error !== undefined ? { error: answer.error } : {}),
+      at: Date.now(),
+    };
+  } catch {
+    return { kind: 'fault', at: Date.now() };
+  }
+}
+
+/** The response with `id` in a JSON body or an event stream's `data:` lines. */
+function answerOf(text: string, id: string): { result?: unknown; error?: TaskError } | undefined {
+  const candidates = text.trimStart().startsWith('{')
+    ? [text]
+    : text
+        .split('\n')
+        .filter((l) => l.startsWith('data:'))
+        .map((l) => l.slice(5));
+  for (const c of candidates) {
+    try {
+      const m = JSON.parse(c) as { id?: unknown; result?: unknown; error?: TaskError };
+      if (m.id === id) return m;
+    } catch {
+      // Not JSON: not the answer.
+    }
+  }
+  return undefined;
+}
+
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  if (ms <= 0 || signal?.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const t = setTimeout(done, ms);
+    function done() {
+      clearTimeout(t);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** A 2026-07-28 `tools/call` declaring the tasks extension in its `_meta` client capabilities (the draft: per request). */
+export function declaringTasks(request: JsonRpcRequest): JsonRpcRequest {
+  const params = request.params ?? {};
+  const meta = isObject(params._meta) ? params._meta : {};
+  return { ...request, params: { ...params, _meta: { ...meta, ...tasksMetaOf(request) } } };
+}
+
+/** The task handle a call's final response carries (`result.resultType: "task"`), or undefined. */
+export function taskHandleIn(response: unknown): Record<string, unknown> | undefined {
+  const result = isObject(response) ? response.result : undefined;
+  return taskHandleOf(result) !== undefined ? (result as Record<string, unknown>) : undefined;
+}
+
+/**
+ * Follows the task a `tools/call` was answered with and makes its end that call's JSON-RPC response
+ * (under the call's id): what `continuityFetch({ tasks })` hands the SDK instead of the handle.
+ */
+export async function followCall(
+  io: FollowIo,
+  call: {
+    readonly request: JsonRpcRequest;
+    readonly toolName: string;
+    readonly handle: Record<string, unknown>;
+  },
+  options: TaskFollowOptions,
+): Promise<JsonRpcMessage> {
+  const taskId = taskHandleOf(call.handle) as string;
+  options.onTask?.({ taskId, url: String(io.url), toolName: call.toolName });
+  const outcome = await followTaskWith(io, taskId, options, call.handle);
+  return followAnswer(call.request.id, taskId, outcome) as unknown as JsonRpcMessage;
+}
+
+/** The `_meta` of the `tasks/*` requests following `request`'s task: its protocol version and capabilities. */
+export function tasksMetaOf(request: JsonRpcRequest): Record<string, unknown> {
+  const meta = isObject(request.params?._meta) ? request.params._meta : {};
+  const version = meta[PROTOCOL_VERSION_META];
+  return tasksMeta(typeof version === 'string' ? version : '2026-07-28', meta[CLIENT_CAPABILITIES_META_KEY]);
+}

@@ -1,0 +1,220 @@
+import { createServer, type Server } from 'node:http';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { McpServer as McpServerV1 } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { McpServer as McpServerV2 } from '@modelcontextprotocol/server';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { continuityFetch } from '../../src/client/modern/continuity-fetch.js';
+import { followTask, type TaskFollowOptions } from '../../src/client/modern/tasks-follow.js';
+import { type ContinuityServer, createContinuityServer } from '../../src/server/handler.js';
+import { MemoryTaskStore } from '../../src/server/tasks/memory-task-store.js';
+import { createTasks } from '../../src/server/tasks/runtime.js';
+import { FaultProxy } from '../../src/testing/fault-proxy.js';
+import { listenOnLoopback } from '../support/listen.js';
+
+/**
+ * The client side of the tasks extension over real HTTP on 127.0.0.1: the official v2 `Client` with
+ * `continuityFetch({ tasks })` gets a task-capable tool's RESULT from `callTool` (the handle is followed
+ * with `tasks/get`), through a balancer outage during polling (never "failed"), with an input round whose
+ * `tasks/update` ack is lost (re-sent, the question asked once), and a restarted client resumes a task
+ * from its journaled id (`followTask`). Each of these is what the official ext-tasks 0.2.2 client gets wrong.
+ */
+
+const MODERN = '2026-07-28';
+const ledger = { charges: 0, started: 0, asked: 0 };
+let continuity: ContinuityServer;
+let http: Server;
+let proxy: FaultProxy;
+let errors: unknown[];
+/** The `tasks/*` methods the client sent, in order. */
+let sent: string[];
+
+function app(): McpServerV2 {
+  const server = new McpServerV2({ name: 'tasks', version: '1.0.0' });
+  server.registerTool('charge', { inputSchema: z.object({ amount: z.number() }) }, async ({ amount }) => {
+    ledger.started++;
+    await new Promise((r) => setTimeout(r, 600));
+    ledger.charges++;
+    return { content: [{ type: 'text', text: `charged ${amount}` }] };
+  });
+  server.registerTool('hello', { inputSchema: z.object({}) }, async (_args, ctx) => {
+    const answer = ctx.mcpReq.inputResponses?.name as { content?: { name?: string } } | undefined;
+    if (!answer)
+      return {
+        resultType: 'input_required' as const,
+        inputRequests: {
+          name: {
+            method: 'elicitation/create',
+            params: {
+              mode: 'form',
+              message: 'Your name?',
+              requestedSchema: { type: 'object', properties: { name: { type: 'string' } } },
+            },
+          },
+        },
+      };
+    return { content: [{ type: 'text', text: `Hello, ${answer.content?.name}!` }] };
+  });
+  return server;
+}
+
+beforeEach(async () => {
+  Object.assign(ledger, { charges: 0, started: 0, asked: 0 });
+  errors = [];
+  sent = [];
+  continuity = createContinuityServer({
+    createMcpServer: () => new McpServerV1({ name: 'tasks', version: '1.0.0' }),
+    modern: {
+      createServer: app,
+      keepAliveMs: 0,
+      tasks: createTasks({
+        store: new MemoryTaskStore(),
+        taskTools: ['charge', 'hello'],
+        pollIntervalMs: 50,
+        onError: (e) => errors.push(e),
+      }),
+    },
+    authenticate: (r) => {
+      const token = r.headers.get('authorization')?.replace('Bearer ', '');
+      return token ? { principal: token } : null;
+    },
+    onError: (e) => errors.push(e),
+  });
+  http = createServer(continuity.nodeHandler);
+  const port = await listenOnLoopback(http);
+  proxy = await FaultProxy.start({ target: { host: '127.0.0.1', port } });
+});
+
+afterEach(async () => {
+  await proxy.close();
+  await continuity.close();
+  http.closeAllConnections();
+  await new Promise((r) => http.close(r));
+  expect(errors).toEqual([]);
+});
+
+/** The network under the client: records `tasks/*` methods; `cut` may drop an answer after the server read it. */
+function network(cut?: (method: string) => boolean): typeof fetch {
+  return (async (input: string | URL | Request, init?: RequestInit) => {
+    const method = typeof init?.body === 'string' ? String(JSON.parse(init.body).method) : '';
+    if (method.startsWith('tasks/')) sent.push(method);
+    const response = await fetch(input, init);
+    if (cut?.(method)) {
+      await response.text();
+      throw new TypeError('fetch failed (the answer was cut after the server read the request)');
+    }
+    return response;
+  }) as typeof fetch;
+}
+
+const fast: TaskFollowOptions['policy'] = { minPollMs: 20, retryDelayMs: 20, maxPollMs: 200 };
+
+async function connect(tasks: TaskFollowOptions, net = network()): Promise<Client> {
+  const client = new Client(
+    { name: 'tasks-client', version: '1.0.0' },
+    { versionNegotiation: { mode: { pin: MODERN } }, capabilities: { elicitation: { form: {} } } },
+  );
+  await client.connect(
+    new StreamableHTTPClientTransport(proxy.url(), {
+      fetch: continuityFetch({ fetch: net, tasks }),
+      requestInit: { headers: { authorization: 'Bearer alice' } },
+    }),
+  );
+  return client;
+}
+
+describe('continuityFetch follows task handles', () => {
+  it('callTool gets the task’s result; the handle was journaled first; one charge', async () => {
+    const handles: string[] = [];
+    const client = await connect({ policy: fast, onTask: (h) => handles.push(h.taskId) });
+    const result = (await client.callTool({ name: 'charge', arguments: { amount: 7 } })) as {
+      content: { text: string }[];
+    };
+    expect(result.content[0]?.text).toBe('charged 7');
+    expect(handles).toHaveLength(1);
+    expect(sent.filter((m) => m === 'tasks/get').length).toBeGreaterThanOrEqual(1);
+    expect(ledger.charges).toBe(1);
+    await client.close();
+  });
+
+  it('a balancer outage during polling: tasks/get is retried and the SAME task’s result arrives, never "failed"', async () => {
+    const client = await connect({ policy: fast });
+    const call = client.callTool({ name: 'charge', arguments: { amount: 8 } });
+    // Down while the task runs: open connections reset, new ones answered 503.
+    await new Promise((r) => setTimeout(r, 150));
+    const before = sent.length;
+    proxy.outage(700);
+    const result = (await call) as { content: { text: string }[] };
+    expect(result.content[0]?.text).toBe('charged 8');
+    // Polls were sent into the outage (and failed) before the one that read the result.
+    expect(sent.length - before).toBeGreaterThanOrEqual(3);
+    expect(ledger.started).toBe(1);
+    expect(ledger.charges).toBe(1);
+    await client.close();
+  });
+
+  it('an input round whose tasks/update ack is cut: the answer is re-sent, the question asked once', async () => {
+    let updates = 0;
+    const net = network((m) => m === 'tasks/update' && ++updates === 1);
+    const asked: string[][] = [];
+    const client = await connect(
+      {
+        policy: fast,
+        onInputRequired: async (requests) => {
+          asked.push(Object.keys(requests));
+          return Object.fromEntries(
+            Object.keys(requests).map((k) => [k, { action: 'accept', content: { name: 'Luca' } }]),
+          );
+        },
+      },
+      net,
+    );
+    const result = (await client.callTool({ name: 'hello', arguments: {} })) as {
+      content: { text: string }[];
+    };
+    expect(result.content[0]?.text).toBe('Hello, Luca!');
+    expect(asked).toEqual([['r0.name']]);
+    expect(updates).toBeGreaterThanOrEqual(2);
+    await client.close();
+  });
+
+  it('a restarted client resumes the task from its journaled id (followTask): the same task, one charge', async () => {
+    const journal: string[] = [];
+    // The first process "dies" once the handle is journaled: nothing of it reaches the server any more
+    // (no cancel either, as after a kill -9); its follow gives up as outcome unknown.
+    let dead = false;
+    const live = network();
+    const net = ((input: string | URL | Request, init?: RequestInit) =>
+      dead ? Promise.reject(new TypeError('fetch failed (dead)')) : live(input, init)) as typeof fetch;
+    const first = await connect(
+      { policy: { ...fast, giveUpAfterMs: 200 }, onTask: (h) => journal.push(h.taskId) },
+      net,
+    );
+    const call = first.callTool({ name: 'charge', arguments: { amount: 9 } });
+    for (let i = 0; i < 200 && journal.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(journal).toHaveLength(1);
+    dead = true;
+    await expect(call).rejects.toMatchObject({ code: -32050, data: { reason: 'task_unreachable' } });
+    const outcome = await followTask(proxy.url(), String(journal[0]), {
+      policy: fast,
+      headers: { authorization: 'Bearer alice' },
+    });
+    expect(outcome).toMatchObject({
+      kind: 'completed',
+      result: { content: [{ type: 'text', text: 'charged 9' }] },
+    });
+    expect(ledger.started).toBe(1);
+  });
+
+  it('another principal resuming the id learns nothing: outcome unknown (not found), never "failed"', async () => {
+    const journal: string[] = [];
+    const client = await connect({ policy: fast, onTask: (h) => journal.push(h.taskId) });
+    await client.callTool({ name: 'charge', arguments: { amount: 1 } });
+    const outcome = await followTask(proxy.url(), String(journal[0]), {
+      policy: fast,
+      headers: { authorization: 'Bearer mallory' },
+    });
+    expect(outcome).toMatchObject({ kind: 'unknown', reason: 'task_not_found' });
+    await client.close();
+  });
+});

@@ -68,7 +68,7 @@ export const PROGRAM: ProgramSpec = {
         open: {
           kind: 'flag',
           description:
-            'then serve the inspector page over the trace, with a time scrubber (today\'s machines as of each instant), until Ctrl-C',
+            "then serve the inspector page over the trace, with a time scrubber (today's machines as of each instant), until Ctrl-C",
         },
         port: {
           kind: 'int',

@@ -18,7 +18,11 @@ export function traceCommand(command: 'explain' | 'replay', path: string): numbe
  */
 export async function replayOpen(
   path: string,
-  options: { readonly port?: number; readonly until: Promise<void>; readonly onServing?: (url: string) => void },
+  options: {
+    readonly port?: number;
+    readonly until: Promise<void>;
+    readonly onServing?: (url: string) => void;
+  },
 ): Promise<number> {
   const ran = readAndRun('replay', path);
   if (ran.records === undefined) return ran.code;

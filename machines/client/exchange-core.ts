@@ -123,17 +123,19 @@ export function exchangeStep(
       return { state: { ...state, head, reading: 'body', partial: 0 }, events: [{ type: 'sse.activity' }] };
     }
     case 'chunk': {
-      const events = fact.events ?? [];
-      const completed = events.length > 0 || fact.retryMs !== undefined || fact.comment === true;
+      // A body's chunks complete no unit, whatever they hold: only an event stream has units.
+      const stream = state.reading === 'stream';
+      const events = stream ? (fact.events ?? []) : [];
+      const retryMs = stream ? fact.retryMs : undefined;
+      const comment = stream && fact.comment === true;
+      const completed = events.length > 0 || retryMs !== undefined || comment;
       const { partial, alive } = progressStep(state.partial, fact.bytes, completed, rules.progressBytes);
       const next = { ...state, partial };
       // What one chunk held is handed over as one event: its messages (with its `retry:`), else its
       // `retry:`, else proof of life (a comment, or enough bytes).
-      if (events.length > 0)
-        return { state: next, events: [{ type: 'sse.events', events, retryMs: fact.retryMs }] };
-      if (fact.retryMs !== undefined)
-        return { state: next, events: [{ type: 'sse.retry', ms: fact.retryMs }] };
-      return { state: next, events: fact.comment || alive ? [{ type: 'sse.activity' }] : [] };
+      if (events.length > 0) return { state: next, events: [{ type: 'sse.events', events, retryMs }] };
+      if (retryMs !== undefined) return { state: next, events: [{ type: 'sse.retry', ms: retryMs }] };
+      return { state: next, events: comment || alive ? [{ type: 'sse.activity' }] : [] };
     }
     case 'body': {
       const head = state.head;

@@ -2,7 +2,15 @@ import { type Actor, createActor, createMachine, fromCallback, sendParent } from
 import type { ReconnectPolicy } from '../../machines/backoff.js';
 import type { AuthorizationResult } from '../../machines/client/authorization.js';
 import type { CursorRecord } from '../../machines/client/cursor.js';
-import type { Exchange, IoEvent } from '../../machines/client/io.js';
+import {
+  EXCHANGE_RULES,
+  EXCHANGE_START,
+  type ExchangeFact,
+  type ExchangeRules,
+  exchangeStep,
+  stopPlan,
+} from '../../machines/client/exchange-core.js';
+import type { Exchange, IoEvent, SseEvent } from '../../machines/client/io.js';
 import type { RetryPolicy } from '../../machines/client/ledger.js';
 import { clientSessionMachine } from '../../machines/client/session.machine.js';
 import { streamMachine } from '../../machines/client/stream.machine.js';
@@ -30,6 +38,10 @@ export interface ClientVariant {
    * words its outcomes wrongly). Absent: exactly what the machine delivered.
    */
   readonly distort?: (message: JsonRpcMessage) => JsonRpcMessage;
+  /** The exchange core's rules (mutants only; absent: the runtime's `EXCHANGE_RULES`). */
+  readonly exchangeRules?: ExchangeRules;
+  /** The exchange core's step (mutants only: a wrapped step; absent: the runtime's `exchangeStep`). */
+  readonly exchangeStep?: typeof exchangeStep;
 }
 
 export const CORRECT_CLIENT: ClientVariant = {
@@ -101,9 +113,33 @@ export class SimClientProcess {
     restored: CursorRecord | null,
   ) {
     const { net, server, recorder } = deps;
+    // The runtime's exchange core (machines/client/exchange-core.ts) between the network and the machine:
+    // what arrived, as facts, becomes the machine's events the way it does in src/client/exchange.ts, and
+    // a stopped exchange is abandoned when the core's `stopPlan` says (a POST's stream drained a while).
+    const rules = variant.exchangeRules ?? EXCHANGE_RULES;
+    const step = variant.exchangeStep ?? exchangeStep;
     const exchange = fromCallback<IoEvent, Exchange>(({ input, sendBack }) => {
-      const conn = net.connect(input, sendBack, (c) => server.serve(c));
-      return () => net.abandon(conn);
+      let state = EXCHANGE_START;
+      let stopped = false;
+      const conn = net.connect(
+        input,
+        (event) => {
+          for (const fact of factsOf(event)) {
+            const next = step(state, fact, rules);
+            state = next.state;
+            if (!stopped) for (const e of next.events) sendBack(e);
+          }
+          // A drained body ended: nothing is left to abandon.
+          if (stopped && state.finished) net.abandon(conn);
+        },
+        (c) => server.serve(c),
+      );
+      return () => {
+        stopped = true;
+        const plan = stopPlan(state, input.method, rules);
+        if (plan.kind === 'drain') deps.clock.setTimeout(() => net.abandon(conn), plan.wakeInMs);
+        else net.abandon(conn);
+      };
     });
     // The provider's actors stand in for the runtime's (src/client/authorization.ts): types differ (machines
     // on the virtual clock, not promises), behaviour is the same contract.
@@ -268,6 +304,53 @@ export class SimClientProcess {
     if (uid) this.deps.recorder.recordDelivery(uid);
   }
 }
+
+/**
+ * What the simulated network delivered, as the facts the runtime's reader would have observed: a response's
+ * headers (and a body's end), each chunk of an event stream with the units it completed, the end, a failure.
+ */
+function factsOf(event: IoEvent): readonly ExchangeFact[] {
+  switch (event.type) {
+    case 'http.stream':
+      return [
+        {
+          kind: 'headers',
+          status: 200,
+          contentType: 'text/event-stream',
+          sessionId: event.sessionId,
+          advertisement: event.advertisement,
+        },
+      ];
+    case 'http.response':
+      return [
+        {
+          kind: 'headers',
+          status: event.status,
+          contentType: 'application/json',
+          sessionId: event.sessionId,
+          wwwAuthenticate: event.wwwAuthenticate,
+          advertisement: event.advertisement,
+        },
+        { kind: 'body', body: event.body },
+      ];
+    case 'sse.event':
+      return [{ kind: 'chunk', bytes: bytesOf([event]), events: [event] }];
+    case 'sse.events':
+      return [{ kind: 'chunk', bytes: bytesOf(event.events), events: event.events, retryMs: event.retryMs }];
+    case 'sse.retry':
+      return [{ kind: 'chunk', bytes: 12, retryMs: event.ms }];
+    case 'sse.activity':
+      return [{ kind: 'chunk', bytes: 3, comment: true }];
+    case 'net.ended':
+      return [{ kind: 'ended' }];
+    case 'net.failed':
+      return [{ kind: 'failed', failure: { kind: 'network', fault: event.fault } }];
+  }
+}
+
+/** About the size of events on the wire (the progress rule counts bytes). */
+const bytesOf = (events: readonly SseEvent[]): number =>
+  events.reduce((n, e) => n + (e.data?.length ?? 0) + (e.id?.length ?? 0) + 8, 0);
 
 function uidOf(message: JsonRpcMessage): string | undefined {
   const m = message as {

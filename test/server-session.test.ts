@@ -49,6 +49,43 @@ describe('server session machine', () => {
     expect(s.actor.getSnapshot().value).toEqual({ ended: 'expired' });
   });
 
+  it('remembers a bounded number of request ids: a re-send before the forget point is a duplicate, after it a new request', () => {
+    const clock = new SimulatedClock();
+    const actor = createActor(serverSessionMachine, {
+      clock,
+      input: { sessionId: 'S', epoch: 'ep', idleTtlMs: 1_000, requestMemory: 3 },
+    }).start();
+    const decide = (requestKey: string) => {
+      let decision: unknown;
+      const sub = actor.on('decision.request', (e) => {
+        decision = e.decision;
+      });
+      actor.send({ type: 'request.received', requestKey });
+      sub.unsubscribe();
+      return decision;
+    };
+    for (let i = 1; i <= 5; i++) expect(decide(`n:${i}`)).toEqual({ kind: 'execute', stream: i });
+    const c = actor.getSnapshot().context;
+    // Streams 1 and 2 fell behind the point: their ids and entries went; what is stored stays bounded.
+    expect(c.forgottenBelow).toBe(3);
+    expect(Object.keys(c.requests).sort()).toEqual(['n:3', 'n:4', 'n:5']);
+    expect(Object.keys(c.streams).map(Number)).toEqual([3, 4, 5]);
+    expect(decide('n:3')).toEqual({ kind: 'duplicate', stream: 3 });
+    // Forgotten: the id is unknown, so it is a new request on a new stream (request-memory.ts's rule).
+    expect(decide('n:1')).toEqual({ kind: 'execute', stream: 6 });
+    expect(actor.getSnapshot().context.forgottenBelow).toBe(4);
+    // A cursor into a forgotten stream is still this session's: the log's window answers it.
+    let answer: unknown;
+    actor.on('decision.resume', (e) => {
+      answer = e.answer;
+    });
+    const window = appendToWindow(EMPTY_WINDOW, 0, { maxEventsPerStream: 10, retentionMs: 60_000 }).window;
+    actor.send({ type: 'resume.requested', lastEventId: 'ep-2-0', window });
+    expect(answer).toEqual({ kind: 'replay', stream: 2, afterSeq: 0 });
+    actor.send({ type: 'resume.requested', lastEventId: 'ep-9-0', window });
+    expect(answer).toMatchObject({ kind: 'invalid' });
+  });
+
   it('numbers streams and never executes a request id twice', () => {
     const s = session();
     s.actor.send({ type: 'request.received', requestKey: 'n:1' });

@@ -43,7 +43,7 @@ describe('the shared record layout (machines/server/shared-record.ts)', () => {
 
   it('a decision writes only the streams it numbered, and the standalone stream when it is new', () => {
     const base = watermarkOf(snapshot(5));
-    expect(base).toEqual({ nextStream: 6, standalone: false });
+    expect(base).toEqual({ nextStream: 6, standalone: false, forgottenBelow: 1 });
     expect(newEntries(base, snapshot(5))).toEqual([]);
     expect(newEntries(base, snapshot(7))).toEqual([req(6), req(7)]);
     expect(newEntries(base, snapshot(6, { standalone: true }))).toEqual([
@@ -102,5 +102,19 @@ describe('the shared record layout (machines/server/shared-record.ts)', () => {
     expect(Object.keys(merged.context.requests).sort()).toEqual(['n:1', 'n:2', 'n:3', 'n:4', 'n:5']);
     // What the loser held is not touched: the merge builds new maps.
     expect(loser.context.requests['n:lost']).toBe(4);
+  });
+
+  it('streams behind the stored forget point are dropped on a join and on a catch-up', () => {
+    const whole = snapshot(5, { standalone: true });
+    const entries = Object.entries(whole.context.streams).map(([n, e]) => [Number(n), e] as const);
+    const core = coreOf({ ...whole, context: { ...whole.context, forgottenBelow: 4 } });
+    const joined = joinSnapshot(core, entries) as ReturnType<typeof snapshot>;
+    expect(Object.keys(joined.context.streams).map(Number)).toEqual([0, 4, 5]);
+    expect(Object.keys(joined.context.requests).sort()).toEqual(['n:4', 'n:5']);
+    // A copy at 3 streams catches up with a winner whose point passed 1..3: they go from the copy too.
+    const merged = mergeSnapshot(snapshot(3), watermarkOf(snapshot(3)), core, [req(4), req(5)]) as ReturnType<
+      typeof snapshot
+    >;
+    expect(Object.keys(merged.context.requests).sort()).toEqual(['n:4', 'n:5']);
   });
 });

@@ -1,6 +1,7 @@
 import { assign, emit, enqueueActions, setup } from 'xstate';
 import { JsonRpcCode } from '../codes.js';
-import { STANDALONE_STREAM } from '../event-id.js';
+import { parseEventId, STANDALONE_STREAM } from '../event-id.js';
+import { DEFAULT_REQUEST_MEMORY, forgetPoint, forgotten } from './request-memory.js';
 import { answerCursor, type ResumeAnswer, type StreamWindow } from './retention.js';
 
 /**
@@ -25,6 +26,8 @@ export interface ServerSessionInput {
   readonly sharedStore?: boolean;
   /** Requests that may run at once here; another one is refused (`limited`). Default: no bound. */
   readonly maxInFlight?: number;
+  /** Request ids remembered (machines/server/request-memory.ts). Default: `DEFAULT_REQUEST_MEMORY`. */
+  readonly requestMemory?: number;
 }
 
 export type RequestDecision =
@@ -140,8 +143,15 @@ export interface ServerSessionContext {
   sharedStore: boolean;
   nextStream: number;
   streams: Record<number, StreamRecord>;
-  /** Every request id admitted in this session → its stream. Kept for the session's life. */
+  /**
+   * The request ids admitted in this session → their stream, for streams from `forgottenBelow` on: the
+   * bounded request-id memory of machines/server/request-memory.ts (`streams` is bounded with it).
+   */
   requests: Record<string, number>;
+  /** Streams numbered below this are forgotten (absent: 1, a snapshot from before the bound). */
+  forgottenBelow?: number;
+  /** How many request streams are remembered (absent: `DEFAULT_REQUEST_MEMORY`). */
+  requestMemory?: number;
   /**
    * Requests running on this instance → their stream: admitted, not yet answered or given up. A local
    * fact like `attached` (restated by `session.synced`); `inFlight` is its size.
@@ -214,9 +224,18 @@ export const serverSessionMachine = setup({
       // quadratic. They are updated in place: nothing outside this machine keeps a reference to them.
       context.streams[stream] = { kind: 'request', requestKey: event.requestKey, owner: event.owner };
       context.requests[event.requestKey] = stream;
+      // The memory is bounded: streams that fell behind the forget point go with their request ids.
+      const before = context.forgottenBelow ?? 1;
+      const after = forgetPoint(stream + 1, before, context.requestMemory ?? DEFAULT_REQUEST_MEMORY);
+      for (let n = Math.max(before, STANDALONE_STREAM + 1); n < after; n++) {
+        const key = context.streams[n]?.requestKey;
+        if (key !== undefined && context.requests[key] === n) delete context.requests[key];
+        delete context.streams[n];
+      }
       const running = { ...context.running, [event.requestKey]: stream };
       enqueue.assign({
         nextStream: stream + 1,
+        forgottenBelow: after,
         streams: context.streams,
         requests: context.requests,
         running,
@@ -266,6 +285,9 @@ export const serverSessionMachine = setup({
     answerResume: emit(({ context, event }) => {
       const e = event as Extract<ServerSessionEvent, { type: 'resume.requested' }>;
       const known = new Set(Object.keys(context.streams).map(Number));
+      // A forgotten stream is still this session's: the log's window answers a cursor into it.
+      const cursor = parseEventId(e.lastEventId);
+      if (cursor && forgotten(cursor.stream, context.forgottenBelow ?? 1)) known.add(cursor.stream);
       return {
         type: 'decision.resume' as const,
         answer: answerCursor(e.lastEventId, {
@@ -319,6 +341,7 @@ export const serverSessionMachine = setup({
     running: {},
     inFlight: 0,
     maxInFlight: input.maxInFlight,
+    requestMemory: input.requestMemory,
     attached: 0,
     standaloneOpened: false,
   }),

@@ -1,4 +1,5 @@
 import { STANDALONE_STREAM } from '../event-id.js';
+import { forgotten } from './request-memory.js';
 
 /**
  * How a session's record is laid out in a shared store (Redis), so that what a decision writes, and what
@@ -18,6 +19,8 @@ import { STANDALONE_STREAM } from '../event-id.js';
  *   version (one script: compare the version, write core and entries, and open each entry's stream in the
  *   log, so a stream exists there as soon as its number does). A decision that cannot be written as such a
  *   delta (numbering went back: a log reset, which our server never does) rewrites the record.
+ * - **What is forgotten.** The request-id memory is bounded (machines/server/request-memory.ts): a commit
+ *   that moves the forget point deletes the entries below it, and a load or catch-up drops any left.
  * - **What a decision reads first.** Nothing: it is made on the instance's copy, and the write above is
  *   its check. A decision that changed nothing shared is confirmed against the copy's version instead
  *   (compare and touch). One round trip either way; only a refused one reads (below) and decides again.
@@ -43,6 +46,7 @@ export interface StreamEntry {
 interface SnapshotShape {
   readonly context: {
     readonly nextStream: number;
+    readonly forgottenBelow?: number;
     readonly streams: Readonly<Record<number, StreamEntry>>;
     readonly requests: Readonly<Record<string, number>>;
   };
@@ -54,13 +58,22 @@ export interface Watermark {
   readonly nextStream: number;
   /** The standalone stream is registered. */
   readonly standalone: boolean;
+  /**
+   * Streams below this are forgotten (machines/server/request-memory.ts): a commit deletes their
+   * entries, so what is stored beside the core stays bounded too. Absent: 1.
+   */
+  readonly forgottenBelow?: number;
 }
 
 const contextOf = (snapshot: unknown): SnapshotShape['context'] => (snapshot as SnapshotShape).context;
 
 export function watermarkOf(snapshot: unknown): Watermark {
   const c = contextOf(snapshot);
-  return { nextStream: c.nextStream, standalone: c.streams[STANDALONE_STREAM] !== undefined };
+  return {
+    nextStream: c.nextStream,
+    standalone: c.streams[STANDALONE_STREAM] !== undefined,
+    forgottenBelow: c.forgottenBelow ?? 1,
+  };
 }
 
 /** The snapshot without its per-stream memory: what the record itself holds. */
@@ -102,8 +115,10 @@ function addEntries(
   streams: Record<number, StreamEntry>,
   requests: Record<string, number>,
   entries: Iterable<readonly [number, StreamEntry]>,
+  forgottenBelow: number,
 ): void {
   for (const [n, entry] of entries) {
+    if (forgotten(n, forgottenBelow)) continue;
     streams[n] = entry;
     if (entry.kind === 'request' && entry.requestKey !== undefined) requests[entry.requestKey] = n;
   }
@@ -114,7 +129,7 @@ export function joinSnapshot(core: unknown, entries: Iterable<readonly [number, 
   const s = core as SnapshotShape;
   const streams: Record<number, StreamEntry> = {};
   const requests: Record<string, number> = {};
-  addEntries(streams, requests, entries);
+  addEntries(streams, requests, entries, s.context.forgottenBelow ?? 1);
   return { ...s, context: { ...s.context, streams, requests } };
 }
 
@@ -130,7 +145,10 @@ export function mergeSnapshot(
   entries: Iterable<readonly [number, StreamEntry]>,
 ): unknown {
   const held = contextOf(local);
-  const kept = (n: number): boolean => (n === STANDALONE_STREAM ? base.standalone : n < base.nextStream);
+  const s = core as SnapshotShape;
+  const floor = s.context.forgottenBelow ?? 1;
+  const kept = (n: number): boolean =>
+    n === STANDALONE_STREAM ? base.standalone : n < base.nextStream && !forgotten(n, floor);
   const streams: Record<number, StreamEntry> = {};
   const requests: Record<string, number> = {};
   for (const key of Object.keys(held.streams)) {
@@ -139,7 +157,6 @@ export function mergeSnapshot(
     if (entry !== undefined && kept(n)) streams[n] = entry;
   }
   for (const [key, n] of Object.entries(held.requests)) if (kept(n)) requests[key] = n;
-  addEntries(streams, requests, entries);
-  const s = core as SnapshotShape;
+  addEntries(streams, requests, entries, floor);
   return { ...s, context: { ...s.context, streams, requests } };
 }

@@ -29,8 +29,9 @@ return 1
 /**
  * KEYS: the record hash, the entries hash (stream number → entry JSON), the session's key set, then the
  * window hash and Redis Stream of each entry, in order. ARGV: the expected version, the core JSON, now,
- * next stream, standalone (1/0), then stream number, entry JSON, … The delta of shared-record.ts in one
- * step: only the entries the decision numbered are written, and their streams are opened in the log.
+ * next stream, standalone (1/0), the forget point, then stream number, entry JSON, … The delta of
+ * shared-record.ts in one step: only the entries the decision numbered are written, their streams are
+ * opened in the log, and the entries the forget point passed (stored as `f`) are deleted.
  */
 const COMMIT_ENTRIES = `${ENSURE_WINDOW}
 local v = tonumber(redis.call('HGET', KEYS[1], 'v') or '0')
@@ -40,10 +41,19 @@ if v > 0 and redis.call('HGET', KEYS[1], 'split') ~= '1' then
   local whole = cjson.decode(redis.call('HGET', KEYS[1], 'json'))
   for n, entry in pairs(whole.snapshot.context.streams) do redis.call('HSET', KEYS[2], n, cjson.encode(entry)) end
 end
-redis.call('HSET', KEYS[1], 'v', v + 1, 'json', ARGV[2], 't', ARGV[3], 'split', 1, 'n', ARGV[4], 'sa', ARGV[5])
-for i = 6, #ARGV, 2 do
+-- Entries of streams that fell behind the forget point go (request-memory.ts): the hash stays bounded.
+local forgotten = {}
+for n = math.max(tonumber(redis.call('HGET', KEYS[1], 'f') or '1'), 1), tonumber(ARGV[6]) - 1 do
+  forgotten[#forgotten + 1] = tostring(n)
+end
+for i = 1, #forgotten, 512 do
+  redis.call('HDEL', KEYS[2], unpack(forgotten, i, math.min(i + 511, #forgotten)))
+end
+redis.call('HSET', KEYS[1], 'v', v + 1, 'json', ARGV[2], 't', ARGV[3], 'split', 1, 'n', ARGV[4], 'sa', ARGV[5],
+  'f', ARGV[6])
+for i = 7, #ARGV, 2 do
   redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1])
-  local k = 4 + (i - 6)
+  local k = 4 + (i - 7)
   ensureWindow(KEYS[k], KEYS[k + 1], KEYS[3])
 end
 return 1
@@ -227,6 +237,7 @@ export class RedisSharedStore implements SharedSessionStore {
       String(this.now()),
       String(watermark.nextStream),
       watermark.standalone ? '1' : '0',
+      String(watermark.forgottenBelow ?? 1),
     ];
     const keys = [
       this.recordKey(core.id),

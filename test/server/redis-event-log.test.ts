@@ -188,6 +188,23 @@ describe('RedisEventLog', () => {
       expect(await shared.commit(rec(snap(4)), 2)).toBe(true);
       expect(await put(snap(4), snap(5), 3)).toBe(true);
       expect(await shared.load('s')).toEqual({ version: 4, record: rec(snap(5)) });
+      // The forget point moved (request-memory.ts): the entries behind it are deleted by the commit.
+      const forgetting = { ...snap(6), context: { ...snap(6).context, forgottenBelow: 5 } };
+      for (const n of [1, 2, 3, 4]) {
+        delete (forgetting.context.streams as Record<number, unknown>)[n];
+        delete (forgetting.context.requests as Record<string, number>)[`n:${n}`];
+      }
+      expect(await put(snap(5), forgetting, 4)).toBe(true);
+      const kept = await shared.load('s');
+      expect(
+        Object.keys((kept?.record.snapshot as typeof forgetting | undefined)?.context.streams ?? {}),
+      ).toEqual(['5', '6']);
+      expect(await shared.loadSince('s', -1, undefined)).toMatchObject({
+        entries: [
+          [5, snap(6).context.streams[5]],
+          [6, snap(6).context.streams[6]],
+        ],
+      });
     } finally {
       await l.close();
     }

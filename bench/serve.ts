@@ -70,8 +70,8 @@ const sessionIds: string[] = [];
 if (kind === 'raw') server = await startRawSse();
 else if (kind === 'v2') server = await startModernOfficial();
 else if (kind === 'ours-2026') {
-  // Row 6 makes more keyed calls from one address than the default bound of remembered keys allows.
-  server = await startModernOurs(options.store ? { ...(await stores(options)), maxKeys: 1_000_000 } : {});
+  // Rows 2 and 6 make more keyed calls from one address than the default bound of remembered keys allows.
+  server = await startModernOurs({ ...(options.store ? await stores(options) : {}), maxKeys: 1_000_000 });
 } else if (kind === 'ours') {
   log = (await stores(options)).log;
   server = await startOurs({

@@ -91,6 +91,8 @@ export async function callsModern(
       const got = (result.content as Array<{ text?: string }>)[0]?.text;
       if (got !== text) throw new Error(`call ${i}: expected ${text}, got ${JSON.stringify(result)}`);
     };
+    // `continuityFetch` learns the tools' annotations from `tools/list`: unlisted, `peek` would be keyed.
+    if (tool === 'peek') await bounded(c.client.listTools(), timeoutMs, 'v2: tools/list');
     await bounded(pool(Math.min(500, total), concurrency, call), timeoutMs, 'v2: warm-up');
     latencies.length = 0;
     completions.length = 0;

@@ -25,7 +25,12 @@ export class AddressKeys {
   /** Reserves `memoKey` for `address` when the address is below its bound; the refusal otherwise. */
   reserve(address: string, memoKey: string, now: number): MemoAdmission {
     const keys = this.byAddress.get(address) ?? new Map<string, AddressKey>();
-    const { admission, expired } = admitAddressKey(keys, this.maxPerAddress, this.memoWindowMs, now, memoKey);
+    // Fewer keys held than the bound, expired ones included: admitted whatever their windows, so the
+    // address's keys are not scanned on every create (the sweep forgets the expired ones).
+    const { admission, expired } =
+      keys.size < this.maxPerAddress
+        ? BELOW_BOUND
+        : admitAddressKey(keys, this.maxPerAddress, this.memoWindowMs, now, memoKey);
     for (const k of expired) this.forget(address, keys, k);
     if (admission.kind === 'admit') {
       if (!keys.has(memoKey)) keys.set(memoKey, { state: 'running' });
@@ -85,5 +90,7 @@ export class AddressKeys {
     return { addresses: this.byAddress.size, keys };
   }
 }
+
+const BELOW_BOUND = { admission: { kind: 'admit' }, expired: [] } as const;
 
 const holdKey = (address: string, memoKey: string) => `${address}\u0000${memoKey}`;

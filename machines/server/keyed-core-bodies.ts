@@ -1,5 +1,5 @@
 import type { JsonRpcMessage, JsonRpcRequest } from '../jsonrpc.js';
-import { type CoreContext, logBell, record, startBell } from './keyed-core-context.js';
+import { type CoreContext, driveSteps, logBell, record, startBell } from './keyed-core-context.js';
 import type { KeyedFact } from './keyed-core-io.js';
 import {
   admitKeyedEvent,
@@ -8,9 +8,10 @@ import {
   storedEvent,
   storedEventBytes,
 } from './keyed-events.js';
+import type { KeyedBodyEndCommand } from './keyed-execute.js';
 import type { MemoEntry } from './keyed-memo.js';
 import { isFinalAnswer, refusalResponse } from './keyed-plan.js';
-import type { Task } from './keyed-tasks.js';
+import type { AllOf, Task } from './keyed-tasks.js';
 import type { StreamWindow } from './retention.js';
 
 /**
@@ -270,32 +271,37 @@ export class KeyedBodies {
    */
   private *bodyEnd(entry: MemoEntry, final: JsonRpcMessage | undefined, refused: boolean): Task {
     const steps = this.ctx.d.bodyEnd(entry, final, refused);
-    let r = steps.next();
-    while (!r.done) {
-      const c = r.value;
-      let a: unknown;
+    // The log's window is read with the entry, in one round trip: every append of this run has drained
+    // (`finish` waits for them) and nothing else appends to an entry's log, so it cannot move in between.
+    let window: StreamWindow | undefined;
+    const step = function* (this: KeyedBodies, c: KeyedBodyEndCommand): Task<unknown> {
       switch (c.kind) {
-        case 'read-entry':
-          a = yield { kind: 'memo.get', memoKey: entry.memoKey };
-          break;
+        case 'read-entry': {
+          const [current, w] = (yield {
+            kind: 'all',
+            calls: [
+              { kind: 'memo.get', memoKey: entry.memoKey },
+              { kind: 'log.window', logId: entry.logId },
+            ],
+          } satisfies AllOf) as [MemoEntry | undefined, StreamWindow | undefined];
+          window = w;
+          return current;
+        }
         case 'read-window':
-          a = (yield { kind: 'log.window', logId: entry.logId }) as StreamWindow | undefined;
-          break;
+          return window;
         case 'watched':
-          a = this.ctx.tasks.sleeping(logBell(entry.logId));
-          break;
+          return this.ctx.tasks.sleeping(logBell(entry.logId));
         case 'record':
-          a = yield* record(this.ctx, c.entry, c.event, c.watched);
-          break;
+          return yield* record(this.ctx, c.entry, c.event, c.watched);
         case 'append-final':
           yield { kind: 'log.append-final', logId: entry.logId, message: c.message };
-          break;
+          return undefined;
         case 'ring':
           this.ctx.tasks.ring(logBell(entry.logId));
-          break;
+          return undefined;
       }
-      r = steps.next(a as never);
-    }
+    }.bind(this);
+    yield* driveSteps(steps as Generator<KeyedBodyEndCommand, void, never>, step);
   }
 
   abortLocal(mk: string): void {

@@ -92,10 +92,30 @@ export function* record(
   return after;
 }
 
-/** The one liveness rule, on the leases the memo holds now. */
+/**
+ * The one liveness rule, on the leases the memo holds now. An owner the rule finds alive without any lease
+ * (this instance) costs no store call: every look of a response attached here would otherwise ask.
+ */
 export function* ownerAlive(ctx: CoreContext, owner: string): Task<boolean> {
+  if (ctx.d.isOwnerAlive(owner, ctx.self, NO_LEASES)) return true;
   const leased = (yield { kind: 'memo.alive', owners: [owner] }) as ReadonlySet<string>;
   return ctx.d.isOwnerAlive(owner, ctx.self, leased);
+}
+
+const NO_LEASES: ReadonlySet<string> = new Set();
+
+/**
+ * Drives a procedure's steps (a call's, an attached response's, a body end's) inside a task: `execute`
+ * turns each step command into store calls and sleeps and gives its answer, which goes back into the
+ * steps; the steps' return value is the task's.
+ */
+export function* driveSteps<C, R>(
+  steps: Generator<C, R, never>,
+  execute: (command: C) => Task<unknown>,
+): Task<R> {
+  let r = steps.next(undefined as never);
+  while (!r.done) r = steps.next((yield* execute(r.value)) as never);
+  return r.value;
 }
 
 /** Best effort: a log that could not be dropped is only storage; the request goes on. */

@@ -5,6 +5,7 @@ import { AddressKeys } from './keyed-address-book.js';
 import { KeyedBodies, type Run } from './keyed-core-bodies.js';
 import {
   type CoreContext,
+  driveSteps,
   dropLog,
   KEYED_DECISIONS,
   type KeyedCoreDecisions,
@@ -15,7 +16,13 @@ import {
   startBell,
 } from './keyed-core-context.js';
 import type { KeyedCommand, KeyedFact, KeyedSseFrame, KeyedStoreCall } from './keyed-core-io.js';
-import { type KeyedLogRead, keyedCallSteps } from './keyed-execute.js';
+import {
+  type KeyedCallCommand,
+  type KeyedCallEnd,
+  type KeyedFollowCommand,
+  type KeyedFollowEnd,
+  keyedCallSteps,
+} from './keyed-execute.js';
 import { keyedLogId, type MemoCreate, type MemoEntry } from './keyed-memo.js';
 import {
   type Attempt,
@@ -86,6 +93,9 @@ interface Caller {
   readonly principal: string;
   readonly address: string | undefined;
 }
+
+/** Thrown out of an attached response's steps when the core closed: the response ends without a frame. */
+const CORE_CLOSED: unique symbol = Symbol('keyed core closed');
 
 export class KeyedCore {
   private now: number;
@@ -359,32 +369,26 @@ export class KeyedCore {
     const attempt = attemptOf(message);
     let started: Run | undefined;
     let restarted: 'won' | 'lost' | undefined;
+    const d = this.d;
     const steps = keyedCallSteps({
       reading,
       fingerprint,
       memoWindowMs: this.config.memoWindowMs,
       now: this.now,
     });
-    let r = steps.next();
-    while (!r.done) {
-      const c = r.value;
-      let a: unknown;
+    const step = function* (this: KeyedCore, c: KeyedCallCommand): Task<unknown> {
       switch (c.kind) {
         case 'read-entry':
-          a = yield { kind: 'memo.get', memoKey: mk };
-          break;
+          return yield { kind: 'memo.get', memoKey: mk };
         case 'read-window':
-          a = yield { kind: 'log.window', logId: c.entry.logId };
-          break;
+          return yield { kind: 'log.window', logId: c.entry.logId };
         case 'owner-alive':
-          a = yield* ownerAlive(this.ctx, c.owner);
-          break;
+          return yield* ownerAlive(this.ctx, c.owner);
         case 'memo-complete-for':
-          a = yield { kind: 'memo.complete-for' };
-          break;
+          return yield { kind: 'memo.complete-for' };
         case 'new-entry': {
           const epoch = this.config.ids.epoch();
-          a = {
+          return {
             memoKey: mk,
             principal: caller.principal,
             fingerprint,
@@ -394,38 +398,39 @@ export class KeyedCore {
             epoch,
             createdAt: this.now,
           } satisfies MemoEntry;
-          break;
         }
         case 'open-log':
-          a = yield { kind: 'log.open', logId: c.entry.logId };
-          break;
+          return yield { kind: 'log.open', logId: c.entry.logId };
         case 'create-entry':
-          a = yield* this.create(c.entry, caller);
-          break;
+          return yield* this.create(c.entry, caller);
         case 'drop-log':
-          a = yield* dropLog(this.ctx, c.entry.logId);
-          break;
+          return yield* dropLog(this.ctx, c.entry.logId);
         case 'replace-entry':
           if (c.next.state === 'outcomeUnknown' && c.entry.state === 'running')
             this.note({ kind: 'plan', request: caller.request, plan: 'declare-died' });
-          a = yield* replace(this.ctx, c.entry, c.next);
-          break;
+          return yield* replace(this.ctx, c.entry, c.next);
         case 'restart-entry': {
           const won = restartWon(yield* replace(this.ctx, c.entry, c.next), c.next);
           if (!won) this.note({ kind: 'plan', request: caller.request, plan: 'restart lost' });
           restarted = won ? 'won' : 'lost';
-          a = won;
-          break;
+          return won;
         }
         case 'start-run':
+          // From here on, every change of the new entry or its log made here rings its bell.
+          this.tasks.mark(logBell(c.entry.logId));
           started = this.bodies.start(c.entry, message, caller);
-          a = undefined;
-          break;
+          return undefined;
       }
-      r = steps.next(this.d.callAnswer(c, a) as never);
-    }
-    const end = this.d.callEnd(r.value);
+    }.bind(this);
+    const result = yield* driveSteps(
+      steps as Generator<KeyedCallCommand, KeyedCallEnd, never>,
+      function* (c) {
+        return d.callAnswer(c, yield* step(c));
+      },
+    );
+    const end = this.d.callEnd(result);
     if (end.kind === 'reply') {
+      if (started) this.tasks.rangSinceMark(logBell(started.entry.logId));
       this.note({ kind: 'plan', request: caller.request, plan: `reply ${end.reply.error.code}` });
       this.note({ kind: 'refused', code: end.reply.error.code, status: end.reply.status });
       return this.answerReply(caller.request, end.reply, attempt.id);
@@ -449,6 +454,7 @@ export class KeyedCore {
       yield { kind: 'sleep', bell: startBell(started.id), until: this.now + this.limits.startWaitMs };
     const refusal = started?.acceptance?.refusal;
     if (refusal) {
+      this.tasks.rangSinceMark(logBell(started?.entry.logId ?? ''));
       this.emit({
         kind: 'answer',
         request: caller.request,
@@ -458,7 +464,14 @@ export class KeyedCore {
       });
       return;
     }
-    this.serve(caller.request, end.entry, attempt, end.afterSeq);
+    // Nothing rang the entry's bell since it was created here: its log is empty and the entry as created
+    // (every append and every compare-and-set here rings it), so the response's first look is skipped.
+    const quiet =
+      started !== undefined &&
+      started.entry.logId === end.entry.logId &&
+      end.afterSeq === 0 &&
+      !this.tasks.rangSinceMark(logBell(started.entry.logId));
+    this.serve(caller.request, end.entry, attempt, end.afterSeq, quiet);
   }
 
   /**
@@ -510,7 +523,7 @@ export class KeyedCore {
   // ---- attached responses ---------------------------------------------------------------------
 
   /** The response of one attempt, from the key's log: never starts anything. */
-  private serve(request: number, entry: MemoEntry, attempt: Attempt, afterSeq: number): void {
+  private serve(request: number, entry: MemoEntry, attempt: Attempt, afterSeq: number, quiet = false): void {
     this.emit({ kind: 'open-stream', request });
     const stream: Stream = {
       logId: entry.logId,
@@ -524,46 +537,53 @@ export class KeyedCore {
       this.streams.delete(request);
       this.emit({ kind: 'end-stream', request });
     };
-    stream.task = this.tasks.spawn(this.followTask(request, entry, attempt, afterSeq), end, (error) => {
-      this.fail(error);
-      end();
-    });
+    stream.task = this.tasks.spawn(
+      this.followTask(request, entry, attempt, afterSeq, quiet),
+      end,
+      (error) => {
+        this.fail(error);
+        end();
+      },
+    );
   }
 
   /** Writes the log after `afterSeq`, live events, then the end `attachStep` decides. */
-  private *followTask(request: number, entry: MemoEntry, attempt: Attempt, afterSeq: number): Task {
-    const steps = this.d.followSteps({ entry, attempt, afterSeq, decide: this.d.attachStep });
+  private *followTask(
+    request: number,
+    entry: MemoEntry,
+    attempt: Attempt,
+    afterSeq: number,
+    quiet: boolean,
+  ): Task {
+    const steps = this.d.followSteps({ entry, attempt, afterSeq, quiet, decide: this.d.attachStep });
     let last: MemoEntry | undefined;
-    let r = steps.next();
-    while (!r.done) {
-      const c = r.value;
-      let a: unknown;
+    const step = function* (this: KeyedCore, c: KeyedFollowCommand): Task<unknown> {
       switch (c.kind) {
         case 'read-log':
           // This response stops between looks once the core closes.
-          if (this.closed) return;
-          a = (yield { kind: 'log.read', logId: entry.logId, afterSeq: c.afterSeq }) as
-            | KeyedLogRead
-            | undefined;
-          break;
+          if (this.closed) throw CORE_CLOSED;
+          return yield { kind: 'log.read', logId: entry.logId, afterSeq: c.afterSeq };
         case 'read-entry':
           last = (yield { kind: 'memo.get', memoKey: entry.memoKey }) as MemoEntry | undefined;
-          a = last;
-          break;
+          return last;
         case 'owner-alive':
-          a = yield* ownerAlive(this.ctx, c.owner);
-          break;
+          return yield* ownerAlive(this.ctx, c.owner);
         case 'write':
           for (const f of c.frames) this.write(request, { kind: 'event', id: f.id, message: f.message });
-          break;
+          return undefined;
         case 'declare-died':
-          a = yield* record(this.ctx, c.entry, { type: 'instance.died' });
-          break;
+          return yield* record(this.ctx, c.entry, { type: 'instance.died' });
         case 'wait':
           yield { kind: 'sleep', bell: logBell(entry.logId), until: this.now + this.limits.pollMs };
-          break;
+          return undefined;
       }
-      r = steps.next(a as never);
+    }.bind(this);
+    let r: { value: KeyedFollowEnd };
+    try {
+      r = { value: yield* driveSteps(steps as Generator<KeyedFollowCommand, KeyedFollowEnd, never>, step) };
+    } catch (error) {
+      if (error === CORE_CLOSED) return;
+      throw error;
     }
     this.note({
       kind: 'attach-end',

@@ -11,6 +11,7 @@ import {
   type KeyedReply,
   keyedRunEnd,
   memoFullReply,
+  needsMemoCompleteness,
   needsOwnerLiveness,
   nextEntry,
   outcomeMessage,
@@ -98,7 +99,10 @@ export function* keyedCallSteps(facts: {
     const window = entry ? ((yield { kind: 'read-window', entry }) as StreamWindow | undefined) : undefined;
     const ownerAlive =
       entry?.state === 'running' ? ((yield { kind: 'owner-alive', owner: entry.owner }) as boolean) : true;
-    const memoCompleteForMs = (yield { kind: 'memo-complete-for' }) as number;
+    // Only a re-issue of a key the memo does not hold asks how long the memo has been complete.
+    const memoCompleteForMs = needsMemoCompleteness(facts.reading, entry)
+      ? ((yield { kind: 'memo-complete-for' }) as number)
+      : 0;
     const plan = planKeyedCall({
       reading: facts.reading,
       fingerprint: facts.fingerprint,
@@ -212,10 +216,16 @@ export function* keyedFollowSteps(facts: {
   readonly entry: Pick<MemoEntry, 'epoch' | 'logId'>;
   readonly attempt: Attempt;
   readonly afterSeq: number;
+  /**
+   * Nothing changed since the entry was created by this attempt (its log is empty, the entry as created):
+   * the first look would find nothing to write and no end, so the response waits at once.
+   */
+  readonly quiet?: boolean;
   readonly decide?: typeof attachStep;
 }): Generator<KeyedFollowCommand, KeyedFollowEnd, FollowAnswer> {
   const decide = facts.decide ?? attachStep;
   let lastSent = facts.afterSeq;
+  if (facts.quiet) yield { kind: 'wait' };
   for (;;) {
     const read = (yield { kind: 'read-log', afterSeq: lastSent }) as KeyedLogRead | undefined;
     const current = (yield { kind: 'read-entry' }) as MemoEntry | undefined;

@@ -474,6 +474,17 @@ export function abortsLocalRun(entry: Pick<MemoEntry, 'state' | 'owner'> | undef
 }
 
 /** Whether the owner's liveness matters for what is answered: only while the entry runs. */
+/**
+ * Whether `planKeyedCall` reads how long the memo has been complete (`admitUnknownKey`): only for a
+ * re-issue of a key it does not hold; every other call is planned without it (one store call fewer).
+ */
+export function needsMemoCompleteness(
+  reading: Pick<Extract<KeyReading, { kind: 'keyed' }>, 'reissue'>,
+  entry: MemoEntry | undefined,
+): boolean {
+  return entry === undefined && reading.reissue;
+}
+
 export function needsOwnerLiveness(entry: Pick<MemoEntry, 'state'> | undefined): boolean {
   return entry?.state === 'running';
 }

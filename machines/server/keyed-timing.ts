@@ -1,4 +1,5 @@
 import { maxEventBytesPerKey } from './keyed-events.js';
+import { type MemoEntry, memoExpiresAt } from './keyed-memo.js';
 import { KEYED_START_WAIT_MS } from './keyed-plan.js';
 
 /**
@@ -44,3 +45,20 @@ export function keyedLimits(
 
 /** The lease tick's period: a third of the lease, so two ticks may fail before the lease runs out. */
 export const leaseTickMs = (leaseMs: number): number => Math.max(1, leaseMs / 3);
+
+/** The longest delay a host timer (`setTimeout`) honours. */
+export const MAX_TIMER_MS = 2_147_483_647;
+
+/**
+ * A store that forgets entries by itself (the memory memo): how long from `now` until `entry` is forgotten,
+ * at the end of its window (0 when that passed; clamped to `MAX_TIMER_MS`, the longest a timer holds);
+ * undefined while it runs (no deadline: a running entry is never forgotten).
+ */
+export function memoForgetDelayMs(
+  entry: Pick<MemoEntry, 'state' | 'finishedAt'>,
+  memoWindowMs: number,
+  now: number,
+): number | undefined {
+  const at = memoExpiresAt(entry, memoWindowMs);
+  return at === undefined ? undefined : Math.min(MAX_TIMER_MS, Math.max(0, at - now));
+}

@@ -4,8 +4,8 @@ import {
   type KeyedWorkState,
   type MemoEntry,
   memoExpired,
-  memoExpiresAt,
 } from '../../machines/server/keyed-memo.js';
+import { memoForgetDelayMs } from '../../machines/server/keyed-timing.js';
 import type { MemoCreate, MemoStore } from './memo-store.js';
 
 export interface MemoryMemoStoreOptions {
@@ -15,9 +15,6 @@ export interface MemoryMemoStoreOptions {
   /** Told when an entry is forgotten (its window passed), with its log id: the runtime drops its events. */
   readonly onForget?: (logId: string) => void;
 }
-
-/** The longest delay `setTimeout` honours. */
-const MAX_TIMER_MS = 2_147_483_647;
 
 /**
  * The memo in process memory: one process, nothing survives a restart (so a re-issue of an unknown key
@@ -142,15 +139,13 @@ export class MemoryMemoStore implements MemoStore {
       this.byPrincipal.set(entry.principal, set);
     }
     set.add(entry.memoKey);
-    const at = memoExpiresAt(entry, this.options.memoWindowMs);
     const old = this.timers.get(entry.memoKey);
     if (old !== undefined) clearTimeout(old);
     this.timers.delete(entry.memoKey);
-    if (at === undefined) return;
-    const timer = setTimeout(
-      () => this.forget(entry.memoKey),
-      Math.min(MAX_TIMER_MS, Math.max(0, at - this.now())),
-    );
+    // The deadline is the memo's rule (machines/server/keyed-timing.ts); this only sets the timer.
+    const delay = memoForgetDelayMs(entry, this.options.memoWindowMs, this.now());
+    if (delay === undefined) return;
+    const timer = setTimeout(() => this.forget(entry.memoKey), delay);
     timer.unref?.();
     this.timers.set(entry.memoKey, timer);
   }

@@ -21,7 +21,8 @@ export interface SqliteMemoStoreOptions {
  * transaction, so set-if-absent, the per-principal bound and compare-and-set are atomic. A restarted
  * process has a new instance id, so entries its predecessor left `running` have an owner nobody leases:
  * the runtime declares them outcome unknown. `expires_at` (NULL while running) is indexed for the sweep, and
- * with the principal for the per-principal bound (counted in SQL, so a new key costs the same at any count).
+ * with the principal for the per-principal bound. Rows per principal are kept in `memo_rows`, so a new key
+ * below the bound is admitted without counting (O(1) at any count); live entries are counted only at it.
  */
 export class SqliteMemoStore implements MemoStore {
   readonly durable: boolean;
@@ -46,8 +47,15 @@ export class SqliteMemoStore implements MemoStore {
       CREATE INDEX IF NOT EXISTS memo_principal_expiry ON memo (principal, expires_at);
       CREATE INDEX IF NOT EXISTS memo_expiry ON memo (expires_at);
       CREATE TABLE IF NOT EXISTS memo_meta (k TEXT PRIMARY KEY, v INTEGER NOT NULL) WITHOUT ROWID;
+      CREATE TABLE IF NOT EXISTS memo_rows (principal TEXT PRIMARY KEY, n INTEGER NOT NULL) WITHOUT ROWID;
     `);
     const db = this.db;
+    // Rows per principal, kept with every insert and delete: rebuilt on open, so a file written before the
+    // table existed (or by an older version) starts right.
+    db.transaction(() => {
+      db.exec('DELETE FROM memo_rows');
+      db.exec('INSERT INTO memo_rows (principal, n) SELECT principal, COUNT(*) FROM memo GROUP BY principal');
+    })();
     db.prepare("INSERT OR IGNORE INTO memo_meta (k, v) VALUES ('since', ?)").run(this.now());
     this.q = {
       since: db.prepare<[], { v: number }>("SELECT v FROM memo_meta WHERE k = 'since'"),
@@ -66,9 +74,14 @@ export class SqliteMemoStore implements MemoStore {
         'UPDATE memo SET state = ?, expires_at = ?, entry = ? WHERE memo_key = ? AND state = ?',
       ),
       remove: db.prepare('DELETE FROM memo WHERE memo_key = ?'),
+      rows: db.prepare<[string], { n: number }>('SELECT n FROM memo_rows WHERE principal = ?'),
+      addRows: db.prepare(
+        'INSERT INTO memo_rows (principal, n) VALUES (?, ?) ON CONFLICT (principal) DO UPDATE SET n = n + excluded.n',
+      ),
+      dropEmpty: db.prepare('DELETE FROM memo_rows WHERE principal = ? AND n <= 0'),
       running: db.prepare<[], { entry: string }>("SELECT entry FROM memo WHERE state = 'running'"),
-      expired: db.prepare<[number], { memo_key: string; entry: string }>(
-        'SELECT memo_key, entry FROM memo WHERE expires_at IS NOT NULL AND expires_at <= ?',
+      expired: db.prepare<[number], { memo_key: string; principal: string; entry: string }>(
+        'SELECT memo_key, principal, entry FROM memo WHERE expires_at IS NOT NULL AND expires_at <= ?',
       ),
     };
   }
@@ -96,16 +109,21 @@ export class SqliteMemoStore implements MemoStore {
       const existing = this.read(entry.memoKey);
       if (existing) return { kind: 'exists', entry: existing };
       const now = this.now();
-      const counted = this.q.live.get(entry.principal, now);
-      const admission = admitCounted(
-        { live: counted?.live ?? 0, firstWindowEnd: counted?.first ?? Number.POSITIVE_INFINITY },
-        maxEntriesPerPrincipal,
-        this.memoWindowMs,
-        now,
-      );
-      if (admission.kind === 'full') return admission;
+      // The principal's rows (expired ones not swept yet included) bound its live entries: below the
+      // bound it is admitted without counting; only at the bound are the live ones counted.
+      const rows = this.q.rows.get(entry.principal)?.n ?? 0;
+      if (rows >= maxEntriesPerPrincipal) {
+        const counted = this.q.live.get(entry.principal, now);
+        const admission = admitCounted(
+          { live: counted?.live ?? 0, firstWindowEnd: counted?.first ?? Number.POSITIVE_INFINITY },
+          maxEntriesPerPrincipal,
+          this.memoWindowMs,
+          now,
+        );
+        if (admission.kind === 'full') return admission;
+      }
       // An expired row of the same key may still be there (not swept yet): the new entry replaces it.
-      this.q.remove.run(entry.memoKey);
+      if (this.q.remove.run(entry.memoKey).changes === 0) this.q.addRows.run(entry.principal, 1);
       this.q.insert.run(
         entry.memoKey,
         entry.principal,
@@ -134,7 +152,11 @@ export class SqliteMemoStore implements MemoStore {
   async sweep(): Promise<string[]> {
     return this.db.transaction(() => {
       const rows = this.q.expired.all(this.now());
-      for (const r of rows) this.q.remove.run(r.memo_key);
+      for (const r of rows) {
+        this.q.remove.run(r.memo_key);
+        this.q.addRows.run(r.principal, -1);
+        this.q.dropEmpty.run(r.principal);
+      }
       return rows.map((r) => (JSON.parse(r.entry) as MemoEntry).logId);
     })();
   }

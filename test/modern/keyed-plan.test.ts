@@ -182,15 +182,30 @@ describe('keyed call steps (the procedure src/ and the simulated world drive ali
             ? { kind: 'created' }
             : 0,
     );
-    expect(seen).toEqual([
-      'read-entry',
-      'memo-complete-for',
-      'new-entry',
-      'open-log',
-      'create-entry',
-      'start-run',
-    ]);
+    // A first attempt of a key the memo does not hold runs whatever the memo's age: no completeness read.
+    expect(seen).toEqual(['read-entry', 'new-entry', 'open-log', 'create-entry', 'start-run']);
     expect(end).toEqual({ kind: 'serve', entry: fresh, afterSeq: 0 });
+  });
+
+  it('a re-issue of a key the memo does not hold asks how long the memo is complete; too young: outcome unknown', () => {
+    const seen: string[] = [];
+    const end = driveKeyedCallSync(
+      keyedCallSteps({
+        reading: { kind: 'keyed', key: 'k', reissue: true },
+        fingerprint: FP,
+        memoWindowMs: 1000,
+        now: 5,
+      }),
+      (c) => {
+        seen.push(c.kind);
+        return (c.kind === 'memo-complete-for' ? 999 : undefined) as never;
+      },
+    );
+    expect(seen).toEqual(['read-entry', 'memo-complete-for']);
+    expect(end).toMatchObject({
+      kind: 'reply',
+      reply: { error: { code: ContinuityErrorCode.OUTCOME_UNKNOWN } },
+    });
   });
 
   it('a lost creation race: the loser drops its log, re-reads and attaches; it never starts the body', () => {
@@ -572,7 +587,6 @@ describe('refused before the tool ran (the SDK answered 4xx): nothing ran, the k
     expect(seen.map((c) => c.kind)).toEqual([
       'read-entry',
       'read-window',
-      'memo-complete-for',
       'new-entry',
       'open-log',
       'restart-entry',

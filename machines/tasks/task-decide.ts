@@ -65,6 +65,8 @@ export interface NewTask {
   readonly pollIntervalMs: number;
   /** How long an expired task is still answered "expired" (and its key still bound) before it is deleted. */
   readonly keepExpiredMs: number;
+  /** The run's lease (machines/tasks/task-lease.ts); undefined: no lease (the task never lapses). */
+  readonly leaseMs?: number;
 }
 
 /** The record of a new task: working, round 0, version 1. */
@@ -82,6 +84,7 @@ export function newTaskRecord(t: NewTask): TaskRecord {
     pollIntervalMs: t.pollIntervalMs,
     purgeAt: purgeAtOf(t.now, t.ttlMs, t.keepExpiredMs),
     round: 0,
+    ...(t.leaseMs !== undefined ? { leaseUntil: t.now + t.leaseMs } : {}),
     version: 1,
   };
 }
@@ -169,7 +172,12 @@ export interface TaskChange {
  * key once). When every request of the round is answered, the task is working again and the tool re-runs
  * with the answers under its own keys; otherwise it stays `input_required` with fewer outstanding.
  */
-export function decideUpdate(record: TaskRecord, inputResponses: unknown, now: number): TaskChange {
+export function decideUpdate(
+  record: TaskRecord,
+  inputResponses: unknown,
+  now: number,
+  leaseMs?: number,
+): TaskChange {
   if (record.status !== 'input_required' || !isObject(inputResponses)) return {};
   const open = outstanding(record);
   const fresh = Object.entries(inputResponses).filter(([k]) => k in open);
@@ -184,13 +192,22 @@ export function decideUpdate(record: TaskRecord, inputResponses: unknown, now: n
     const own = runKeyOf(record.round, k);
     if (own !== undefined) runAnswers[own] = v;
   }
-  const { inputRequests: _r, inputResponses: _a, requestState, statusMessage: _m, ...rest } = record;
+  const {
+    inputRequests: _r,
+    inputResponses: _a,
+    requestState,
+    statusMessage: _m,
+    leaseUntil: _l,
+    ...rest
+  } = record;
   return {
     next: {
       ...rest,
       status: step.status,
       round: record.round + 1,
       lastUpdatedAt: now,
+      // The re-run is this instance's: its lease starts now (an old round's lease would read lapsed).
+      ...(leaseMs !== undefined ? { leaseUntil: now + leaseMs } : {}),
       version: record.version + 1,
     },
     rerun: {

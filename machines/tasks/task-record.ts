@@ -65,6 +65,11 @@ export interface TaskRecord {
   readonly requestState?: string;
   readonly result?: unknown;
   readonly error?: TaskError;
+  /**
+   * While a run of the task goes on: until when its instance's lease holds (renewed by that instance);
+   * a working task read past it failed with its outcome unknown (machines/tasks/task-lease.ts).
+   */
+  readonly leaseUntil?: number;
   readonly version: number;
 }
 

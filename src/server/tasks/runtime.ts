@@ -19,6 +19,12 @@ import {
   toolParams,
 } from '../../../machines/tasks/task-decide.js';
 import {
+  DEFAULT_LEASE_MS,
+  decideLeaseLapse,
+  decideRenewal,
+  renewEveryMs,
+} from '../../../machines/tasks/task-lease.js';
+import {
   createTaskResult,
   MISSING_CLIENT_CAPABILITY_CODE,
   TASK_METHODS,
@@ -47,6 +53,12 @@ export interface TasksOptions {
   readonly keepExpiredMs?: number;
   /** Longest continuity-extension idempotency key accepted on a creating call. Default 255. */
   readonly maxKeyLength?: number;
+  /**
+   * The lease of a task's run: the instance running it renews it every third of this; a working task
+   * whose lease lapsed (its instance died) is answered failed, outcome unknown, by any instance. Default
+   * 30 s (`DEFAULT_LEASE_MS`).
+   */
+  readonly leaseMs?: number;
   /** Injectable clock (tests). */
   readonly now?: () => number;
   /** Told of failures that reach no client (a run's outcome that could not be written). */
@@ -83,6 +95,7 @@ export function createTasks(options: TasksOptions): Tasks {
   const pollIntervalMs = options.pollIntervalMs ?? 1000;
   const keepExpiredMs = options.keepExpiredMs ?? 600_000;
   const maxKeyLength = options.maxKeyLength ?? 255;
+  const leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
   const onError = options.onError ?? (() => undefined);
   /** Runs of this process, by task id: a cancel stops them. */
   const runs = new Map<string, AbortController>();
@@ -103,12 +116,34 @@ export function createTasks(options: TasksOptions): Tasks {
     return {};
   };
 
+  /** A task whose run's lease lapsed (its instance died) is written failed before anyone reads it. */
+  const lapsed = async (record: TaskRecord | undefined): Promise<TaskRecord | undefined> => {
+    if (!record || decideLeaseLapse(record, now()) === undefined) return record;
+    const done = await change(record.taskId, (r) => {
+      const next = decideLeaseLapse(r, now());
+      return next ? { next } : {};
+    });
+    return done.stored ?? (await store.get(record.taskId));
+  };
+
   const startRun = (record: TaskRecord, params: Record<string, unknown>, run: RunOnSdk): void => {
     const controller = new AbortController();
     runs.get(record.taskId)?.abort();
     runs.set(record.taskId, controller);
     const id = `task-${record.taskId}-${record.round}`;
     const message = { jsonrpc: '2.0', id, method: 'tools/call', params } as JsonRpcRequest;
+    // Renews the run's lease while it goes on; a task ended elsewhere (cancelled on another instance)
+    // stops the run here.
+    let renewal: Promise<unknown> = Promise.resolve();
+    const renewing = setInterval(() => {
+      renewal = change(record.taskId, (r) => {
+        const d = decideRenewal(r, record.round, now(), leaseMs);
+        if (d.kind === 'stop') controller.abort();
+        return d.kind === 'renew' ? { next: d.next } : {};
+      }).catch(onError);
+    }, renewEveryMs(leaseMs));
+    renewing.unref?.();
+    controller.signal.addEventListener('abort', () => clearInterval(renewing), { once: true });
     void (async () => {
       let answer: RunAnswer = { kind: 'lost', why: 'no answer from the tool' };
       try {
@@ -126,6 +161,8 @@ export function createTasks(options: TasksOptions): Tasks {
       } catch (error) {
         answer = { kind: 'lost', why: error instanceof Error ? error.message : String(error) };
       }
+      clearInterval(renewing);
+      await renewal;
       if (controller.signal.aborted) return;
       try {
         await change(record.taskId, (r) => {
@@ -157,6 +194,7 @@ export function createTasks(options: TasksOptions): Tasks {
       ttlMs,
       pollIntervalMs,
       keepExpiredMs,
+      leaseMs,
     });
     // Durable before the handle is sent (the draft: a tasks/get for it must resolve); a key already bound
     // gets its task back, and nothing runs again.
@@ -188,13 +226,13 @@ export function createTasks(options: TasksOptions): Tasks {
       message.method === 'tasks/get'
         ? 'Failed to retrieve task'
         : `Failed to ${message.method.slice(6)} task`;
-    const found = taskFor(await store.get(taskId), principal, now(), what);
+    const found = taskFor(await lapsed(await store.get(taskId)), principal, now(), what);
     if (found.kind === 'reply') return reply(found.reply, message.id);
     if (message.method === 'tasks/get') return reply(answerGet(found.record), message.id);
     const inputResponses = (message.params as { inputResponses?: unknown } | undefined)?.inputResponses;
     const done =
       message.method === 'tasks/update'
-        ? await change(taskId, (r) => decideUpdate(r, inputResponses, now()))
+        ? await change(taskId, (r) => decideUpdate(r, inputResponses, now(), leaseMs))
         : await change(taskId, (r) => decideCancel(r, now()));
     if (done.abort) {
       runs.get(taskId)?.abort();

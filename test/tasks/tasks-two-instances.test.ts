@@ -1,0 +1,198 @@
+import { createServer, type Server } from 'node:http';
+import { McpServer as McpServerV1 } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { McpServer as McpServerV2 } from '@modelcontextprotocol/server';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { ContinuityMeta } from '../../machines/continuity-extension.js';
+import { followTask } from '../../src/client/modern/tasks-follow.js';
+import { type ContinuityServer, createContinuityServer } from '../../src/server/handler.js';
+import { RedisTaskStore } from '../../src/server/tasks/redis-task-store.js';
+import { createTasks } from '../../src/server/tasks/runtime.js';
+import { listenOnLoopback } from '../support/listen.js';
+import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+import { until } from '../support/until.js';
+
+/**
+ * Two instances of the server on one Redis (each its own task store client, the same key prefix), on
+ * 127.0.0.1 ephemeral ports: a task created on A is followed, re-issued and cancelled on B; and when A dies
+ * mid-run (its runs stop and write nothing), B answers the task failed with its outcome unknown once the
+ * run's lease lapses, instead of `working` until the TTL.
+ */
+
+const MODERN = '2026-07-28';
+const TASKS = 'io.modelcontextprotocol/tasks';
+const declared = {
+  'io.modelcontextprotocol/protocolVersion': MODERN,
+  'io.modelcontextprotocol/clientCapabilities': { extensions: { [TASKS]: {} } },
+};
+const LEASE_MS = 300;
+const ledger = { started: 0, charges: 0, aborted: 0 };
+let redis: RedisServer;
+let prefix = 0;
+let errors: unknown[];
+
+interface Instance {
+  readonly url: URL;
+  readonly continuity: ContinuityServer;
+  readonly http: Server;
+  readonly store: RedisTaskStore;
+}
+let a: Instance;
+let b: Instance;
+
+function app(): McpServerV2 {
+  const server = new McpServerV2({ name: 'fleet', version: '1.0.0' });
+  server.registerTool(
+    'charge',
+    { inputSchema: z.object({ amount: z.number(), ms: z.number() }) },
+    async ({ amount, ms }, ctx) => {
+      ledger.started++;
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, ms);
+        ctx.mcpReq.signal.addEventListener(
+          'abort',
+          () => {
+            clearTimeout(t);
+            resolve();
+          },
+          { once: true },
+        );
+      });
+      if (ctx.mcpReq.signal.aborted) {
+        ledger.aborted++;
+        return { content: [{ type: 'text', text: 'aborted' }], isError: true };
+      }
+      ledger.charges++;
+      return { content: [{ type: 'text', text: `charged ${amount}` }] };
+    },
+  );
+  return server;
+}
+
+async function instance(keyPrefix: string): Promise<Instance> {
+  const store = new RedisTaskStore({ url: redis.url, keyPrefix, onError: (e) => errors.push(e) });
+  const continuity = createContinuityServer({
+    createMcpServer: () => new McpServerV1({ name: 'fleet', version: '1.0.0' }),
+    modern: {
+      createServer: app,
+      keepAliveMs: 0,
+      tasks: createTasks({
+        store,
+        taskTools: ['charge'],
+        pollIntervalMs: 50,
+        leaseMs: LEASE_MS,
+        onError: (e) => errors.push(e),
+      }),
+    },
+    authenticate: (r) => {
+      const token = r.headers.get('authorization')?.replace('Bearer ', '');
+      return token ? { principal: token } : null;
+    },
+    onError: (e) => errors.push(e),
+  });
+  const http = createServer(continuity.nodeHandler);
+  const url = new URL(`http://127.0.0.1:${await listenOnLoopback(http)}/mcp`);
+  return { url, continuity, http, store };
+}
+
+async function stop(i: Instance): Promise<void> {
+  await i.continuity.close();
+  i.http.closeAllConnections();
+  await new Promise((r) => i.http.close(r));
+  await i.store.close();
+}
+
+beforeAll(async () => {
+  redis = await startRedisServer();
+});
+afterAll(async () => {
+  await redis.dispose();
+});
+
+beforeEach(async () => {
+  Object.assign(ledger, { started: 0, charges: 0, aborted: 0 });
+  errors = [];
+  const keyPrefix = `fleet${++prefix}:`;
+  a = await instance(keyPrefix);
+  b = await instance(keyPrefix);
+});
+
+afterEach(async () => {
+  await stop(a);
+  await stop(b);
+  expect(errors).toEqual([]);
+});
+
+let ids = 0;
+async function rpc(
+  to: URL,
+  method: string,
+  params: Record<string, unknown>,
+  meta: Record<string, unknown> = declared,
+): Promise<{ result?: Record<string, unknown>; error?: { code: number; message: string; data?: unknown } }> {
+  const name: Record<string, string> = typeof params.name === 'string' ? { 'mcp-name': params.name } : {};
+  const response = await fetch(to, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': MODERN,
+      'mcp-method': method,
+      ...name,
+      authorization: 'Bearer alice',
+    },
+    body: JSON.stringify({ jsonrpc: '2.0', id: ++ids, method, params: { ...params, _meta: meta } }),
+  });
+  const text = await response.text();
+  return text.startsWith('{') ? JSON.parse(text) : JSON.parse(/data: (.*)/.exec(text)?.[1] ?? '{}');
+}
+
+const follow = {
+  policy: { minPollMs: 20, retryDelayMs: 20, maxPollMs: 200 },
+  headers: { authorization: 'Bearer alice' },
+};
+
+describe('tasks on two instances sharing Redis', () => {
+  it('created on A, followed on B past several lease renewals: the result, one charge', async () => {
+    const created = await rpc(a.url, 'tools/call', { name: 'charge', arguments: { amount: 5, ms: 900 } });
+    const taskId = String(created.result?.taskId);
+    const outcome = await followTask(b.url, taskId, follow);
+    expect(outcome).toMatchObject({ kind: 'completed', result: { content: [{ text: 'charged 5' }] } });
+    expect(ledger).toMatchObject({ started: 1, charges: 1 });
+  });
+
+  it('a keyed creation re-issued on B gets A’s task: one task, one charge', async () => {
+    const meta = { ...declared, [ContinuityMeta.idempotencyKey]: 'fleet-order-1' };
+    const params = { name: 'charge', arguments: { amount: 6, ms: 200 } };
+    const onA = await rpc(a.url, 'tools/call', params, meta);
+    const onB = await rpc(b.url, 'tools/call', params, meta);
+    expect(onB.result?.taskId).toBe(onA.result?.taskId);
+    expect(await followTask(b.url, String(onB.result?.taskId), follow)).toMatchObject({ kind: 'completed' });
+    expect(ledger).toMatchObject({ started: 1, charges: 1 });
+  });
+
+  it('cancelled on B: acked, cancelled on A too, and A’s run stops at its next lease renewal (no charge)', async () => {
+    const created = await rpc(a.url, 'tools/call', { name: 'charge', arguments: { amount: 7, ms: 3_000 } });
+    const taskId = String(created.result?.taskId);
+    await until('the run', () => ledger.started === 1, 5_000);
+    expect((await rpc(b.url, 'tasks/cancel', { taskId })).result).toEqual({ resultType: 'complete' });
+    expect((await rpc(a.url, 'tasks/get', { taskId })).result).toMatchObject({ status: 'cancelled' });
+    await until('the run on A to stop', () => ledger.aborted === 1, 2_000);
+    expect(ledger.charges).toBe(0);
+  });
+
+  it('A dies mid-run: B answers working until the lease lapses, then failed (outcome unknown), not working until the TTL', async () => {
+    const created = await rpc(a.url, 'tools/call', { name: 'charge', arguments: { amount: 8, ms: 10_000 } });
+    const taskId = String(created.result?.taskId);
+    await until('the run', () => ledger.started === 1, 5_000);
+    // A stops: its runs end and write nothing, as after a kill -9 (the HTTP server stays to keep teardown simple).
+    await a.continuity.close();
+    expect((await rpc(b.url, 'tasks/get', { taskId })).result).toMatchObject({ status: 'working' });
+    const outcome = await followTask(b.url, taskId, follow);
+    expect(outcome).toMatchObject({
+      kind: 'failed',
+      error: { code: -32603, data: { reason: 'lease_lapsed' } },
+    });
+    expect(ledger.charges).toBe(0);
+  });
+});

@@ -120,9 +120,15 @@ describe('traces on the MCP conventions', () => {
       { versionNegotiation: { mode: { pin: MODERN } } },
     );
     const figures = new ContinuityMetrics();
+    // Every request body as sent, attempts included: each must carry the call span's trace context.
+    const bodies: string[] = [];
+    const spy: typeof fetch = (input, init) => {
+      if (typeof init?.body === 'string') bodies.push(init.body);
+      return fetch(input, init);
+    };
     await client.connect(
       new StreamableHTTPClientTransport(proxy.url(), {
-        fetch: continuityFetch({ telemetry, metrics: figures }),
+        fetch: continuityFetch({ telemetry, metrics: figures, fetch: spy }),
       }),
     );
     const call = client.callTool({ name: 'charge', arguments: { cents: 500 } });
@@ -172,6 +178,15 @@ describe('traces on the MCP conventions', () => {
     // One trace: the server's execution is the client span's child.
     expect(serverSpan.spanContext().traceId).toBe(clientSpan.spanContext().traceId);
     expect(serverSpan.parentSpanContext?.spanId).toBe(clientSpan.spanContext().spanId);
+    // Each attempt (the first and both re-issues, new JSON-RPC ids, one key) carries the client span's
+    // context in params._meta: whichever attempt reaches the server first, its work joins this trace.
+    const sent = bodies
+      .filter((b) => b.includes('"tools/call"'))
+      .map((b) => JSON.parse(b) as { id: unknown; params: { _meta?: Record<string, unknown> } });
+    expect(sent).toHaveLength(3);
+    expect(new Set(sent.map((m) => m.id)).size).toBe(3);
+    const { traceId, spanId } = clientSpan.spanContext();
+    for (const m of sent) expect(m.params._meta?.traceparent).toBe(`00-${traceId}-${spanId}-01`);
 
     // Duration metrics under the conventions' names (seconds): one call, one execution.
     const collected = await sdkMetrics.collect();

@@ -442,9 +442,11 @@ export class World2026 {
     this.partitionUntil = 0;
     this.swallowUntil = 0;
     this.heal();
-    // Trickles stop with the other faults: their connections go silent, as a stall.
-    for (const t of this.recorder.trickles)
-      if (t.endedAt === undefined && t.stoppedAt === undefined) t.stoppedAt = this.clock.now();
+    // A client with a stall timer ends a trickle itself (the progress rule): it goes on. Without one nothing
+    // on the client could, so there it stops with the other faults and the connection goes silent.
+    if (!this.config.heartbeat)
+      for (const t of this.recorder.trickles)
+        if (t.endedAt === undefined && t.stoppedAt === undefined) t.stoppedAt = this.clock.now();
     // A stalled connection stays silent: only the client's stall timer or the balancer ends it.
     const start = this.clock.now();
     while (this.clock.now() - start < SETTLE_BOUND_2026_MS && this.unsettled().length > 0)

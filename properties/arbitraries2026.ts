@@ -70,6 +70,10 @@ export const commandArb2026: fc.Arbitrary<Command2026> = fc.oneof(
       .tuple(fc.nat(1), fc.constantFrom(0, 0, 1_500, 6_000, GONE_FOR_GOOD_MS))
       .map(([pick, downMs]) => ({ kind: 'instanceDies', pick, downMs }) as const),
   },
+  // A connection whose message never completes while a few bytes keep coming (the progress rule's case).
+  { weight: 1, arbitrary: fc.nat(5).map((pick) => ({ kind: 'trickle', pick }) as const) },
+  // The application aborts a call it made.
+  { weight: 1, arbitrary: fc.nat(5).map((pick) => ({ kind: 'cancel', pick }) as const) },
 );
 
 /** Up to 24 commands with at least one call (without one, "at most once" and "no hang" are vacuous). */
@@ -99,6 +103,13 @@ export const worldConfigArb2026: fc.Arbitrary<WorldConfig2026> = fc
     eventRetentionMs: fc.constantFrom(2_000, 600_000),
     latencyMaxMs: fc.constantFrom(1, 10, 40),
     seed: fc.nat(),
+    // Sometimes answers take longer than the stall timeout to arrive, steadily (link.ts).
+    slowLink: fc.oneof(
+      { weight: 5, arbitrary: fc.constant(false) },
+      { weight: 1, arbitrary: fc.constant(true) },
+    ),
+    // Sometimes two applications with their own credentials share the server (and, by chance, keys).
+    principals: fc.constantFrom<1 | 2>(1, 1, 2),
   })
   .map((c) => (c.memo === 'memory' ? { ...c, instances: 1 } : c));
 

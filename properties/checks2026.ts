@@ -2,9 +2,10 @@ import { StatelessReason } from '../machines/client/stateless-decide.js';
 import { COMMON_CHECKS, ownerDied, type TraceCheck } from './checks/common.js';
 import type { CallTrace, ExcuseRules, Trace } from './checks/trace.js';
 import { SIM_STATELESS_POLICY } from './world2026/client.js';
+import { TRICKLE_MS } from './world2026/link.js';
 import type { CallRecord2026, Recorder2026 } from './world2026/recorder.js';
 import { TOOLS_2026, type Tool2026 } from './world2026/tools.js';
-import type { WorldOutcome2026 } from './world2026/world.js';
+import { STALL_2026_MS, type WorldOutcome2026 } from './world2026/world.js';
 
 /**
  * The invariants of the 2026-07-28 model, judged from the outside on what the world recorded: the same
@@ -53,11 +54,12 @@ export function traceOf2026({ recorder, hung }: WorldOutcome2026): Trace {
       at: c.at,
       // The call machine is given the tool's annotations with the call.
       resendable: safeByAnnotations(c.tool),
-      outcome: c.outcome,
+      // An aborted call has no outcome: the application stopped waiting for one ('aborts end as aborted').
+      outcome: c.outcome === 'aborted' ? undefined : c.outcome,
       reason: c.reason,
       settledAt: c.endedAt,
       outcomes: c.outcomes,
-      abandoned: false,
+      abandoned: c.outcome === 'aborted',
       owners: recorder.owners.get(c.callKey) ?? [],
     });
   const trace: Trace = {
@@ -107,7 +109,7 @@ export const noSpuriousOutcomeUnknown2026: Check2026 = (outcome) => {
   const trace = traceOf2026(outcome);
   const out: string[] = [];
   for (const c of recorder.calls.values()) {
-    if (c.outcome === undefined || c.outcome === 'result') continue;
+    if (c.outcome === undefined || c.outcome === 'result' || c.outcome === 'aborted') continue;
     const why = unexplained(recorder, trace, c, config.extension, config.memoWindowMs);
     if (why !== undefined) out.push(`${c.callKey} (${c.tool}) ${c.outcome} (${c.reason}): ${why}`);
     else if (c.at > recorder.faultsEndAt && c.reason !== StatelessReason.keyReused)
@@ -252,6 +254,65 @@ export const noUnflaggedLoss2026: Check2026 = ({ recorder }) => {
   return out;
 };
 
+/**
+ * Aborts end as aborted: a call the application aborted before it ended reaches its library as the abort
+ * (the library rejects with the application's own reason), never as a result, an error or outcome unknown
+ * decided after the application stopped listening (`callEnding`'s override).
+ */
+export const abortsEndAsAborted2026: Check2026 = ({ recorder }) =>
+  [...recorder.calls.values()]
+    .filter((c) => c.abortedAt !== undefined && c.outcome !== 'aborted')
+    .map(
+      (c) =>
+        `${c.callKey} (${c.tool}) aborted by the application at ${c.abortedAt}, but its library was told ` +
+        `${c.outcome ?? 'nothing'}${c.reason ? ` (${c.reason})` : ''}`,
+    );
+
+/**
+ * A trickle is a stall: bytes that complete nothing prove life only every `STALL_PROGRESS_BYTES`, so an
+ * attempt whose message never completes ends within the stall timeout (plus one trickle step), in a world
+ * whose client detects stalls. A client that took any byte for life would wait on it forever.
+ */
+export const trickleIsAStall2026: Check2026 = ({ recorder, config }) => {
+  if (!config.heartbeat) return [];
+  const bound = STALL_2026_MS + 2 * TRICKLE_MS + config.latencyMaxMs;
+  return recorder.trickles
+    .filter((t) => (t.endedAt ?? t.stoppedAt ?? Number.POSITIVE_INFINITY) - t.at > bound)
+    .map(
+      (t) =>
+        `${t.callKey}: an attempt trickling since ${t.at} was still held at ${t.endedAt ?? t.stoppedAt} ` +
+        `(stall timeout ${STALL_2026_MS} ms)`,
+    );
+};
+
+/**
+ * Keys stay with their principal: one principal's idempotency key never reaches another's call. A call is
+ * refused as reusing a key only when a call of its OWN principal used that key, and a result comes only
+ * from an execution of a call of its own principal.
+ */
+export const keysStayWithTheirPrincipal2026: Check2026 = ({ recorder }) => {
+  const out: string[] = [];
+  const principalOfExecution = new Map<string, string>();
+  for (const [callKey, executions] of recorder.completed)
+    for (const x of executions) principalOfExecution.set(x, recorder.calls.get(callKey)?.principal ?? '');
+  const calls = [...recorder.calls.values()];
+  for (const c of calls) {
+    if (c.reason === StatelessReason.keyReused && c.outcome !== 'aborted') {
+      const own = calls.some((o) => o !== c && o.key === c.key && o.principal === c.principal);
+      if (!own)
+        out.push(
+          `${c.callKey} (${c.principal || 'the one principal'}) refused as reusing key ${c.key}, ` +
+            `which only another principal used`,
+        );
+    }
+    const from = c.outcome === 'result' ? recorder.resultFrom.get(c.callKey) : undefined;
+    const owner = from === undefined ? undefined : principalOfExecution.get(from);
+    if (owner !== undefined && owner !== c.principal)
+      out.push(`${c.callKey} (${c.principal}) got the result of ${owner}'s execution ${from}`);
+  }
+  return out;
+};
+
 export const CHECKS_2026 = {
   'at most once': atMostOnce2026,
   'honest errors': honestErrors2026,
@@ -262,6 +323,9 @@ export const CHECKS_2026 = {
   'refusals are current': refusalsAreCurrent2026,
   're-sent when safe': onModel(COMMON_CHECKS['re-sent when safe']),
   'evictions advance the cursor': onModel(COMMON_CHECKS['evictions advance the cursor']),
+  'aborts end as aborted': abortsEndAsAborted2026,
+  'a trickle is a stall': trickleIsAStall2026,
+  'keys stay with their principal': keysStayWithTheirPrincipal2026,
 } as const satisfies Record<string, Check2026>;
 
 export type CheckName2026 = keyof typeof CHECKS_2026;

@@ -30,7 +30,7 @@ const TABLE_ROWS: ReadonlyArray<[StatelessCase, string?]> = [
   ['cut-mid-stream'],
   ['ended-without-answer'],
   ['stalled'],
-  ['cancelled-by-application', NO_APP_CANCEL],
+  ['cancelled-by-application'],
   ['result-complete'],
   ['result-input-required', 'the simulated tools never ask for input (MRTR)'],
   // The simulated tools never answer one; a response attached while the SDK refuses the call gets the -32020.

@@ -1,3 +1,4 @@
+import { callEnding } from '../machines/client/call-core.js';
 import { libraryEnding } from '../machines/client/stateless-wire.js';
 import type { Mutant2026 } from './mutants2026.js';
 import { RUNTIME_DECISIONS } from './world2026/server.js';
@@ -58,4 +59,47 @@ export const CLIENT_CORE_MUTANTS_2026: readonly Mutant2026[] = [
     },
     caughtBy: ['no spurious outcome unknown'],
   },
+  {
+    // The progress rule read as "any byte is a sign of life": a trickle holds the call for ever.
+    name: 'any byte proves life (the progress rule restarts the stall timer on every chunk)',
+    branch: 'client core',
+    variant: { client: { name: 'any-byte-alive', rules: { progressBytes: 1 } } },
+    caughtBy: ['a trickle is a stall'],
+  },
+  {
+    // Only complete units prove life: a large answer on a slow link is stalled, re-issued, stalled again.
+    name: 'bytes never prove life (the progress rule is not applied)',
+    branch: 'client core',
+    variant: {
+      client: { name: 'no-progress-rule', rules: { progressBytes: Number.POSITIVE_INFINITY } },
+    },
+    caughtBy: ['no spurious outcome unknown'],
+  },
+  {
+    name: "an aborted call reaches the library as the machine's ending (callEnding ignores the abort)",
+    branch: 'client core',
+    variant: {
+      client: {
+        name: 'abort-not-final',
+        ending: (out, facts, rules) => callEnding(out, { ...facts, aborted: false }, rules),
+      },
+    },
+    caughtBy: ['aborts end as aborted'],
+  },
+  {
+    // A memo store that files entries by the idempotency key alone (a table without the principal column).
+    name: "the memo files keys without their principal (one principal's key answers another's call)",
+    branch: 'stored entry',
+    variant: {
+      client: { name: 'mcp-continuity' },
+      server: { ...RUNTIME_DECISIONS, memoSlot: withoutPrincipal },
+    },
+    caughtBy: ['keys stay with their principal'],
+  },
 ];
+
+/** A memo key (`memoKey`: `<length>:<principal>|<key>`) without its principal. */
+function withoutPrincipal(memoKey: string): string {
+  const colon = memoKey.indexOf(':');
+  return memoKey.slice(colon + 1 + Number(memoKey.slice(0, colon)) + 1);
+}

@@ -6,6 +6,7 @@ import { describeVerdict2026, judge2026 } from './checks2026.js';
 import { DIRECTED_2026 } from './corpus2026.js';
 import { freshSeed } from './judge.js';
 import { MUTANTS_2026 } from './mutants2026.js';
+import { PORT_SCENARIOS_2026 } from './world2026/scenarios.js';
 import { runSchedule2026 } from './world2026/world.js';
 
 /**
@@ -14,7 +15,9 @@ import { runSchedule2026 } from './world2026/world.js';
  * shrunk schedule are printed; the seed is printed first (MCPC_2026_MUTANT_SEED replays it).
  */
 const seed = MUTANT_SEED_2026 ?? freshSeed();
-const examples = DIRECTED_2026.map((d): [Scenario2026] => [{ config: d.config, commands: [...d.commands] }]);
+const examples = [...DIRECTED_2026, ...PORT_SCENARIOS_2026].map((d): [Scenario2026] => [
+  { config: d.config, commands: [...d.commands] },
+]);
 
 describe('MCP 2026-07-28: the properties catch deliberately wrong variants of the real decisions', () => {
   for (const mutant of MUTANTS_2026) {

@@ -6,6 +6,7 @@ import { CHECK_NAMES_2026, describeVerdict2026, judge2026 } from './checks2026.j
 import { DIRECTED_2026, INCIDENT_EXTENSION, INCIDENT_SPEC, MEMO_WINDOW } from './corpus2026.js';
 import { CoverageTally2026 } from './coverage2026.js';
 import { freshSeed } from './judge.js';
+import { PORT_SCENARIOS_2026 } from './world2026/scenarios.js';
 import { runSchedule2026, type WorldOutcome2026 } from './world2026/world.js';
 
 /**
@@ -45,7 +46,7 @@ describe('MCP 2026-07-28: the properties of the real client and server machines 
   });
 
   it('every modelled decision branch is reached by some world (the random ones, and the directed corpus)', () => {
-    for (const scenario of DIRECTED_2026) {
+    for (const scenario of [...DIRECTED_2026, ...PORT_SCENARIOS_2026]) {
       const verdict = judge2026(simulate(scenario));
       expect(verdict, `${scenario.name}\n${describeVerdict2026(verdict)}`).toEqual({});
     }

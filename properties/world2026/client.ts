@@ -36,6 +36,7 @@ import {
 } from '../../machines/jsonrpc.js';
 import type { VirtualClock } from '../world/clock.js';
 import type { SimConnection, SimNetwork } from '../world/network.js';
+import { Receiver2026, type SlowLink2026 } from './link.js';
 import type { Recorder2026 } from './recorder.js';
 import { TOOLS_2026, type Tool2026 } from './tools.js';
 
@@ -57,6 +58,8 @@ export interface ClientVariant2026 {
   readonly distort?: (message: JsonRpcMessage) => JsonRpcMessage;
   /** The client core's decisions (a mutant swaps one: keying, naming a failure, the library ending). */
   readonly rules?: Partial<CallCoreRules>;
+  /** How the finished call reaches the library (the runtime's `callEnding`; a mutant drops the abort override). */
+  readonly ending?: typeof callEnding;
 }
 
 export const CORRECT_CLIENT_2026: ClientVariant2026 = { name: 'mcp-continuity' };
@@ -81,6 +84,12 @@ export interface ClientDeps2026 {
    * a new idempotency key), once. Answers whether it did (then this answer is not the call's outcome).
    */
   readonly onHeaderMismatch?: (callKey: string) => boolean;
+  /** The last hop is a slow link: a call's answer arrives in chunks (link.ts). */
+  readonly link?: SlowLink2026;
+  /** Each open attempt's receiver by connection id, while it listens (the world starts trickles on them). */
+  readonly receivers?: Map<number, { readonly callKey: string; readonly receiver: Receiver2026 }>;
+  /** The principal the application's requests are authenticated as ('' : the one principal). */
+  readonly principal?: string;
 }
 
 /**
@@ -89,6 +98,8 @@ export interface ClientDeps2026 {
  */
 export interface SimExchange2026 extends Exchange {
   readonly paramHeader: boolean;
+  /** Who the server authenticates the request as (its credentials). */
+  readonly principal: string;
 }
 
 export const SIM_STATELESS_POLICY: StatelessPolicy = {
@@ -103,7 +114,7 @@ export class SimCall {
   readonly actor: Actor<typeof statelessCallMachine>;
 
   constructor(
-    deps: ClientDeps2026,
+    private readonly deps: ClientDeps2026,
     variant: ClientVariant2026,
     readonly callKey: string,
     tool: Tool2026,
@@ -175,9 +186,33 @@ export class SimCall {
         if (ev.type === 'sse.events') for (const one of ev.events) onEvent(one);
         else tell(factOf(ev, clock.now()));
       };
-      const post: SimExchange2026 = { method: 'POST', body: input.request, paramHeader };
-      const conn = net.connect(post, onEvent, (c) => deps.serve(c));
+      const post: SimExchange2026 = {
+        method: 'POST',
+        body: input.request,
+        paramHeader,
+        principal: deps.principal ?? '',
+      };
+      // The network's messages reach the exchange through the last hop's bytes (link.ts).
+      let conn: SimConnection | undefined;
+      const receiver = new Receiver2026(
+        clock,
+        deps.link,
+        onEvent,
+        (bytes) => tell({ kind: 'bytes', bytes, completed: false }),
+        () => {
+          if (conn) conn.lastTraffic = clock.now();
+        },
+      );
+      conn = net.connect(
+        post,
+        (ev) => receiver.receive(ev),
+        (c) => deps.serve(c),
+      );
+      const opened = conn;
+      deps.receivers?.set(opened.id, { callKey, receiver });
       return () => {
+        receiver.stop();
+        deps.receivers?.delete(opened.id);
         if (rec) {
           // A 410 right after a broken attempt is that fault's consequence (its events were evicted
           // meanwhile) and costs one more attempt; a second in a row is not the world's doing.
@@ -187,14 +222,14 @@ export class SimCall {
           const gaps = recorder.gaps.filter((g) => g.callKey === callKey).length;
           const broken = evicted
             ? rec.afterFault === true || rec.lastWas410 === true
-            : faulted || recorder.faultedConns.has(conn.id);
+            : faulted || recorder.faultedConns.has(opened.id);
           rec.afterFault = broken && !evicted;
           rec.lastWas410 = evicted && broken && gaps > (rec.gapsSeen ?? 0);
           rec.gapsSeen = gaps;
           if (broken) rec.faultedEnds++;
           if (!provenNotRun) rec.maybeRanEnds = (rec.maybeRanEnds ?? 0) + 1;
         }
-        net.abandon(conn);
+        net.abandon(opened);
       };
     });
     const machine = statelessCallMachine.provide({
@@ -233,10 +268,10 @@ export class SimCall {
     this.actor.subscribe((s) => {
       if (s.status !== 'done' || !s.output) return;
       // How the runtime hands the ending to the application's library (the SDK), as the SDK reads it.
-      const ending = callEnding(
+      const ending = (variant.ending ?? callEnding)(
         s.output,
         {
-          aborted: false,
+          aborted: this.aborted,
           streamOpen: this.wrote,
           rawAnswer: this.raw !== undefined,
           fetchError: this.fetchFailed,
@@ -249,12 +284,38 @@ export class SimCall {
           : ending === 'fetch-error'
             ? failedFetch(request.id)
             : this.final;
-      if (answer)
+      if (ending === 'abort') this.settleAborted();
+      else if (answer)
         this.settle(deps, variant.distort && answer !== this.final ? variant.distort(answer) : answer);
       // A definite failure passed through from the server (a 409) carries no reason: the machine's.
       if (rec && rec.reason === undefined && !this.superseded) rec.reason = s.output.reason;
     });
     this.actor.start();
+  }
+
+  /** The application aborted the call (its fetch's signal): the runtime's `signal.aborted`. */
+  private aborted = false;
+
+  /**
+   * The application aborts the call, as `continuityFetch` hears its signal: `app.cancel` to the machine,
+   * and the library's ending is the abort (its own reason), whatever the machine ends with.
+   */
+  abort(): void {
+    if (this.aborted || this.actor.getSnapshot().status !== 'active') return;
+    this.aborted = true;
+    const { recorder, clock } = this.deps;
+    const rec = recorder.calls.get(this.callKey);
+    if (rec) rec.abortedAt = clock.now();
+    this.actor.send({ type: 'app.cancel', at: clock.now() });
+  }
+
+  /** The library rejected with the application's own abort reason: the call ended as aborted. */
+  private settleAborted(): void {
+    const rec = this.deps.recorder.calls.get(this.callKey);
+    if (!rec) return;
+    rec.outcomes++;
+    rec.endedAt = this.deps.clock.now();
+    rec.outcome = 'aborted';
   }
 
   /** The SDK sent the call again after this request's -32020: this request's end is not the call's. */

@@ -1,13 +1,14 @@
 import { ContinuityMeta } from '../../machines/continuity-extension.js';
 import type { EvictionReissue, InstanceDeath } from '../checks/trace.js';
 import type { SimConnection } from '../world/network.js';
+import type { TrickleRecord } from './link.js';
 
 /**
  * What the 2026-07-28 world saw, kept outside the machines so the properties judge from the outside: side
  * effects as a payment provider counts them, progress as the tool emitted it, what the application
  * received, and what it was told about losses.
  */
-export type CallOutcome2026 = 'result' | 'error' | 'unknown';
+export type CallOutcome2026 = 'result' | 'error' | 'unknown' | 'aborted';
 
 export interface CallRecord2026 {
   readonly callKey: string;
@@ -16,6 +17,10 @@ export interface CallRecord2026 {
   readonly at: number;
   /** The idempotency key the client sent (when the server advertised the extension). */
   key?: string;
+  /** The principal the application's requests are authenticated as ('': the world's one principal). */
+  readonly principal: string;
+  /** When the application aborted it (its signal), if it did before it ended. */
+  abortedAt?: number;
   outcome?: CallOutcome2026;
   /** The decision's reason (`StatelessReason`). */
   reason?: string;
@@ -80,6 +85,8 @@ export class Recorder2026 {
   readonly staleRefusals: string[] = [];
   /** Requests sent again (same headers) after the server refused their headers with a 400 -32020. */
   readonly staleResends: string[] = [];
+  /** Trickles the world started on attempts' connections (link.ts). */
+  readonly trickles: TrickleRecord[] = [];
   /** Virtual time the last fault ended. */
   faultsEndAt = 0;
   /** Instances (`id#incarnation`) that started a tool body of each call. */

@@ -72,6 +72,8 @@ export interface ServerDecisions2026 {
   readonly streamsUnkeyedCall?: typeof streamsUnkeyedCall;
   /** Any other decision of the core (the lease tick's, the orphan check's...). */
   readonly core?: Partial<KeyedCoreDecisions>;
+  /** Where the memo store files an entry by its memo key (a mutant's store drops the principal). */
+  readonly memoSlot?: (memoKey: string) => string;
 }
 
 export const RUNTIME_DECISIONS: ServerDecisions2026 = { attachStep, memoExpired };
@@ -210,6 +212,7 @@ export class SimServer2026 {
         now: () => this.clock.now(),
         since,
         expired: this.decisions.memoExpired,
+        ...(this.decisions.memoSlot ? { slot: this.decisions.memoSlot } : {}),
         schedule: (fn, ms) => this.clock.setTimeout(fn, ms),
         onForget: (entry) => {
           this.recorder.forgotten.push(this.clock.now());
@@ -486,7 +489,13 @@ export class SimServer2026 {
       const id = ++this.requests;
       instance.requests.set(id, c);
       instance.core.handle(
-        { kind: 'request', request: id, message: request, principal: PRINCIPAL },
+        {
+          kind: 'request',
+          request: id,
+          message: request,
+          // The principal the server's `authenticate` gave the request's credentials.
+          principal: (c.exchange as SimExchange2026).principal ?? PRINCIPAL,
+        },
         this.clock.now(),
       );
     }

@@ -19,6 +19,8 @@ export interface SimMemoStoreOptions {
   readonly schedule?: (fn: () => void, ms: number) => void;
   /** Told of each entry the store forgets by itself (its window passed), as `MemoStore.onForget`. */
   readonly onForget?: (entry: MemoEntry) => void;
+  /** Where an entry is filed by its memo key: the key itself (a mutant's store files it otherwise). */
+  readonly slot?: (memoKey: string) => string;
 }
 
 /**
@@ -31,9 +33,11 @@ export interface SimMemoStoreOptions {
 export class SimMemoStore {
   private readonly entries = new Map<string, MemoEntry>();
   private readonly expired: typeof memoExpired;
+  private readonly slot: (memoKey: string) => string;
 
   constructor(private readonly options: SimMemoStoreOptions) {
     this.expired = options.expired ?? memoExpired;
+    this.slot = options.slot ?? ((k) => k);
   }
 
   get memoWindowMs(): number {
@@ -46,10 +50,10 @@ export class SimMemoStore {
 
   /** The entry, or undefined when there is none or it is past its window (then it is forgotten now). */
   get(memoKey: string): MemoEntry | undefined {
-    const entry = this.entries.get(memoKey);
+    const entry = this.entries.get(this.slot(memoKey));
     if (!entry) return undefined;
     if (!this.expired(entry, this.options.memoWindowMs, this.options.now())) return entry;
-    this.entries.delete(memoKey);
+    this.entries.delete(this.slot(memoKey));
     this.options.onForget?.(entry);
     return undefined;
   }
@@ -93,7 +97,7 @@ export class SimMemoStore {
   }
 
   private write(entry: MemoEntry): void {
-    this.entries.set(entry.memoKey, entry);
+    this.entries.set(this.slot(entry.memoKey), entry);
     const expires = memoExpiresAt(entry, this.options.memoWindowMs);
     if (expires !== undefined && this.options.schedule)
       this.options.schedule(() => this.get(entry.memoKey), Math.max(0, expires - this.options.now()));

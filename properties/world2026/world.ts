@@ -8,6 +8,7 @@ import { VirtualClock } from '../world/clock.js';
 import { SimNetwork } from '../world/network.js';
 import { seededRandom } from '../world/random.js';
 import { type ClientVariant2026, CORRECT_CLIENT_2026, SIM_STATELESS_POLICY, SimCall } from './client.js';
+import { type Receiver2026, SLOW_LINK_2026 } from './link.js';
 import { Recorder2026 } from './recorder.js';
 import {
   RUNTIME_DECISIONS,
@@ -61,7 +62,14 @@ export type Command2026 =
   /** A proxy retries the next keyed POST on its own: the server gets two copies at once. */
   | { readonly kind: 'duplicate' }
   /** One instance dies, and is back after `downMs` (0: a restart; with two instances the other serves). */
-  | { readonly kind: 'instanceDies'; readonly pick: number; readonly downMs?: number };
+  | { readonly kind: 'instanceDies'; readonly pick: number; readonly downMs?: number }
+  /**
+   * One open connection trickles: the message in flight never completes, a few bytes keep coming (link.ts).
+   * The balancer sees traffic; only the client's progress rule can tell it from a live stream.
+   */
+  | { readonly kind: 'trickle'; readonly pick: number }
+  /** The application aborts one of its calls still open (its fetch's signal), by position. */
+  | { readonly kind: 'cancel'; readonly pick: number };
 
 export interface WorldConfig2026 {
   readonly extension: boolean;
@@ -79,6 +87,13 @@ export interface WorldConfig2026 {
   readonly eventRetentionMs: number;
   readonly latencyMaxMs: number;
   readonly seed: number;
+  /** The last hop to the client is slow: a call's answer takes longer than the stall timeout (link.ts). */
+  readonly slowLink?: boolean;
+  /**
+   * 2: two applications with their own credentials (principals `alice` and `bob`) call the same server,
+   * taking turns; each chooses its keys on its own, so a key of one may be a key of the other.
+   */
+  readonly principals?: 1 | 2;
 }
 
 export const DEFAULT_WORLD_2026: WorldConfig2026 = {
@@ -115,7 +130,8 @@ export const GONE_FOR_GOOD_MS = 1_000_000_000;
 const HEARTBEAT_MS = 1_000;
 /** Keep-alives often enough for the balancer's idle timeout (as an operator sets `keepAliveMs`). */
 const heartbeatMs = (lbIdleMs: number): number => Math.min(HEARTBEAT_MS, Math.floor(lbIdleMs / 3));
-const STALL_MS = 3_500;
+/** The client's stall timeout in a world with heartbeats. */
+export const STALL_2026_MS = 3_500;
 /** After the faults stop, how long every call may take to end before it counts as hung. */
 export const SETTLE_BOUND_2026_MS = 120_000;
 
@@ -138,6 +154,13 @@ export class World2026 {
   readonly recorder = new Recorder2026();
   readonly server: SimServer2026;
   private readonly calls: SimCall[] = [];
+  /** Each application call's current request (the SDK's re-send after a -32020 is a new one). */
+  private readonly current = new Map<string, SimCall>();
+  /** Each open attempt's receiver, by connection id. */
+  private readonly receivers = new Map<
+    number,
+    { readonly callKey: string; readonly receiver: Receiver2026 }
+  >();
   private callCount = 0;
   private idCount = 0;
   private partitionUntil = 0;
@@ -212,6 +235,7 @@ export class World2026 {
     const callKey = `c${++this.callCount}`;
     this.recorder.calls.set(callKey, {
       callKey,
+      principal: this.principalOf(this.callCount),
       tool,
       at: this.clock.now(),
       outcomes: 0,
@@ -219,6 +243,12 @@ export class World2026 {
       attempts: 0,
     });
     this.send(callKey, tool, key ?? `key-${callKey}`, this.callCount * 7919);
+  }
+
+  /** Who makes the `n`th call: the one principal, or alice and bob in turn. */
+  private principalOf(n: number): string {
+    if (this.config.principals !== 2) return '';
+    return n % 2 === 1 ? 'alice' : 'bob';
   }
 
   /**
@@ -246,12 +276,17 @@ export class World2026 {
       nextId: () => ++this.idCount,
       extension: this.config.extension ? { memoWindowMs: this.config.memoWindowMs } : undefined,
       policy: SIM_STATELESS_POLICY,
-      stallTimeoutMs: this.config.heartbeat ? STALL_MS : 0,
+      stallTimeoutMs: this.config.heartbeat ? STALL_2026_MS : 0,
       onDecision: this.observer.decision?.bind(this.observer),
       onHeaderMismatch: (k: string) => this.resend(k),
+      link: this.config.slowLink ? SLOW_LINK_2026 : undefined,
+      receivers: this.receivers,
+      principal: this.recorder.calls.get(callKey)?.principal ?? '',
     };
     // The SDK builds the `Mcp-Param-*` headers from its view, once per request.
-    this.calls.push(new SimCall(deps, this.variant.client, callKey, tool, key, seed, this.view.has(tool)));
+    const call = new SimCall(deps, this.variant.client, callKey, tool, key, seed, this.view.has(tool));
+    this.calls.push(call);
+    this.current.set(callKey, call);
   }
 
   apply(cmd: Command2026): void {
@@ -266,7 +301,13 @@ export class World2026 {
       (this.server.failNext > 0 || this.server.upstreamResetNext > 0)
     )
       this.noteFault(now + 1);
-    else if (cmd.kind !== 'call' && cmd.kind !== 'callReusingKey' && cmd.kind !== 'advance')
+    else if (
+      cmd.kind !== 'call' &&
+      cmd.kind !== 'callReusingKey' &&
+      cmd.kind !== 'advance' &&
+      // The application's own abort is not the world's fault.
+      cmd.kind !== 'cancel'
+    )
       this.noteFault(now);
     switch (cmd.kind) {
       case 'call':
@@ -332,6 +373,28 @@ export class World2026 {
         for (const c of open) this.recorder.faultedConns.add(c.id);
         this.server.instanceDies(cmd.pick, cmd.downMs ?? 0);
         break;
+      case 'trickle': {
+        const c = pick(
+          open.filter((x) => this.receivers.has(x.id)),
+          cmd.pick,
+        );
+        const listening = c && this.receivers.get(c.id);
+        const record = c && listening && { callKey: listening.callKey, conn: c.id, at: now };
+        if (!c || !record || !listening?.receiver.trickle(record)) break;
+        this.recorder.trickles.push(record);
+        this.recorder.faultedConns.add(c.id);
+        // What the server sends from now on never arrives (and healing the network does not reset it).
+        c.blackholed = true;
+        c.stalled = true;
+        break;
+      }
+      case 'cancel': {
+        const open = [...this.recorder.calls.values()].filter((r) => r.outcome === undefined);
+        const rec = pick(open, cmd.pick);
+        const call = rec && this.current.get(rec.callKey);
+        call?.abort();
+        break;
+      }
     }
     this.clock.runFor(5);
   }
@@ -379,6 +442,11 @@ export class World2026 {
     this.partitionUntil = 0;
     this.swallowUntil = 0;
     this.heal();
+    // A client with a stall timer ends a trickle itself (the progress rule): it goes on. Without one nothing
+    // on the client could, so there it stops with the other faults and the connection goes silent.
+    if (!this.config.heartbeat)
+      for (const t of this.recorder.trickles)
+        if (t.endedAt === undefined && t.stoppedAt === undefined) t.stoppedAt = this.clock.now();
     // A stalled connection stays silent: only the client's stall timer or the balancer ends it.
     const start = this.clock.now();
     while (this.clock.now() - start < SETTLE_BOUND_2026_MS && this.unsettled().length > 0)

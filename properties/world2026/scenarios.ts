@@ -1,0 +1,59 @@
+import type { Command2026, WorldConfig2026 } from './world.js';
+import { DEFAULT_WORLD_2026 } from './world.js';
+
+/**
+ * Directed worlds for what the last hop, the application and the credentials bring (link.ts, the cancel
+ * command, two principals): each is judged by every property like a random world, and a mutant hunt tries
+ * them first (mutants2026.test.ts).
+ */
+export interface Scenario2026Named {
+  readonly name: string;
+  readonly config: WorldConfig2026;
+  readonly commands: readonly Command2026[];
+}
+
+const world = (over: Partial<WorldConfig2026>): WorldConfig2026 => ({ ...DEFAULT_WORLD_2026, ...over });
+
+export const PORT_SCENARIOS_2026: readonly Scenario2026Named[] = [
+  {
+    name: "a charge's stream trickles (never completing its message): the stall timer ends the attempt, the re-issue gets the result",
+    config: world({}),
+    commands: [
+      { kind: 'call', tool: 'charge' },
+      { kind: 'advance', ms: 100 },
+      { kind: 'trickle', pick: 0 },
+      { kind: 'advance', ms: 10_000 },
+    ],
+  },
+  {
+    name: 'a slow link: each answer takes 8 s, 64 KiB every 2 s: the calls are alive and get their results',
+    config: world({ slowLink: true }),
+    commands: [
+      { kind: 'call', tool: 'charge' },
+      { kind: 'call', tool: 'lookup' },
+      { kind: 'advance', ms: 20_000 },
+    ],
+  },
+  {
+    name: 'the application aborts a charge and a lookup in flight: both end as aborted',
+    config: world({}),
+    commands: [
+      { kind: 'call', tool: 'charge' },
+      { kind: 'call', tool: 'report' },
+      { kind: 'advance', ms: 200 },
+      { kind: 'cancel', pick: 0 },
+      { kind: 'cancel', pick: 0 },
+      { kind: 'advance', ms: 3_000 },
+    ],
+  },
+  {
+    name: "two principals: bob's key is one alice used; each runs its own call, alice's reuse is refused",
+    config: world({ principals: 2 }),
+    commands: [
+      { kind: 'call', tool: 'charge' },
+      { kind: 'callReusingKey', tool: 'charge', pick: 0 },
+      { kind: 'callReusingKey', tool: 'charge', pick: 0 },
+      { kind: 'advance', ms: 3_000 },
+    ],
+  },
+];

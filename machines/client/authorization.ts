@@ -93,3 +93,11 @@ export function afterUnauthorized(facts: UnauthorizedFacts): 'reject' | 'wait' {
   if (facts.kind === 'request' && !facts.hasCursor && !facts.mayHaveRun) return 'reject';
   return 'wait';
 }
+
+/**
+ * What one run of the SDK's `auth()` means to the stream machine: `AUTHORIZED` (a token is ready, the
+ * request goes again), a redirect (the user must authorize: the stream waits), or a throw (`failed`).
+ */
+export function authorizationResultOf(sdk: 'AUTHORIZED' | 'REDIRECT' | 'threw'): AuthorizationResult {
+  return sdk === 'AUTHORIZED' ? 'authorized' : sdk === 'REDIRECT' ? 'needs-user' : 'failed';
+}

@@ -1,5 +1,9 @@
 import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
-import type { AuthChallenge, AuthorizationResult } from '../../machines/client/authorization.js';
+import {
+  type AuthChallenge,
+  type AuthorizationResult,
+  authorizationResultOf,
+} from '../../machines/client/authorization.js';
 import type { FetchLike } from './exchange.js';
 
 type SdkAuth = typeof import('@modelcontextprotocol/sdk/client/auth.js');
@@ -62,10 +66,10 @@ export class ProviderAuthorization {
         scope: this.scope,
         fetchFn: this.fetchFn,
       });
-      return result === 'AUTHORIZED' ? 'authorized' : 'needs-user';
+      return authorizationResultOf(result);
     } catch (error) {
       this.onerror(error instanceof Error ? error : new Error(String(error)));
-      return 'failed';
+      return authorizationResultOf('threw');
     }
   }
 

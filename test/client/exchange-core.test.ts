@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { authorizationResultOf } from '../../machines/client/authorization.js';
 import {
   closeDeadlineMs,
   DEFAULT_CLOSE_TIMEOUT_MS,
@@ -148,5 +149,10 @@ describe("the 2025 transport's closing and cursor rules", () => {
     expect(recordOfCursorFile({ version: 1, record: null })).toEqual({ record: null });
     expect(recordOfCursorFile({ version: 2 })).toEqual({ refusal: expect.stringMatching(/version 2/) });
     expect(recordOfCursorFile(null)).toHaveProperty('refusal');
+  });
+  it("the SDK's auth() result: AUTHORIZED goes on, a redirect waits for the user, a throw failed", () => {
+    expect(authorizationResultOf('AUTHORIZED')).toBe('authorized');
+    expect(authorizationResultOf('REDIRECT')).toBe('needs-user');
+    expect(authorizationResultOf('threw')).toBe('failed');
   });
 });

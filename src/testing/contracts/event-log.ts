@@ -10,6 +10,7 @@ import {
 } from '../../../machines/server/retention.js';
 import type { EventLog, StoredEvent } from '../../server/event-log.js';
 import { type ContractCase, ContractClock, withStores } from './harness.js';
+import { requestMemoryCase } from './request-memory.js';
 
 /** What the suite gives the factory: the retention policy, and the only clock the log may read. */
 export interface EventLogContractOptions extends RetentionPolicy {
@@ -300,6 +301,9 @@ export function eventLogContract<L extends EventLog>(
     },
   ];
 
+  cases.push(
+    requestMemoryCase((now) => factory.create({ maxEventsPerStream: 100, retentionMs: 60_000, now })),
+  );
   const { reopen } = factory;
   if (reopen) {
     cases.push({

@@ -56,7 +56,7 @@ export interface StateReached {
 /**
  * An action a machine asked of the world (`deliver` a message to the application, `persistCursor`…), with
  * its params: what the application was told, and when. The machines' own bookkeeping (`xstate.*`) is not
- * recorded.
+ * recorded, except what they emit (`xstate.emit`: a keyed body started, a listen gap).
  */
 export interface ActionTaken {
   readonly k: 'action';

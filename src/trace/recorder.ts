@@ -125,7 +125,9 @@ export function createTrace(options: TraceOptions): Trace {
         }
         if (event.type === '@xstate.action') {
           const action = event.action as { type?: unknown; params?: unknown };
-          if (typeof action.type !== 'string' || action.type.startsWith('xstate.')) return;
+          // The machines' own bookkeeping is left out; what they emit (a keyed body started) is a fact.
+          if (typeof action.type !== 'string') return;
+          if (action.type.startsWith('xstate.') && action.type !== 'xstate.emit') return;
           write({
             k: 'action',
             t: t(),

@@ -21,8 +21,16 @@ import type { ActorStarted, EventReceived, StateReached, TraceRecord } from './r
 
 /** What one step of a re-driven actor did, with the index of the trace record that caused it. */
 export type Redriven =
-  /** Restored from its start record: `snapshot` is today's machine's. */
-  | { readonly kind: 'started'; readonly index: number; readonly snapshot: unknown }
+  /**
+   * Restored from its start record: `snapshot` is today's machine's. Its entry actions ran before that
+   * snapshot, so they are not run again: `actions` are those the trace recorded (params encoded).
+   */
+  | {
+      readonly kind: 'started';
+      readonly index: number;
+      readonly snapshot: unknown;
+      readonly actions: readonly { readonly type: string; readonly params?: unknown }[];
+    }
   /** A recorded event sent; the snapshot it left and the actions the machine took for it. */
   | {
       readonly kind: 'sent';
@@ -104,7 +112,14 @@ export function* redrive(
     return;
   }
   try {
-    yield { kind: 'started', index: start.index, snapshot: actor.getSnapshot() };
+    const entry = mine
+      .slice(0, startAt)
+      .flatMap(({ record }) =>
+        record.k === 'action'
+          ? [{ type: record.action, ...(record.params !== undefined ? { params: record.params } : {}) }]
+          : [],
+      );
+    yield { kind: 'started', index: start.index, snapshot: actor.getSnapshot(), actions: entry };
     let sent = false;
     for (const { index, record } of mine.slice(startAt + 1)) {
       if (record.k === 'event') {

@@ -69,6 +69,16 @@ export function scrubTrace(
       if (step.kind === 'failed' || step.kind === 'recorded') continue;
       const t = records[step.index]?.t ?? 0;
       const push = (message: FeedMessage) => frames.push({ index: step.index, t, message });
+      const acted = (actions: readonly { type: string; params?: unknown }[]) => {
+        for (const action of actions)
+          if (isMarkerAction(action))
+            push({
+              type: '@xstate.action',
+              sessionId,
+              action: { type: action.type, params: compact(action.params) },
+              createdAt: t,
+            });
+      };
       if (step.kind === 'started') {
         push({
           type: '@xstate.actor',
@@ -79,6 +89,7 @@ export function scrubTrace(
           snapshot: snapshotOf(step.snapshot),
           createdAt: t,
         });
+        acted(step.actions);
         stops.push({ index: step.index, t, label: `${seconds(t)}  ${started.id}  started` });
         continue;
       }
@@ -89,14 +100,7 @@ export function scrubTrace(
         event: compact(step.record.e),
         createdAt: t,
       });
-      for (const action of step.actions)
-        if (isMarkerAction(action))
-          push({
-            type: '@xstate.action',
-            sessionId,
-            action: { type: action.type, params: compact(action.params) },
-            createdAt: t,
-          });
+      acted(step.actions);
       push({ type: '@xstate.snapshot', sessionId, snapshot: snapshotOf(step.snapshot), createdAt: t });
       if (!QUIET.has(step.record.e.type))
         stops.push({

@@ -126,6 +126,7 @@ function upsertActor(m) {
 
 function groupKeyOf(view) {
   if (MODERN_MACHINES[view.machine]) return modernGroupKey(view);
+  if (view.machine === 'listenLog') return 'listenlog:' + view.id;
   var ctx = view.snapshot.context || {};
   if ((view.machine === 'client' || view.machine === 'serverSession') && typeof ctx.sessionId === 'string') {
     return 'mcp:' + ctx.sessionId;
@@ -137,7 +138,8 @@ function ensureGroup(key) {
   var g = groups.get(key);
   if (g) return g;
   var title = key.indexOf('mcp:') === 0 ? 'MCP session ' + key.slice(4)
-    : key.indexOf('actor:') === 0 ? 'no session yet' : modernGroupTitle(key);
+    : key.indexOf('actor:') === 0 ? 'no session yet'
+    : key.indexOf('listenlog:') === 0 ? 'MCP 2026-07-28 listen log on the server (subscriptions/listen)' : modernGroupTitle(key);
   g = { key: key };
   g.badges = h('span');
   g.clients = h('div', { class: 'clients' }, [h('h3', { text: 'client' })]);
@@ -159,7 +161,8 @@ function place(view) {
     return;
   }
   var g = ensureGroup(groupKeyOf(view));
-  var column = view.machine === 'serverSession' || view.machine === 'keyedRequest' ? g.servers : g.clients;
+  var column = view.machine === 'serverSession' || view.machine === 'keyedRequest' || view.machine === 'listenLog'
+    ? g.servers : g.clients;
   if (view.el.parentNode !== column) column.appendChild(view.el);
 }
 
@@ -176,6 +179,7 @@ function labelOf(view) {
   var ctx = view.snapshot.context || {};
   if (view.machine === 'stream') return 'stream ' + (streamInputOf(ctx).key || '?');
   if (view.machine === 'client') return 'client session machine';
+  if (view.machine === 'listenLog') return 'listen log ' + short(ctx.epoch);
   if (view.machine === 'serverSession') return 'server session machine';
   if (MODERN_MACHINES[view.machine]) return modernLabel(view);
   return view.machine;
@@ -224,6 +228,7 @@ function factsFor(view) {
   if (view.machine === 'stream') return streamFacts(c, stateText(view.snapshot.value));
   if (view.machine === 'serverSession') return serverFacts(c, view.windows);
   if (MODERN_MACHINES[view.machine]) return modernFacts(view);
+  if (view.machine === 'listenLog') return listenLogFacts(c);
   return h('pre', { text: JSON.stringify(c, null, 1).slice(0, 2000) });
 }
 
@@ -298,6 +303,22 @@ function streamFacts(c, state) {
     ['last close', decisionText(c.decision)],
     ["server's retry", c.serverRetryMs !== undefined ? c.serverRetryMs + ' ms' : undefined],
     ['gap since open', c.gapSinceOpen ? 'yes' : undefined],
+  ]);
+}
+
+/* The server's listen log (2026-07-28 subscriptions/listen with the extension), as its mirror holds it. */
+function listenLogFacts(c) {
+  var held = Math.max(0, c.head - c.oldest + 1);
+  return facts([
+    ['epoch', c.epoch],
+    ['head (position)', c.head],
+    ['held', held ? c.oldest + '..' + c.head + ' (' + held + ')' : 'none'],
+    ['retention', c.retentionMs + ' ms, at most ' + c.maxChanges + ' changes'],
+    ['listens acknowledged', c.listens],
+    ['re-opens', c.reopens],
+    ['exact gaps', c.exactGaps ? c.exactGaps + ' (' + c.missedChanges + ' changes missed)' : '0'],
+    ['unknown gaps', c.unknownGaps],
+    ['last re-open', c.lastReopen],
   ]);
 }
 

@@ -32,6 +32,7 @@ import {
   positionedAck,
 } from '../../../machines/server/listen-log.js';
 import { limitReached } from '../../../machines/server/replies.js';
+import type { InspectOption } from '../../inspect/keyed-mirror.js';
 import { loadOptional } from '../../optional-peer.js';
 import { serveTasks } from '../tasks/endpoint-hook.js';
 import type { Tasks } from '../tasks/runtime.js';
@@ -75,6 +76,13 @@ export interface ModernOptions {
    * Default 10,000 (`DEFAULT_MAX_RESOURCE_SUBSCRIPTIONS`).
    */
   readonly maxResourceSubscriptions?: number;
+  /**
+   * An XState inspector (`createInspectorFeed(…).inspect`, any `@statelyai/inspect` inspector) for the
+   * listen log, used when `keyed` is set: the page shows it as a `listenLog` actor (its head, what it holds
+   * against its retention, each re-open told an exact count or a gap of unknown size). The log is data, not
+   * an actor: a mirror is told what it does (src/inspect/listen-log-mirror.ts).
+   */
+  readonly inspect?: InspectOption;
 }
 
 /** One admitted modern request, as the handler read it. */
@@ -165,7 +173,13 @@ export async function createModernEndpoint(
   const now = () => Date.now();
   const listens = new OpenListens(settings.limits);
   const bus = keyed
-    ? new PositionedEventBus(listenLogLimits(options.listenLog), now, settings.onError)
+    ? new PositionedEventBus(
+        listenLogLimits(options.listenLog),
+        now,
+        settings.onError,
+        undefined,
+        options.inspect,
+      )
     : undefined;
   const handler: McpHttpHandler = sdk.createMcpHandler(factory, {
     ...common,
@@ -209,7 +223,11 @@ export async function createModernEndpoint(
     const live = { ...attempt };
     const response = await bus.within(live, () => call(handler, request, input, input.body));
     return cancelOnClose(
-      rewritingFirstEvent(response, (m) => positionedAck(m, live, bus.log, now(), bus.limits)),
+      rewritingFirstEvent(response, (m) => {
+        const sent = positionedAck(m, live, bus.log, now(), bus.limits);
+        bus.inspection?.acknowledged(live, bus.log, sent);
+        return sent;
+      }),
       gone,
     );
   };

@@ -9,6 +9,8 @@ import {
   publishChange,
   streamSubscribed,
 } from '../../../machines/server/listen-log.js';
+import type { InspectOption } from '../../inspect/keyed-mirror.js';
+import { ListenLogInspection } from '../../inspect/listen-log-mirror.js';
 
 /** One listen request in flight: what it said, and (once the SDK subscribed it) the head it started at. */
 export type ListenAttempt = { -readonly [K in keyof ListenAttemptFacts]: ListenAttemptFacts[K] };
@@ -27,6 +29,8 @@ type Listener = (event: ServerEvent) => void;
  */
 export class PositionedEventBus implements ServerEventBus {
   readonly log: ListenLog;
+  /** The inspector's mirror of the log, when an inspector is given. */
+  readonly inspection: ListenLogInspection | undefined;
   readonly #listeners = new Set<{ listener: Listener; positions: boolean }>();
   readonly #attempts = new AsyncLocalStorage<ListenAttempt>();
 
@@ -36,12 +40,16 @@ export class PositionedEventBus implements ServerEventBus {
     private readonly onError: (error: unknown) => void,
     /** Names this run's log; random, so a restarted or another instance never vouches for our positions. */
     epoch: string = randomBytes(9).toString('base64url'),
+    /** An inspector for the log (`ModernOptions.inspect`): a mirror actor is told what the log does. */
+    inspect?: InspectOption,
   ) {
     this.log = createListenLog(epoch);
+    this.inspection = inspect && new ListenLogInspection(inspect, this.log, limits);
   }
 
   publish(event: ServerEvent): void {
     const { positionedParams } = publishChange(this.log, event, this.now(), this.limits);
+    this.inspection?.published(this.log);
     const positioned: ServerEvent = { ...event, params: positionedParams } as ServerEvent;
     // A snapshot: a listener that unsubscribes (its stream closed) while this runs does not skip another.
     for (const entry of [...this.#listeners]) {

@@ -206,6 +206,24 @@ describe('continuityFetch follows task handles', () => {
     expect(ledger.started).toBe(1);
   });
 
+  it('the SDK’s abort cancels the task (tasks/cancel), which then reads cancelled', async () => {
+    const journal: string[] = [];
+    const client = await connect({ policy: fast, onTask: (h) => journal.push(h.taskId) });
+    const abort = new AbortController();
+    const call = client.callTool({ name: 'charge', arguments: { amount: 2 } }, { signal: abort.signal });
+    for (let i = 0; i < 200 && journal.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    abort.abort();
+    await expect(call).rejects.toBeDefined();
+    for (let i = 0; i < 200 && !sent.includes('tasks/cancel'); i++)
+      await new Promise((r) => setTimeout(r, 10));
+    const outcome = await followTask(proxy.url(), String(journal[0]), {
+      policy: fast,
+      headers: { authorization: 'Bearer alice' },
+    });
+    expect(outcome).toEqual({ kind: 'cancelled' });
+    await client.close();
+  });
+
   it('another principal resuming the id learns nothing: outcome unknown (not found), never "failed"', async () => {
     const journal: string[] = [];
     const client = await connect({ policy: fast, onTask: (h) => journal.push(h.taskId) });

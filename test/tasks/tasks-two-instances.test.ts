@@ -196,3 +196,94 @@ describe('tasks on two instances sharing Redis', () => {
     expect(ledger.charges).toBe(0);
   });
 });
+
+/** Opens a task listen on `to` and reads its messages until `stop` says so (bounded by `ms`). */
+async function listenFor(
+  to: URL,
+  taskIds: unknown[],
+  stop: (messages: Record<string, unknown>[]) => boolean,
+  meta: Record<string, unknown> = declared,
+  who = 'alice',
+  ms = 5_000,
+): Promise<Record<string, unknown>[]> {
+  const abort = new AbortController();
+  const timer = setTimeout(() => abort.abort(), ms);
+  const messages: Record<string, unknown>[] = [];
+  try {
+    const response = await fetch(to, {
+      method: 'POST',
+      signal: abort.signal,
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': MODERN,
+        'mcp-method': 'subscriptions/listen',
+        authorization: `Bearer ${who}`,
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: ++ids,
+        method: 'subscriptions/listen',
+        params: { notifications: { taskIds }, _meta: meta },
+      }),
+    });
+    if (!response.headers.get('content-type')?.includes('text/event-stream')) return [await response.json()];
+    const reader = response.body?.getReader();
+    const decoder = new TextDecoder();
+    let buffer = '';
+    for (let i = 0; i < 1_000 && reader; i++) {
+      const chunk = await reader.read();
+      if (chunk.done) break;
+      buffer += decoder.decode(chunk.value, { stream: true });
+      const frames = buffer.split('\n\n');
+      buffer = frames.pop() ?? '';
+      for (const f of frames) {
+        const data = /^data: (.*)$/m.exec(f)?.[1];
+        if (data) messages.push(JSON.parse(data));
+      }
+      if (stop(messages)) break;
+    }
+    return messages;
+  } finally {
+    clearTimeout(timer);
+    abort.abort();
+  }
+}
+
+const statusOf = (m: Record<string, unknown>) => (m.params as { status?: string } | undefined)?.status;
+
+describe('notifications/tasks over subscriptions/listen', () => {
+  it('a listen on B for a task created on A: the ack names it, then working … completed with the result', async () => {
+    const created = await rpc(a.url, 'tools/call', { name: 'charge', arguments: { amount: 3, ms: 400 } });
+    const taskId = String(created.result?.taskId);
+    const messages = await listenFor(b.url, [taskId, 'not-a-task'], (ms) =>
+      ms.some((m) => statusOf(m) === 'completed'),
+    );
+    expect(messages[0]).toEqual({
+      jsonrpc: '2.0',
+      method: 'notifications/subscriptions/acknowledged',
+      params: { notifications: { taskIds: [taskId] } },
+    });
+    expect(messages.slice(1).every((m) => m.method === 'notifications/tasks')).toBe(true);
+    expect(statusOf(messages[1] as Record<string, unknown>)).toBe('working');
+    expect(messages.at(-1)?.params).toMatchObject({
+      taskId,
+      status: 'completed',
+      result: { content: [{ text: 'charged 3' }] },
+    });
+    // One notification per change, never the same state twice.
+    expect(messages.filter((m) => statusOf(m) === 'completed')).toHaveLength(1);
+  });
+
+  it('another principal’s task is not acknowledged; a client without the capability gets -32021', async () => {
+    const created = await rpc(a.url, 'tools/call', { name: 'charge', arguments: { amount: 4, ms: 50 } });
+    const taskId = String(created.result?.taskId);
+    const foreign = await listenFor(b.url, [taskId], (ms) => ms.length >= 1, declared, 'mallory');
+    expect(foreign[0]?.params).toEqual({ notifications: { taskIds: [] } });
+    const undeclared = await listenFor(b.url, [taskId], () => true, {
+      'io.modelcontextprotocol/protocolVersion': MODERN,
+    });
+    expect(undeclared[0]).toMatchObject({ error: { code: -32021 } });
+    await followTask(b.url, taskId, follow);
+  });
+});

@@ -252,7 +252,9 @@ export async function createModernEndpoint(
         const slot = listens.open(holderOf(input.principal, input.remoteAddress));
         if (!slot.ok) return limitedResponse(slot, input.body, settings.limited);
         try {
-          return releasingOnEnd(await listen(request, input, gone), slot.release);
+          // A listen for task notifications alone is the tasks runtime's (docs/tasks.md).
+          const tasked = options.tasks?.listen(input.body, input.principal, gone.signal);
+          return releasingOnEnd(tasked ?? (await listen(request, input, gone)), slot.release);
         } catch (error) {
           slot.release();
           throw error;

@@ -24,6 +24,7 @@ import {
   decideRenewal,
   renewEveryMs,
 } from '../../../machines/tasks/task-lease.js';
+import { planTaskListen, taskListenAck, taskNotices } from '../../../machines/tasks/task-listen.js';
 import {
   createTaskResult,
   MISSING_CLIENT_CAPABILITY_CODE,
@@ -75,6 +76,12 @@ export interface Tasks {
    * client's connection (a cut never stops a task).
    */
   serve(message: JsonRpcRequest, principal: string | undefined, run: RunOnSdk): Promise<Response> | undefined;
+  /**
+   * Serves a `subscriptions/listen` that asks for `notifications/tasks` alone (`notifications.taskIds`):
+   * an event stream of the acknowledgement, then each task's DetailedTask whenever it changes, on
+   * whichever instance; undefined for any other listen (the endpoint serves it as before).
+   */
+  listen(body: unknown, principal: string | undefined, signal: AbortSignal): Response | undefined;
   /** Stops this process's runs (their tasks stay as stored). */
   close(): Promise<void>;
 }
@@ -99,6 +106,8 @@ export function createTasks(options: TasksOptions): Tasks {
   const onError = options.onError ?? (() => undefined);
   /** Runs of this process, by task id: a cancel stops them. */
   const runs = new Map<string, AbortController>();
+  /** Task listen streams of this process, woken by a change made here (others' are read at each poll). */
+  const watchers = new Set<() => void>();
 
   /** Applies a decision to the stored task with compare-and-set, re-deciding on a lost race. */
   const change = async (
@@ -110,7 +119,10 @@ export function createTasks(options: TasksOptions): Tasks {
       const c = decide(record);
       if (!c.next) return { ...c, stored: record };
       const after = await store.replace(c.next, record.version);
-      if (after === c.next) return { ...c, stored: after };
+      if (after === c.next) {
+        for (const wake of [...watchers]) wake();
+        return { ...c, stored: after };
+      }
       record = after;
     }
     return {};
@@ -250,9 +262,40 @@ export function createTasks(options: TasksOptions): Tasks {
       if (taskCallOf(message, isTaskTool)) return create(message, who, run);
       return undefined;
     },
+    listen(body, principal, signal) {
+      const plan = planTaskListen(body);
+      const id = (body as { id?: JsonRpcRequest['id'] }).id ?? null;
+      if (plan.kind === 'pass') return undefined;
+      if (plan.kind === 'refuse') return Response.json({ jsonrpc: '2.0', id, error: plan.error });
+      const who = principal ?? '';
+      const read = async (ids: readonly string[]) =>
+        new Map(await Promise.all(ids.map(async (t) => [t, await lapsed(await store.get(t))] as const)));
+      return eventStream(signal, async (write, open) => {
+        const ack = taskListenAck(plan.taskIds, await read(plan.taskIds), who, now());
+        write(ack.message);
+        let sent: ReadonlyMap<string, number> = new Map();
+        while (open()) {
+          const step = taskNotices(sent, await read(ack.taskIds));
+          for (const n of step.notices) write(n);
+          sent = step.sent;
+          await new Promise<void>((resolve) => {
+            const wake = () => {
+              clearTimeout(timer);
+              watchers.delete(wake);
+              signal.removeEventListener('abort', wake);
+              resolve();
+            };
+            const timer = setTimeout(wake, pollIntervalMs);
+            watchers.add(wake);
+            signal.addEventListener('abort', wake, { once: true });
+          });
+        }
+      });
+    },
     async close() {
       for (const c of runs.values()) c.abort();
       runs.clear();
+      for (const wake of [...watchers]) wake();
     },
   };
 }
@@ -266,4 +309,46 @@ function reply(answer: TaskReply, id: JsonRpcRequest['id']): Response {
       ? { jsonrpc: '2.0', id, result: answer.result }
       : { jsonrpc: '2.0', id, error: answer.error };
   return Response.json(body, { status: answer.kind === 'result' ? 200 : answer.status });
+}
+
+/**
+ * An event stream (`text/event-stream`) that `body` writes JSON-RPC messages to until the client goes
+ * away (`signal`) or cancels the body; `open()` says whether it still may.
+ */
+function eventStream(
+  signal: AbortSignal,
+  body: (write: (m: unknown) => void, open: () => boolean) => Promise<void>,
+): Response {
+  const encoder = new TextEncoder();
+  let closed = false;
+  const stream = new ReadableStream<Uint8Array>({
+    start(controller) {
+      const write = (m: unknown) => {
+        if (closed) return;
+        try {
+          controller.enqueue(encoder.encode(`event: message\ndata: ${JSON.stringify(m)}\n\n`));
+        } catch {
+          closed = true;
+        }
+      };
+      void body(write, () => !closed && !signal.aborted)
+        .catch(() => undefined)
+        .finally(() => {
+          if (closed) return;
+          closed = true;
+          try {
+            controller.close();
+          } catch {
+            // Already cancelled by the reader.
+          }
+        });
+    },
+    cancel() {
+      closed = true;
+    },
+  });
+  return new Response(stream, {
+    status: 200,
+    headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' },
+  });
 }

@@ -33,6 +33,8 @@ import { INTERNAL_ERROR, limitReached } from '../../machines/server/replies.js';
 import { ownsSession } from '../../machines/server/session.machine.js';
 import type { ServerAdvertisement } from '../../machines/validity.js';
 import type { ContinuityMetrics } from '../metrics/continuity-metrics.js';
+import { tracingSessionServer } from '../telemetry/session-server-traces.js';
+import { type ContinuityTelemetry, globalTelemetry } from '../telemetry/telemetry.js';
 import type { EventLog, SharedSessionStore } from './event-log.js';
 import { type SseLimits, toResponse, writeNodeResponse } from './http.js';
 import { fromNodeRequest, fromWebRequest, type IncomingCall } from './incoming.js';
@@ -96,6 +98,12 @@ export interface ContinuityServerOptions {
   readonly inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
   /** Records resumes, 410s, evictions, ended sessions and the retention margin (docs/operations.md, "Metrics"). */
   readonly metrics?: ContinuityMetrics;
+  /**
+   * Spans and duration metrics on OpenTelemetry's MCP conventions for 2025 sessions: one SERVER span per
+   * request, under the client's trace context from `params._meta` (docs/operations.md, "Traces").
+   * Default: the OTel API's globals, read at the first session (no-ops without an SDK).
+   */
+  readonly telemetry?: ContinuityTelemetry;
   /**
    * Slow readers (docs/server.md, "Slow readers"). `paceBytes`: a tool awaiting its sends waits while its reader
    * is this far behind (default 1 MiB, `SSE_PACE_BYTES`). `maxBufferedBytes`: a reader this far behind
@@ -221,6 +229,10 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
     resourceUpdated: (uri) => loadedModern?.notify.resourceUpdated(uri),
   };
 
+  /** A session's SDK server, its requests traced (src/telemetry/session-server-traces.ts). */
+  const traced = (server: McpServerLike, id: string): McpServerLike =>
+    tracingSessionServer(server, options.telemetry ?? globalTelemetry(), id);
+
   const headersFor = (id: string) => ({ 'Mcp-Session-Id': id, [ADVERTISEMENT_HEADER]: advertised });
 
   // One sweep for every session: idle sessions go to sleep (their actor becomes a snapshot), and sleeping
@@ -301,7 +313,7 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
     sessions.set(id, session);
     hold(id, holder);
     metrics?.sessionStarted(id);
-    await session.connect(await options.createMcpServer({ id, principal: principal?.principal }));
+    await session.connect(traced(await options.createMcpServer({ id, principal: principal?.principal }), id));
     return session;
   }
 
@@ -349,7 +361,7 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
         sessions.set(id, session);
         metrics?.sessionRestored(id, record.createdAt);
         hold(id, holderOf(record.principal, undefined));
-        await session.restore(await options.createMcpServer({ id, principal: record.principal }));
+        await session.restore(traced(await options.createMcpServer({ id, principal: record.principal }), id));
         return session;
       })().finally(() => restoring.delete(id));
       restoring.set(id, pending);

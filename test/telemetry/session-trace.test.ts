@@ -14,16 +14,17 @@ import { createContinuityServer } from '../../src/server/handler.js';
 import { MemoryEventLog } from '../../src/server/memory-event-log.js';
 import { ContinuityEvent, McpAttr, McpMetric } from '../../src/telemetry/names.js';
 import { ContinuityTelemetry } from '../../src/telemetry/telemetry.js';
-import { otelSdk } from '../metrics/otel.js';
+import { eventually, otelSdk } from '../metrics/otel.js';
 import { demoMcpServer } from '../server/harness.js';
 import { listenOnLoopback } from '../support/listen.js';
 
 /**
  * The 2025-era transport on the conventions: one CLIENT span per request (its session id, its method and
  * tool), the span's W3C trace context in the request's `params._meta` as the server received it, one span
- * across a cut and resume of the call's stream, and the client duration metric.
+ * across a cut and resume of the call's stream, and the client duration metric; on the server, one
+ * SERVER span per request, the client span's child, and the server duration metric.
  */
-describe('2025-11-25 client spans', () => {
+describe('2025-11-25 client and server spans', () => {
   it('a tools/call resumed after a cut is one CLIENT span, its context in params._meta', async () => {
     const exporter = new InMemorySpanExporter();
     const tracerProvider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
@@ -40,6 +41,7 @@ describe('2025-11-25 client spans', () => {
       heartbeatMs: 0,
       retryMs: 20,
       onError: () => undefined,
+      telemetry,
     });
     const server = http.createServer(continuity.nodeHandler);
     const traceparents: string[] = [];
@@ -90,8 +92,27 @@ describe('2025-11-25 client spans', () => {
     // The server received the call span's own context (W3C: 00-traceId-spanId-flags).
     const ctx = span?.spanContext();
     expect(traceparents).toContain(`00-${ctx?.traceId}-${ctx?.spanId}-01`);
+    // The server's one SERVER span for the call: the client span's child, across the cut and resume.
+    const served = exporter
+      .getFinishedSpans()
+      .filter((s) => s.kind === SpanKind.SERVER && s.attributes[McpAttr.methodName] === 'tools/call');
+    expect(served).toHaveLength(1);
+    const [serverSpan] = served;
+    expect(serverSpan?.name).toBe('tools/call slow');
+    expect(serverSpan?.attributes[McpAttr.toolName]).toBe('slow');
+    expect(serverSpan?.attributes[McpAttr.sessionId]).toBe(sessionId);
+    expect(serverSpan?.attributes[McpAttr.protocolVersion]).toMatch(/^\d{4}-\d{2}-\d{2}$/);
+    expect(serverSpan?.attributes[McpAttr.requestId]).toBe(span?.attributes[McpAttr.requestId]);
+    expect(serverSpan?.attributes[McpAttr.errorType]).toBeUndefined();
+    expect(serverSpan?.spanContext().traceId).toBe(ctx?.traceId);
+    expect(serverSpan?.parentSpanContext?.spanId).toBe(ctx?.spanId);
     const collected = await sdkMetrics.collect();
     expect(collected.histogram(McpMetric.clientOperationDuration).count).toBeGreaterThanOrEqual(2);
+    const serverCall = collected.histogram(McpMetric.serverOperationDuration, {
+      'mcp.method.name': 'tools/call',
+    });
+    expect(serverCall.count).toBe(1);
+    expect(serverCall.sum).toBeGreaterThanOrEqual(0.39);
     await tracerProvider.shutdown();
     await sdkMetrics.shutdown();
   }, 60_000);
@@ -108,6 +129,7 @@ describe('2025-11-25 client spans', () => {
       eventLog: new MemoryEventLog(),
       heartbeatMs: 0,
       onError: () => undefined,
+      telemetry,
     });
     const server = http.createServer(continuity.nodeHandler);
     const url = new URL(`http://127.0.0.1:${await listenOnLoopback(server)}/mcp`);
@@ -124,6 +146,14 @@ describe('2025-11-25 client spans', () => {
         .filter((s) => s.kind === SpanKind.CLIENT && s.attributes[McpAttr.methodName] === 'tools/call');
       expect(calls).toHaveLength(1);
       expect(calls[0]?.attributes[McpAttr.errorType]).toBe('cancelled');
+      // The server's span ends too, when the cancellation reaches it (the SDK server sends no answer).
+      const served = () =>
+        exporter
+          .getFinishedSpans()
+          .filter((s) => s.kind === SpanKind.SERVER && s.attributes[McpAttr.methodName] === 'tools/call');
+      await eventually(() => served().length === 1, 5_000, 'the server span');
+      expect(served()[0]?.attributes[McpAttr.errorType]).toBe('cancelled');
+      expect(served()[0]?.spanContext().traceId).toBe(calls[0]?.spanContext().traceId);
     } finally {
       await client.close();
       await continuity.close();

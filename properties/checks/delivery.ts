@@ -1,7 +1,7 @@
 /**
- * The delivery invariants of the 2025 era, written once on a neutral record of what reached the
- * application, and judged on the model (properties/checks.ts) and the real stack
- * (test/stack/stack-world.ts) alike. Each world says, per stream of server messages, what the server sent,
+ * The delivery invariants, written once on a neutral record of what reached the application, and judged
+ * on the 2025 model (properties/checks.ts) and on both real stacks (test/stack/stack-world.ts,
+ * test/stack/modern-stack-world.ts). Each world says, per stream of server messages, what the server sent,
  * what the application got, and what it was told it lost; the checks do the arithmetic.
  */
 

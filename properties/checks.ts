@@ -152,11 +152,15 @@ function unknownExplained(recorder: Recorder, c: CallRecord, dedupe: boolean): s
 /**
  * A DELETE is answered for what the server did: a success only when the server ended that session for
  * it (`terminated`). A DELETE of a session the server no longer had (expired, forgotten by a restart) is
- * told so (404), not that it ended something.
+ * told so (404), not that it ended something. A stranger's DELETE of a session it learned the id of is
+ * answered as one naming an unknown session (404), never a success.
  */
-export const deleteAnsweredHonestly: Check = ({ recorder }) =>
-  recorder.deleteAnswers
-    .filter((d) => d.status >= 200 && d.status < 300)
+export const deleteAnsweredHonestly: Check = ({ recorder }) => [
+  ...recorder.deleteAnswers
+    .filter((d) => d.stranger !== undefined && d.status >= 200 && d.status < 300)
+    .map((d) => `${d.stranger}'s DELETE of session ${d.sessionId} answered ${d.status} at ${d.at}`),
+  ...recorder.deleteAnswers
+    .filter((d) => d.status >= 200 && d.status < 300 && d.stranger === undefined)
     .filter(
       (d) =>
         !recorder.sessionEnds.some(
@@ -166,7 +170,8 @@ export const deleteAnsweredHonestly: Check = ({ recorder }) =>
     .map(
       (d) =>
         `DELETE of session ${d.sessionId} answered ${d.status} at ${d.at}, but the server did not end it`,
-    );
+    ),
+];
 
 /** No message, and no call outcome, reaches the application twice; a stream's arrive in order. */
 export const noDuplicateDelivery: Check = (outcome) => [

@@ -52,6 +52,8 @@ export const commandArb: fc.Arbitrary<Command> = fc.oneof(
   { weight: 1, arbitrary: fc.boolean().map((durable) => ({ kind: 'clientRestart', durable }) as const) },
   { weight: 2, arbitrary: fc.constant({ kind: 'serverNotify' } as const) },
   { weight: 1, arbitrary: fc.constant({ kind: 'closeAndReconnect' } as const) },
+  // A second principal holding the session's id: it must be told the session does not exist.
+  { weight: 1, arbitrary: fc.constant({ kind: 'strangerDelete' } as const) },
 );
 
 /**

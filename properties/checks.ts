@@ -1,5 +1,6 @@
 import { OutcomeUnknownReason as R } from '../machines/codes.js';
 import { COMMON_CHECKS, type TraceCheck } from './checks/common.js';
+import { DELIVERY_CHECKS, type DeliveryTrace, type StreamDelivery } from './checks/delivery.js';
 import type { CallTrace, ExcuseRules, Trace } from './checks/trace.js';
 import type { AppendedMessage, CallRecord, Recorder } from './world/recorder.js';
 import { TOOLS, type ToolName } from './world/tools.js';
@@ -84,8 +85,8 @@ export const noHang: Check = onModel(COMMON_CHECKS['no hang']);
  * end, or the client ending the session (terminated) while the server still holds it is flagged. Only the
  * application closing the transport itself may leave a live session.
  */
-export const sessionSurvivesTransport: Check = ({ recorder }) =>
-  recorder.sessionLeftLive.map((s) => `session ${s} while the server still had it`);
+export const sessionSurvivesTransport: Check = (outcome) =>
+  DELIVERY_CHECKS['session survives transport'](deliveryOf(outcome));
 
 /**
  * Honest errors: a call the application sees as definitely failed never ran, and one that ran is never
@@ -151,11 +152,15 @@ function unknownExplained(recorder: Recorder, c: CallRecord, dedupe: boolean): s
 /**
  * A DELETE is answered for what the server did: a success only when the server ended that session for
  * it (`terminated`). A DELETE of a session the server no longer had (expired, forgotten by a restart) is
- * told so (404), not that it ended something.
+ * told so (404), not that it ended something. A stranger's DELETE of a session it learned the id of is
+ * answered as one naming an unknown session (404), never a success.
  */
-export const deleteAnsweredHonestly: Check = ({ recorder }) =>
-  recorder.deleteAnswers
-    .filter((d) => d.status >= 200 && d.status < 300)
+export const deleteAnsweredHonestly: Check = ({ recorder }) => [
+  ...recorder.deleteAnswers
+    .filter((d) => d.stranger !== undefined && d.status >= 200 && d.status < 300)
+    .map((d) => `${d.stranger}'s DELETE of session ${d.sessionId} answered ${d.status} at ${d.at}`),
+  ...recorder.deleteAnswers
+    .filter((d) => d.status >= 200 && d.status < 300 && d.stranger === undefined)
     .filter(
       (d) =>
         !recorder.sessionEnds.some(
@@ -165,54 +170,61 @@ export const deleteAnsweredHonestly: Check = ({ recorder }) =>
     .map(
       (d) =>
         `DELETE of session ${d.sessionId} answered ${d.status} at ${d.at}, but the server did not end it`,
-    );
+    ),
+];
 
-/** No message, and no call outcome, reaches the application twice. */
+/** No message, and no call outcome, reaches the application twice; a stream's arrive in order. */
 export const noDuplicateDelivery: Check = (outcome) => [
-  ...[...outcome.recorder.delivered]
-    .filter(([, n]) => n > 1)
-    .map(([uid, n]) => `${uid} delivered ${n} times`),
+  ...DELIVERY_CHECKS['no duplicate delivery'](deliveryOf(outcome)),
   ...COMMON_CHECKS['settled once'](traceOf(outcome), RULES_2025),
 ];
 
 /**
- * Every message the server appended reaches the application once, in order per stream, or lies in a
- * loss the application was told about with the right count: a gap with the exact number, or a loss of
- * unknown size (session lost, outcome unknown, stream abandoned) that covers it.
+ * Every message the server appended reaches the application once, or lies in a loss the application was
+ * told about with the right count: a gap with the exact number, or a loss of unknown size (session lost,
+ * outcome unknown, stream abandoned) that covers it.
  */
-export const noUnflaggedLoss: Check = ({ recorder }) => {
-  const violations: string[] = [];
-  for (const [group, messages] of groupByStream(recorder)) {
-    const first = messages[0] as AppendedMessage;
-    const order = recorder.deliveryOrder.get(group) ?? [];
-    for (let i = 1; i < order.length; i++) {
-      if ((order[i] as number) <= (order[i - 1] as number)) {
-        violations.push(`${group}: delivered out of order (${order.join(',')})`);
-        break;
-      }
-    }
-    const undelivered = messages.filter(
-      (m) => !recorder.delivered.get(m.uid) && !skippedByHeadAttach(recorder, m),
-    );
-    if (coveredBySizelessLoss(recorder, first)) continue;
-    const flagged = recorder.gaps
-      .filter((g) => g.sessionId === first.sessionId && g.streamKey === first.streamKey)
-      .reduce((sum, g) => sum + (g.lostCount ?? 0), 0);
-    // Too few is a silent loss; too many tells the application of a loss that did not happen.
-    if (flagged !== undelivered.length) {
-      violations.push(
-        `${group} (${first.streamKey}): ${undelivered.length} undelivered [${undelivered.map((m) => m.seq).join(',')}] ` +
-          `but gaps flagged ${flagged}${flagged > undelivered.length ? ' (over-reported)' : ''}`,
-      );
-    }
+export const noUnflaggedLoss: Check = (outcome) => DELIVERY_CHECKS['no unflagged loss'](deliveryOf(outcome));
+
+const deliveries = new WeakMap<Recorder, DeliveryTrace>();
+
+/**
+ * The model's recorder as the neutral delivery record (checks/delivery.ts): per session stream, the seqs
+ * the application got in arrival order, and, for the streams it is owed, the seqs appended, the exact
+ * gaps flagged and whether a loss of unknown size covers it.
+ */
+export function deliveryOf({ recorder }: WorldOutcome): DeliveryTrace {
+  const cached = deliveries.get(recorder);
+  if (cached) return cached;
+  const owed = groupByStream(recorder);
+  const streams: StreamDelivery[] = [];
+  for (const group of new Set([...recorder.deliveryOrder.keys(), ...owed.keys()])) {
+    const messages = owed.get(group);
+    const first = messages?.[0];
+    streams.push({
+      label: first ? `${group} (${first.streamKey})` : group,
+      delivered: recorder.deliveryOrder.get(group) ?? [],
+      sent: messages?.map((m) => m.seq),
+      excused: new Set(messages?.filter((m) => skippedByHeadAttach(recorder, m)).map((m) => m.seq)),
+      flagged: first
+        ? recorder.gaps
+            .filter((g) => g.sessionId === first.sessionId && g.streamKey === first.streamKey)
+            .reduce((sum, g) => sum + (g.lostCount ?? 0), 0)
+        : 0,
+      sizelessLoss: first !== undefined && coveredBySizelessLoss(recorder, first),
+    });
   }
-  // A session loss reported while the server still had the session is a loss that did not happen.
-  for (const g of recorder.gaps) {
-    if (g.reason === 'session_lost' && !g.sessionGone)
-      violations.push(`${g.streamKey}: session ${g.sessionId} reported lost while the server still had it`);
-  }
-  return violations;
-};
+  const trace: DeliveryTrace = {
+    streams,
+    lossReports: recorder.gaps
+      .filter((g) => g.reason === 'session_lost')
+      .map((g) => ({ label: `${g.streamKey}: session ${g.sessionId}`, serverStillHad: !g.sessionGone })),
+    leaves: recorder.sessionLeftLive.map((label) => ({ label: `session ${label}`, serverStillHad: true })),
+    progress: [],
+  };
+  deliveries.set(recorder, trace);
+  return trace;
+}
 
 function groupByStream(recorder: Recorder): Map<string, AppendedMessage[]> {
   const groups = new Map<string, AppendedMessage[]>();

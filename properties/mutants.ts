@@ -385,4 +385,16 @@ export const MUTANTS: readonly Mutant[] = [
     },
     caughtBy: ['DELETE answered honestly'],
   },
+  {
+    // Issue 24 item 4: a second principal. Both layers swapped (the handler's look-up and the machine's
+    // own check), since either alone still refuses the stranger.
+    name: "a stranger holding a session's id is served as its owner (its DELETE ends the session)",
+    branch: 'admission',
+    variant: {
+      client: CORRECT_CLIENT,
+      serverRules: { ownsSession: () => true },
+      serverMachine: serverSessionMachine.provide({ guards: { isForeignPrincipal: () => false } }),
+    },
+    caughtBy: ['DELETE answered honestly'],
+  },
 ];

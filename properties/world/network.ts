@@ -6,10 +6,12 @@ import type { VirtualClock } from './clock.js';
  * which a closing client ends its session (the runtime's transport sends it outside any stream).
  */
 export type WireExchange =
-  | Exchange
+  | (Exchange & { readonly principal?: undefined })
   | {
       readonly method: 'DELETE';
       readonly sessionId: string;
+      /** Who sends it, when not the application that created the session (a stranger). */
+      readonly principal?: string;
       readonly protocolVersion?: string;
       readonly lastEventId?: undefined;
       readonly body?: undefined;

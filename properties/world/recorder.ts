@@ -65,11 +65,12 @@ export class Recorder {
   readonly closedProcesses = new Set<number>();
   /** Sessions the client stopped using (id changed or ended) while the server still had them, and how. */
   readonly sessionLeftLive: string[] = [];
-  /** Every answer a client's DELETE got (a DELETE cut before its answer is not here). */
+  /** Every answer a DELETE got (a DELETE cut before its answer is not here); `stranger`: who sent it, if not the owner. */
   readonly deleteAnswers: Array<{
     readonly sessionId: string;
     readonly status: number;
     readonly at: number;
+    readonly stranger?: string;
   }> = [];
   /** Virtual time the last fault ended (a fault command, or the end of a partition or of 503s). */
   faultsEndAt = 0;

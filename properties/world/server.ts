@@ -30,6 +30,7 @@ import {
 } from '../../machines/server/retention.js';
 import {
   type AttachDecision,
+  ownsSession,
   type RequestDecision,
   type ServerSessionEmitted,
   type ServerSessionEvent,
@@ -118,6 +119,8 @@ export interface ServerRules {
   readonly deleteAnswer: typeof deleteAnswer;
   /** What a reader's read-back writes, and whether its response ends (src/server/attachment.ts). */
   readonly replayStep: typeof replayStep;
+  /** Whether a caller may use a session: the handler's look-up (src/server/handler.ts `session`). */
+  readonly ownsSession: typeof ownsSession;
 }
 
 export const RUNTIME_RULES: ServerRules = {
@@ -126,7 +129,14 @@ export const RUNTIME_RULES: ServerRules = {
   forgotten: forgottenBySweep,
   deleteAnswer,
   replayStep,
+  ownsSession,
 };
+
+/**
+ * Who the application's own requests come from: every session is created for it. Another principal (a
+ * stranger who learned a session id) names itself on its exchange.
+ */
+export const OWNER = 'app';
 
 /**
  * One simulated session, hosted as the runtime hosts one: its machine in the runtime's
@@ -274,7 +284,10 @@ export class SimServer {
       }
     }
     const kind = posted && !('ok' in posted) ? posted.kind : undefined;
-    const session = sessionId === null ? undefined : this.sessions.get(sessionId);
+    const principal = ex.principal ?? OWNER;
+    // As the runtime's handler looks a session up: another principal's session is not found.
+    const held = sessionId === null ? undefined : this.sessions.get(sessionId);
+    const session = held && this.rules.ownsSession(OWNER, principal) ? held : undefined;
     const route = routeCall({
       method: ex.method,
       posted: kind,
@@ -302,7 +315,7 @@ export class SimServer {
       }
       case 'delete': {
         // The runtime's answer (src/server/session.ts): 200 when the machine ended it, else 404.
-        const answer = this.rules.deleteAnswer(this.terminate(session));
+        const answer = this.rules.deleteAnswer(this.terminate(session, principal));
         if ('kind' in answer) conn.send({ type: 'http.response', status: answer.status });
         else this.reply(conn, answer);
         return;
@@ -360,7 +373,7 @@ export class SimServer {
       const actor = createActor(this.machine, {
         clock: this.clock,
         ...(snapshot ? { snapshot: snapshot as never } : {}),
-        input: { sessionId: id, epoch, idleTtlMs: this.config.idleTtlMs },
+        input: { sessionId: id, epoch, idleTtlMs: this.config.idleTtlMs, principal: OWNER },
       });
       actor.on('session.ended', (e) => {
         // What was attached or running when it ended, counted before watchEnd closes the streams.
@@ -670,8 +683,10 @@ export class SimServer {
    * DELETE: the session machine decides (true: it ended the session); attached streams get
    * `event: close` (see watchEnd). A session this server does not have was not ended by it.
    */
-  private terminate(session: SimSession | undefined): boolean {
-    return session ? this.ask(session, { type: 'session.delete' }, 'decision.delete').accepted : false;
+  private terminate(session: SimSession | undefined, principal: string): boolean {
+    return session
+      ? this.ask(session, { type: 'session.delete', principal }, 'decision.delete').accepted
+      : false;
   }
 
   /** A server-initiated notification on the standalone stream of every session that opened one. */

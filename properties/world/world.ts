@@ -4,6 +4,7 @@ import type { serverSessionMachine } from '../../machines/server/session.machine
 import { type Observe, serverRows } from '../coverage.js';
 import { type ClientVariant, CORRECT_CLIENT, CursorStore, SimClientProcess } from './client.js';
 import { VirtualClock } from './clock.js';
+import { sendDelete } from './delete.js';
 import { SimNetwork } from './network.js';
 import { seededRandom } from './random.js';
 import { Recorder } from './recorder.js';
@@ -35,7 +36,9 @@ export type Command =
   /** The server pushes a numbered notification on each standalone stream. */
   | { readonly kind: 'serverNotify' }
   /** The application closes its transport (DELETE ends the session), then connects afresh. */
-  | { readonly kind: 'closeAndReconnect' };
+  | { readonly kind: 'closeAndReconnect' }
+  /** Someone else (another principal) who learned the live session's id sends a DELETE for it. */
+  | { readonly kind: 'strangerDelete' };
 
 export interface WorldConfig {
   /** Heartbeats on: stall detection on the client. Off: a load balancer cuts idle connections instead. */
@@ -235,6 +238,11 @@ export class World {
       case 'closeAndReconnect':
         this.closeAndReconnect();
         break;
+      case 'strangerDelete': {
+        const sessionId = this.process.actor.getSnapshot().context.sessionId;
+        if (sessionId) sendDelete(this.net, this.server, this.recorder, sessionId, 'stranger');
+        break;
+      }
     }
     // Every command lets the world breathe a little, so connections open between faults.
     this.clock.runFor(5);

@@ -10,6 +10,11 @@ import fc from 'fast-check';
 import { z } from 'zod';
 import { continuityCapability, DEFAULT_CONTINUITY_SETTINGS } from '../../machines/continuity-extension.js';
 import { COMMON_CHECKS, type TraceCheck } from '../../properties/checks/common.js';
+import {
+  DELIVERY_CHECKS,
+  type DeliveryTrace,
+  type StreamDelivery,
+} from '../../properties/checks/delivery.js';
 import type { CallTrace, InstanceDeath, Trace } from '../../properties/checks/trace.js';
 import { RULES_2026 } from '../../properties/checks2026.js';
 import { continuityFetch } from '../../src/client/modern/continuity-fetch.js';
@@ -713,23 +718,30 @@ export const honestErrors: ModernCheck = (o) => {
 /** Every call ends (result, error or outcome unknown) within SETTLE_BOUND_MS after the faults stop. */
 export const noHang: ModernCheck = onStack(COMMON_CHECKS['no hang']);
 
+/**
+ * What the real 2026 stack recorded of progress, as the neutral record the delivery checks read
+ * (properties/checks/delivery.ts, shared with the 2025 model and stack): per call, the progress numbers in
+ * arrival order; a streamed call that ended with a result is owed all of its count, unless a gap was
+ * reported for a stream call (its size is not recorded here).
+ */
+export function modernDelivery(o: ModernOutcome): DeliveryTrace {
+  const streams: StreamDelivery[] = [...o.calls.values()].map((c) => ({
+    label: `${c.key} (${c.tool}) progress`,
+    delivered: c.delivered,
+    sent:
+      c.tool === 'stream' && c.outcome?.kind === 'result'
+        ? Array.from({ length: c.args.count as number }, (_, i) => i + 1)
+        : undefined,
+    flagged: 0,
+    sizelessLoss: o.gaps.some((g) => g.toolName === 'stream'),
+  }));
+  return { streams, lossReports: [], leaves: [], progress: [] };
+}
+
 /** Progress reaches the application once each, in order; a streamed result comes with all of it (or a gap). */
 export const noDuplicateDelivery: ModernCheck = (o) => {
-  const out: string[] = [];
-  for (const c of o.calls.values()) {
-    const ns = c.delivered;
-    if (ns.some((n, i) => i > 0 && n <= (ns[i - 1] as number)))
-      out.push(`${c.key} (${c.tool}): progress delivered duplicated or out of order (${ns.join(',')})`);
-    if (c.tool === 'stream' && c.outcome?.kind === 'result') {
-      const count = c.args.count as number;
-      const flagged = o.gaps.some((g) => g.toolName === 'stream');
-      if (!flagged && new Set(ns).size !== count)
-        out.push(
-          `${c.key}: result after ${new Set(ns).size} of ${count} progress notifications, no gap reported`,
-        );
-    }
-  }
-  return out;
+  const d = modernDelivery(o);
+  return [...DELIVERY_CHECKS['no duplicate delivery'](d), ...DELIVERY_CHECKS['no unflagged loss'](d)];
 };
 
 /**

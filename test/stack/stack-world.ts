@@ -10,6 +10,13 @@ import fc from 'fast-check';
 import type { CursorRecord } from '../../machines/client/cursor.js';
 import type { RetryPolicy } from '../../machines/client/ledger.js';
 import { COMMON_CHECKS, type TraceCheck } from '../../properties/checks/common.js';
+import {
+  DELIVERY_CHECKS,
+  type DeliveryCheck,
+  type DeliveryTrace,
+  type ProgressDelivery,
+  type StreamDelivery,
+} from '../../properties/checks/delivery.js';
 import type { CallTrace, InstanceDeath, Trace } from '../../properties/checks/trace.js';
 import { RULES_2025 } from '../../properties/checks.js';
 import {
@@ -809,8 +816,6 @@ export async function assertStackProperties(o: {
 
 export type StackCheck = (o: StackOutcome) => string[];
 
-const live = (o: StackOutcome) => [...o.calls.values()].filter((c) => !c.abandoned);
-
 /** What the real stack recorded, as the neutral trace the era's checks read (properties/checks.ts). */
 export function stackTrace(o: StackOutcome): Trace {
   const calls = new Map<string, CallTrace>();
@@ -852,139 +857,119 @@ const onStack =
     check(stackTrace(o), RULES_2025);
 
 /**
- * The session survives transport faults: a client leaves a session only when the server no longer has it
- * (its server generation was restarted away), and only server restarts (or a restart with no cursor) cost
- * an initialize.
+ * What the real stack recorded of delivery, as the neutral record the delivery checks read
+ * (properties/checks/delivery.ts, shared with the model): per call and source (session, wire request), the
+ * progress numbers the application got in arrival order and, for a live call, the numbers the server
+ * sent and the gaps it was told of; the client's session moves; whose progress reached which handler.
  */
-export const sessionSurvivesTransport: StackCheck = (o) => {
-  const out: string[] = [];
-  for (const t of o.transitions) {
-    if (t.fromGeneration === t.liveGeneration)
-      out.push(
-        `p${t.pid} left session ${short(t.from)} (server g${t.fromGeneration}, still live) for ${t.to ? short(t.to) : '-'} at ${t.at}ms`,
-      );
+export function stackDelivery(o: StackOutcome): DeliveryTrace {
+  const streams: StreamDelivery[] = [];
+  const progress: ProgressDelivery[] = [];
+  const sizeless = (session: string, wire: string) =>
+    o.gaps.some(
+      (g) =>
+        g.sessionId === session &&
+        g.lostCount === null &&
+        (g.streamKey === `s:${wire}` || g.reason === 'session_lost'),
+    );
+  for (const c of o.calls.values()) {
+    const sources = new Map<string, { origin?: string; request?: string; ns: number[] }>();
+    for (const d of c.delivered) {
+      progress.push({
+        receiver: c.key,
+        sentFor:
+          d.request === undefined || c.wireIds.has(d.request)
+            ? c.key
+            : `${wireCall(o, d.request) ?? '?'} (request ${d.request})`,
+        n: d.n,
+      });
+      // Another call's notifications are judged by `no misdelivery`, not here.
+      if (d.request !== undefined && !c.wireIds.has(d.request)) continue;
+      const id = `${d.origin}/${d.request}`;
+      const source = sources.get(id) ?? { origin: d.origin, request: d.request, ns: [] };
+      source.ns.push(d.n);
+      sources.set(id, source);
+    }
+    // What the server sent for this call, per session: owed to a live call.
+    for (const wire of c.abandoned ? [] : c.wireIds)
+      for (const session of o.appended.get(wire)?.keys() ?? [])
+        if (!sources.has(`${session}/${wire}`))
+          sources.set(`${session}/${wire}`, { origin: session, request: wire, ns: [] });
+    for (const source of sources.values()) {
+      const { origin, request: wire } = source;
+      const sent =
+        c.abandoned || wire === undefined || origin === undefined
+          ? undefined
+          : o.appended.get(wire)?.get(origin);
+      streams.push({
+        label: `${c.key} (${c.tool} ${JSON.stringify(c.args)}, outcome ${c.outcome?.kind ?? 'none'}): progress from ${origin ? short(origin) : '?'}/${wire}`,
+        delivered: source.ns,
+        sent,
+        flagged: o.gaps
+          .filter((g) => g.sessionId === origin && g.streamKey === `s:${wire}`)
+          .reduce((sum, g) => sum + (g.lostCount ?? 0), 0),
+        sizelessLoss:
+          c.outcome?.kind === 'unknown' ||
+          (wire !== undefined && origin !== undefined && sizeless(origin, wire)),
+      });
+    }
+    // The simple form of the same promise, for a chatty call that ended with a result: all of its count.
+    if (c.tool === 'chatty' && c.outcome?.kind === 'result' && !c.abandoned) {
+      const origin = c.outcome.origin;
+      const own = c.delivered.filter((d) => d.origin === origin && c.wireIds.has(d.request ?? ''));
+      const streamGaps = o.gaps.filter((g) => g.sessionId === origin && c.wireIds.has(g.streamKey.slice(2)));
+      streams.push({
+        label: `${c.key}: result from ${origin ? short(origin) : '?'}`,
+        // Any of its wire ids may have delivered a number: once is enough here (duplicates are judged above).
+        delivered: [...new Set(own.map((d) => d.n))].sort((x, y) => x - y),
+        sent: Array.from({ length: c.args.count as number }, (_, i) => i + 1),
+        flagged: streamGaps.reduce((sum, g) => sum + (g.lostCount ?? 0), 0),
+        sizelessLoss: streamGaps.some((g) => g.lostCount === null),
+      });
+    }
   }
   // Distinct sessions: sharing, several instances each re-create an McpServer for one session.
   const adopted = new Set(
-    o.mcpServers.filter((s) => o.adoptedSessions.has(s.sessionId)).map((s) => s.sessionId),
+    o.mcpServers.filter((m) => o.adoptedSessions.has(m.sessionId)).map((m) => m.sessionId),
   ).size;
-  const allowed = 1 + o.serverRestarts + o.clientRestartsWithoutCursor;
-  if (adopted > allowed)
-    out.push(
-      `${adopted} sessions initialized and adopted (${o.mcpServers.length} McpServers created) ` +
-        `but only ${o.serverRestarts} server restarts and ${o.clientRestartsWithoutCursor} cursor-less client restarts`,
-    );
-  return out;
-};
-
-/** No progress notification reaches the application twice, and none out of order. */
-export const noDuplicateDelivery: StackCheck = (o) => {
-  const out: string[] = [];
-  for (const c of o.calls.values()) {
-    const seen = new Map<string, number>();
-    const bySource = new Map<string, number[]>();
-    // Another call's notifications are judged by `no misdelivery`, not here.
-    for (const d of c.delivered.filter((x) => x.request === undefined || c.wireIds.has(x.request))) {
-      const id = `${d.origin}/${d.request}/${d.n}`;
-      seen.set(id, (seen.get(id) ?? 0) + 1);
-      const source = `${d.origin}/${d.request}`;
-      bySource.set(source, [...(bySource.get(source) ?? []), d.n]);
-    }
-    for (const [id, n] of seen) if (n > 1) out.push(`${c.key}: progress ${id} delivered ${n} times`);
-    for (const [source, ns] of bySource) {
-      if (ns.some((n, i) => i > 0 && n <= (ns[i - 1] as number)))
-        out.push(`${c.key}: progress from ${source} delivered out of order (${ns.join(',')})`);
-    }
-  }
-  return out;
-};
-
-/** A call's progress handler receives only notifications the server sent for that call. */
-export const noMisdelivery: StackCheck = (o) => {
-  const out: string[] = [];
-  for (const c of o.calls.values()) {
-    const foreign = c.delivered.filter((d) => d.request !== undefined && !c.wireIds.has(d.request));
-    const byRequest = new Map<string, number[]>();
-    for (const d of foreign)
-      byRequest.set(d.request as string, [...(byRequest.get(d.request as string) ?? []), d.n]);
-    for (const [request, ns] of byRequest) {
-      const owner = wireCall(o, request);
-      out.push(
-        `${c.key} (${c.tool}, p${c.pid}, wire ${[...c.wireIds].join('|')}) received progress ${ns.join(',')} ` +
-          `that the server sent for request ${request} (${owner ?? '?'}, p${o.calls.get(owner ?? '')?.pid ?? '?'})`,
-      );
-    }
-  }
-  return out;
-};
+  return {
+    streams,
+    lossReports: [],
+    leaves: o.transitions.map((t) => ({
+      label: `p${t.pid} left session ${short(t.from)} (server g${t.fromGeneration}) for ${t.to ? short(t.to) : '-'} at ${t.at}ms`,
+      serverStillHad: t.fromGeneration === t.liveGeneration,
+    })),
+    progress,
+    sessionsAdopted: {
+      adopted,
+      allowed: 1 + o.serverRestarts + o.clientRestartsWithoutCursor,
+      why: `${o.mcpServers.length} McpServers created, ${o.serverRestarts} server restarts, ${o.clientRestartsWithoutCursor} cursor-less client restarts`,
+    },
+  };
+}
 
 function wireCall(o: StackOutcome, wire: string): string | undefined {
   for (const c of o.calls.values()) if (c.wireIds.has(wire)) return c.key;
   return undefined;
 }
 
-/**
- * Every progress notification a server sent for a live call reaches the application, or lies in a loss
- * the application was told about: gaps on that call's stream in that session whose lostCount adds up to
- * exactly the undelivered number, or a loss of unknown size (outcome unknown, a gap with lostCount null,
- * the session lost).
- */
-export const noUnflaggedLoss: StackCheck = (o) => {
-  const out: string[] = [];
-  for (const c of live(o)) {
-    for (const wire of c.wireIds) {
-      const perSession = o.appended.get(wire);
-      if (!perSession) continue;
-      for (const [session, sent] of perSession) {
-        const got = new Set(
-          c.delivered.filter((d) => d.origin === session && d.request === wire).map((d) => d.n),
-        );
-        const undelivered = sent.filter((n) => !got.has(n));
-        if (undelivered.length === 0) continue;
-        if (c.outcome?.kind === 'unknown') continue;
-        const gaps = o.gaps.filter((g) => g.sessionId === session && g.streamKey === `s:${wire}`);
-        const sizeless = o.gaps.some(
-          (g) =>
-            g.sessionId === session &&
-            g.lostCount === null &&
-            (g.streamKey === `s:${wire}` || g.reason === 'session_lost'),
-        );
-        if (sizeless) continue;
-        const flagged = gaps.reduce((sum, g) => sum + (g.lostCount ?? 0), 0);
-        if (flagged !== undelivered.length)
-          out.push(
-            `${c.key} (chatty ${JSON.stringify(c.args)}, outcome ${c.outcome?.kind ?? 'none'}) in session ${short(session)}: ` +
-              `${undelivered.length} undelivered [${undelivered.join(',')}] but gaps flagged ${flagged}`,
-          );
-      }
-    }
-    // The simple form of the same promise, for a chatty call that ended with a result.
-    if (c.tool === 'chatty' && c.outcome?.kind === 'result') {
-      const origin = c.outcome.origin;
-      const count = c.args.count as number;
-      const own = c.delivered.filter((d) => d.origin === origin && c.wireIds.has(d.request ?? ''));
-      const delivered = new Set(own.map((d) => d.n)).size;
-      const streamGaps = o.gaps.filter((g) => g.sessionId === origin && c.wireIds.has(g.streamKey.slice(2)));
-      const unsized = streamGaps.some((g) => g.lostCount === null);
-      const lost = streamGaps.reduce((sum, g) => sum + (g.lostCount ?? 0), 0);
-      if (!unsized && delivered + lost !== count)
-        out.push(`${c.key}: result after ${delivered} delivered + ${lost} flagged lost, of ${count}`);
-    }
-  }
-  return out;
-};
+/** A delivery check (properties/checks/delivery.ts), judged on the real stack. */
+const onDelivery =
+  (check: DeliveryCheck): StackCheck =>
+  (o) =>
+    check(stackDelivery(o));
 
 export const STACK_CHECKS = {
   'at most once': onStack(COMMON_CHECKS['at most once']),
   'honest errors': onStack(COMMON_CHECKS['honest errors']),
-  'no unflagged loss': noUnflaggedLoss,
+  'no unflagged loss': onDelivery(DELIVERY_CHECKS['no unflagged loss']),
   'no hang': onStack(COMMON_CHECKS['no hang']),
   'settled once': onStack(COMMON_CHECKS['settled once']),
   're-sent when safe': onStack(COMMON_CHECKS['re-sent when safe']),
   'deaths excuse only their own calls': onStack(COMMON_CHECKS['deaths excuse only their own calls']),
-  'session survives transport': sessionSurvivesTransport,
-  'no duplicate delivery': noDuplicateDelivery,
-  'no misdelivery': noMisdelivery,
+  'session survives transport': onDelivery(DELIVERY_CHECKS['session survives transport']),
+  'no duplicate delivery': onDelivery(DELIVERY_CHECKS['no duplicate delivery']),
+  'no misdelivery': onDelivery(DELIVERY_CHECKS['no misdelivery']),
 } as const satisfies Record<string, StackCheck>;
 
 export type StackCheckName = keyof typeof STACK_CHECKS;

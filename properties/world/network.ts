@@ -6,7 +6,7 @@ import type { VirtualClock } from './clock.js';
  * which a closing client ends its session (the runtime's transport sends it outside any stream).
  */
 export type WireExchange =
-  | (Exchange & { readonly principal?: undefined })
+  | (Exchange & { readonly principal?: string })
   | {
       readonly method: 'DELETE';
       readonly sessionId: string;

@@ -11,8 +11,7 @@ import {
 import type { KeyedBodyEndCommand } from './keyed-execute.js';
 import type { MemoEntry } from './keyed-memo.js';
 import { isFinalAnswer, refusalResponse } from './keyed-plan.js';
-import type { AllOf, Task } from './keyed-tasks.js';
-import type { StreamWindow } from './retention.js';
+import type { Task } from './keyed-tasks.js';
 
 /**
  * The bodies the keyed core (keyed-core.ts) runs here: each run's messages kept in the key's log within
@@ -35,6 +34,8 @@ export interface Run {
   readonly message: JsonRpcRequest;
   readonly address: string | undefined;
   budget: KeyedEventBudget;
+  /** The seq of its last append: the run is its log's only writer, and the log was new when it started. */
+  head: number;
   readonly queue: JsonRpcMessage[];
   appending: boolean;
   /** No more messages are read (its final answer came, it ended, or its log failed). */
@@ -60,7 +61,7 @@ export class KeyedBodies {
    */
   private readonly unstored = new Map<
     string,
-    { entry: MemoEntry; final: JsonRpcMessage | undefined; refused: boolean }
+    { entry: MemoEntry; final: JsonRpcMessage | undefined; refused: boolean; head: number }
   >();
   private nextRun = 1;
 
@@ -126,8 +127,8 @@ export class KeyedBodies {
 
   /** Stores again the ends the store failed to take (the lease tick). */
   *storeUnstored(): Task {
-    for (const { entry, final, refused } of [...this.unstored.values()])
-      yield* this.storeEnd(entry, final, refused);
+    for (const { entry, final, refused, head } of [...this.unstored.values()])
+      yield* this.storeEnd(entry, final, refused, head);
   }
 
   /** Starts a body for `caller`'s attempt (its entry was just created or restarted here). */
@@ -138,6 +139,7 @@ export class KeyedBodies {
       message,
       address: caller.address,
       budget: EMPTY_EVENT_BUDGET,
+      head: 0,
       queue: [],
       appending: false,
       stopped: false,
@@ -208,7 +210,7 @@ export class KeyedBodies {
   private *appendTask(run: Run): Task {
     for (let m = run.queue.shift(); m; m = run.queue.shift()) {
       try {
-        yield { kind: 'log.append', logId: run.entry.logId, message: m };
+        run.head = (yield { kind: 'log.append', logId: run.entry.logId, message: m }) as number;
       } catch (error) {
         if (!run.aborted) this.ctx.fail(error);
         run.queue.length = 0;
@@ -246,49 +248,48 @@ export class KeyedBodies {
       this.runs.delete(run.id);
       this.ctx.emit({ kind: 'run-done', run: run.id });
     };
-    this.ctx.tasks.spawn(this.storeEnd(run.entry, run.final, run.refused), done, (e) => {
+    this.ctx.tasks.spawn(this.storeEnd(run.entry, run.final, run.refused, run.head), done, (e) => {
       this.ctx.fail(e);
       done(false);
     });
   }
 
   /** The end of a body run, stored; on a store failure it is kept for the lease tick to store again. */
-  private *storeEnd(entry: MemoEntry, final: JsonRpcMessage | undefined, refused: boolean): Task<boolean> {
+  private *storeEnd(
+    entry: MemoEntry,
+    final: JsonRpcMessage | undefined,
+    refused: boolean,
+    head: number,
+  ): Task<boolean> {
     try {
-      yield* this.bodyEnd(entry, final, refused);
+      yield* this.bodyEnd(entry, final, refused, head);
       this.unstored.delete(entry.memoKey);
       return true;
     } catch (error) {
       this.ctx.fail(error);
-      this.unstored.set(entry.memoKey, { entry, final, refused });
+      this.unstored.set(entry.memoKey, { entry, final, refused, head });
       return false;
     }
   }
 
   /**
    * `keyedBodyEndSteps`: the outcome recorded durably first, under the id the final response gets in the
-   * log, then appended: no stream ever writes an outcome the memo does not hold.
+   * log (after `head`, the run's last append: no log read), then appended: no stream ever writes an
+   * outcome the memo does not hold.
    */
-  private *bodyEnd(entry: MemoEntry, final: JsonRpcMessage | undefined, refused: boolean): Task {
-    const steps = this.ctx.d.bodyEnd(entry, final, refused);
-    // The log's window is read with the entry, in one round trip: every append of this run has drained
-    // (`finish` waits for them) and nothing else appends to an entry's log, so it cannot move in between.
-    let window: StreamWindow | undefined;
+  private *bodyEnd(
+    entry: MemoEntry,
+    final: JsonRpcMessage | undefined,
+    refused: boolean,
+    head: number,
+  ): Task {
+    const steps = this.ctx.d.bodyEnd(entry, final, refused, head);
     const step = function* (this: KeyedBodies, c: KeyedBodyEndCommand): Task<unknown> {
       switch (c.kind) {
-        case 'read-entry': {
-          const [current, w] = (yield {
-            kind: 'all',
-            calls: [
-              { kind: 'memo.get', memoKey: entry.memoKey },
-              { kind: 'log.window', logId: entry.logId },
-            ],
-          } satisfies AllOf) as [MemoEntry | undefined, StreamWindow | undefined];
-          window = w;
-          return current;
-        }
+        case 'read-entry':
+          return yield { kind: 'memo.get', memoKey: entry.memoKey };
         case 'read-window':
-          return window;
+          return yield { kind: 'log.window', logId: entry.logId };
         case 'watched':
           return this.ctx.tasks.sleeping(logBell(entry.logId));
         case 'record':

@@ -302,6 +302,11 @@ export function* keyedBodyEndSteps(
   final: JsonRpcMessage | undefined,
   /** The SDK refused the request before the tool ran (`refusedBeforeRun`); `final` is the refusal. */
   refused = false,
+  /**
+   * The log's head when the driver knows it (its run is the log's only writer and made every append):
+   * then the window is not read.
+   */
+  head?: number,
 ): Generator<KeyedBodyEndCommand, void, BodyEndAnswer> {
   const current = (yield { kind: 'read-entry' }) as MemoEntry | undefined;
   const end = keyedRunEnd(current, entry.owner, final, refused);
@@ -314,8 +319,8 @@ export function* keyedBodyEndSteps(
     yield { kind: 'record', entry: current, event: { type: 'instance.died' }, watched: false };
     return;
   }
-  const window = (yield { kind: 'read-window' }) as StreamWindow | undefined;
-  const finalSeq = (window?.head ?? 0) + 1;
+  const known = head ?? ((yield { kind: 'read-window' }) as StreamWindow | undefined)?.head;
+  const finalSeq = (known ?? 0) + 1;
   const watched = (yield { kind: 'watched' }) as boolean;
   const won = (yield {
     kind: 'record',

@@ -14,17 +14,7 @@ export interface Sleep {
   readonly until: number | undefined;
 }
 
-/**
- * Several store calls at once: the host gets them one after another without waiting between them (so a
- * Redis client sends them in one round trip), and the task resumes with their answers in order once all
- * came, or with the first failure once all settled.
- */
-export interface AllOf {
-  readonly kind: 'all';
-  readonly calls: readonly KeyedStoreCall[];
-}
-
-export type TaskYield = KeyedStoreCall | Sleep | AllOf;
+export type TaskYield = KeyedStoreCall | Sleep;
 export type Task<R = void> = Generator<TaskYield, R, unknown>;
 
 /** A task the runner holds; `cancel` ends it where it waits. */
@@ -40,22 +30,12 @@ interface Running extends TaskHandle {
   cancelled: boolean;
 }
 
-/** The answers of an `AllOf` so far. */
-interface Join {
-  readonly task: Running;
-  readonly values: unknown[];
-  pending: number;
-  error: { readonly e: unknown } | undefined;
-}
-
 type Resume = { readonly task: Running; readonly value?: unknown; readonly error?: { readonly e: unknown } };
 
 export class TaskRunner {
   private nextOp = 1;
   private nextTask = 1;
   private readonly waiting = new Map<number, Running>();
-  /** The ops of a pending `AllOf`: its join, and the answer's place in it. */
-  private readonly joined = new Map<number, { readonly join: Join; readonly at: number }>();
   private readonly sleepers = new Map<string, Set<Running>>();
   private readonly ready: Resume[] = [];
   /** Bells noted since `mark`: whether each rang. */
@@ -82,7 +62,6 @@ export class TaskRunner {
 
   /** The host's answer to store op `op` (unknown ops: a cancelled task's, dropped). */
   answer(op: number, value: unknown): void {
-    if (this.settle(op, value, undefined)) return;
     const task = this.waiting.get(op);
     if (!task) return;
     this.waiting.delete(op);
@@ -90,26 +69,10 @@ export class TaskRunner {
   }
 
   fail(op: number, error: unknown): void {
-    if (this.settle(op, undefined, { e: error })) return;
     const task = this.waiting.get(op);
     if (!task) return;
     this.waiting.delete(op);
     this.ready.push({ task, error: { e: error } });
-  }
-
-  /** One answer of an `AllOf` (false: `op` is no join's); the task resumes once all its answers came. */
-  private settle(op: number, value: unknown, error: { readonly e: unknown } | undefined): boolean {
-    const j = this.joined.get(op);
-    if (!j) return false;
-    this.joined.delete(op);
-    const join = j.join;
-    join.values[j.at] = value;
-    if (error && !join.error) join.error = error;
-    if (--join.pending > 0) return true;
-    this.ready.push(
-      join.error ? { task: join.task, error: join.error } : { task: join.task, value: join.values },
-    );
-    return true;
   }
 
   /** Wakes every task sleeping on `bell`. */
@@ -175,7 +138,6 @@ export class TaskRunner {
     if (task.sleep) this.sleepers.get(task.sleep.bell)?.delete(task);
     if (task.sleep && this.sleepers.get(task.sleep.bell)?.size === 0) this.sleepers.delete(task.sleep.bell);
     for (const [op, t] of this.waiting) if (t === task) this.waiting.delete(op);
-    for (const [op, j] of this.joined) if (j.join.task === task) this.joined.delete(op);
     try {
       task.gen.return(undefined);
     } catch {
@@ -214,16 +176,6 @@ export class TaskRunner {
       const set = this.sleepers.get(y.bell) ?? new Set();
       set.add(task);
       this.sleepers.set(y.bell, set);
-      return;
-    }
-    if (y.kind === 'all') {
-      const join: Join = { task, values: [], pending: y.calls.length, error: undefined };
-      if (join.pending === 0) this.ready.push({ task, value: [] });
-      y.calls.forEach((call, at) => {
-        const op = this.nextOp++;
-        this.joined.set(op, { join, at });
-        this.emit({ kind: 'store', op, call });
-      });
       return;
     }
     const op = this.nextOp++;

@@ -40,6 +40,8 @@ export const OutcomeUnknownReason = {
   instanceLost: 'instance_lost',
   transportClosed: 'transport_closed',
   serverClosedSession: 'server_closed_session',
+  /** The tool ran and answered, but the server's log refused the answer (a store outage): what it said is lost. */
+  answerUnstored: 'answer_unstored',
 } as const;
 export type OutcomeUnknownReason = (typeof OutcomeUnknownReason)[keyof typeof OutcomeUnknownReason];
 

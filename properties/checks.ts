@@ -137,6 +137,9 @@ function unknownExplained(recorder: Recorder, c: CallRecord, dedupe: boolean): s
     // Excused only by the death of an instance that ran it: 'deaths excuse only their own calls' judges it.
     case 'server_restarted':
       return undefined;
+    // Declared by the server: the tool ran, the log refused its answer.
+    case 'answer_unstored':
+      return recorder.unstoredAnswers.has(c.callKey) ? undefined : 'no answer of it was refused by the log';
     case 'response_evicted':
       return recorder.gaps.some((g) => g.streamKey === `n:${c.id}`) ? undefined : 'no 410 on its stream';
     case 'transport_closed':

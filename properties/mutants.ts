@@ -7,7 +7,11 @@ import type { classifyClose } from '../machines/decide.js';
 import { parseEventId } from '../machines/event-id.js';
 import type { JsonRpcMessage } from '../machines/jsonrpc.js';
 import { answerCursor, type ResumeAnswer } from '../machines/server/retention.js';
-import { type ServerSessionEvent, serverSessionMachine } from '../machines/server/session.machine.js';
+import {
+  type ServerSessionEvent,
+  serverSessionMachine,
+  unansweredAnswer,
+} from '../machines/server/session.machine.js';
 import { replayStep } from '../machines/server/session-commands.js';
 import type { CheckName } from './checks.js';
 import { CORRECT_CLIENT } from './world/client.js';
@@ -396,5 +400,28 @@ export const MUTANTS: readonly Mutant[] = [
       serverMachine: serverSessionMachine.provide({ guards: { isForeignPrincipal: () => false } }),
     },
     caughtBy: ['DELETE answered honestly'],
+  },
+  {
+    // Issue 24 item 4 (found by the world once its log could refuse a write): a tool ran, the log would
+    // not take its answer, and the client was told the call failed while the charge had landed.
+    name: 'an answer the log refused reported as a failure (-32603) instead of outcome unknown',
+    branch: 'session',
+    variant: {
+      client: CORRECT_CLIENT,
+      serverMachine: serverSessionMachine.provide({
+        actions: {
+          answerUnanswered: emit(({ context, event }) => {
+            const e = event as Extract<ServerSessionEvent, { type: 'request.unanswered' }>;
+            return {
+              type: 'decision.unanswered' as const,
+              requestKey: e.requestKey,
+              stream: context.running?.[e.requestKey] as number,
+              answer: unansweredAnswer(e.cause === 'unstored' ? 'failed' : e.cause),
+            };
+          }),
+        },
+      }),
+    },
+    caughtBy: ['honest errors'],
   },
 ];

@@ -240,7 +240,18 @@ describe('server session machine', () => {
       expect(s.actor.getSnapshot().value).toEqual({ ended: 'expired' });
     });
 
-    it('failed (the SDK unreachable, or its answer could not be stored): settled with an Internal error answer', () => {
+    it('unstored (the tool ran, the log refused its answer): settled as outcome unknown, never a failure', () => {
+      const s = session();
+      s.actor.send({ type: 'request.received', requestKey: 'n:7' });
+      s.actor.send({ type: 'request.unanswered', requestKey: 'n:7', cause: 'unstored' });
+      expect(s.last()).toMatchObject({
+        type: 'decision.unanswered',
+        answer: { code: JsonRpcCode.OUTCOME_UNKNOWN, data: { reason: 'answer_unstored' } },
+      });
+      expect(s.actor.getSnapshot().context.inFlight).toBe(0);
+    });
+
+    it('failed (the SDK unreachable before the handler ran): settled with an Internal error answer', () => {
       const s = session();
       s.actor.send({ type: 'request.received', requestKey: 'n:7' });
       s.actor.send({ type: 'request.unanswered', requestKey: 'n:7', cause: 'failed' });

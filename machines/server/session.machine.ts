@@ -1,5 +1,5 @@
 import { assign, emit, enqueueActions, setup } from 'xstate';
-import { JsonRpcCode } from '../codes.js';
+import { JsonRpcCode, OutcomeUnknownReason } from '../codes.js';
 import { parseEventId, STANDALONE_STREAM } from '../event-id.js';
 import { DEFAULT_REQUEST_MEMORY, forgetPoint, forgotten } from './request-memory.js';
 import { answerCursor, type ResumeAnswer, type StreamWindow } from './retention.js';
@@ -103,7 +103,7 @@ export type ServerSessionEmitted =
       type: 'decision.unanswered';
       requestKey: string;
       stream: number;
-      answer: { code: number; message: string } | undefined;
+      answer: { code: number; message: string; data?: { reason: string } } | undefined;
     }
   /** Entered an end state: attached streams get `event: close` with this reason, then end. */
   | { type: 'session.ended'; reason: 'expired' | 'terminated' | 'shutdown' }
@@ -112,16 +112,31 @@ export type ServerSessionEmitted =
   /** Shared store only: the idle TTL ran out here; how long has the session been idle everywhere? */
   | { type: 'expiry.due' };
 
-export type UnansweredCause = 'cancelled' | 'rejected' | 'failed';
+/**
+ * Why a request gets no answer from the SDK: `cancelled` by the client, `rejected` by the SDK before it
+ * ran, `failed` before it reached the handler, or `unstored`: the handler ran and answered, but the log
+ * would not take the answer, so what it said is lost while its side effects are not.
+ */
+export type UnansweredCause = 'cancelled' | 'rejected' | 'failed' | 'unstored';
 
 /**
  * What the client gets for a request the SDK will not answer. A cancelled request gets nothing: the
  * client asked for no answer (MCP: a cancelled request SHOULD NOT be answered) and its stream just ends.
- * The others get an error, so the call ends at once instead of at the client's timeout.
+ * The others get an error, so the call ends at once instead of at the client's timeout. An unstored
+ * answer is *outcome unknown*, never a failure: the tool ran (a charge landed), only its answer is lost.
  */
-export function unansweredAnswer(cause: UnansweredCause): { code: number; message: string } | undefined {
+export function unansweredAnswer(
+  cause: UnansweredCause,
+): { code: number; message: string; data?: { reason: string } } | undefined {
   if (cause === 'cancelled') return undefined;
   if (cause === 'rejected') return { code: JsonRpcCode.INVALID_REQUEST, message: 'Invalid Request' };
+  if (cause === 'unstored') {
+    return {
+      code: JsonRpcCode.OUTCOME_UNKNOWN,
+      message: 'Outcome unknown: the request ran, but its answer could not be stored',
+      data: { reason: OutcomeUnknownReason.answerUnstored },
+    };
+  }
   return { code: JsonRpcCode.INTERNAL_ERROR, message: 'Internal error: the request was not answered' };
 }
 

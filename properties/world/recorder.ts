@@ -63,6 +63,8 @@ export class Recorder {
   readonly abandonedSessions = new Set<string>();
   /** Client processes the application closed itself (`closeAndReconnect`). */
   readonly closedProcesses = new Set<number>();
+  /** Calls whose answer the server's log refused after the tool ran (`storeFails`): outcome unknown is theirs. */
+  readonly unstoredAnswers = new Set<string>();
   /** Sessions the client stopped using (id changed or ended) while the server still had them, and how. */
   readonly sessionLeftLive: string[] = [];
   /** Every answer a DELETE got (a DELETE cut before its answer is not here); `stranger`: who sent it, if not the owner. */

@@ -219,6 +219,8 @@ export class SimServer {
   private sessionCount = 0;
   /** Requests to answer with 503 before serving normally again. */
   failNext = 0;
+  /** How many of the next writes of a call's answer the log refuses (the store is down for them). */
+  failWrites = 0;
   /** The status those requests get: 503 unless a schedule says otherwise (429, 502, a refusal such as 403). */
   failStatus = 503;
 
@@ -390,6 +392,28 @@ export class SimServer {
         });
       });
       this.watchEnd(actor, logs);
+      // As the runtime's `giveUp`: the machine's answer for an unanswered request is written to its
+      // stream when the log takes it; otherwise the stream just ends and the client resumes.
+      actor.on('decision.unanswered', (e) => {
+        const log = logs.get(e.stream);
+        if (e.answer && this.failWrites <= 0) {
+          const uid = `${id}/${e.stream}/response`;
+          const error = { ...e.answer, data: { ...e.answer.data, uid } };
+          this.appendFinal(
+            this.sessions.get(id) as SimSession,
+            e.stream,
+            { jsonrpc: '2.0', id: log?.requestId ?? null, error } as JsonRpcMessage,
+            uid,
+          );
+          return;
+        }
+        if (this.failWrites > 0) this.failWrites--;
+        const c = log?.conn;
+        if (log && c) {
+          log.conn = undefined;
+          c.send({ type: 'net.ended' });
+        }
+      });
       actor.start();
       return actor;
     };
@@ -630,6 +654,16 @@ export class SimServer {
     const alive = () => this.incarnation === incarnation && this.sessions.get(session.id) === session;
     const respond = (result: Record<string, unknown>) => {
       if (!alive() || runningIn(session)[key] === undefined) return;
+      if (this.failWrites > 0 && request.method === 'tools/call') {
+        // The tool ran; the log refuses its answer (the runtime's `outbound` catch).
+        this.failWrites--;
+        const callKey = (request.params?.arguments as { callKey?: string } | undefined)?.callKey;
+        if (callKey !== undefined) this.recorder.unstoredAnswers.add(callKey);
+        // A fault while the call runs: it was not made in quiet times.
+        this.recorder.faultsEndAt = Math.max(this.recorder.faultsEndAt, this.clock.now());
+        session.actor.send({ type: 'request.unanswered', requestKey: key, cause: 'unstored' });
+        return;
+      }
       const uid = `${session.id}/${stream}/response`;
       this.appendFinal(
         session,

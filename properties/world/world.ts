@@ -38,7 +38,9 @@ export type Command =
   /** The application closes its transport (DELETE ends the session), then connects afresh. */
   | { readonly kind: 'closeAndReconnect' }
   /** Someone else (another principal) who learned the live session's id sends a DELETE for it. */
-  | { readonly kind: 'strangerDelete' };
+  | { readonly kind: 'strangerDelete' }
+  /** The log refuses the next `count` writes of a call's answer (a store outage as the tool finishes). */
+  | { readonly kind: 'storeFails'; readonly count: number };
 
 export interface WorldConfig {
   /** Heartbeats on: stall detection on the client. Off: a load balancer cuts idle connections instead. */
@@ -237,6 +239,9 @@ export class World {
         break;
       case 'closeAndReconnect':
         this.closeAndReconnect();
+        break;
+      case 'storeFails':
+        this.server.failWrites = cmd.count;
         break;
       case 'strangerDelete': {
         const sessionId = this.process.actor.getSnapshot().context.sessionId;

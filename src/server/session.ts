@@ -376,7 +376,7 @@ export class RuntimeSession {
   private async giveUp(
     key: string,
     stream: number,
-    answer: { code: number; message: string } | undefined,
+    answer: { code: number; message: string; data?: { reason: string } } | undefined,
   ): Promise<void> {
     try {
       if (answer) {
@@ -423,7 +423,7 @@ export class RuntimeSession {
           key === this.initializeKey ? withAdvertisement(m, this.o.advertisement) : m,
         );
       } catch (error) {
-        this.unanswered(key, 'failed');
+        this.unanswered(key, 'unstored');
         throw error;
       }
       this.host.used();

@@ -12,6 +12,9 @@ export interface ConnectableServer {
   close(): Promise<void>;
 }
 
+/** Cancellations kept for requests not handed over yet. */
+const MAX_EARLY_CANCELS = 64;
+
 interface OpenRequest {
   readonly span: Span;
   readonly startedAt: number;
@@ -38,6 +41,8 @@ export function tracingSessionServer(
 
 class TracingTransport implements Transport {
   private readonly open = new Map<string, OpenRequest>();
+  /** Cancellations handed over before their request (`cancelled`). */
+  private readonly early = new Set<string>();
 
   constructor(
     private readonly inner: Transport,
@@ -90,8 +95,7 @@ class TracingTransport implements Transport {
     const m = message as JsonRpcMessage;
     if ('method' in m && m.method === 'notifications/cancelled') {
       const id = (m.params as { requestId?: unknown } | undefined)?.requestId;
-      if (typeof id === 'string' || typeof id === 'number')
-        this.ended(requestKey(id), { errorType: 'cancelled' });
+      if (typeof id === 'string' || typeof id === 'number') this.cancelled(requestKey(id));
     }
     const headers = extra?.requestInfo?.headers;
     // The session hands each request id to the SDK server once; a repeat is not timed again.
@@ -120,9 +124,24 @@ class TracingTransport implements Transport {
       },
       parent,
     );
-    this.open.set(requestKey(m.id), { span, startedAt: performance.now(), attributes });
+    const key = requestKey(m.id);
+    this.open.set(key, { span, startedAt: performance.now(), attributes });
     // The SDK server starts the handler from here: its promises keep this context.
     context.with(trace.setSpan(parent, span), () => handler(message, extra));
+    if (this.early.delete(key)) this.ended(key, { errorType: 'cancelled' });
+  }
+
+  /**
+   * A request's POST and its cancellation's are served concurrently: the cancellation may be handed over
+   * first. Its id is kept (a few, the oldest forgotten) so the request's span ends as cancelled on arrival.
+   */
+  private cancelled(key: string): void {
+    if (this.open.has(key)) {
+      this.ended(key, { errorType: 'cancelled' });
+      return;
+    }
+    this.early.add(key);
+    if (this.early.size > MAX_EARLY_CANCELS) this.early.delete(this.early.values().next().value as string);
   }
 
   private ended(key: string, outcome: { errorType?: string; statusCode?: string }): void {

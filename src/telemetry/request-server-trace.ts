@@ -1,4 +1,4 @@
-import { type Context, context, type Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import { type Context, context, type Span, SpanKind, trace } from '@opentelemetry/api';
 import { createParser } from 'eventsource-parser';
 import {
   isRequest,
@@ -12,7 +12,7 @@ import { type OperationOutcome, operationOutcome } from '../../machines/operatio
 import { PROTOCOL_VERSION_META_KEY } from '../../machines/server/era.js';
 import { parseJson } from '../server/keyed/sdk-messages.js';
 import { EXECUTE_TOOL, McpAttr, spanName } from './names.js';
-import { type ContinuityTelemetry, withoutUndefined } from './telemetry.js';
+import { type ContinuityTelemetry, endOperation, withoutUndefined } from './telemetry.js';
 
 /** A JSON body longer than this is relayed without being read for its outcome (a large result: no error). */
 const MAX_JSON_READ = 1024 * 1024;
@@ -138,19 +138,6 @@ export class RequestServerTrace {
   private end(outcome: OperationOutcome): void {
     if (this.done) return;
     this.done = true;
-    this.telemetry.serverDuration.record(
-      (performance.now() - this.startedAt) / 1000,
-      withoutUndefined({ ...this.attributes, [McpAttr.errorType]: outcome.errorType }),
-    );
-    if (this.span.isRecording()) {
-      this.span.setAttributes(
-        withoutUndefined({
-          [McpAttr.errorType]: outcome.errorType,
-          [McpAttr.responseStatusCode]: outcome.statusCode,
-        }),
-      );
-      if (outcome.errorType !== undefined) this.span.setStatus({ code: SpanStatusCode.ERROR });
-    }
-    this.span.end();
+    endOperation(this.telemetry.serverDuration, this.span, this.startedAt, this.attributes, outcome);
   }
 }

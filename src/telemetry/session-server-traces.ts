@@ -1,10 +1,10 @@
 import type { Transport, TransportSendOptions } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage, MessageExtraInfo } from '@modelcontextprotocol/sdk/types.js';
-import { context, type Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import { context, type Span, SpanKind, trace } from '@opentelemetry/api';
 import { isRequest, isResponse, type JsonRpcMessage, requestKey } from '../../machines/jsonrpc.js';
 import { operationOutcome } from '../../machines/operation-outcome.js';
 import { EXECUTE_TOOL, McpAttr, spanName } from './names.js';
-import { type ContinuityTelemetry, withoutUndefined } from './telemetry.js';
+import { type ContinuityTelemetry, endOperation, withoutUndefined } from './telemetry.js';
 
 /** An SDK `McpServer` or `Server`, as the 2025 session runtime connects it (`McpServerLike`). */
 export interface ConnectableServer {
@@ -152,19 +152,6 @@ class TracingTransport implements Transport {
   }
 
   private end(r: OpenRequest, outcome: { errorType?: string; statusCode?: string }): void {
-    this.telemetry.serverDuration.record(
-      (performance.now() - r.startedAt) / 1000,
-      withoutUndefined({ ...r.attributes, [McpAttr.errorType]: outcome.errorType }),
-    );
-    if (r.span.isRecording()) {
-      r.span.setAttributes(
-        withoutUndefined({
-          [McpAttr.errorType]: outcome.errorType,
-          [McpAttr.responseStatusCode]: outcome.statusCode,
-        }),
-      );
-      if (outcome.errorType !== undefined) r.span.setStatus({ code: SpanStatusCode.ERROR });
-    }
-    r.span.end();
+    endOperation(this.telemetry.serverDuration, r.span, r.startedAt, r.attributes, outcome);
   }
 }

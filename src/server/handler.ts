@@ -99,8 +99,9 @@ export interface ContinuityServerOptions {
   /** Records resumes, 410s, evictions, ended sessions and the retention margin (docs/operations.md, "Metrics"). */
   readonly metrics?: ContinuityMetrics;
   /**
-   * Spans and duration metrics on OpenTelemetry's MCP conventions for 2025 sessions: one SERVER span per
-   * request, under the client's trace context from `params._meta` (docs/operations.md, "Traces").
+   * Spans and duration metrics on OpenTelemetry's MCP conventions: one SERVER span per request of a 2025
+   * session, and per 2026-07-28 request served without the keyed path, under the client's trace context
+   * from `params._meta` (docs/operations.md, "Traces"). Keyed executions take `createKeyedRequests`' own.
    * Default: the OTel API's globals, read at the first session (no-ops without an SDK).
    */
   readonly telemetry?: ContinuityTelemetry;
@@ -215,6 +216,7 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
       onError,
       limits,
       limited: (reason, status) => metrics?.requestLimited(reason, status),
+      telemetry: () => options.telemetry ?? globalTelemetry(),
     }).catch((error: unknown) => {
       modern = undefined;
       throw error;

@@ -1,9 +1,9 @@
-import { type Context, context, type Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import { type Context, context, type Span, SpanKind, trace } from '@opentelemetry/api';
 import { isResponse, type JsonRpcMessage, type JsonRpcRequest } from '../../machines/jsonrpc.js';
 import { operationOutcome } from '../../machines/operation-outcome.js';
 import { PROTOCOL_VERSION_META_KEY } from '../../machines/server/era.js';
 import { ContinuityAttr, ContinuityEvent, EXECUTE_TOOL, McpAttr, spanName } from './names.js';
-import { type ContinuityTelemetry, withoutUndefined } from './telemetry.js';
+import { type ContinuityTelemetry, endOperation, withoutUndefined } from './telemetry.js';
 
 /**
  * One SERVER span per execution of a key (the continuity extension runs a key's body once, whichever
@@ -69,19 +69,6 @@ export class KeyExecutionTrace {
     if (this.done) return;
     this.done = true;
     const outcome = operationOutcome(final && isResponse(final) ? final : undefined);
-    this.telemetry.serverDuration.record(
-      (performance.now() - this.startedAt) / 1000,
-      withoutUndefined({ ...this.attributes, [McpAttr.errorType]: outcome.errorType }),
-    );
-    if (this.span.isRecording()) {
-      this.span.setAttributes(
-        withoutUndefined({
-          [McpAttr.errorType]: outcome.errorType,
-          [McpAttr.responseStatusCode]: outcome.statusCode,
-        }),
-      );
-      if (outcome.errorType !== undefined) this.span.setStatus({ code: SpanStatusCode.ERROR });
-    }
-    this.span.end();
+    endOperation(this.telemetry.serverDuration, this.span, this.startedAt, this.attributes, outcome);
   }
 }

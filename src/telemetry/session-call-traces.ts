@@ -1,9 +1,9 @@
-import { type Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import { type Span, SpanKind, trace } from '@opentelemetry/api';
 import type { GapReport } from '../../machines/client/session-context.js';
 import { isRequest, isResponse, type JsonRpcMessage, requestKey } from '../../machines/jsonrpc.js';
 import { operationOutcome } from '../../machines/operation-outcome.js';
 import { ContinuityAttr, ContinuityEvent, McpAttr, spanName } from './names.js';
-import { activeContext, type ContinuityTelemetry, withoutUndefined } from './telemetry.js';
+import { activeContext, type ContinuityTelemetry, endOperation, withoutUndefined } from './telemetry.js';
 
 interface OpenCall {
   readonly span: Span;
@@ -102,19 +102,6 @@ export class SessionCallTraces {
   }
 
   private end(call: OpenCall, outcome: { errorType?: string; statusCode?: string }): void {
-    this.telemetry.clientDuration.record(
-      (performance.now() - call.startedAt) / 1000,
-      withoutUndefined({ ...call.attributes, [McpAttr.errorType]: outcome.errorType }),
-    );
-    if (call.span.isRecording()) {
-      call.span.setAttributes(
-        withoutUndefined({
-          [McpAttr.errorType]: outcome.errorType,
-          [McpAttr.responseStatusCode]: outcome.statusCode,
-        }),
-      );
-      if (outcome.errorType !== undefined) call.span.setStatus({ code: SpanStatusCode.ERROR });
-    }
-    call.span.end();
+    endOperation(this.telemetry.clientDuration, call.span, call.startedAt, call.attributes, outcome);
   }
 }

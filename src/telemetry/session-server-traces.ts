@@ -1,16 +1,19 @@
 import type { Transport, TransportSendOptions } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage, MessageExtraInfo } from '@modelcontextprotocol/sdk/types.js';
-import { context, type Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import { context, type Span, SpanKind, trace } from '@opentelemetry/api';
 import { isRequest, isResponse, type JsonRpcMessage, requestKey } from '../../machines/jsonrpc.js';
 import { operationOutcome } from '../../machines/operation-outcome.js';
 import { EXECUTE_TOOL, McpAttr, spanName } from './names.js';
-import { type ContinuityTelemetry, withoutUndefined } from './telemetry.js';
+import { type ContinuityTelemetry, endOperation, withoutUndefined } from './telemetry.js';
 
 /** An SDK `McpServer` or `Server`, as the 2025 session runtime connects it (`McpServerLike`). */
 export interface ConnectableServer {
   connect(transport: Transport): Promise<void>;
   close(): Promise<void>;
 }
+
+/** Cancellations kept for requests not handed over yet. */
+const MAX_EARLY_CANCELS = 64;
 
 interface OpenRequest {
   readonly span: Span;
@@ -38,6 +41,8 @@ export function tracingSessionServer(
 
 class TracingTransport implements Transport {
   private readonly open = new Map<string, OpenRequest>();
+  /** Cancellations handed over before their request (`cancelled`). */
+  private readonly early = new Set<string>();
 
   constructor(
     private readonly inner: Transport,
@@ -90,8 +95,7 @@ class TracingTransport implements Transport {
     const m = message as JsonRpcMessage;
     if ('method' in m && m.method === 'notifications/cancelled') {
       const id = (m.params as { requestId?: unknown } | undefined)?.requestId;
-      if (typeof id === 'string' || typeof id === 'number')
-        this.ended(requestKey(id), { errorType: 'cancelled' });
+      if (typeof id === 'string' || typeof id === 'number') this.cancelled(requestKey(id));
     }
     const headers = extra?.requestInfo?.headers;
     // The session hands each request id to the SDK server once; a repeat is not timed again.
@@ -120,9 +124,24 @@ class TracingTransport implements Transport {
       },
       parent,
     );
-    this.open.set(requestKey(m.id), { span, startedAt: performance.now(), attributes });
+    const key = requestKey(m.id);
+    this.open.set(key, { span, startedAt: performance.now(), attributes });
     // The SDK server starts the handler from here: its promises keep this context.
     context.with(trace.setSpan(parent, span), () => handler(message, extra));
+    if (this.early.delete(key)) this.ended(key, { errorType: 'cancelled' });
+  }
+
+  /**
+   * A request's POST and its cancellation's are served concurrently: the cancellation may be handed over
+   * first. Its id is kept (a few, the oldest forgotten) so the request's span ends as cancelled on arrival.
+   */
+  private cancelled(key: string): void {
+    if (this.open.has(key)) {
+      this.ended(key, { errorType: 'cancelled' });
+      return;
+    }
+    this.early.add(key);
+    if (this.early.size > MAX_EARLY_CANCELS) this.early.delete(this.early.values().next().value as string);
   }
 
   private ended(key: string, outcome: { errorType?: string; statusCode?: string }): void {
@@ -133,19 +152,6 @@ class TracingTransport implements Transport {
   }
 
   private end(r: OpenRequest, outcome: { errorType?: string; statusCode?: string }): void {
-    this.telemetry.serverDuration.record(
-      (performance.now() - r.startedAt) / 1000,
-      withoutUndefined({ ...r.attributes, [McpAttr.errorType]: outcome.errorType }),
-    );
-    if (r.span.isRecording()) {
-      r.span.setAttributes(
-        withoutUndefined({
-          [McpAttr.errorType]: outcome.errorType,
-          [McpAttr.responseStatusCode]: outcome.statusCode,
-        }),
-      );
-      if (outcome.errorType !== undefined) r.span.setStatus({ code: SpanStatusCode.ERROR });
-    }
-    r.span.end();
+    endOperation(this.telemetry.serverDuration, r.span, r.startedAt, r.attributes, outcome);
   }
 }

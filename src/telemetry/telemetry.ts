@@ -7,12 +7,14 @@ import {
   metrics,
   propagation,
   ROOT_CONTEXT,
+  type Span,
+  SpanStatusCode,
   type TextMapPropagator,
   type Tracer,
   type TracerProvider,
   trace,
 } from '@opentelemetry/api';
-import { INSTRUMENTATION_SCOPE, McpMetric } from './names.js';
+import { INSTRUMENTATION_SCOPE, McpAttr, McpMetric } from './names.js';
 
 /** Where spans, metrics and the trace context go. Every field defaults to the OTel API's global one. */
 export interface ContinuityTelemetryOptions {
@@ -117,3 +119,31 @@ export function globalTelemetry(): ContinuityTelemetry {
 
 /** The active context (the application's span, when its SDK has a context manager). */
 export const activeContext = (): Context => context.active();
+
+/**
+ * Ends an operation's span: its duration (seconds, from `startedAt`, a `performance.now()`) goes to
+ * `histogram` with `attributes` and the outcome's `error.type`; the outcome is set on the span, whose
+ * status is an error when there is one.
+ */
+export function endOperation(
+  histogram: Histogram,
+  span: Span,
+  startedAt: number,
+  attributes: Attributes,
+  outcome: { readonly errorType?: string; readonly statusCode?: string },
+): void {
+  histogram.record(
+    (performance.now() - startedAt) / 1000,
+    withoutUndefined({ ...attributes, [McpAttr.errorType]: outcome.errorType }),
+  );
+  if (span.isRecording()) {
+    span.setAttributes(
+      withoutUndefined({
+        [McpAttr.errorType]: outcome.errorType,
+        [McpAttr.responseStatusCode]: outcome.statusCode,
+      }),
+    );
+    if (outcome.errorType !== undefined) span.setStatus({ code: SpanStatusCode.ERROR });
+  }
+  span.end();
+}

@@ -81,6 +81,8 @@ beforeEach(async () => {
   continuity = createContinuityServer({
     createMcpServer: () => demoMcpServer({ effects: new Map(), servers: [] }),
     heartbeatMs: 0,
+    // Unkeyed requests' SERVER spans (server/discover, an unkeyed call) go to the test's provider too.
+    telemetry,
     modern: {
       createServer: modernServer,
       keepAliveMs: 0,
@@ -150,7 +152,7 @@ describe('traces on the MCP conventions', () => {
     );
     const spans = exporter.getFinishedSpans();
     const clients = spans.filter((s) => s.kind === SpanKind.CLIENT);
-    const servers = spans.filter((s) => s.kind === SpanKind.SERVER);
+    const servers = spans.filter((s) => s.kind === SpanKind.SERVER && s.name.startsWith('tools/call'));
     expect(clients).toHaveLength(1);
     expect(servers).toHaveLength(1);
     const [clientSpan] = clients as [ReadableSpan];
@@ -192,7 +194,9 @@ describe('traces on the MCP conventions', () => {
     const collected = await sdkMetrics.collect();
     expect(collected.descriptor(McpMetric.clientOperationDuration)?.unit).toBe('s');
     expect(collected.histogram(McpMetric.clientOperationDuration).count).toBe(1);
-    expect(collected.histogram(McpMetric.serverOperationDuration).count).toBe(1);
+    expect(
+      collected.histogram(McpMetric.serverOperationDuration, { 'mcp.method.name': 'tools/call' }).count,
+    ).toBe(1);
     // Item 3's 2026 figures: two re-issues, one call of three attempts.
     const f = figures.figures();
     expect(f['mcp_continuity.client.reissues']).toBe(2);
@@ -229,6 +233,12 @@ describe('traces on the MCP conventions', () => {
     release();
     await client.close();
 
+    await eventually(
+      () =>
+        exporter.getFinishedSpans().some((s) => s.kind === SpanKind.SERVER && s.name === 'tools/call charge'),
+      10_000,
+      'the server span',
+    );
     const [clientSpan, ...others] = exporter.getFinishedSpans().filter((s) => s.kind === SpanKind.CLIENT);
     expect(others).toHaveLength(0);
     expect(clientSpan?.attributes[McpAttr.errorType]).toBe('-32050');
@@ -237,8 +247,21 @@ describe('traces on the MCP conventions', () => {
     expect(events(clientSpan as ReadableSpan, ContinuityEvent.attempt)).toHaveLength(1);
     const [unknown] = events(clientSpan as ReadableSpan, ContinuityEvent.outcomeUnknown);
     expect(unknown?.attributes?.['mcp_continuity.reason']).toBeTypeOf('string');
+    // The server's SERVER span for the unkeyed call: the client span's child, ended by the cut (closing
+    // an unkeyed call's stream cancels it).
+    const served = exporter
+      .getFinishedSpans()
+      .filter((s) => s.kind === SpanKind.SERVER && s.name === 'tools/call charge');
+    expect(served).toHaveLength(1);
+    expect(served[0]?.attributes[McpAttr.errorType]).toBe('cancelled');
+    expect(served[0]?.attributes[McpAttr.protocolVersion]).toBe(MODERN);
+    expect(served[0]?.spanContext().traceId).toBe(clientSpan?.spanContext().traceId);
+    expect(served[0]?.parentSpanContext?.spanId).toBe(clientSpan?.spanContext().spanId);
     const collected = await sdkMetrics.collect();
     expect(collected.histogram(McpMetric.clientOperationDuration).count).toBe(1);
+    expect(
+      collected.histogram(McpMetric.serverOperationDuration, { 'mcp.method.name': 'tools/call' }).count,
+    ).toBe(1);
     const reason = String(unknown?.attributes?.['mcp_continuity.reason']);
     expect(figures.figures()[`mcp_continuity.client.outcome_unknown{reason=${reason}}`]).toBe(1);
   }, 60_000);
@@ -266,8 +289,9 @@ describe('traces on the MCP conventions', () => {
     expect(calls).toHaveLength(1);
     expect(calls[0]).not.toContain('traceparent');
     // The server (given the test's provider) starts its execution's span as a root: no context came.
-    await eventually(() => exporter.getFinishedSpans().length > 0, 10_000, 'the server span');
-    const spans = exporter.getFinishedSpans();
+    const executions = () => exporter.getFinishedSpans().filter((s) => s.name === 'tools/call charge');
+    await eventually(() => executions().length > 0, 10_000, 'the server span');
+    const spans = executions();
     expect(spans.map((s) => s.kind)).toEqual([SpanKind.SERVER]);
     expect(spans[0]?.parentSpanContext).toBeUndefined();
   }, 60_000);

@@ -34,6 +34,8 @@ import {
 import { limitReached } from '../../../machines/server/replies.js';
 import type { InspectOption } from '../../inspect/keyed-mirror.js';
 import { loadOptional } from '../../optional-peer.js';
+import { requestServerTrace } from '../../telemetry/request-server-trace.js';
+import { type ContinuityTelemetry, globalTelemetry } from '../../telemetry/telemetry.js';
 import { serveTasks } from '../tasks/endpoint-hook.js';
 import type { Tasks } from '../tasks/runtime.js';
 import { rewritingFirstEvent } from './first-event.js';
@@ -133,6 +135,8 @@ export async function createModernEndpoint(
     readonly limits: Pick<ServerLimits, 'maxListens' | 'maxListensPerPrincipal' | 'retryAfterSeconds'>;
     /** Counts a request refused at a bound (`server.limited_requests`). */
     readonly limited: (reason: string, status: number) => void;
+    /** Where unkeyed requests' SERVER spans go (`ContinuityServerOptions.telemetry`). Default: the globals. */
+    readonly telemetry?: () => ContinuityTelemetry;
   },
 ): Promise<ModernEndpoint> {
   const sdk = await loadOptional(() => import('@modelcontextprotocol/server'));
@@ -297,7 +301,11 @@ export async function createModernEndpoint(
       // With the extension, unkeyed calls stream too (keep-alives through idle balancers): the streaming
       // handler, on the client's own connection (closing it cancels the call, as the spec says).
       const serving = detached && streamsUnkeyedCall(input.body, common.keepAliveMs) ? detached : handler;
-      const response = await call(serving, request, input, input.body);
+      // Its SERVER span (src/telemetry/request-server-trace.ts) ends with the body the client is sent.
+      const traced = requestServerTrace(settings.telemetry?.() ?? globalTelemetry(), input.body);
+      const run = () => call(serving, request, input, input.body);
+      const answered = await (traced ? traced.within(run) : run());
+      const response = traced ? traced.watch(answered, gone.signal) : answered;
       if (listsVersions(input.body, response.status))
         return listLegacyVersions(response, settings.legacyVersions);
       return cancelOnClose(response, gone);

@@ -119,7 +119,12 @@ export const noSpuriousOutcomeUnknown: Check = ({ recorder, config }) => {
       c.outcome === 'error' &&
       quiet &&
       c.reason !== 'session_ended' &&
-      c.reason !== 'connect_failed'
+      // A failed connect excuses later calls only when it failed during the faults: a client that
+      // cannot connect in quiet times is the bug, not the excuse.
+      !(
+        c.reason === 'connect_failed' &&
+        (recorder.connectFailedAt.get(c.process) ?? Infinity) <= recorder.faultsEndAt
+      )
     ) {
       violations.push(`${c.callKey} (${c.tool}) made after the last fault failed (${c.reason})`);
     }

@@ -10,9 +10,8 @@ import { CORRECT_CLIENT } from './world/client.js';
  *
  * Rules of the core the 2025 world cannot tell apart yet (tried, not caught in 400–600 worlds): the
  * progress threshold and the drain deadline (the world sends whole units and judges outcomes, not
- * connections), a comment as proof of life and refused named reset (a stall cut or a refusal during
- * faults is resumed or excused), and an event stream read as one body (the client never connects, and
- * `connect_failed` is excused by the checks).
+ * connections), and a comment as proof of life and refused named reset (a stall cut or a refusal during
+ * faults is resumed or excused).
  */
 export const CLIENT_2025_MUTANTS: readonly Mutant[] = [
   {
@@ -52,5 +51,18 @@ export const CLIENT_2025_MUTANTS: readonly Mutant[] = [
       },
     },
     caughtBy: ['no unflagged loss'],
+  },
+  {
+    // Caught since a failed connect excuses later calls only when it failed during the faults.
+    name: 'an event stream read as one body (the client never connects)',
+    branch: 'exchange core',
+    variant: {
+      client: {
+        ...CORRECT_CLIENT,
+        name: 'stream-as-body',
+        exchangeRules: { ...EXCHANGE_RULES, readsAsStream: () => false },
+      },
+    },
+    caughtBy: ['no spurious outcome unknown'],
   },
 ];

@@ -286,6 +286,7 @@ export class SimClientProcess {
     if (!this.ready && 'error' in message) {
       // connect() rejected, as the SDK Client's would: the calls waiting for it fail.
       this.connectFailed = true;
+      this.deps.recorder.connectFailedAt.set(this.pid, this.deps.clock.now());
       for (const w of this.waiting.splice(0)) this.failCall(w.callKey);
       return;
     }

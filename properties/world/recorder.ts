@@ -61,6 +61,8 @@ export class Recorder {
    * application closed the session itself.
    */
   readonly abandonedSessions = new Set<string>();
+  /** When a client process's connect (initialize) failed: its calls fail at once from then on. */
+  readonly connectFailedAt = new Map<number, number>();
   /** Client processes the application closed itself (`closeAndReconnect`). */
   readonly closedProcesses = new Set<number>();
   /** Calls whose answer the server's log refused after the tool ran (`storeFails`): outcome unknown is theirs. */

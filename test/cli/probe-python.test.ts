@@ -36,7 +36,7 @@ function provisionPython(): string | undefined {
     ['-m', 'pip', 'install', '-q', '--retries', '1', '--timeout', '30', `mcp==${MCP_VERSION}`],
     {
       encoding: 'utf8',
-      timeout: 300_000,
+      timeout: 180_000,
     },
   );
   if (pip.status !== 0 || !has())

@@ -22,6 +22,7 @@ export type Rule = (
 
 export function networkFetch() {
   const seen: SeenRequest[] = [];
+  const headed: SeenRequest[] = [];
   const rules: Rule[] = [];
   const attempts = new Map<Rule, number>();
   const fetchImpl = async (url: string | URL, init?: RequestInit): Promise<Response> => {
@@ -43,11 +44,15 @@ export function networkFetch() {
       }
       return afterFirstChunk(response, init?.signal ?? undefined, verdict === 'reset-after-first-chunk');
     }
-    return fetch(url, init);
+    const response = await fetch(url, init);
+    headed.push(request);
+    return response;
   };
   return {
     fetch: fetchImpl,
     seen,
+    /** Requests passed through untouched whose response headers have arrived (the server answered). */
+    headed,
     /** Adds a rule; it applies to requests for which it does not answer 'pass'. */
     when(rule: Rule) {
       rules.push(rule);

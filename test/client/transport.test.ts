@@ -54,11 +54,13 @@ describe('ContinuityClientTransport with the SDK Client', () => {
     const net = networkFetch();
     const { client, transport } = await connect(p.url, { fetch: net.fetch });
     const session = transport.sessionId;
-    const call = client.callTool({ name: 'slow', arguments: { ms: 300 } });
+    const call = client.callTool({ name: 'slow', arguments: { ms: 1_500 } });
     const charged = client.callTool({ name: 'charge', arguments: { key: 'card' } });
-    await new Promise((r) => setTimeout(r, 100));
+    // Cut mid-call: once the slow call's stream has begun (its headers are in), not at a guessed time,
+    // which on a loaded machine could fall before the POST's answer and make this a re-send instead.
+    await expect.poll(() => net.headed.filter(isToolCall('slow')).length, { timeout: 10_000 }).toBe(1);
     p.cutConnections();
-    expect(text(await call)).toBe('slept 300');
+    expect(text(await call)).toBe('slept 1500');
     expect(text(await charged)).toBe('charged card');
     expect(p.world.effects.get('card')).toBe(1);
     expect(transport.sessionId).toBe(session);
@@ -214,7 +216,8 @@ describe('ContinuityClientTransport with the SDK Client', () => {
     net.when((r, n) => (isToolCall('chatty')(r) && n === 1 ? 'stall-after-first-chunk' : 'pass'));
     const { client } = await connect(p.url, { fetch: net.fetch, stallTimeoutMs: 150 });
     const progress: number[] = [];
-    const r = await client.callTool({ name: 'chatty', arguments: { count: 4, intervalMs: 20 } }, undefined, {
+    // 200 ms apart: 20 ms apart, a loaded machine can put them all in the first chunk (nothing to resume).
+    const r = await client.callTool({ name: 'chatty', arguments: { count: 4, intervalMs: 200 } }, undefined, {
       onprogress: (x) => progress.push(x.progress),
     });
     expect(text(r)).toBe('sent 4');
@@ -243,8 +246,14 @@ describe('continuity across a client restart (FileCursorStore)', () => {
     const first = await connect(p.url, { cursorStore: new FileCursorStore(file) });
     expect(first.transport.continuity).toBe('guaranteed');
     const session = first.transport.sessionId;
-    void first.client.callTool({ name: 'slow', arguments: { ms: 300 } }).catch(() => undefined);
-    await new Promise((r) => setTimeout(r, 100));
+    void first.client.callTool({ name: 'slow', arguments: { ms: 1_500 } }).catch(() => undefined);
+    // Until the slow call's cursor is on disk (a guessed 100 ms is too short on a loaded machine).
+    const requestCursorSaved = async () => {
+      const text = await readFile(file, 'utf8').catch(() => '{}');
+      const streams = (JSON.parse(text) as { record?: { streams?: object } }).record?.streams ?? {};
+      return Object.keys(streams).some((k) => k !== 'standalone');
+    };
+    await expect.poll(requestCursorSaved, { timeout: 10_000 }).toBe(true);
     // The process dies: no DELETE, no goodbye; its connections drop.
     first.transport.actor.stop();
     p.cutConnections();
@@ -258,8 +267,8 @@ describe('continuity across a client restart (FileCursorStore)', () => {
       onOrphanResult: (m) => orphans.push(m),
     });
     expect(second.transport.sessionId).toBe(session);
-    await expect.poll(() => orphans.length, { timeout: 3_000 }).toBe(1);
-    expect(orphans[0]).toMatchObject({ result: { content: [{ text: 'slept 300' }] } });
+    await expect.poll(() => orphans.length, { timeout: 10_000 }).toBe(1);
+    expect(orphans[0]).toMatchObject({ result: { content: [{ text: 'slept 1500' }] } });
     expect(text(await second.client.callTool({ name: 'echo', arguments: { text: 'same session' } }))).toBe(
       'same session',
     );

@@ -3,7 +3,6 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { McpServer as McpServerV1 } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { McpServer } from '@modelcontextprotocol/server';
 import { afterEach, describe, expect, it } from 'vitest';
-import { z } from 'zod';
 import { DEFAULT_CONTINUITY_SETTINGS } from '../../machines/continuity-extension.js';
 import { continuityFetch } from '../../src/client/modern/continuity-fetch.js';
 import { createInspectorFeed } from '../../src/inspect/feed.js';
@@ -15,9 +14,8 @@ import { MemoryEventLog } from '../../src/server/memory-event-log.js';
 import { MemoryMemoStore } from '../../src/server/memory-memo-store.js';
 import { FaultProxy } from '../../src/testing/fault-proxy.js';
 import { eventually } from '../metrics/otel.js';
-import { demoMcpServer } from '../server/harness.js';
 import { listenOnLoopback } from '../support/listen.js';
-import { cutTwiceThenRelease, onToolCall } from '../telemetry/cut-twice.js';
+import { callCutTwice } from './keyed-cut-world.js';
 import { open, until } from './ws-client.js';
 
 /**
@@ -45,62 +43,7 @@ describe('the inspector sees 2026-07-28', () => {
     const feed = createInspectorFeed({ url: inspector.feedUrl, name: 'modern', flushIntervalMs: 5 });
     cleanups.push(() => feed.close());
 
-    let release: () => void = () => undefined;
-    let started = 0;
-    let toolCalls = 0;
-    const modernServer = () => {
-      const server = new McpServer({ name: 'inspect', version: '1.0.0' });
-      server.registerTool('charge', { inputSchema: z.object({ cents: z.number() }) }, async ({ cents }) => {
-        started++;
-        await new Promise<void>((resolve) => {
-          release = resolve;
-        });
-        return { content: [{ type: 'text', text: `charged ${cents}` }] };
-      });
-      return server;
-    };
-    const continuity = createContinuityServer({
-      createMcpServer: () => demoMcpServer({ effects: new Map(), servers: [] }),
-      heartbeatMs: 0,
-      modern: {
-        createServer: modernServer,
-        keepAliveMs: 0,
-        keyed: createKeyedRequests({
-          log: new MemoryEventLog(),
-          memo: new MemoryMemoStore({ memoWindowMs: DEFAULT_CONTINUITY_SETTINGS.memoWindowMs }),
-          keepAliveMs: 0,
-          inspect: feed.inspect,
-        }),
-      },
-    });
-    const http: HttpServer = createServer(continuity.nodeHandler);
-    onToolCall(http, () => toolCalls++);
-    const port = await listenOnLoopback(http);
-    const proxy = await FaultProxy.start({ target: { host: '127.0.0.1', port } });
-    cleanups.push(async () => {
-      release();
-      await proxy.close();
-      await continuity.close();
-      http.closeAllConnections();
-      await new Promise((r) => http.close(r));
-    });
-
-    const client = new Client(
-      { name: 'inspect', version: '1.0.0' },
-      { versionNegotiation: { mode: { pin: MODERN } } },
-    );
-    await client.connect(
-      new StreamableHTTPClientTransport(proxy.url(), { fetch: continuityFetch({ inspect: feed.inspect }) }),
-    );
-    cleanups.push(() => client.close());
-    const call = client.callTool({ name: 'charge', arguments: { cents: 500 } });
-    // Cut the call's connection twice, each time once the attempt reached the server (and the body runs).
-    await cutTwiceThenRelease(
-      proxy,
-      () => ({ attempts: toolCalls, started }),
-      () => release(),
-    );
-    const result = (await call) as { content: { text: string }[] };
+    const result = await callCutTwice(feed.inspect, cleanups);
     expect(result.content[0]?.text).toBe('charged 500');
     feed.flush();
 

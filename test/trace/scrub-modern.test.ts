@@ -1,24 +1,11 @@
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer, type Server as HttpServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { McpServer } from '@modelcontextprotocol/server';
 import { afterEach, describe, expect, it } from 'vitest';
-import { z } from 'zod';
-import { DEFAULT_CONTINUITY_SETTINGS } from '../../machines/continuity-extension.js';
-import { continuityFetch } from '../../src/client/modern/continuity-fetch.js';
 import type { ModernView, PageMessage } from '../../src/inspect/wire.js';
-import { createContinuityServer } from '../../src/server/handler.js';
-import { createKeyedRequests } from '../../src/server/keyed/index.js';
-import { MemoryEventLog } from '../../src/server/memory-event-log.js';
-import { MemoryMemoStore } from '../../src/server/memory-memo-store.js';
-import { FaultProxy } from '../../src/testing/fault-proxy.js';
 import { createTrace, readTrace, replayTrace } from '../../src/trace/index.js';
 import { pageAsOf, scrubTrace } from '../../src/trace/scrub.js';
-import { demoMcpServer } from '../server/harness.js';
-import { listenOnLoopback } from '../support/listen.js';
-import { cutTwiceThenRelease, onToolCall } from '../telemetry/cut-twice.js';
+import { callCutTwice } from '../inspect/keyed-cut-world.js';
 
 /**
  * The scrubber on 2026-07-28: a keyed call cut twice over real HTTP (official v2 client with
@@ -48,63 +35,7 @@ describe('the scrubber over a 2026-07-28 trace', () => {
     cleanups.push(() => rm(dir, { recursive: true, force: true }));
     const path = join(dir, 'trace.jsonl');
     const trace = createTrace({ path });
-    let release: () => void = () => undefined;
-    let started = 0;
-    let toolCalls = 0;
-    const continuity = createContinuityServer({
-      createMcpServer: () => demoMcpServer({ effects: new Map(), servers: [] }),
-      heartbeatMs: 0,
-      modern: {
-        createServer: () => {
-          const server = new McpServer({ name: 'scrub', version: '1.0.0' });
-          server.registerTool(
-            'charge',
-            { inputSchema: z.object({ cents: z.number() }) },
-            async ({ cents }) => {
-              started++;
-              await new Promise<void>((resolve) => {
-                release = resolve;
-              });
-              return { content: [{ type: 'text', text: `charged ${cents}` }] };
-            },
-          );
-          return server;
-        },
-        keepAliveMs: 0,
-        keyed: createKeyedRequests({
-          log: new MemoryEventLog(),
-          memo: new MemoryMemoStore({ memoWindowMs: DEFAULT_CONTINUITY_SETTINGS.memoWindowMs }),
-          keepAliveMs: 0,
-          inspect: trace.inspect,
-        }),
-      },
-    });
-    const http: HttpServer = createServer(continuity.nodeHandler);
-    onToolCall(http, () => toolCalls++);
-    const port = await listenOnLoopback(http);
-    const proxy = await FaultProxy.start({ target: { host: '127.0.0.1', port } });
-    cleanups.push(async () => {
-      release();
-      await proxy.close();
-      await continuity.close();
-      http.closeAllConnections();
-      await new Promise((r) => http.close(r));
-    });
-    const client = new Client(
-      { name: 'scrub', version: '1.0.0' },
-      { versionNegotiation: { mode: { pin: '2026-07-28' } } },
-    );
-    await client.connect(
-      new StreamableHTTPClientTransport(proxy.url(), { fetch: continuityFetch({ inspect: trace.inspect }) }),
-    );
-    cleanups.push(() => client.close());
-    const call = client.callTool({ name: 'charge', arguments: { cents: 500 } });
-    await cutTwiceThenRelease(
-      proxy,
-      () => ({ attempts: toolCalls, started }),
-      () => release(),
-    );
-    await call;
+    await callCutTwice(trace.inspect, cleanups);
     trace.close();
 
     const { records } = readTrace(path);

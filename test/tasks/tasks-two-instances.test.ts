@@ -25,7 +25,8 @@ const declared = {
   'io.modelcontextprotocol/protocolVersion': MODERN,
   'io.modelcontextprotocol/clientCapabilities': { extensions: { [TASKS]: {} } },
 };
-const LEASE_MS = 300;
+// Long enough that a busy machine reads the task before the lease lapses, short enough for seconds-long tests.
+const LEASE_MS = 1_000;
 const ledger = { started: 0, charges: 0, aborted: 0 };
 let redis: RedisServer;
 let prefix = 0;
@@ -154,7 +155,7 @@ const follow = {
 
 describe('tasks on two instances sharing Redis', () => {
   it('created on A, followed on B past several lease renewals: the result, one charge', async () => {
-    const created = await rpc(a.url, 'tools/call', { name: 'charge', arguments: { amount: 5, ms: 900 } });
+    const created = await rpc(a.url, 'tools/call', { name: 'charge', arguments: { amount: 5, ms: 1_500 } });
     const taskId = String(created.result?.taskId);
     const outcome = await followTask(b.url, taskId, follow);
     expect(outcome).toMatchObject({ kind: 'completed', result: { content: [{ text: 'charged 5' }] } });

@@ -110,8 +110,20 @@ export const worldConfigArb2026: fc.Arbitrary<WorldConfig2026> = fc
     ),
     // Sometimes two applications with their own credentials share the server (and, by chance, keys).
     principals: fc.constantFrom<1 | 2>(1, 1, 2),
+    // Sometimes a per-principal bound on keys the calls reach (past it a new key is refused: 429).
+    bounded: fc.oneof(
+      { weight: 3, arbitrary: fc.constant(false) },
+      { weight: 1, arbitrary: fc.constant(true) },
+    ),
   })
-  .map((c) => (c.memo === 'memory' ? { ...c, instances: 1 } : c));
+  .map(
+    ({ bounded, ...c }): WorldConfig2026 => ({
+      ...c,
+      instances: c.memo === 'memory' ? 1 : c.instances,
+      // A bound is about what one principal may take from another: bounded worlds have two.
+      ...(bounded ? { maxKeysPerPrincipal: 2, principals: 2 as const } : {}),
+    }),
+  );
 
 /** A charge that reports progress, its stream cut after some of it, while a small log overflows. */
 export const evictionArb2026: fc.Arbitrary<Command2026[]> = fc

@@ -112,7 +112,12 @@ export const noSpuriousOutcomeUnknown2026: Check2026 = (outcome) => {
     if (c.outcome === undefined || c.outcome === 'result' || c.outcome === 'aborted') continue;
     const why = unexplained(recorder, trace, c, config.extension, config.memoWindowMs);
     if (why !== undefined) out.push(`${c.callKey} (${c.tool}) ${c.outcome} (${c.reason}): ${why}`);
-    else if (c.at > recorder.faultsEndAt && c.reason !== StatelessReason.keyReused)
+    else if (
+      c.at > recorder.faultsEndAt &&
+      c.reason !== StatelessReason.keyReused &&
+      // The world's bound, reached by its principal ('bounds are per principal' judges that it was).
+      !atBound(recorder, c)
+    )
       out.push(`${c.callKey} (${c.tool}) made after the last fault ended ${c.outcome} (${c.reason})`);
   }
   return out;
@@ -136,9 +141,11 @@ function unexplained(
     return c.faultedEnds > 0 ? undefined : 'no fault broke any of its attempts';
   }
   switch (reason) {
+    case StatelessReason.throttled:
+      if (atBound(recorder, c)) return undefined;
+      return c.faultedEnds > budget ? undefined : `only ${c.faultedEnds} faulted attempt(s) of ${c.attempts}`;
     case StatelessReason.reissueGivenUp:
     case StatelessReason.unreachable:
-    case StatelessReason.throttled:
     case StatelessReason.unavailable:
       return c.faultedEnds > budget ? undefined : `only ${c.faultedEnds} faulted attempt(s) of ${c.attempts}`;
     case StatelessReason.refused:
@@ -313,6 +320,36 @@ export const keysStayWithTheirPrincipal2026: Check2026 = ({ recorder }) => {
   return out;
 };
 
+/** The server refused a new key of this call at the per-principal bound. */
+const atBound = (recorder: Recorder2026, c: CallRecord2026): boolean =>
+  recorder.boundRefusals.some((r) => r.callKey === c.callKey);
+
+/**
+ * Bounds are per principal: the server refuses a principal's new key at the per-principal bound only
+ * when that principal holds as many keys, so it must have sent at least that many other keys by then.
+ * (Counted from the outside, over every key it ever sent by then: a necessary condition, never too strict.)
+ */
+export const boundsArePerPrincipal2026: Check2026 = ({ recorder, config }) => {
+  const bound = config.maxKeysPerPrincipal;
+  if (bound === undefined) return [];
+  const out: string[] = [];
+  const calls = [...recorder.calls.values()];
+  for (const r of recorder.boundRefusals) {
+    const principal = recorder.calls.get(r.callKey)?.principal;
+    const sent = new Set<string>();
+    for (const c of calls)
+      if (c.principal === principal && c.at <= r.at)
+        for (const k of recorder.keysSent.get(c.callKey) ?? []) sent.add(k);
+    // The refused key is among them, and is not yet held.
+    if (sent.size - 1 < bound)
+      out.push(
+        `${r.callKey} (${principal || 'the one principal'}) refused at the bound of ${bound} keys at ${r.at}, ` +
+          `having sent only ${sent.size} key(s)`,
+      );
+  }
+  return out;
+};
+
 export const CHECKS_2026 = {
   'at most once': atMostOnce2026,
   'honest errors': honestErrors2026,
@@ -326,6 +363,7 @@ export const CHECKS_2026 = {
   'aborts end as aborted': abortsEndAsAborted2026,
   'a trickle is a stall': trickleIsAStall2026,
   'keys stay with their principal': keysStayWithTheirPrincipal2026,
+  'bounds are per principal': boundsArePerPrincipal2026,
 } as const satisfies Record<string, Check2026>;
 
 export type CheckName2026 = keyof typeof CHECKS_2026;

@@ -96,6 +96,16 @@ export const CLIENT_CORE_MUTANTS_2026: readonly Mutant2026[] = [
     },
     caughtBy: ['keys stay with their principal'],
   },
+  {
+    // A memo store that counts every principal's entries against each one's bound.
+    name: "the per-principal bound counts every principal's keys (one principal's keys refuse another's)",
+    branch: 'stored entry',
+    variant: {
+      client: { name: 'mcp-continuity' },
+      server: { ...RUNTIME_DECISIONS, memoPrincipal: () => '' },
+    },
+    caughtBy: ['bounds are per principal'],
+  },
 ];
 
 /** A memo key (`memoKey`: `<length>:<principal>|<key>`) without its principal. */

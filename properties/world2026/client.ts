@@ -146,6 +146,8 @@ export class SimCall {
     };
     // The call's first key (its SDK's retry after a -32020 is a new request with a new key).
     if (rec && callIsKeyed(route, rules) && rec.key === undefined) rec.key = key;
+    if (callIsKeyed(route, rules))
+      recorder.keysSent.set(callKey, (recorder.keysSent.get(callKey) ?? new Set<string>()).add(key));
     const report = variant.report ?? ((e: StatelessCallEvent) => e);
     // This request got a 400 -32020: sending it again carries the same headers, which the server refused.
     let refusedHeaders = false;

@@ -85,6 +85,10 @@ export class Recorder2026 {
   readonly staleRefusals: string[] = [];
   /** Requests sent again (same headers) after the server refused their headers with a 400 -32020. */
   readonly staleResends: string[] = [];
+  /** Every idempotency key each call's requests carried (the SDK's re-send after a -32020 has its own). */
+  readonly keysSent = new Map<string, Set<string>>();
+  /** New keys the server refused at the per-principal bound (429), by call. */
+  readonly boundRefusals: Array<{ readonly callKey: string; readonly at: number }> = [];
   /** Trickles the world started on attempts' connections (link.ts). */
   readonly trickles: TrickleRecord[] = [];
   /** Virtual time the last fault ended. */

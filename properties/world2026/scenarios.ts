@@ -56,4 +56,16 @@ export const PORT_SCENARIOS_2026: readonly Scenario2026Named[] = [
       { kind: 'advance', ms: 3_000 },
     ],
   },
+  {
+    name: 'two principals under a bound of two keys each: only the principal with a third key is refused (429)',
+    config: world({ principals: 2, memoWindowMs: 8_000, maxKeysPerPrincipal: 2 }),
+    commands: [
+      { kind: 'call', tool: 'charge' },
+      { kind: 'call', tool: 'charge' },
+      { kind: 'call', tool: 'charge' },
+      { kind: 'call', tool: 'charge' },
+      { kind: 'call', tool: 'charge' },
+      { kind: 'advance', ms: 3_000 },
+    ],
+  },
 ];

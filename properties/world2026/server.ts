@@ -49,6 +49,8 @@ export interface SimServer2026Config {
   readonly headersEarly: boolean;
   /** How old the memo store (a memory one: its process) is when the world starts. Default 0: fresh. */
   readonly memoAgeMs?: number;
+  /** The per-principal bound on live keys (`maxEntriesPerPrincipal`); default: never reached. */
+  readonly maxKeysPerPrincipal?: number;
 }
 
 /**
@@ -74,6 +76,8 @@ export interface ServerDecisions2026 {
   readonly core?: Partial<KeyedCoreDecisions>;
   /** Where the memo store files an entry by its memo key (a mutant's store drops the principal). */
   readonly memoSlot?: (memoKey: string) => string;
+  /** Whose bound an entry counts against (its principal; a mutant's store counts every entry as one). */
+  readonly memoPrincipal?: (entry: MemoEntry) => string;
 }
 
 export const RUNTIME_DECISIONS: ServerDecisions2026 = { attachStep, memoExpired };
@@ -121,7 +125,7 @@ interface Instance {
 }
 
 const PRINCIPAL = '';
-/** The per-principal bound is not modelled (one principal, few keys): the store keeps it, never reached. */
+/** The per-principal bound where the world sets none: the store keeps it, never reached. */
 const NO_BOUND = Number.MAX_SAFE_INTEGER;
 /** An attached response also looks without a wake-up this often (the runtime's `pollMs`). */
 const POLL_MS = 250;
@@ -213,6 +217,7 @@ export class SimServer2026 {
         since,
         expired: this.decisions.memoExpired,
         ...(this.decisions.memoSlot ? { slot: this.decisions.memoSlot } : {}),
+        ...(this.decisions.memoPrincipal ? { principalOf: this.decisions.memoPrincipal } : {}),
         schedule: (fn, ms) => this.clock.setTimeout(fn, ms),
         onForget: (entry) => {
           this.recorder.forgotten.push(this.clock.now());
@@ -250,7 +255,7 @@ export class SimServer2026 {
         memoWindowMs: this.config.settings.memoWindowMs,
         limits: keyedLimits(
           {
-            maxEntriesPerPrincipal: NO_BOUND,
+            maxEntriesPerPrincipal: this.config.maxKeysPerPrincipal ?? NO_BOUND,
             pollMs: POLL_MS,
             leaseMs: LEASE_MS,
             keepAliveMs: this.config.heartbeatMs,
@@ -425,6 +430,15 @@ export class SimServer2026 {
       case 'attach-end':
         this.observe({ kind: 'attach-end', end: note.refusal ? 'the refusal (nothing ran)' : note.end });
         return;
+      case 'limited': {
+        const conn = instance.requests.get(note.request);
+        if (note.reason === 'max_keys_per_principal' && conn)
+          this.recorder.boundRefusals.push({
+            callKey: callKeyOf(conn.exchange.body as JsonRpcRequest),
+            at: this.clock.now(),
+          });
+        return;
+      }
       default:
         return;
     }

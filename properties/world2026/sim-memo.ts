@@ -21,6 +21,8 @@ export interface SimMemoStoreOptions {
   readonly onForget?: (entry: MemoEntry) => void;
   /** Where an entry is filed by its memo key: the key itself (a mutant's store files it otherwise). */
   readonly slot?: (memoKey: string) => string;
+  /** Whose bound an entry counts against: its principal (a mutant's store counts otherwise). */
+  readonly principalOf?: (entry: MemoEntry) => string;
 }
 
 /**
@@ -63,8 +65,9 @@ export class SimMemoStore {
     const existing = this.get(entry.memoKey);
     if (existing) return { kind: 'exists', entry: existing };
     const now = this.options.now();
+    const principalOf = this.options.principalOf ?? ((e: MemoEntry) => e.principal);
     const mine = [...this.entries.values()].filter(
-      (e) => e.principal === entry.principal && !this.expired(e, this.options.memoWindowMs, now),
+      (e) => principalOf(e) === principalOf(entry) && !this.expired(e, this.options.memoWindowMs, now),
     );
     const admission = admitNewKey(mine, maxEntriesPerPrincipal, this.options.memoWindowMs, now);
     if (admission.kind === 'full') return admission;

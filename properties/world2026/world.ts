@@ -94,6 +94,8 @@ export interface WorldConfig2026 {
    * taking turns; each chooses its keys on its own, so a key of one may be a key of the other.
    */
   readonly principals?: 1 | 2;
+  /** The server's per-principal bound on live keys (running or inside their window); absent: none. */
+  readonly maxKeysPerPrincipal?: number;
 }
 
 export const DEFAULT_WORLD_2026: WorldConfig2026 = {
@@ -197,6 +199,9 @@ export class World2026 {
         heartbeatMs: config.heartbeat ? heartbeatMs(config.lbIdleMs) : 0,
         headersEarly: config.headersEarly,
         memoAgeMs: config.memoOld ? config.memoWindowMs : 0,
+        ...(config.maxKeysPerPrincipal === undefined
+          ? {}
+          : { maxKeysPerPrincipal: config.maxKeysPerPrincipal }),
       },
       variant.server ?? RUNTIME_DECISIONS,
       observer.server,

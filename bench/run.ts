@@ -203,10 +203,11 @@ interface Section {
 
 const V2_NOTIFY_LABEL = '(v) MCP 2026-07-28: official v2 server + v2 `Client` (pinned)';
 const V2_CALLS_LABEL = 'MCP 2026-07-28: official v2 server + v2 `Client` (pinned)';
-const OURS_2026_NOTIFY_LABEL =
+const OURS_MODERN_NOTIFY_LABEL =
   '(v′) MCP 2026-07-28: mcp-continuity server (continuity extension) + v2 `Client` with `continuityFetch()`';
-const OURS_2026_CALLS_LABEL = 'MCP 2026-07-28: mcp-continuity server + v2 `Client` with `continuityFetch()`';
-const OURS_2026_UNKEYED_LABEL =
+const OURS_MODERN_CALLS_LABEL =
+  'MCP 2026-07-28: mcp-continuity server + v2 `Client` with `continuityFetch()`';
+const OURS_MODERN_UNKEYED_LABEL =
   'MCP 2026-07-28: mcp-continuity server + v2 `Client` with `continuityFetch()`, read-only `peek` (unkeyed)';
 
 async function row1(): Promise<Section> {
@@ -283,13 +284,13 @@ async function row1(): Promise<Section> {
   );
   outcomes.set(
     'v′',
-    await task<ThroughputResult>(OURS_2026_NOTIFY_LABEL, 'notify-v2', { server: 'ours-2026', count }),
+    await task<ThroughputResult>(OURS_MODERN_NOTIFY_LABEL, 'notify-v2', { server: 'ours-2026', count }),
   );
   const rate = (k: string) => outcomes.get(k)?.result?.perSecond;
   const rows = [
     ...stacks,
     { key: 'v', label: V2_NOTIFY_LABEL },
-    { key: 'v′', label: OURS_2026_NOTIFY_LABEL },
+    { key: 'v′', label: OURS_MODERN_NOTIFY_LABEL },
     { key: 'f', label: '(f) reference: SDK `Client` alone, in-memory transport, no HTTP' },
     { key: 'g', label: '(g) reference: raw Node http → fetch + eventsource-parser, no MCP client' },
   ].map((s) => {
@@ -360,9 +361,9 @@ async function row2(): Promise<Section> {
   // MCP 2026-07-28, run once like the cross stacks: every call is its own HTTP request.
   const modern = [
     { label: V2_CALLS_LABEL, server: 'v2', client: 'v2', total: SIZES.crossCalls },
-    { label: OURS_2026_CALLS_LABEL, server: 'ours-2026', client: 'v2', total: SIZES.crossCalls },
+    { label: OURS_MODERN_CALLS_LABEL, server: 'ours-2026', client: 'v2', total: SIZES.crossCalls },
     {
-      label: OURS_2026_UNKEYED_LABEL,
+      label: OURS_MODERN_UNKEYED_LABEL,
       server: 'ours-2026',
       client: 'v2',
       total: SIZES.crossCalls,

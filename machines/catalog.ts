@@ -1,7 +1,7 @@
 import type { AnyStateMachine } from 'xstate';
 import { listenMachine } from './client/listen.machine.js';
+import { modernCallMachine } from './client/modern-call.machine.js';
 import { clientSessionMachine } from './client/session.machine.js';
-import { statelessCallMachine } from './client/stateless-call.machine.js';
 import { streamMachine } from './client/stream.machine.js';
 import { keyedRequestMachine } from './server/keyed-request.machine.js';
 import { serverSessionMachine } from './server/session.machine.js';
@@ -14,7 +14,7 @@ export const machineCatalog: Record<string, AnyStateMachine> = {
   'client-session': clientSessionMachine,
   'client-stream': streamMachine,
   'server-session': serverSessionMachine,
-  'client-call-2026': statelessCallMachine,
-  'client-listen-2026': listenMachine,
-  'server-keyed-request-2026': keyedRequestMachine,
+  'client-call-modern': modernCallMachine,
+  'client-listen-modern': listenMachine,
+  'server-keyed-request-modern': keyedRequestMachine,
 };

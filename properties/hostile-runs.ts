@@ -4,7 +4,7 @@ import { spawnSync } from 'node:child_process';
  * The hostile-input suites at a longer budget than CI gives them: raw HTTP requests against a running
  * server, 2025 and 2026-07-28 (`MCPC_FUZZ_RUNS` batches each), and a generated hostile server against the real client machines
  * (`MCPC_HOSTILE_RUNS` runs), and generated hostile 2026 servers over loopback against `continuityFetch`
- * (`MCPC_HOSTILE_2026_RUNS` runs). They are vitest files because they drive real sockets; this runs them as
+ * (`MCPC_HOSTILE_MODERN_RUNS` runs). They are vitest files because they drive real sockets; this runs them as
  * they run in CI, only longer, and says whether they held.
  */
 export function runHostile(options: {
@@ -27,7 +27,7 @@ export function runHostile(options: {
       ...process.env,
       MCPC_FUZZ_RUNS: String(options.serverBatches),
       MCPC_HOSTILE_RUNS: String(options.clientRuns),
-      MCPC_HOSTILE_2026_RUNS: String(options.clientRuns),
+      MCPC_HOSTILE_MODERN_RUNS: String(options.clientRuns),
     },
   });
   return run.status === 0;

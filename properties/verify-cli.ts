@@ -1,8 +1,8 @@
 import { parseOptions } from '../src/cli/args.js';
 import { runHostile } from './hostile-runs.js';
-import { runVerifyListen } from './listen2026/verify.js';
+import { runVerifyListen } from './listen-modern/verify.js';
+import { runVerifyModern } from './verify-modern.js';
 import { propertyNames, runVerify } from './verify-run.js';
-import { runVerify2026 } from './verify2026.js';
 
 /**
  * `npm run verify`: the long property exploration, from a clone. Not part of the published package (the
@@ -47,8 +47,8 @@ const parsed = parseOptions(
       'runs-2026': {
         kind: 'int',
         placeholder: '<n>',
-        description: 'random worlds of the MCP 2026-07-28 model (properties/world2026; 0: skip)',
-        default: envNumber('MCPC_2026_RUNS', 20_000),
+        description: 'random worlds of the MCP 2026-07-28 model (properties/worldModern; 0: skip)',
+        default: envNumber('MCPC_MODERN_RUNS', 20_000),
       },
       'path-2026': {
         kind: 'string',
@@ -58,7 +58,8 @@ const parsed = parseOptions(
       'runs-listen': {
         kind: 'int',
         placeholder: '<n>',
-        description: 'random worlds of the listen model (properties/listen2026: exact listen gaps; 0: skip)',
+        description:
+          'random worlds of the listen model (properties/listenModern: exact listen gaps; 0: skip)',
         default: envNumber('MCPC_LISTEN_RUNS', 20_000),
       },
       'path-listen': {
@@ -87,7 +88,7 @@ else if (parsed.kind === 'error') {
   const runs = o.runs as number;
   const depth = o.depth as number;
   const seed = o.seed as number | undefined;
-  const runs2026 = o['runs-2026'] as number;
+  const runsModern = o['runs-2026'] as number;
   const runsListen = o['runs-listen'] as number;
   const hostile = o.hostile as number;
   // --runs 0 with no exhaustive depth: only the other explorations (say, replaying a 2026 failure).
@@ -101,8 +102,8 @@ else if (parsed.kind === 'error') {
           depth,
         })
       : true;
-  if (runs2026 > 0)
-    ok = runVerify2026({ runs: runs2026, seed, path: o['path-2026'] as string | undefined }) && ok;
+  if (runsModern > 0)
+    ok = runVerifyModern({ runs: runsModern, seed, path: o['path-2026'] as string | undefined }) && ok;
   if (runsListen > 0)
     ok = runVerifyListen({ runs: runsListen, seed, path: o['path-listen'] as string | undefined }) && ok;
   if (hostile > 0) ok = runHostile({ serverBatches: hostile, clientRuns: hostile }) && ok;

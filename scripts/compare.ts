@@ -136,7 +136,7 @@ async function era2025(): Promise<string> {
   ].join('\n');
 }
 
-const SETUP_2026 = `Protocol ${PROTOCOL_2026}: no sessions, no \`Last-Event-ID\`; closing a response stream cancels its
+const SETUP_MODERN = `Protocol ${PROTOCOL_2026}: no sessions, no \`Last-Event-ID\`; closing a response stream cancels its
 request, and a client whose stream broke is told to re-issue it with a new id. The official v2 stack is
 \`@modelcontextprotocol/client\` 2.4.0 (\`Client\` pinned with \`versionNegotiation: { mode: { pin: '${PROTOCOL_2026}' } }\`,
 \`StreamableHTTPClientTransport\`, default \`fetch\`) against \`@modelcontextprotocol/server\` 2.4.0
@@ -157,7 +157,7 @@ changes) against \`createContinuityServer\` serving 2026-07-28 with the continui
 \`MemoryMemoStore\`, heartbeats off); "memory only" restarts with an empty log and memo, "store kept" keeps them
 (what a durable SQLite or Redis store gives).`;
 
-function table2026(rows: readonly ModernRow[]): string {
+function tableModern(rows: readonly ModernRow[]): string {
   const head = ['incident', 'stack', 'side effects', 'what the caller got', 'time', 'hangs'];
   const lines = [`| ${head.join(' | ')} |`, `|${head.map(() => '---').join('|')}|`];
   for (const r of rows)
@@ -165,7 +165,7 @@ function table2026(rows: readonly ModernRow[]): string {
   return lines.join('\n');
 }
 
-async function era2026(): Promise<string> {
+async function eraModern(): Promise<string> {
   const started = performance.now();
   const rows: ModernRow[] = [];
   for (const incident of MODERN_INCIDENTS) {
@@ -187,7 +187,7 @@ async function era2026(): Promise<string> {
   }
   const seconds = ((performance.now() - started) / 1000).toFixed(1);
   return [
-    table2026(rows),
+    tableModern(rows),
     '',
     '### Details',
     '',
@@ -202,7 +202,7 @@ const TITLES: Record<Era, string> = {
   '2025': '## MCP 2025-11-25 (sessions)',
   '2026': `## MCP ${PROTOCOL_2026} (stateless requests)`,
 };
-const SETUPS: Record<Era, string> = { '2025': SETUP, '2026': SETUP_2026 };
+const SETUPS: Record<Era, string> = { '2025': SETUP, '2026': SETUP_MODERN };
 const marker = (era: Era) => [`<!-- era ${era} -->`, `<!-- /era ${era} -->`] as const;
 
 /** The era's section of the existing docs/compare.md, kept when only the other era runs. */
@@ -223,7 +223,7 @@ async function main(): Promise<void> {
       if (kept) sections.push(kept);
       continue;
     }
-    const body = era === '2025' ? await era2025() : await era2026();
+    const body = era === '2025' ? await era2025() : await eraModern();
     process.stdout.write(`${body}\n\n`);
     const [open, close] = marker(era);
     sections.push([open, TITLES[era], '', SETUPS[era], '', body, close].join('\n'));

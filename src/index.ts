@@ -6,11 +6,11 @@
 export type { ListenMissed } from '../machines/client/listen.machine.js';
 export {
   type AttemptInput,
-  type StatelessCallEvent,
-  type StatelessCallInput,
-  type StatelessCallOutput,
-  statelessCallMachine,
-} from '../machines/client/stateless-call.machine.js';
+  type ModernCallEvent,
+  type ModernCallInput,
+  type ModernCallOutput,
+  modernCallMachine,
+} from '../machines/client/modern-call.machine.js';
 export * from '../machines/index.js';
 export {
   classifyEra,

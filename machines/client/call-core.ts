@@ -1,21 +1,16 @@
 import type { JsonRpcRequest } from '../jsonrpc.js';
 import type { NetworkFault } from './io.js';
 import { STALL_PROGRESS_BYTES } from './limits.js';
+import type { ModernCallEvent, ModernCallInput, ModernCallOutput, ToolHints } from './modern-call.machine.js';
+import { keysCall, type ModernCallPolicy, type ModernCallStreamEnd } from './modern-call-decide.js';
+import { answerShape, asMessage, endOfAnswer, libraryEnding } from './modern-call-wire.js';
 import { progressStep } from './progress.js';
-import type {
-  StatelessCallEvent,
-  StatelessCallInput,
-  StatelessCallOutput,
-  ToolHints,
-} from './stateless-call.machine.js';
-import { keysCall, type StatelessPolicy, type StatelessStreamEnd } from './stateless-decide.js';
-import { answerShape, asMessage, endOfAnswer, libraryEnding } from './stateless-wire.js';
 
 /**
  * The sans-I/O core of one MCP 2026-07-28 `tools/call` on the client: every decision the hosts used to make
- * on their own around `statelessCallMachine`. Both hosts call it and execute what it says: the runtime
+ * on their own around `modernCallMachine`. Both hosts call it and execute what it says: the runtime
  * (`src/client/modern/continuity-fetch.ts`, `attempt-exchange.ts`: real fetch, real SSE parser) and the
- * simulated world (`properties/world2026/client.ts`: the simulated network and virtual clock).
+ * simulated world (`properties/world-modern/client.ts`: the simulated network and virtual clock).
  *
  * - `callInput`: whether the call is keyed (`keysCall`) and the call machine's input.
  * - `attemptStep`: one I/O fact of an attempt (headers, bytes, an SSE event, an answer, an end, a failure)
@@ -26,7 +21,7 @@ import { answerShape, asMessage, endOfAnswer, libraryEnding } from './stateless-
  *   machine's output, the raw answer, the fetch error, or the final message).
  *
  * `CallCoreRules` are the decisions it reads, a parameter so the simulated world can run a deliberately
- * wrong one (properties/mutants2026.ts); the runtime always runs `CALL_CORE_RULES`.
+ * wrong one (properties/mutants-modern.ts); the runtime always runs `CALL_CORE_RULES`.
  */
 
 /** What the host knows when a call starts: the route facts. */
@@ -39,7 +34,7 @@ export interface CallRoute {
   readonly extension?: { readonly memoWindowMs: number };
   /** The application lets the client use the extension (`continuityFetch`'s `useExtension`). */
   readonly useExtension: boolean;
-  readonly policy: StatelessPolicy;
+  readonly policy: ModernCallPolicy;
   /** Makes the call's idempotency key: asked only when the call is keyed. */
   readonly newKey: () => string;
   readonly stallTimeoutMs: number;
@@ -53,7 +48,7 @@ export interface CallCoreRules {
   /** Whether a call carries an idempotency key (the runtime's: `keysCall`). */
   readonly keysCall: typeof keysCall;
   /** How a network failure of an attempt is named, knowing whether response bytes arrived. */
-  readonly failureEnd: (fault: NetworkFault, responded: boolean) => StatelessStreamEnd;
+  readonly failureEnd: (fault: NetworkFault, responded: boolean) => ModernCallStreamEnd;
   /** Bytes that complete no unit restart the stall timer once this many have arrived. */
   readonly progressBytes: number;
   /** How the finished call reaches the library (see `callEnding`). */
@@ -65,7 +60,7 @@ export interface CallCoreRules {
  * (machines/client/faults.ts); after response bytes it is a cut mid-stream, before them a cut before the
  * response (the request may have been received and run).
  */
-export function failureEnd(fault: NetworkFault, responded: boolean): StatelessStreamEnd {
+export function failureEnd(fault: NetworkFault, responded: boolean): ModernCallStreamEnd {
   if (responded) return { kind: 'cut-mid-stream' };
   return fault === 'refused' ? { kind: 'refused' } : { kind: 'cut-before-response' };
 }
@@ -83,7 +78,7 @@ export function callIsKeyed(route: CallRoute, rules: CallCoreRules = CALL_CORE_R
 }
 
 /** The call machine's input: keyed calls carry the extension's settings and a new key; others neither. */
-export function callInput(route: CallRoute, rules: CallCoreRules = CALL_CORE_RULES): StatelessCallInput {
+export function callInput(route: CallRoute, rules: CallCoreRules = CALL_CORE_RULES): ModernCallInput {
   const keyed = callIsKeyed(route, rules);
   return {
     request: route.request,
@@ -136,7 +131,7 @@ export const ATTEMPT_START: AttemptState = { responded: false, partial: 0 };
 export interface AttemptStep {
   readonly state: AttemptState;
   /** The call machine's events, in order. */
-  readonly events: readonly StatelessCallEvent[];
+  readonly events: readonly ModernCallEvent[];
   /** This answer ended the attempt without a message: the host keeps it for a `raw-answer` ending. */
   readonly keepRaw?: true;
 }
@@ -153,8 +148,8 @@ export function attemptStep(
   at: number,
   rules: CallCoreRules = CALL_CORE_RULES,
 ): AttemptStep {
-  const activity: StatelessCallEvent = { type: 'attempt.activity', at };
-  const ended = (end: StatelessStreamEnd): StatelessCallEvent => ({ type: 'attempt.ended', at, end });
+  const activity: ModernCallEvent = { type: 'attempt.activity', at };
+  const ended = (end: ModernCallStreamEnd): ModernCallEvent => ({ type: 'attempt.ended', at, end });
   switch (fact.kind) {
     case 'headers':
       return { state: { ...state, responded: true }, events: [activity] };
@@ -230,7 +225,7 @@ export function parseBody(text: string): unknown {
 export type CallEnding = 'abort' | 'raw-answer' | 'fetch-error' | 'final';
 
 export function callEnding(
-  out: StatelessCallOutput,
+  out: ModernCallOutput,
   facts: {
     readonly aborted: boolean;
     readonly streamOpen: boolean;

@@ -1,8 +1,8 @@
 import type { ServerAdvertisement } from '../validity.js';
 import type { IoEvent, NetworkFault, SseEvent } from './io.js';
 import { STALL_PROGRESS_BYTES } from './limits.js';
+import { answerShape } from './modern-call-wire.js';
 import { progressStep } from './progress.js';
-import { answerShape } from './stateless-wire.js';
 
 /**
  * The sans-I/O core of one MCP 2025-11-25 HTTP exchange on the client: what the host observed of a

@@ -5,7 +5,7 @@ import type { KeyedRequestEvent } from './keyed-request.machine.js';
 /**
  * The facts the keyed core (keyed-core.ts) is told and the commands it hands out: the whole surface
  * between the continuity extension's server decisions and any I/O (the Node runtime in src/server/keyed,
- * the simulated world in properties/world2026). Plain data, so both hosts execute the same list.
+ * the simulated world in properties/worldModern). Plain data, so both hosts execute the same list.
  */
 
 /** One store operation (the `MemoStore` / `EventLog` ports; the key's log is always stream `KEYED_STREAM`). */

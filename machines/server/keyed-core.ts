@@ -47,7 +47,7 @@ import { type KeyedLimits, leaseTickMs } from './keyed-timing.js';
  * retry while unstored, the lease tick (renewal, aborting bodies no longer running here, orphans), the
  * sweep, polls, keep-alives and the starting attempt's wait. The key's fate is `keyedRequestMachine`'s
  * (through `stepMemoEntry`). src/server/keyed executes the commands on real stores, Node timers and the
- * SDK; properties/world2026 on simulated ones and a virtual clock.
+ * SDK; properties/worldModern on simulated ones and a virtual clock.
  */
 
 export { KEYED_DECISIONS, type KeyedCoreDecisions } from './keyed-core-context.js';

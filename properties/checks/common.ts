@@ -3,7 +3,7 @@ import type { CallTrace, ExcuseRules, Trace } from './trace.js';
 /**
  * The invariants both eras share, judged on the neutral `Trace` (trace.ts), so the model and the real
  * stack run the same code. Each returns its violations (empty: holds). The era modules
- * (properties/checks.ts, properties/checks2026.ts) add what only one era has.
+ * (properties/checks.ts, properties/checks-modern.ts) add what only one era has.
  */
 export type TraceCheck = (trace: Trace, rules: ExcuseRules) => string[];
 

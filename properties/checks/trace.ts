@@ -1,8 +1,8 @@
 /**
  * The neutral record of what happened in one world, simulated or real: the shape every check reads. The
- * model's recorders (properties/world/recorder.ts, properties/world2026/recorder.ts) and the real-stack
+ * model's recorders (properties/world/recorder.ts, properties/world-modern/recorder.ts) and the real-stack
  * worlds (test/stack/*-world.ts) each turn what they saw into a `Trace`, so an invariant is written once
- * per era (properties/checks.ts, properties/checks2026.ts) and judged on both.
+ * per era (properties/checks.ts, properties/checks-modern.ts) and judged on both.
  *
  * Times are the world's own: virtual milliseconds in the model, real milliseconds since the world began
  * on the stack. Everything here is observed outside the system under test (tool bodies, the application,

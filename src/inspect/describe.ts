@@ -35,7 +35,7 @@ export function actorLabel(machine: string, context: unknown, fallback: string):
     return typeof ctx.sessionId === 'string' ? `server ${short(ctx.sessionId)}` : 'server';
   if (machine === 'client') return ctx.sessionId ? `client ${short(ctx.sessionId)}` : 'client';
   // 2026-07-28: a call by its tool, the server's work by its key, a listen stream by its subscription.
-  if (machine === 'statelessCall') {
+  if (machine === 'modernCall') {
     const name = obj(obj(ctx.request).params).name;
     return typeof name === 'string' ? `call ${name}` : 'call';
   }

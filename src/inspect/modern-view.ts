@@ -6,7 +6,7 @@ import type { CallAttemptView, ModernView } from './wire.js';
  * snapshots (the machine's own context), the events it took and the few actions the feed forwards. Only
  * reads: every fact here is one the machine already holds or was told.
  *
- * - `statelessCall` (the client's call): one row per attempt — its id, the HTTP status and bytes it got,
+ * - `modernCall` (the client's call): one row per attempt — its id, the HTTP status and bytes it got,
  *   how it ended and what the machine decided on that end.
  * - `keyedRequest` (the server's work for one key): the attempts that reached it and what each was
  *   answered, and how many bodies it started (the "one charge").
@@ -28,7 +28,7 @@ const str = (v: unknown): string | undefined =>
 const num = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
 
 /** The machine ids (`createMachine({ id })`) of the 2026 machines the page draws with their own facts. */
-export const MODERN_MACHINES = ['statelessCall', 'keyedRequest', 'listen'] as const;
+export const MODERN_MACHINES = ['modernCall', 'keyedRequest', 'listen'] as const;
 
 /** What the machines emit that the page needs (`xstate.emit` actions): the feed forwards only these. */
 const FORWARDED_EMITS = new Set(['keyed.start', 'keyed.answer', 'listen.gap']);
@@ -39,7 +39,7 @@ export function isForwardedEmit(action: { type: string; params?: unknown }): boo
 }
 
 export function trackerFor(machine: string): ModernTracker | undefined {
-  if (machine === 'statelessCall') return new CallTracker();
+  if (machine === 'modernCall') return new CallTracker();
   if (machine === 'keyedRequest') return new KeyedTracker();
   if (machine === 'listen') return new ListenTracker();
   return undefined;

@@ -122,7 +122,7 @@ export interface WindowSeen {
   readonly at: number;
 }
 
-/** One attempt of a 2026-07-28 call, as its machine (`statelessCall`) saw it. */
+/** One attempt of a 2026-07-28 call, as its machine (`modernCall`) saw it. */
 export interface CallAttemptView {
   /** 0 for the first attempt, n for the n-th re-issue. */
   readonly n: number;

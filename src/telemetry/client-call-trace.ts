@@ -1,6 +1,6 @@
 import { type Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
-import type { StatelessCallOutput } from '../../machines/client/stateless-call.machine.js';
-import type { StatelessDecision, StatelessStreamEnd } from '../../machines/client/stateless-decide.js';
+import type { ModernCallOutput } from '../../machines/client/modern-call.machine.js';
+import type { ModernCallDecision, ModernCallStreamEnd } from '../../machines/client/modern-call-decide.js';
 import type { GapDetails } from '../../machines/decide.js';
 import type { JsonRpcRequest } from '../../machines/jsonrpc.js';
 import { operationOutcome } from '../../machines/operation-outcome.js';
@@ -61,7 +61,7 @@ export class ClientCallTrace {
   }
 
   /** An attempt ended (`end`) and the call machine decided (`decision`). */
-  decided(end: StatelessStreamEnd | undefined, decision: StatelessDecision): void {
+  decided(end: ModernCallStreamEnd | undefined, decision: ModernCallDecision): void {
     if (!this.span.isRecording()) return;
     if (decision.action === 'reissue' || decision.action === 'backoff-reissue') {
       this.span.addEvent(ContinuityEvent.cut, {
@@ -94,7 +94,7 @@ export class ClientCallTrace {
   }
 
   /** The call's one ending (`undefined`: it failed inside the runtime). Ends the span, records the duration. */
-  ended(out: StatelessCallOutput | undefined, cancelled: boolean): void {
+  ended(out: ModernCallOutput | undefined, cancelled: boolean): void {
     const outcome = cancelled ? { errorType: 'cancelled' } : operationOutcome(out?.response);
     const attributes = withoutUndefined({ ...this.attributes, [McpAttr.errorType]: outcome.errorType });
     this.telemetry.clientDuration.record((performance.now() - this.startedAt) / 1000, attributes);

@@ -12,7 +12,7 @@ export interface ActorStarted {
   readonly t: number;
   /** The actor's session id (unique within a process). */
   readonly a: string;
-  /** The machine's root id (`statelessCall`, `clientSession`, …); absent for actors that are not machines. */
+  /** The machine's root id (`modernCall`, `clientSession`, …); absent for actors that are not machines. */
   readonly machine?: string;
   /** The actor's id within its parent (`stream-3`, …). */
   readonly id: string;

@@ -35,7 +35,7 @@ export interface ReplayReport {
   readonly notReplayable: readonly { readonly machine: string; readonly id: string; readonly why: string }[];
 }
 
-/** Today's machines by their root id (`statelessCall`, `clientSession`, …). */
+/** Today's machines by their root id (`modernCall`, `clientSession`, …). */
 export function catalogById(
   catalog: Record<string, AnyStateMachine> = machineCatalog,
 ): Map<string, AnyStateMachine> {

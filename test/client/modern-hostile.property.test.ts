@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { backoffCeiling, type ReconnectPolicy } from '../../machines/backoff.js';
 import { MAX_EVENT_ID_LENGTH } from '../../machines/client/limits.js';
-import type { StatelessPolicy } from '../../machines/client/stateless-decide.js';
+import type { ModernCallPolicy } from '../../machines/client/modern-call-decide.js';
 import { ContinuityMeta } from '../../machines/continuity-extension.js';
 import { ACKNOWLEDGED_METHOD, SUBSCRIPTION_ID_META_KEY } from '../../machines/listen-wire.js';
 import { continuityFetch } from '../../src/client/modern/continuity-fetch.js';
@@ -34,12 +34,12 @@ import {
  *   backoff's ceiling (an acknowledgement is not progress); never more gaps than re-opens;
  * - memory: the heap after all runs (full GC) is within `HEAP_MIB` of before.
  */
-const CALL_RUNS = Number(process.env.MCPC_HOSTILE_2026_RUNS ?? 30);
+const CALL_RUNS = Number(process.env.MCPC_HOSTILE_MODERN_RUNS ?? 30);
 const LISTEN_RUNS = Math.max(1, Math.round(CALL_RUNS / 2));
 const SETTLE_MS = 20_000;
 const STALL_MS = 250;
 const HEAP_MIB = 48;
-const CALL_POLICY: Partial<StatelessPolicy> = {
+const CALL_POLICY: Partial<ModernCallPolicy> = {
   maxReissues: 3,
   backoff: { initialDelayMs: 10, maxDelayMs: 80, factor: 2, maxRetries: 3, jitter: 'none' },
 };

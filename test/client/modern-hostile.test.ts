@@ -8,7 +8,7 @@ import {
   MAX_REMEMBERED_CALL_IDS,
   rememberCallId,
 } from '../../machines/client/limits.js';
-import type { StatelessCallOutput } from '../../machines/client/stateless-call.machine.js';
+import type { ModernCallOutput } from '../../machines/client/modern-call.machine.js';
 import { ContinuityMeta } from '../../machines/continuity-extension.js';
 import { ACKNOWLEDGED_METHOD, SUBSCRIPTION_ID_META_KEY } from '../../machines/listen-wire.js';
 import { continuityFetch } from '../../src/client/modern/continuity-fetch.js';
@@ -87,7 +87,7 @@ describe('item 7: event ids on a keyed call', () => {
       })();
     });
     servers.push(server);
-    const endings: StatelessCallOutput[] = [];
+    const endings: ModernCallOutput[] = [];
     const fetchImpl = continuityFetch({ onCallEnded: (e) => endings.push(e) });
     await (await fetchImpl(server.url, modernInit(1, 'server/discover'))).text();
     const before = await retainedHeap();

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { describe, it } from 'vitest';
-import { SimMemoStore } from '../../properties/world2026/sim-memo.js';
+import { SimMemoStore } from '../../properties/world-modern/sim-memo.js';
 import type { MemoStore } from '../../src/server/memo-store.js';
 import { MemoryMemoStore } from '../../src/server/memory-memo-store.js';
 import { RedisMemoStore } from '../../src/server/redis-memo-store.js';
@@ -40,7 +40,7 @@ registerContract(
 );
 
 /**
- * The 2026 world's simulated memo (properties/world2026/sim-memo.ts), one instance's view of it: the world
+ * The 2026 world's simulated memo (properties/world-modern/sim-memo.ts), one instance's view of it: the world
  * shares one store between its instances (a durable memo), so `peer` and `reopen` are views of the same data
  * with their own instance ids, and leases live beside the data as they do in Redis.
  */

@@ -88,7 +88,7 @@ function leaksNow(): Leak[] {
 /** The first 2026 call group on the page, read as its cards show it. */
 function modernOnPage() {
   const group = document.querySelector('.session-group[data-idempotency-key]');
-  const call = group?.querySelector('.actor[data-machine="statelessCall"]');
+  const call = group?.querySelector('.actor[data-machine="modernCall"]');
   const keyed = [...(group?.querySelectorAll('.actor[data-machine="keyedRequest"]') ?? [])];
   return {
     attempts: [...(call?.querySelectorAll('tr[data-attempt]') ?? [])].map((tr) => ({
@@ -233,7 +233,7 @@ describe('the inspector page in chromium during `npm start`', () => {
     // Part 3, MCP 2026-07-28: the call's attempts, and beside them, under the same idempotency key, the
     // server's keyed request with its one execution.
     await page.waitForSelector(
-      '.session-group[data-idempotency-key] .actor[data-machine="statelessCall"][data-state="answered"]',
+      '.session-group[data-idempotency-key] .actor[data-machine="modernCall"][data-state="answered"]',
       { timeout: 10_000 },
     );
     await page.waitForSelector('.session-group[data-idempotency-key] .actor[data-machine="keyedRequest"]', {

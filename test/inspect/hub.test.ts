@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { statelessCallMachine } from '../../machines/client/stateless-call.machine.js';
+import { modernCallMachine } from '../../machines/client/modern-call.machine.js';
 import { streamMachine } from '../../machines/client/stream.machine.js';
 import { compact, DEFINITION_LIMITS } from '../../src/inspect/compact.js';
 import { InspectionHub } from '../../src/inspect/hub.js';
@@ -219,7 +219,7 @@ describe('InspectionHub', () => {
 });
 
 describe('InspectionHub, 2026-07-28 views', () => {
-  const callDefinition = JSON.stringify(compact(statelessCallMachine.config, DEFINITION_LIMITS));
+  const callDefinition = JSON.stringify(compact(modernCallMachine.config, DEFINITION_LIMITS));
   const request = { jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'charge' } };
   const context = (attempts: number, extra: object = {}) => ({
     request,

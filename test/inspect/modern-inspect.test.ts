@@ -88,7 +88,7 @@ describe('the inspector sees 2026-07-28', () => {
 
     // Both sides' machines were registered with their charts, for the page to draw.
     const machines = new Set(page.messages.flatMap((m) => (m.kind === 'actor' ? [m.machine] : [])));
-    expect(machines).toEqual(new Set(['statelessCall', 'keyedRequest']));
+    expect(machines).toEqual(new Set(['modernCall', 'keyedRequest']));
   }, 60_000);
 
   it('a listen stream: its position, the re-open after a break and the exact gap it reported', async () => {

@@ -9,8 +9,8 @@ import {
   callInput,
 } from '../../machines/client/call-core.js';
 import { STALL_PROGRESS_BYTES } from '../../machines/client/limits.js';
-import type { StatelessCallOutput } from '../../machines/client/stateless-call.machine.js';
-import { DEFAULT_STATELESS_POLICY } from '../../machines/client/stateless-decide.js';
+import type { ModernCallOutput } from '../../machines/client/modern-call.machine.js';
+import { DEFAULT_MODERN_CALL_POLICY } from '../../machines/client/modern-call-decide.js';
 
 /** Runs facts through the core from a fresh attempt; the machine events' types and ends, in order. */
 function run(facts: readonly AttemptFact[], state: AttemptState = ATTEMPT_START) {
@@ -32,7 +32,7 @@ describe('the 2026 client core: one call', () => {
       request,
       extension: { memoWindowMs: 600_000 },
       useExtension: true,
-      policy: DEFAULT_STATELESS_POLICY,
+      policy: DEFAULT_MODERN_CALL_POLICY,
       newKey: () => `k${++keys}`,
       stallTimeoutMs: 30_000,
       startedAt: 0,
@@ -97,13 +97,13 @@ describe('the 2026 client core: one call', () => {
       attempts: 0,
       end: { kind: 'http-status', status: 403 },
       response: { jsonrpc: '2.0', id: 7, error: { code: 1, message: 'x' } },
-    } as StatelessCallOutput;
+    } as ModernCallOutput;
     const facts = { aborted: false, streamOpen: false, rawAnswer: true, fetchError: false };
     expect(callEnding(failed, facts)).toBe('raw-answer');
     expect(callEnding(failed, { ...facts, aborted: true })).toBe('abort');
     expect(callEnding(failed, { ...facts, rawAnswer: false })).toBe('final');
     expect(callEnding(failed, { ...facts, streamOpen: true })).toBe('final');
-    const refused = { ...failed, end: { kind: 'refused' } } as StatelessCallOutput;
+    const refused = { ...failed, end: { kind: 'refused' } } as ModernCallOutput;
     expect(callEnding(refused, facts)).toBe('final');
     expect(callEnding(refused, { ...facts, fetchError: true }, CALL_CORE_RULES)).toBe('fetch-error');
   });

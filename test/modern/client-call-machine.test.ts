@@ -2,16 +2,16 @@ import { describe, expect, it } from 'vitest';
 import { createActor, fromCallback, SimulatedClock } from 'xstate';
 import {
   type AttemptInput,
-  type StatelessCallEvent,
-  type StatelessCallInput,
-  type StatelessCallOutput,
-  statelessCallMachine,
-} from '../../machines/client/stateless-call.machine.js';
+  type ModernCallEvent,
+  type ModernCallInput,
+  type ModernCallOutput,
+  modernCallMachine,
+} from '../../machines/client/modern-call.machine.js';
 import {
-  DEFAULT_STATELESS_POLICY,
-  StatelessReason,
-  type StatelessStreamEnd,
-} from '../../machines/client/stateless-decide.js';
+  DEFAULT_MODERN_CALL_POLICY,
+  ModernCallReason,
+  type ModernCallStreamEnd,
+} from '../../machines/client/modern-call-decide.js';
 import { JsonRpcCode } from '../../machines/codes.js';
 import {
   CANCEL_METHOD,
@@ -40,13 +40,13 @@ interface Harness {
   readonly cancels: JsonRpcRequest[];
   readonly gaps: unknown[];
   readonly clock: SimulatedClock;
-  send(e: StatelessCallEvent): void;
+  send(e: ModernCallEvent): void;
   /** Simulated time: advances timers (backoff, stall). */
   advance(ms: number): void;
-  output(): StatelessCallOutput | undefined;
+  output(): ModernCallOutput | undefined;
 }
 
-function start(input: Partial<StatelessCallInput> = {}): Harness {
+function start(input: Partial<ModernCallInput> = {}): Harness {
   const clock = new SimulatedClock();
   const h: Harness = {
     attempts: [],
@@ -58,9 +58,9 @@ function start(input: Partial<StatelessCallInput> = {}): Harness {
     advance: (ms) => clock.increment(ms),
     output: () => actor.getSnapshot().output,
   };
-  const machine = statelessCallMachine.provide({
+  const machine = modernCallMachine.provide({
     actors: {
-      exchange: fromCallback<StatelessCallEvent, AttemptInput>(({ input: a }) => {
+      exchange: fromCallback<ModernCallEvent, AttemptInput>(({ input: a }) => {
         h.attempts.push(a);
       }),
     },
@@ -90,7 +90,7 @@ const result = (id: string | number) => ({
   id,
   result: { resultType: 'complete', content: [{ type: 'text', text: 'ok' }] },
 });
-const ended = (end: StatelessStreamEnd, at = 10): StatelessCallEvent => ({ type: 'attempt.ended', at, end });
+const ended = (end: ModernCallStreamEnd, at = 10): ModernCallEvent => ({ type: 'attempt.ended', at, end });
 const EXT = { memoWindowMs: 86_400_000 };
 
 describe('the stateless call machine', () => {
@@ -108,12 +108,12 @@ describe('the stateless call machine', () => {
     h.send({ type: 'attempt.message', at: 1, message: progress(7, 1) });
     h.send(ended({ kind: 'cut-mid-stream' }));
     const out = h.output();
-    expect(out).toMatchObject({ outcome: 'outcome-unknown', reason: StatelessReason.cutMidStream });
+    expect(out).toMatchObject({ outcome: 'outcome-unknown', reason: ModernCallReason.cutMidStream });
     expect(h.attempts).toHaveLength(1);
     const last = h.delivered.at(-1) as { id: number; error: { code: number; data: unknown } };
     expect(last.id).toBe(7);
     expect(last.error.code).toBe(JsonRpcCode.OUTCOME_UNKNOWN);
-    expect(last.error.data).toEqual({ reason: StatelessReason.cutMidStream });
+    expect(last.error.data).toEqual({ reason: ModernCallReason.cutMidStream });
   });
 
   it('a read-only tool is re-issued with a new id and a new progress token; its progress reaches the app as the original token', () => {
@@ -140,14 +140,14 @@ describe('the stateless call machine', () => {
 
   it('a refused connection is re-issued after a backoff delay, then fails as unreachable when the budget runs out', () => {
     const h = start({ policy: undefined });
-    for (let i = 0; i < DEFAULT_STATELESS_POLICY.maxReissues; i++) {
+    for (let i = 0; i < DEFAULT_MODERN_CALL_POLICY.maxReissues; i++) {
       h.send(ended({ kind: 'refused' }));
       expect(h.output()).toBeUndefined();
       h.advance(60_000);
       expect(h.attempts).toHaveLength(i + 2);
     }
     h.send(ended({ kind: 'refused' }));
-    expect(h.output()).toMatchObject({ outcome: 'failed', reason: StatelessReason.unreachable });
+    expect(h.output()).toMatchObject({ outcome: 'failed', reason: ModernCallReason.unreachable });
     expect(h.delivered.at(-1)).toMatchObject({ id: 7, error: { code: JsonRpcCode.REQUEST_FAILED } });
   });
 
@@ -156,7 +156,7 @@ describe('the stateless call machine', () => {
     h.send(ended({ kind: 'cut-mid-stream' }));
     h.advance(0);
     h.send(ended({ kind: 'http-status', status: 401 }));
-    expect(h.output()).toMatchObject({ outcome: 'outcome-unknown', reason: StatelessReason.unauthorized });
+    expect(h.output()).toMatchObject({ outcome: 'outcome-unknown', reason: ModernCallReason.unauthorized });
   });
 
   it('a definite refusal on the first attempt fails with the server error', () => {
@@ -189,7 +189,7 @@ describe('the stateless call machine', () => {
     h.send(ended({ kind: 'http-status', status: 400, body: mismatch }));
     h.advance(1_000);
     expect(h.attempts).toHaveLength(1);
-    expect(h.output()).toMatchObject({ outcome: 'failed', reason: StatelessReason.headerMismatch });
+    expect(h.output()).toMatchObject({ outcome: 'failed', reason: ModernCallReason.headerMismatch });
   });
 
   it('stall detection counts as a cut (and is outcome unknown for a charge)', () => {
@@ -199,7 +199,7 @@ describe('the stateless call machine', () => {
     h.advance(4_000);
     expect(h.output()).toBeUndefined();
     h.advance(1_000);
-    expect(h.output()).toMatchObject({ outcome: 'outcome-unknown', reason: StatelessReason.stalled });
+    expect(h.output()).toMatchObject({ outcome: 'outcome-unknown', reason: ModernCallReason.stalled });
   });
 
   it('an input_required result is delivered (the next round is the application)', () => {
@@ -209,7 +209,7 @@ describe('the stateless call machine', () => {
       at: 1,
       message: { jsonrpc: '2.0', id: 7, result: { resultType: 'input_required', inputRequests: {} } },
     });
-    expect(h.output()).toMatchObject({ outcome: 'answered', reason: StatelessReason.inputRequired });
+    expect(h.output()).toMatchObject({ outcome: 'answered', reason: ModernCallReason.inputRequired });
   });
 
   it('an application cancel without the extension ends as outcome unknown and sends no notification', () => {
@@ -217,7 +217,7 @@ describe('the stateless call machine', () => {
     h.send({ type: 'app.cancel', at: 3 });
     expect(h.output()).toMatchObject({
       outcome: 'outcome-unknown',
-      reason: StatelessReason.cancelledByApplication,
+      reason: ModernCallReason.cancelledByApplication,
     });
     expect(h.cancels).toEqual([]);
   });
@@ -227,7 +227,7 @@ describe('the stateless call machine', () => {
     h.send(ended({ kind: 'http-status', status: 303 }));
     expect(h.output()).toMatchObject({
       outcome: 'outcome-unknown',
-      reason: StatelessReason.unexpectedStatus,
+      reason: ModernCallReason.unexpectedStatus,
     });
   });
 });
@@ -316,7 +316,7 @@ describe('the stateless call machine, with the extension', () => {
     });
     expect(h.output()).toMatchObject({
       outcome: 'outcome-unknown',
-      reason: StatelessReason.serverOutcomeUnknown,
+      reason: ModernCallReason.serverOutcomeUnknown,
       idempotencyKey: KEY,
     });
     expect(h.delivered.at(-1)).toMatchObject({
@@ -337,7 +337,7 @@ describe('the stateless call machine, with the extension', () => {
         body: { jsonrpc: '2.0', id: 7, error: { code: ContinuityErrorCode.KEY_REUSED, message: 'reused' } },
       }),
     );
-    expect(h.output()).toMatchObject({ outcome: 'failed', reason: StatelessReason.keyReused });
+    expect(h.output()).toMatchObject({ outcome: 'failed', reason: ModernCallReason.keyReused });
   });
 
   it('an application cancel sends the explicit cancel request (§13) with the key', () => {
@@ -364,19 +364,19 @@ describe('the stateless call machine, with the extension', () => {
     h.send(ended({ kind: 'cut-mid-stream' }, 61_000));
     expect(h.output()).toMatchObject({
       outcome: 'outcome-unknown',
-      reason: StatelessReason.memoWindowPassed,
+      reason: ModernCallReason.memoWindowPassed,
     });
   });
 
   it('the re-issue budget ends as outcome unknown', () => {
     const h = start({ extension: EXT, idempotencyKey: KEY });
-    const budget = DEFAULT_STATELESS_POLICY.maxReissues;
+    const budget = DEFAULT_MODERN_CALL_POLICY.maxReissues;
     for (let i = 0; i < budget; i++) {
       h.send(ended({ kind: 'cut-mid-stream' }));
       h.advance(60_000);
     }
     h.send(ended({ kind: 'cut-mid-stream' }));
-    expect(h.output()).toMatchObject({ outcome: 'outcome-unknown', reason: StatelessReason.reissueGivenUp });
+    expect(h.output()).toMatchObject({ outcome: 'outcome-unknown', reason: ModernCallReason.reissueGivenUp });
     expect(h.attempts).toHaveLength(budget + 1);
   });
 });

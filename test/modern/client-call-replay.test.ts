@@ -3,9 +3,9 @@ import { describe, expect } from 'vitest';
 import { createActor, fromCallback, SimulatedClock } from 'xstate';
 import {
   type AttemptInput,
-  type StatelessCallEvent,
-  statelessCallMachine,
-} from '../../machines/client/stateless-call.machine.js';
+  type ModernCallEvent,
+  modernCallMachine,
+} from '../../machines/client/modern-call.machine.js';
 import { ContinuityMeta } from '../../machines/continuity-extension.js';
 import type { JsonRpcMessage, JsonRpcRequest } from '../../machines/jsonrpc.js';
 
@@ -38,9 +38,9 @@ describe('the call machine never delivers a message twice', () => {
     const clock = new SimulatedClock();
     const attempts: AttemptInput[] = [];
     const delivered: JsonRpcMessage[] = [];
-    const machine = statelessCallMachine.provide({
+    const machine = modernCallMachine.provide({
       actors: {
-        exchange: fromCallback<StatelessCallEvent, AttemptInput>(({ input }) => {
+        exchange: fromCallback<ModernCallEvent, AttemptInput>(({ input }) => {
           attempts.push(input);
         }),
       },

@@ -2,8 +2,8 @@ import http from 'node:http';
 import net from 'node:net';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { StatelessCallOutput } from '../../machines/client/stateless-call.machine.js';
-import { StatelessReason } from '../../machines/client/stateless-decide.js';
+import type { ModernCallOutput } from '../../machines/client/modern-call.machine.js';
+import { ModernCallReason } from '../../machines/client/modern-call-decide.js';
 import { continuityFetch } from '../../src/client/modern/continuity-fetch.js';
 import { isOutcomeUnknown, OUTCOME_UNKNOWN } from '../../src/client/outcome.js';
 import { FaultProxy } from '../../src/testing/fault-proxy.js';
@@ -16,7 +16,7 @@ import { type OfficialServer, startOfficialServer } from './client-official-serv
  * connections idle for 300 ms. Real HTTP on 127.0.0.1 throughout.
  */
 
-type Ending = StatelessCallOutput & { toolName: string };
+type Ending = ModernCallOutput & { toolName: string };
 
 let server: OfficialServer;
 let proxy: FaultProxy;
@@ -83,7 +83,7 @@ describe('continuityFetch with the official v2 client on 2026-07-28 (official se
     expect(isOutcomeUnknown(r.error)).toBe(true);
     const err = r.error as { code: number; data: { reason: string; idempotencyKey?: string } };
     expect(err.code).toBe(OUTCOME_UNKNOWN);
-    expect(err.data.reason).toBe(StatelessReason.cutBeforeResponse);
+    expect(err.data.reason).toBe(ModernCallReason.cutBeforeResponse);
     expect(err.data.idempotencyKey).toBeUndefined();
     // The cut that ended the call: the last one before it ended (idle pooled connections are cut too).
     const cut = lastCutBefore(r.at, started);
@@ -110,7 +110,7 @@ describe('continuityFetch with the official v2 client on 2026-07-28 (official se
       ),
     );
     expect(isOutcomeUnknown(r.error)).toBe(true);
-    expect((r.error as { data: { reason: string } }).data.reason).toBe(StatelessReason.cutMidStream);
+    expect((r.error as { data: { reason: string } }).data.reason).toBe(ModernCallReason.cutMidStream);
     expect(progress).toHaveLength(1);
     const cut = lastCutBefore(r.at, started);
     const afterCut = r.at - cut;
@@ -132,7 +132,7 @@ describe('continuityFetch with the official v2 client on 2026-07-28 (official se
     expect(cuts.length).toBeGreaterThanOrEqual(1);
     expect(server.lookups()).toBe(2);
     expect(endings).toMatchObject([
-      { toolName: 'lookup', outcome: 'answered', reason: StatelessReason.answered, attempts: 1 },
+      { toolName: 'lookup', outcome: 'answered', reason: ModernCallReason.answered, attempts: 1 },
     ]);
     await client.close();
   });
@@ -185,7 +185,7 @@ describe('continuityFetch with the official v2 client on 2026-07-28 (official se
     // The SDK's own error for a refused POST, with the status and body it would have seen without us.
     expect(r.error).toMatchObject({ data: { status: 403 } });
     expect(String((r.error as Error).message)).toContain('forbidden by policy');
-    expect(endings).toMatchObject([{ outcome: 'failed', reason: StatelessReason.forbidden, attempts: 0 }]);
+    expect(endings).toMatchObject([{ outcome: 'failed', reason: ModernCallReason.forbidden, attempts: 0 }]);
     expect(server.chargeStarts()).toBe(0);
     await client.close();
     gateway.closeAllConnections();
@@ -212,12 +212,12 @@ describe('continuityFetch with the official v2 client on 2026-07-28 (official se
     );
     const r = await call;
     expect(isOutcomeUnknown(r.error)).toBe(true);
-    expect((r.error as { data: { reason: string } }).data.reason).toBe(StatelessReason.stalled);
+    expect((r.error as { data: { reason: string } }).data.reason).toBe(ModernCallReason.stalled);
     // The stall timeout (500 ms) after the last byte, with margin for a busy machine.
     expect(r.at - blackholedAt).toBeGreaterThanOrEqual(450);
     expect(r.at - blackholedAt).toBeLessThan(1_500);
     expect(endings).toMatchObject([
-      { outcome: 'outcome-unknown', reason: StatelessReason.stalled, attempts: 0 },
+      { outcome: 'outcome-unknown', reason: ModernCallReason.stalled, attempts: 0 },
     ]);
     await client.close();
   });
@@ -234,7 +234,7 @@ describe('continuityFetch with the official v2 client on 2026-07-28 (official se
     expect(r.at - started).toBeLessThan(1_000);
     await until(() => endings.length === 1, 2_000);
     expect(endings).toMatchObject([
-      { outcome: 'outcome-unknown', reason: StatelessReason.cancelledByApplication, attempts: 0 },
+      { outcome: 'outcome-unknown', reason: ModernCallReason.cancelledByApplication, attempts: 0 },
     ]);
     await client.close();
   });

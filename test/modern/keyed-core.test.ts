@@ -6,8 +6,8 @@ import type { KeyedCommand, KeyedFact, KeyedStoreCall } from '../../machines/ser
 import type { MemoEntry } from '../../machines/server/keyed-memo.js';
 import { keyedLimits } from '../../machines/server/keyed-timing.js';
 import { SimEventLog } from '../../properties/world/sim-event-log.js';
-import { executeStoreCall } from '../../properties/world2026/keyed-ports.js';
-import { SimMemoStore } from '../../properties/world2026/sim-memo.js';
+import { executeStoreCall } from '../../properties/world-modern/keyed-ports.js';
+import { SimMemoStore } from '../../properties/world-modern/sim-memo.js';
 
 /**
  * The keyed core alone (machines/server/keyed-core.ts): facts in, commands out, on the simulated memo and

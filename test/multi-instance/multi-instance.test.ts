@@ -59,7 +59,10 @@ async function startInstance(prefix: string): Promise<Instance> {
   const stderr: string[] = [];
   child.stderr?.on('data', (d: Buffer) => stderr.push(d.toString()));
   const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`instance did not start: ${stderr.join('')}`)), START_DEADLINE_MS);
+    const timer = setTimeout(
+      () => reject(new Error(`instance did not start: ${stderr.join('')}`)),
+      START_DEADLINE_MS,
+    );
     child.once('exit', (code) => reject(new Error(`instance exited (${code}): ${stderr.join('')}`)));
     createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (line) => {
       const m = /^ready (\d+)$/.exec(line);

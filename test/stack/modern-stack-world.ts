@@ -16,7 +16,7 @@ import {
   type StreamDelivery,
 } from '../../properties/checks/delivery.js';
 import type { CallTrace, InstanceDeath, Trace } from '../../properties/checks/trace.js';
-import { RULES_2026 } from '../../properties/checks2026.js';
+import { RULES_MODERN } from '../../properties/checks-modern.js';
 import { continuityFetch } from '../../src/client/modern/continuity-fetch.js';
 import { isOutcomeUnknown } from '../../src/client/outcome.js';
 import type { EventLog } from '../../src/server/event-log.js';
@@ -645,7 +645,7 @@ export type ModernCheck = (o: ModernOutcome) => string[];
 const effectful = (c: ModernCallRecord) => c.tool === 'charge' || c.tool === 'stream';
 const effectsOf = (o: ModernOutcome, c: ModernCallRecord) => o.effects.get(c.key) ?? 0;
 
-/** What the real 2026 stack recorded, as the neutral trace the era's checks read (properties/checks2026.ts). */
+/** What the real 2026 stack recorded, as the neutral trace the era's checks read (properties/checks-modern.ts). */
 export function modernTrace(o: ModernOutcome): Trace {
   const calls = new Map<string, CallTrace>();
   for (const c of o.calls.values())
@@ -680,11 +680,11 @@ const effectfulKey = (o: ModernOutcome, key: string) => {
   return c !== undefined && effectful(c);
 };
 
-/** A check of the 2026 era (properties/checks2026.ts, checks/common.ts), judged on the real stack. */
+/** A check of the 2026 era (properties/checks-modern.ts, checks/common.ts), judged on the real stack. */
 const onStack =
   (check: TraceCheck): ModernCheck =>
   (o) =>
-    check(modernTrace(o), RULES_2026);
+    check(modernTrace(o), RULES_MODERN);
 
 /** A charge never lands twice for one application call; a stream body never starts twice. */
 export const atMostOnce: ModernCheck = onStack(COMMON_CHECKS['at most once']);
@@ -694,7 +694,7 @@ export const atMostOnce: ModernCheck = onStack(COMMON_CHECKS['at most once']);
  * is the real one (its text, and the effect happened exactly once).
  */
 export const honestErrors: ModernCheck = (o) => {
-  const out = COMMON_CHECKS['honest errors'](modernTrace(o), RULES_2026);
+  const out = COMMON_CHECKS['honest errors'](modernTrace(o), RULES_MODERN);
   for (const c of o.calls.values()) {
     const ran = effectsOf(o, c);
     if (c.outcome?.kind === 'result') {

@@ -10,7 +10,7 @@ import {
 } from '../../../machines/client/call-core.js';
 import { faultOf } from '../../../machines/client/faults.js';
 import { DEFAULT_MAX_MESSAGE_BYTES } from '../../../machines/client/limits.js';
-import type { AttemptInput, StatelessCallEvent } from '../../../machines/client/stateless-call.machine.js';
+import type { AttemptInput, ModernCallEvent } from '../../../machines/client/modern-call.machine.js';
 import { readCappedText } from '../read-capped.js';
 
 /** The last HTTP answer of a call that was not a stream: a runtime may hand it to the SDK as it came. */
@@ -41,7 +41,7 @@ export interface AttemptIo {
  * into the machine's events; this decides nothing. Stopping it aborts the POST.
  */
 export function attemptExchange(io: AttemptIo) {
-  return fromCallback<StatelessCallEvent, AttemptInput>(({ input, sendBack }) => {
+  return fromCallback<ModernCallEvent, AttemptInput>(({ input, sendBack }) => {
     const abort = new AbortController();
     let state = ATTEMPT_START;
     const tell: Tell = (fact, before) => {

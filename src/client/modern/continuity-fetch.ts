@@ -4,22 +4,22 @@ import { callEnding, callInput } from '../../../machines/client/call-core.js';
 import { CANCEL_DEADLINE_MS } from '../../../machines/client/limits.js';
 import { DEFAULT_MAX_LISTING_BYTES, endsListing } from '../../../machines/client/listing-answer.js';
 import {
-  type StatelessCallOutput,
-  statelessCallMachine,
+  type ModernCallOutput,
+  modernCallMachine,
   type ToolHints,
-} from '../../../machines/client/stateless-call.machine.js';
+} from '../../../machines/client/modern-call.machine.js';
 import {
-  DEFAULT_STATELESS_POLICY,
-  type StatelessDecision,
-  type StatelessPolicy,
-} from '../../../machines/client/stateless-decide.js';
+  DEFAULT_MODERN_CALL_POLICY,
+  type ModernCallDecision,
+  type ModernCallPolicy,
+} from '../../../machines/client/modern-call-decide.js';
 import {
   hintsFromToolsList,
   PROTOCOL_VERSION_META,
   rawAnswerAs,
   routeOutgoing,
   settingsFromDiscover,
-} from '../../../machines/client/stateless-wire.js';
+} from '../../../machines/client/modern-call-wire.js';
 import type { ContinuitySettings } from '../../../machines/continuity-extension.js';
 import { ContinuityMeta } from '../../../machines/continuity-extension.js';
 import type { GapDetails } from '../../../machines/decide.js';
@@ -43,7 +43,7 @@ export interface ContinuityFetchOptions {
   /** The fetch every request really goes through (auth wrappers, an undici agent…). Default: global fetch. */
   readonly fetch?: typeof fetch;
   /** Re-issue budget, backoff, memo margin, whether tool annotations are trusted. */
-  readonly policy?: Partial<StatelessPolicy>;
+  readonly policy?: Partial<ModernCallPolicy>;
   /** No byte for this long on a call's stream counts as a cut. Default 30 s; 0 turns it off. */
   readonly stallTimeoutMs?: number;
   /**
@@ -54,7 +54,7 @@ export interface ContinuityFetchOptions {
   /** Events of a keyed call were evicted on the server (exact count): the application may re-read state. */
   readonly onGap?: (gap: GapDetails, call: { readonly toolName: string }) => void;
   /** Every 2026-07-28 call's ending, for logs and metrics (the SDK sees only the answer or the error). */
-  readonly onCallEnded?: (ending: StatelessCallOutput & { readonly toolName: string }) => void;
+  readonly onCallEnded?: (ending: ModernCallOutput & { readonly toolName: string }) => void;
   /** A `subscriptions/listen` stream broke and was re-opened: what may have been missed (listen.ts). */
   readonly onListenGap?: (gap: ListenGap) => void;
   /** What to re-list after a listen stream's gap (`tools`, `prompts`, `resources`, `resource:<uri>`). */
@@ -109,7 +109,7 @@ interface EndpointFacts {
  * - `server/discover` and `tools/list` results are read as they pass: the extension's settings, the tools'
  *   `readOnlyHint` / `idempotentHint`. They reach the SDK as they arrive (an event stream ends with the
  *   request's own response, however long the server keeps it open) and are capped (`maxListingBytes`).
- * - A 2026-07-28 `tools/call` runs `statelessCallMachine`: re-issued with a new id only when that cannot
+ * - A 2026-07-28 `tools/call` runs `modernCallMachine`: re-issued with a new id only when that cannot
  *   duplicate a side effect (through the extension: the same key and the last event id), and otherwise
  *   ended AT ONCE as outcome unknown: the SDK gets a JSON-RPC error `OUTCOME_UNKNOWN` (-32050) with
  *   `data: { reason, idempotencyKey? }`, so `client.callTool` rejects now (`isOutcomeUnknown(err)`), never
@@ -129,7 +129,7 @@ export function continuityFetch(options: ContinuityFetchOptions = {}): typeof fe
     }
     return facts;
   };
-  const policy: StatelessPolicy = { ...DEFAULT_STATELESS_POLICY, ...options.policy };
+  const policy: ModernCallPolicy = { ...DEFAULT_MODERN_CALL_POLICY, ...options.policy };
   const telemetry = options.telemetry ?? globalTelemetry();
 
   const continuity = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
@@ -205,7 +205,7 @@ export function continuityFetch(options: ContinuityFetchOptions = {}): typeof fe
     const last: AttemptIo['last'] = {};
     const baseInit: RequestInit = { ...init, signal: undefined };
     const traced = new ClientCallTrace(telemetry, request, toolName, protocolVersionOf(request));
-    const machine = statelessCallMachine.provide({
+    const machine = modernCallMachine.provide({
       actors: {
         exchange: attemptExchange({
           url,
@@ -244,7 +244,7 @@ export function continuityFetch(options: ContinuityFetchOptions = {}): typeof fe
       inspect: options.inspect,
     });
     const onAbort = () => actor.send({ type: 'app.cancel', at: now() });
-    let seen: StatelessDecision | undefined;
+    let seen: ModernCallDecision | undefined;
     actor.subscribe({
       next: ({ context }) => {
         // Each decision is a new object: told once, as the machine leaves the attempt it ended.

@@ -5,7 +5,7 @@ import {
   listingTooLargeError,
   overCapAnswer,
 } from '../../../machines/client/listing-answer.js';
-import { answerShape, asMessage } from '../../../machines/client/stateless-wire.js';
+import { answerShape, asMessage } from '../../../machines/client/modern-call-wire.js';
 import type { JsonRpcMessage, JsonRpcRequest } from '../../../machines/jsonrpc.js';
 import { readCappedText } from '../read-capped.js';
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { DEFAULT_MAX_MESSAGE_BYTES } from '../../../machines/client/limits.js';
-import { PROTOCOL_VERSION_META } from '../../../machines/client/stateless-wire.js';
+import { PROTOCOL_VERSION_META } from '../../../machines/client/modern-call-wire.js';
 import { CLIENT_CAPABILITIES_META_KEY } from '../../../machines/continuity-extension.js';
 import type { JsonRpcMessage, JsonRpcRequest } from '../../../machines/jsonrpc.js';
 import {

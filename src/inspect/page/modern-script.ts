@@ -5,7 +5,7 @@
  * textContent only, as the rest of the page. Written without template literals: it lives inside one.
  */
 export const MODERN_SCRIPT = `
-var MODERN_MACHINES = { statelessCall: true, keyedRequest: true, listen: true };
+var MODERN_MACHINES = { modernCall: true, keyedRequest: true, listen: true };
 
 /* The group a 2026 actor belongs to: its idempotency key, else the actor itself. */
 function modernGroupKey(view) {
@@ -23,7 +23,7 @@ function modernGroupTitle(key) {
 
 function modernLabel(view) {
   var v = view.modern || {};
-  if (view.machine === 'statelessCall') return 'client call machine' + (v.tool ? ': ' + v.tool : '');
+  if (view.machine === 'modernCall') return 'client call machine' + (v.tool ? ': ' + v.tool : '');
   if (view.machine === 'keyedRequest') return 'server keyed request machine';
   return 'listen stream machine';
 }

@@ -1,12 +1,12 @@
 import {
   caseOf,
-  type StatelessCallContext,
-  type StatelessCase,
-  type StatelessDecision,
-  type StatelessStreamEnd,
-} from '../machines/client/stateless-decide.js';
-import type { ServerObservation2026 } from './world2026/server.js';
-import type { Observer2026 } from './world2026/world.js';
+  type ModernCallCase,
+  type ModernCallContext,
+  type ModernCallDecision,
+  type ModernCallStreamEnd,
+} from '../machines/client/modern-call-decide.js';
+import type { ModernServerObservation } from './world-modern/server.js';
+import type { ModernObserver } from './world-modern/world.js';
 
 /**
  * Which decisions of the 2026-07-28 machines the simulated worlds reach: every row of the client's decision
@@ -24,7 +24,7 @@ interface Branch {
 const NO_APP_CANCEL = 'the simulated application never cancels a call';
 const NEVER_SENT = 'the simulated server never answers it';
 
-const TABLE_ROWS: ReadonlyArray<[StatelessCase, string?]> = [
+const TABLE_ROWS: ReadonlyArray<[ModernCallCase, string?]> = [
   ['refused'],
   ['cut-before-response'],
   ['cut-mid-stream'],
@@ -64,7 +64,7 @@ const TABLE_ROWS: ReadonlyArray<[StatelessCase, string?]> = [
 
 const b = (group: string, name: string, notModelled?: string): Branch => ({ group, name, notModelled });
 
-export const BRANCHES_2026: readonly Branch[] = [
+export const BRANCHES_MODERN: readonly Branch[] = [
   ...TABLE_ROWS.map(([row, nm]) => b('table row', row, nm)),
   b('decision', 'deliver'),
   b('decision', 're-issue at once (a transport cut)'),
@@ -127,7 +127,7 @@ export const BRANCHES_2026: readonly Branch[] = [
 const key = (group: string, name: string) => `${group}: ${name}`;
 
 /** The decision row's name, from what it decided. */
-function decisionRow(end: StatelessStreamEnd, ctx: StatelessCallContext, d: StatelessDecision): string[] {
+function decisionRow(end: ModernCallStreamEnd, ctx: ModernCallContext, d: ModernCallDecision): string[] {
   switch (d.action) {
     case 'deliver':
       return ['deliver'];
@@ -159,7 +159,7 @@ const PLAN_NAMES: Record<string, string> = {
   'reply -32602': 'reply -32602 (invalid key or cursor)',
 };
 
-function serverRows(o: ServerObservation2026): string[] {
+function serverRows(o: ModernServerObservation): string[] {
   switch (o.kind) {
     case 'plan':
       return [key('keyed plan', PLAN_NAMES[o.plan] ?? o.plan)];
@@ -173,12 +173,12 @@ function serverRows(o: ServerObservation2026): string[] {
 }
 
 /** Counts, per world, the branches it reached. */
-export class CoverageTally2026 {
+export class ModernCoverageTally {
   worlds = 0;
   readonly counts = new Map<string, number>();
 
   /** An observer for one world; `done()` adds what it reached. */
-  observer(): Observer2026 & { done(): void } {
+  observer(): ModernObserver & { done(): void } {
     const reached = new Set<string>();
     return {
       decision: (end, ctx, d) => {
@@ -196,16 +196,16 @@ export class CoverageTally2026 {
   }
 
   unreached(): string[] {
-    return BRANCHES_2026.filter((x) => !x.notModelled && !this.counts.get(key(x.group, x.name))).map((x) =>
+    return BRANCHES_MODERN.filter((x) => !x.notModelled && !this.counts.get(key(x.group, x.name))).map((x) =>
       key(x.group, x.name),
     );
   }
 
   table(): string {
-    const known = new Set(BRANCHES_2026.map((x) => key(x.group, x.name)));
+    const known = new Set(BRANCHES_MODERN.map((x) => key(x.group, x.name)));
     const lines = [`2026-07-28 decision branches reached, of ${this.worlds} worlds:`];
     let group = '';
-    for (const x of BRANCHES_2026) {
+    for (const x of BRANCHES_MODERN) {
       if (x.group !== group) {
         group = x.group;
         lines.push(`  ${group}`);

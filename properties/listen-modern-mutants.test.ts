@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { huntMutant } from './catch-mutant.js';
 import { freshSeed } from './judge.js';
-import { LISTEN_MUTANT_RUNS, LISTEN_MUTANT_SEED, LISTEN_SHRINK_MS } from './listen2026/budget.js';
-import { describeListenVerdict, judgeListen } from './listen2026/checks.js';
-import { DIRECTED_LISTEN } from './listen2026/corpus.js';
-import { LISTEN_MUTANTS } from './listen2026/mutants.js';
-import { type ListenScenario, listenScenarioArb } from './listen2026/schedule.js';
-import { runListenWorld } from './listen2026/world.js';
+import { LISTEN_MUTANT_RUNS, LISTEN_MUTANT_SEED, LISTEN_SHRINK_MS } from './listen-modern/budget.js';
+import { describeListenVerdict, judgeListen } from './listen-modern/checks.js';
+import { DIRECTED_LISTEN } from './listen-modern/corpus.js';
+import { LISTEN_MUTANTS } from './listen-modern/mutants.js';
+import { type ListenScenario, listenScenarioArb } from './listen-modern/schedule.js';
+import { runListenWorld } from './listen-modern/world.js';
 
 /**
  * The listen properties prove they can fail: every deliberately wrong variant of the listen part's

@@ -1,12 +1,12 @@
 import { type ContinuitySettings, parseContinuitySettings } from '../continuity-extension.js';
 import type { JsonRpcMessage, JsonRpcRequest } from '../jsonrpc.js';
-import type { ToolHints } from './stateless-call.machine.js';
-import type { StatelessStreamEnd } from './stateless-decide.js';
+import type { ToolHints } from './modern-call.machine.js';
+import type { ModernCallStreamEnd } from './modern-call-decide.js';
 
 /**
  * What the 2026-07-28 client runtime (`src/client/modern/continuity-fetch.ts`) reads off the wire, as pure
  * functions: which outgoing POSTs it handles, what a `server/discover` or `tools/list` result tells it,
- * and how an HTTP answer or a failed fetch is named as a `StatelessStreamEnd` for the call machine.
+ * and how an HTTP answer or a failed fetch is named as a `ModernCallStreamEnd` for the call machine.
  */
 
 /** The `_meta` key of a 2026-era request's protocol version claim (changelog, major change 2). */
@@ -101,7 +101,7 @@ export function endOfAnswer(
   body: unknown,
   retryAfter: string | null,
   nowMs: number,
-): StatelessStreamEnd {
+): ModernCallStreamEnd {
   if (status === 200) return { kind: 'malformed-response' };
   const retryAfterMs = parseRetryAfter(retryAfter, nowMs);
   return {
@@ -146,7 +146,7 @@ function record(v: unknown): Record<string, unknown> | undefined {
  */
 export function libraryEnding(
   outcome: 'answered' | 'outcome-unknown' | 'failed',
-  end: StatelessStreamEnd | undefined,
+  end: ModernCallStreamEnd | undefined,
   streamOpen: boolean,
 ): 'final' | 'raw-answer' | 'fetch-error' {
   if (outcome !== 'failed' || streamOpen || !end) return 'final';

@@ -8,9 +8,9 @@ import type { TrickleRecord } from './link.js';
  * effects as a payment provider counts them, progress as the tool emitted it, what the application
  * received, and what it was told about losses.
  */
-export type CallOutcome2026 = 'result' | 'error' | 'unknown' | 'aborted';
+export type ModernCallOutcome = 'result' | 'error' | 'unknown' | 'aborted';
 
-export interface CallRecord2026 {
+export interface CallRecordModern {
   readonly callKey: string;
   readonly tool: string;
   /** Virtual time the application made the call. */
@@ -21,8 +21,8 @@ export interface CallRecord2026 {
   readonly principal: string;
   /** When the application aborted it (its signal), if it did before it ended. */
   abortedAt?: number;
-  outcome?: CallOutcome2026;
-  /** The decision's reason (`StatelessReason`). */
+  outcome?: ModernCallOutcome;
+  /** The decision's reason (`ModernCallReason`). */
   reason?: string;
   outcomes: number;
   endedAt?: number;
@@ -46,8 +46,8 @@ export interface ProgressRecord {
   readonly n: number;
 }
 
-export class Recorder2026 {
-  readonly calls = new Map<string, CallRecord2026>();
+export class ModernRecorder {
+  readonly calls = new Map<string, CallRecordModern>();
   /** Non-idempotent side effects per application call. */
   readonly sideEffects = new Map<string, number>();
   /** Tool executions (bodies started) per application call. */

@@ -2,7 +2,7 @@
  * The simulated tools of the 2026-07-28 world. Their side effects are what "at most once" counts, their
  * numbered progress what "no unflagged loss" counts, their annotations what the client may trust.
  */
-export interface SimTool2026 {
+export interface ModernSimTool {
   /** `once`: a non-idempotent side effect (a charge), counted per application call. */
   readonly sideEffect: 'once' | 'idempotent' | 'none';
   readonly annotations: { readonly readOnlyHint?: boolean; readonly idempotentHint?: boolean };
@@ -12,7 +12,7 @@ export interface SimTool2026 {
   readonly durationMs: number;
 }
 
-export const TOOLS_2026 = {
+export const TOOLS_MODERN = {
   /** The issue's payment call: silent, longer than a balancer's idle cut. */
   charge: { sideEffect: 'once', annotations: {}, progress: 0, stepMs: 0, durationMs: 1_500 },
   /** A charge that reports progress: a cut after a progress notification (the issue's hang). */
@@ -39,7 +39,7 @@ export const TOOLS_2026 = {
     stepMs: 0,
     durationMs: 200,
   },
-} as const satisfies Record<string, SimTool2026>;
+} as const satisfies Record<string, ModernSimTool>;
 
-export type Tool2026 = keyof typeof TOOLS_2026;
-export const TOOL_NAMES_2026 = Object.keys(TOOLS_2026) as Tool2026[];
+export type ModernTool = keyof typeof TOOLS_MODERN;
+export const TOOL_NAMES_MODERN = Object.keys(TOOLS_MODERN) as ModernTool[];

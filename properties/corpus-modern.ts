@@ -1,53 +1,53 @@
-import type { Scenario2026 } from './arbitraries2026.js';
+import type { ModernScenario } from './arbitraries-modern.js';
 import {
-  type Command2026,
-  DEFAULT_WORLD_2026,
+  type CommandModern,
+  DEFAULT_WORLD_MODERN,
   GONE_FOR_GOOD_MS,
-  type WorldConfig2026,
-} from './world2026/world.js';
+  type ModernWorldConfig,
+} from './world-modern/world.js';
 
 /**
  * Directed worlds for rows random schedules reach rarely, and the issues' incidents. Each is judged by
  * every property like a random world, and feeds the coverage table.
  */
-export interface Directed2026 {
+export interface ModernDirected {
   readonly name: string;
-  readonly config: Scenario2026['config'];
-  readonly commands: readonly Command2026[];
+  readonly config: ModernScenario['config'];
+  readonly commands: readonly CommandModern[];
 }
 
-const world = (over: Partial<WorldConfig2026>): WorldConfig2026 => ({ ...DEFAULT_WORLD_2026, ...over });
-const call = (tool: 'charge' | 'meteredCharge' | 'scan' | 'lookup' | 'upsert'): Command2026 => ({
+const world = (over: Partial<ModernWorldConfig>): ModernWorldConfig => ({ ...DEFAULT_WORLD_MODERN, ...over });
+const call = (tool: 'charge' | 'meteredCharge' | 'scan' | 'lookup' | 'upsert'): CommandModern => ({
   kind: 'call',
   tool,
 });
-const advance = (ms: number): Command2026 => ({ kind: 'advance', ms });
+const advance = (ms: number): CommandModern => ({ kind: 'advance', ms });
 
 /** The issue's incident: a balancer cutting connections idle for 300 ms during a 1.5 s charge. */
-export const INCIDENT_EXTENSION: Directed2026 = {
+export const INCIDENT_EXTENSION: ModernDirected = {
   name: 'incident: balancer cuts every 300 ms idle during a 1.5 s charge, with the extension',
   config: world({ heartbeat: false, lbIdleMs: 300, headersEarly: false }),
   commands: [call('charge'), advance(3_000)],
 };
 
-export const INCIDENT_SPEC: Directed2026 = {
+export const INCIDENT_SPEC: ModernDirected = {
   ...INCIDENT_EXTENSION,
   name: 'incident: the same balancer, a server without the extension',
   config: world({ extension: false, heartbeat: false, lbIdleMs: 300, headersEarly: false }),
 };
 
 /** Stalls past the memo window: the client stops re-issuing before the server can have forgotten the key. */
-export const MEMO_WINDOW: Directed2026 = {
+export const MEMO_WINDOW: ModernDirected = {
   name: 'stalled re-issues outlast a small memo window',
   // A balancer slower than the client's stall timer: the client ends each silent attempt itself.
   config: world({ memoWindowMs: 8_000, lbIdleMs: 5_000 }),
   commands: [call('charge'), advance(100), { kind: 'blackhole', ms: 12_000 }, advance(14_000)],
 };
 
-const declare = (tool: 'charge' | 'scan'): Command2026 => ({ kind: 'schemaChange', tool });
+const declare = (tool: 'charge' | 'scan'): CommandModern => ({ kind: 'schemaChange', tool });
 
 /** The charge starts declaring a header the application's view lacks: refused, refreshed, sent again. */
-export const STALE_HEADERS: Directed2026 = {
+export const STALE_HEADERS: ModernDirected = {
   name: 'a stale tool list: the keyed charge is refused (400 -32020), the SDK refreshes and sends it again',
   config: world({}),
   commands: [declare('charge'), call('charge'), advance(3_000)],
@@ -58,7 +58,7 @@ export const STALE_HEADERS: Directed2026 = {
  * changes back meanwhile: our client re-issues the same key with the same headers, which now agree; the
  * key starts over (execute-over) and runs once. The memo never replays the refusal as an outcome.
  */
-export const REFUSAL_LOST_THEN_AGREES: Directed2026 = {
+export const REFUSAL_LOST_THEN_AGREES: ModernDirected = {
   name: 'a refusal lost on its way back, the declaration changes back: the same key starts over and runs',
   config: world({}),
   commands: [
@@ -71,7 +71,7 @@ export const REFUSAL_LOST_THEN_AGREES: Directed2026 = {
   ],
 };
 
-export const DIRECTED_2026: readonly Directed2026[] = [
+export const DIRECTED_MODERN: readonly ModernDirected[] = [
   STALE_HEADERS,
   REFUSAL_LOST_THEN_AGREES,
   {

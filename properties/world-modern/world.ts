@@ -1,22 +1,27 @@
 import type {
-  StatelessCallContext,
-  StatelessDecision,
-  StatelessStreamEnd,
-} from '../../machines/client/stateless-decide.js';
+  ModernCallContext,
+  ModernCallDecision,
+  ModernCallStreamEnd,
+} from '../../machines/client/modern-call-decide.js';
 import { DEFAULT_CONTINUITY_SETTINGS } from '../../machines/continuity-extension.js';
 import { VirtualClock } from '../world/clock.js';
 import { SimNetwork } from '../world/network.js';
 import { seededRandom } from '../world/random.js';
-import { type ClientVariant2026, CORRECT_CLIENT_2026, SIM_STATELESS_POLICY, SimCall } from './client.js';
-import { type Receiver2026, SLOW_LINK_2026 } from './link.js';
-import { Recorder2026 } from './recorder.js';
 import {
+  CORRECT_CLIENT_MODERN,
+  type ModernClientVariant,
+  SIM_MODERN_CALL_POLICY,
+  SimCall,
+} from './client.js';
+import { type ModernReceiver, SLOW_LINK_MODERN } from './link.js';
+import { ModernRecorder } from './recorder.js';
+import {
+  type ModernServerDecisions,
+  type ModernServerObservation,
+  ModernSimServer,
   RUNTIME_DECISIONS,
-  type ServerDecisions2026,
-  type ServerObservation2026,
-  SimServer2026,
 } from './server.js';
-import type { Tool2026 } from './tools.js';
+import type { ModernTool } from './tools.js';
 
 /**
  * The simulated world of MCP 2026-07-28: one application making calls, the network (per-message latency,
@@ -24,10 +29,10 @@ import type { Tool2026 } from './tools.js';
  * one or two instances with or without the continuity extension, on one virtual clock. Commands are data
  * so fast-check can generate, shrink and print them.
  */
-export type Command2026 =
-  | { readonly kind: 'call'; readonly tool: Tool2026 }
+export type CommandModern =
+  | { readonly kind: 'call'; readonly tool: ModernTool }
   /** The application's bug: a new call (other arguments) with the idempotency key of an earlier one. */
-  | { readonly kind: 'callReusingKey'; readonly tool: Tool2026; readonly pick: number }
+  | { readonly kind: 'callReusingKey'; readonly tool: ModernTool; readonly pick: number }
   | { readonly kind: 'advance'; readonly ms: number }
   /** One open connection resets (by position, so it stays valid while shrinking). */
   | { readonly kind: 'reset'; readonly pick: number }
@@ -58,7 +63,7 @@ export type Command2026 =
    * The server's tool changes whether it declares an argument as an `Mcp-Param-*` header (`x-mcp-header`):
    * the application's view (its cached tools/list) is stale until it refreshes it after a -32020.
    */
-  | { readonly kind: 'schemaChange'; readonly tool: Tool2026 }
+  | { readonly kind: 'schemaChange'; readonly tool: ModernTool }
   /** A proxy retries the next keyed POST on its own: the server gets two copies at once. */
   | { readonly kind: 'duplicate' }
   /** One instance dies, and is back after `downMs` (0: a restart; with two instances the other serves). */
@@ -71,7 +76,7 @@ export type Command2026 =
   /** The application aborts one of its calls still open (its fetch's signal), by position. */
   | { readonly kind: 'cancel'; readonly pick: number };
 
-export interface WorldConfig2026 {
+export interface ModernWorldConfig {
   readonly extension: boolean;
   readonly memo: 'memory' | 'durable';
   /** 2 only with a durable memo (the extension's fleet rule: a shared memo). */
@@ -98,7 +103,7 @@ export interface WorldConfig2026 {
   readonly maxKeysPerPrincipal?: number;
 }
 
-export const DEFAULT_WORLD_2026: WorldConfig2026 = {
+export const DEFAULT_WORLD_MODERN: ModernWorldConfig = {
   extension: true,
   memo: 'durable',
   instances: 1,
@@ -112,19 +117,19 @@ export const DEFAULT_WORLD_2026: WorldConfig2026 = {
   seed: 1,
 };
 
-export interface WorldVariant2026 {
-  readonly client: ClientVariant2026;
+export interface ModernWorldVariant {
+  readonly client: ModernClientVariant;
   /** The server's decisions (a mutant wraps one of the runtime's plan functions). */
-  readonly server?: ServerDecisions2026;
+  readonly server?: ModernServerDecisions;
   /**
    * Swaps one piece of a real machine or table in place for the duration of the world, and returns the
    * undo (a mutant of a decision the runtime reaches without a seam: a guard of `keyedRequestMachine`,
-   * which `stepMemoEntry` runs; a row of `STATELESS_DECISION_TABLE`, which the call machine reads).
+   * which `stepMemoEntry` runs; a row of `MODERN_CALL_DECISION_TABLE`, which the call machine reads).
    */
   readonly patch?: () => () => void;
 }
 
-export const CORRECT_2026: WorldVariant2026 = { client: CORRECT_CLIENT_2026 };
+export const CORRECT_MODERN: ModernWorldVariant = { client: CORRECT_CLIENT_MODERN };
 
 /** An instance down this long never comes back within a world (the fleet shrank; its lease is gone). */
 export const GONE_FOR_GOOD_MS = 1_000_000_000;
@@ -133,56 +138,56 @@ const HEARTBEAT_MS = 1_000;
 /** Keep-alives often enough for the balancer's idle timeout (as an operator sets `keepAliveMs`). */
 const heartbeatMs = (lbIdleMs: number): number => Math.min(HEARTBEAT_MS, Math.floor(lbIdleMs / 3));
 /** The client's stall timeout in a world with heartbeats. */
-export const STALL_2026_MS = 3_500;
+export const STALL_MODERN_MS = 3_500;
 /** After the faults stop, how long every call may take to end before it counts as hung. */
-export const SETTLE_BOUND_2026_MS = 120_000;
+export const SETTLE_BOUND_MODERN_MS = 120_000;
 
-export interface WorldOutcome2026 {
-  readonly config: WorldConfig2026;
-  readonly recorder: Recorder2026;
+export interface ModernWorldOutcome {
+  readonly config: ModernWorldConfig;
+  readonly recorder: ModernRecorder;
   /** Calls without an outcome when the settle bound ran out. */
   readonly hung: string[];
 }
 
-/** What the world tells whoever counts the decisions it reached (coverage2026.ts). */
-export interface Observer2026 {
-  decision?(end: StatelessStreamEnd, ctx: StatelessCallContext, d: StatelessDecision): void;
-  server?(o: ServerObservation2026): void;
+/** What the world tells whoever counts the decisions it reached (coverage-modern.ts). */
+export interface ModernObserver {
+  decision?(end: ModernCallStreamEnd, ctx: ModernCallContext, d: ModernCallDecision): void;
+  server?(o: ModernServerObservation): void;
 }
 
-export class World2026 {
+export class WorldModern {
   readonly clock = new VirtualClock();
   readonly net: SimNetwork;
-  readonly recorder = new Recorder2026();
-  readonly server: SimServer2026;
+  readonly recorder = new ModernRecorder();
+  readonly server: ModernSimServer;
   private readonly calls: SimCall[] = [];
   /** Each application call's current request (the SDK's re-send after a -32020 is a new one). */
   private readonly current = new Map<string, SimCall>();
   /** Each open attempt's receiver, by connection id. */
   private readonly receivers = new Map<
     number,
-    { readonly callKey: string; readonly receiver: Receiver2026 }
+    { readonly callKey: string; readonly receiver: ModernReceiver }
   >();
   private callCount = 0;
   private idCount = 0;
   private partitionUntil = 0;
   private swallowUntil = 0;
   /** The tools that declare a header now (the server's registry; none at the start). */
-  private readonly declared = new Set<Tool2026>();
+  private readonly declared = new Set<ModernTool>();
   /** The application's view of the declarations (its cached tools/list), refreshed after a -32020. */
-  private readonly view = new Set<Tool2026>();
+  private readonly view = new Set<ModernTool>();
   /** Calls the application's SDK already sent again after a -32020 (it does so once). */
   private readonly retried = new Set<string>();
 
   constructor(
-    readonly config: WorldConfig2026 = DEFAULT_WORLD_2026,
-    private readonly variant: WorldVariant2026 = CORRECT_2026,
-    private readonly observer: Observer2026 = {},
+    readonly config: ModernWorldConfig = DEFAULT_WORLD_MODERN,
+    private readonly variant: ModernWorldVariant = CORRECT_MODERN,
+    private readonly observer: ModernObserver = {},
   ) {
     const random = seededRandom(config.seed);
     const max = Math.max(1, config.latencyMaxMs);
     this.net = new SimNetwork(this.clock, max === 1 ? () => 1 : () => 1 + Math.floor(random() * max));
-    this.server = new SimServer2026(
+    this.server = new ModernSimServer(
       this.clock,
       this.net,
       this.recorder,
@@ -236,7 +241,7 @@ export class World2026 {
     c.reset();
   }
 
-  private call(tool: Tool2026, key: string | undefined): void {
+  private call(tool: ModernTool, key: string | undefined): void {
     const callKey = `c${++this.callCount}`;
     this.recorder.calls.set(callKey, {
       callKey,
@@ -268,11 +273,11 @@ export class World2026 {
     for (const t of this.declared) this.view.add(t);
     this.recorder.refreshedAt.set(callKey, this.clock.now());
     // Through our client a new fetch: a new idempotency key (the SDK's own retry is a new request).
-    this.send(callKey, rec.tool as Tool2026, `key-${callKey}-again`, this.callCount * 7919 + 1);
+    this.send(callKey, rec.tool as ModernTool, `key-${callKey}-again`, this.callCount * 7919 + 1);
     return true;
   }
 
-  private send(callKey: string, tool: Tool2026, key: string, seed: number): void {
+  private send(callKey: string, tool: ModernTool, key: string, seed: number): void {
     const deps = {
       clock: this.clock,
       net: this.net,
@@ -280,11 +285,11 @@ export class World2026 {
       recorder: this.recorder,
       nextId: () => ++this.idCount,
       extension: this.config.extension ? { memoWindowMs: this.config.memoWindowMs } : undefined,
-      policy: SIM_STATELESS_POLICY,
-      stallTimeoutMs: this.config.heartbeat ? STALL_2026_MS : 0,
+      policy: SIM_MODERN_CALL_POLICY,
+      stallTimeoutMs: this.config.heartbeat ? STALL_MODERN_MS : 0,
       onDecision: this.observer.decision?.bind(this.observer),
       onHeaderMismatch: (k: string) => this.resend(k),
-      link: this.config.slowLink ? SLOW_LINK_2026 : undefined,
+      link: this.config.slowLink ? SLOW_LINK_MODERN : undefined,
       receivers: this.receivers,
       principal: this.recorder.calls.get(callKey)?.principal ?? '',
     };
@@ -294,7 +299,7 @@ export class World2026 {
     this.current.set(callKey, call);
   }
 
-  apply(cmd: Command2026): void {
+  apply(cmd: CommandModern): void {
     const open = this.net.list();
     const pick = <T>(xs: T[], i: number): T | undefined => (xs.length === 0 ? undefined : xs[i % xs.length]);
     const now = this.clock.now();
@@ -441,7 +446,7 @@ export class World2026 {
   }
 
   /** Faults stop (the balancer goes on); the world runs until every call has ended, or the bound. */
-  settle(): WorldOutcome2026 {
+  settle(): ModernWorldOutcome {
     this.server.failNext = 0;
     this.server.upstreamResetNext = 0;
     this.partitionUntil = 0;
@@ -454,7 +459,7 @@ export class World2026 {
         if (t.endedAt === undefined && t.stoppedAt === undefined) t.stoppedAt = this.clock.now();
     // A stalled connection stays silent: only the client's stall timer or the balancer ends it.
     const start = this.clock.now();
-    while (this.clock.now() - start < SETTLE_BOUND_2026_MS && this.unsettled().length > 0)
+    while (this.clock.now() - start < SETTLE_BOUND_MODERN_MS && this.unsettled().length > 0)
       this.clock.runFor(500);
     // Let whatever is still in flight land, so a late duplicate is seen.
     this.clock.runFor(2_000);
@@ -471,14 +476,14 @@ export class World2026 {
 }
 
 /** Runs one schedule from a fresh world and returns what happened. */
-export function runSchedule2026(
-  commands: readonly Command2026[],
-  config?: WorldConfig2026,
-  variant?: WorldVariant2026,
-  observer?: Observer2026,
-): WorldOutcome2026 {
+export function runScheduleModern(
+  commands: readonly CommandModern[],
+  config?: ModernWorldConfig,
+  variant?: ModernWorldVariant,
+  observer?: ModernObserver,
+): ModernWorldOutcome {
   const undo = variant?.patch?.();
-  const world = new World2026(config, variant, observer);
+  const world = new WorldModern(config, variant, observer);
   try {
     for (const cmd of commands) world.apply(cmd);
     return world.settle();

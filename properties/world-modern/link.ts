@@ -7,7 +7,7 @@ import type { VirtualClock } from '../world/clock.js';
  * facts, `STALL_PROGRESS_BYTES`) is about. The simulated network delivers whole messages; this receiver,
  * one per attempt, turns them back into a byte stream where the world says so:
  *
- * - a slow link (`SlowLink2026`): a call's answer is large and arrives in chunks at the link's rate, taking
+ * - a slow link (`ModernSlowLink`): a call's answer is large and arrives in chunks at the link's rate, taking
  *   longer than the client's stall timeout although every 64 KiB arrive well within it (alive);
  * - a trickle (`trickle()`): from now on the message in flight never completes; a few bytes keep coming
  *   (a proxy buffering, a server stuck mid-write), which prove nothing (a stall).
@@ -15,7 +15,7 @@ import type { VirtualClock } from '../world/clock.js';
  * What arrives is FIFO as on one TCP connection: a keep-alive sent after a large answer waits behind it.
  * A reset is not: it ends the connection at once and discards what was still unread.
  */
-export interface SlowLink2026 {
+export interface ModernSlowLink {
   /** Bytes of a call's answer (the JSON-RPC response that ends it). */
   readonly answerBytes: number;
   /** The link delivers this many bytes… */
@@ -25,7 +25,11 @@ export interface SlowLink2026 {
 }
 
 /** A slow link: a 256 KiB answer at 16 KiB per 500 ms (8 s), 64 KiB every 2 s: alive by the progress rule. */
-export const SLOW_LINK_2026: SlowLink2026 = { answerBytes: 256 * 1024, chunkBytes: 16 * 1024, chunkMs: 500 };
+export const SLOW_LINK_MODERN: ModernSlowLink = {
+  answerBytes: 256 * 1024,
+  chunkBytes: 16 * 1024,
+  chunkMs: 500,
+};
 
 /** A trickle: 1 KiB every 500 ms, never completing what it carries (7 KiB per 3.5 s stall interval). */
 export const TRICKLE_BYTES = 1024;
@@ -42,7 +46,7 @@ export interface TrickleRecord {
   stoppedAt?: number;
 }
 
-export class Receiver2026 {
+export class ModernReceiver {
   private readonly queue: Array<{ readonly event: IoEvent; left: number; started?: true }> = [];
   private pumping = false;
   private stopped = false;
@@ -50,7 +54,7 @@ export class Receiver2026 {
 
   constructor(
     private readonly clock: VirtualClock,
-    private readonly link: SlowLink2026 | undefined,
+    private readonly link: ModernSlowLink | undefined,
     /** A whole message (or end) reached the client. */
     private readonly deliver: (event: IoEvent) => void,
     /** Bytes that complete nothing reached the client. */

@@ -1,12 +1,12 @@
 import fc from 'fast-check';
-import { TOOL_NAMES_2026, type Tool2026 } from './world2026/tools.js';
-import { type Command2026, GONE_FOR_GOOD_MS, type WorldConfig2026 } from './world2026/world.js';
+import { type ModernTool, TOOL_NAMES_MODERN } from './world-modern/tools.js';
+import { type CommandModern, GONE_FOR_GOOD_MS, type ModernWorldConfig } from './world-modern/world.js';
 
 /** Random fault schedules for the 2026-07-28 world. Picks are positions, so commands stay valid while shrinking. */
-export const callArb2026: fc.Arbitrary<Command2026> = fc.oneof(
+export const callArbModern: fc.Arbitrary<CommandModern> = fc.oneof(
   {
     weight: 2,
-    arbitrary: fc.constantFrom(...TOOL_NAMES_2026).map((tool) => ({ kind: 'call', tool }) as const),
+    arbitrary: fc.constantFrom(...TOOL_NAMES_MODERN).map((tool) => ({ kind: 'call', tool }) as const),
   },
   // The charges, more often: they are what "at most once" is about.
   {
@@ -25,12 +25,12 @@ const advanceArb = fc
   )
   .map((ms) => ({ kind: 'advance', ms }) as const);
 
-export const commandArb2026: fc.Arbitrary<Command2026> = fc.oneof(
-  { weight: 5, arbitrary: callArb2026 },
+export const commandArbModern: fc.Arbitrary<CommandModern> = fc.oneof(
+  { weight: 5, arbitrary: callArbModern },
   {
     weight: 1,
     arbitrary: fc
-      .tuple(fc.constantFrom(...TOOL_NAMES_2026), fc.nat(5))
+      .tuple(fc.constantFrom(...TOOL_NAMES_MODERN), fc.nat(5))
       .map(([tool, pick]) => ({ kind: 'callReusingKey', tool, pick }) as const),
   },
   { weight: 6, arbitrary: advanceArb },
@@ -61,7 +61,7 @@ export const commandArb2026: fc.Arbitrary<Command2026> = fc.oneof(
   {
     weight: 1,
     arbitrary: fc
-      .constantFrom<Tool2026>('charge', 'meteredCharge', 'charge', 'scan', 'upsert')
+      .constantFrom<ModernTool>('charge', 'meteredCharge', 'charge', 'scan', 'upsert')
       .map((tool) => ({ kind: 'schemaChange', tool }) as const),
   },
   {
@@ -77,14 +77,14 @@ export const commandArb2026: fc.Arbitrary<Command2026> = fc.oneof(
 );
 
 /** Up to 24 commands with at least one call (without one, "at most once" and "no hang" are vacuous). */
-export const scheduleArb2026: fc.Arbitrary<Command2026[]> = fc
-  .tuple(callArb2026, fc.array(commandArb2026, { maxLength: 23, size: 'max' }), fc.nat())
+export const scheduleArbModern: fc.Arbitrary<CommandModern[]> = fc
+  .tuple(callArbModern, fc.array(commandArbModern, { maxLength: 23, size: 'max' }), fc.nat())
   .map(([call, rest, at]) => {
     const i = at % (rest.length + 1);
     return [...rest.slice(0, i), call, ...rest.slice(i)];
   });
 
-export const worldConfigArb2026: fc.Arbitrary<WorldConfig2026> = fc
+export const worldConfigArbModern: fc.Arbitrary<ModernWorldConfig> = fc
   .record({
     extension: fc.boolean(),
     memo: fc.constantFrom('memory', 'durable'),
@@ -117,7 +117,7 @@ export const worldConfigArb2026: fc.Arbitrary<WorldConfig2026> = fc
     ),
   })
   .map(
-    ({ bounded, ...c }): WorldConfig2026 => ({
+    ({ bounded, ...c }): ModernWorldConfig => ({
       ...c,
       instances: c.memo === 'memory' ? 1 : c.instances,
       // A bound is about what one principal may take from another: bounded worlds have two.
@@ -126,11 +126,11 @@ export const worldConfigArb2026: fc.Arbitrary<WorldConfig2026> = fc
   );
 
 /** A charge that reports progress, its stream cut after some of it, while a small log overflows. */
-export const evictionArb2026: fc.Arbitrary<Command2026[]> = fc
+export const evictionArbModern: fc.Arbitrary<CommandModern[]> = fc
   .tuple(
     fc.integer({ min: 100, max: 700 }),
     fc.integer({ min: 300, max: 2_000 }),
-    fc.array(commandArb2026, { maxLength: 10, size: 'max' }),
+    fc.array(commandArbModern, { maxLength: 10, size: 'max' }),
   )
   .map(([wait, cut, rest]) => [
     { kind: 'call', tool: 'meteredCharge' } as const,
@@ -139,9 +139,12 @@ export const evictionArb2026: fc.Arbitrary<Command2026[]> = fc
     ...rest,
   ]);
 
-export const scenarioArb2026 = fc.record({
-  config: worldConfigArb2026,
-  commands: fc.oneof({ weight: 6, arbitrary: scheduleArb2026 }, { weight: 1, arbitrary: evictionArb2026 }),
+export const scenarioArbModern = fc.record({
+  config: worldConfigArbModern,
+  commands: fc.oneof(
+    { weight: 6, arbitrary: scheduleArbModern },
+    { weight: 1, arbitrary: evictionArbModern },
+  ),
 });
 
-export type Scenario2026 = { readonly config: WorldConfig2026; readonly commands: Command2026[] };
+export type ModernScenario = { readonly config: ModernWorldConfig; readonly commands: CommandModern[] };

@@ -1,15 +1,15 @@
 import { callEnding } from '../machines/client/call-core.js';
-import { libraryEnding } from '../machines/client/stateless-wire.js';
-import type { Mutant2026 } from './mutants2026.js';
-import { RUNTIME_DECISIONS } from './world2026/server.js';
+import { libraryEnding } from '../machines/client/modern-call-wire.js';
+import type { ModernMutant } from './mutants-modern.js';
+import { RUNTIME_DECISIONS } from './world-modern/server.js';
 
 /**
  * Deliberately wrong variants of the decisions the client core (machines/client/call-core.ts) took over
- * from the hosts, and of the server's unkeyed path: each swaps one rule of the core (`ClientVariant2026`
+ * from the hosts, and of the server's unkeyed path: each swaps one rule of the core (`ModernClientVariant`
  * `rules`, which the world's client passes to the same functions the runtime calls) or the server's
- * `streamsUnkeyedCall`. Judged by the 2026 properties like every mutant (mutants2026.test.ts).
+ * `streamsUnkeyedCall`. Judged by the 2026 properties like every mutant (mutants-modern.test.ts).
  */
-export const CLIENT_CORE_MUTANTS_2026: readonly Mutant2026[] = [
+export const CLIENT_CORE_MUTANTS_MODERN: readonly ModernMutant[] = [
   {
     name: 'read-only and idempotent calls are keyed too (keysCall ignores the annotations)',
     branch: 'client core',

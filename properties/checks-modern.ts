@@ -1,49 +1,52 @@
-import { StatelessReason } from '../machines/client/stateless-decide.js';
+import { ModernCallReason } from '../machines/client/modern-call-decide.js';
 import { COMMON_CHECKS, ownerDied, type TraceCheck } from './checks/common.js';
 import type { CallTrace, ExcuseRules, Trace } from './checks/trace.js';
-import { SIM_STATELESS_POLICY } from './world2026/client.js';
-import { TRICKLE_MS } from './world2026/link.js';
-import type { CallRecord2026, Recorder2026 } from './world2026/recorder.js';
-import { TOOLS_2026, type Tool2026 } from './world2026/tools.js';
-import { STALL_2026_MS, type WorldOutcome2026 } from './world2026/world.js';
+import { SIM_MODERN_CALL_POLICY } from './world-modern/client.js';
+import { TRICKLE_MS } from './world-modern/link.js';
+import type { CallRecordModern, ModernRecorder } from './world-modern/recorder.js';
+import { type ModernTool, TOOLS_MODERN } from './world-modern/tools.js';
+import { type ModernWorldOutcome, STALL_MODERN_MS } from './world-modern/world.js';
 
 /**
  * The invariants of the 2026-07-28 model, judged from the outside on what the world recorded: the same
  * properties as the 2025 model (checks.ts). Each returns its violations (empty: holds).
  */
-export type Check2026 = (outcome: WorldOutcome2026) => string[];
+export type CheckModern = (outcome: ModernWorldOutcome) => string[];
 
 /** Tools a re-issue of which cannot duplicate a side effect, by their annotations. */
 export const safeByAnnotations = (tool: string): boolean => {
-  const a = TOOLS_2026[tool as Tool2026]?.annotations as { readOnlyHint?: boolean; idempotentHint?: boolean };
+  const a = TOOLS_MODERN[tool as ModernTool]?.annotations as {
+    readOnlyHint?: boolean;
+    idempotentHint?: boolean;
+  };
   return a?.readOnlyHint === true || a?.idempotentHint === true;
 };
 
 /** Reasons the table gives when a re-issue might duplicate: honest only when no re-issue is safe. */
 const MAY_HAVE_RUN = new Set<string>([
-  StatelessReason.cutBeforeResponse,
-  StatelessReason.cutMidStream,
-  StatelessReason.endedWithoutAnswer,
-  StatelessReason.stalled,
-  StatelessReason.serverError,
-  StatelessReason.gatewayError,
+  ModernCallReason.cutBeforeResponse,
+  ModernCallReason.cutMidStream,
+  ModernCallReason.endedWithoutAnswer,
+  ModernCallReason.stalled,
+  ModernCallReason.serverError,
+  ModernCallReason.gatewayError,
 ]);
 
 /**
  * What the 2026 client's reasons blame. `server_outcome_unknown` blames a death or an earlier attempt
  * (judged in `unexplained`, with the shared `ownerDied`); sessions do not exist in this era.
  */
-export const RULES_2026: ExcuseRules = {
+export const RULES_MODERN: ExcuseRules = {
   unsafeToResend: MAY_HAVE_RUN,
   instanceDied: new Set(),
   sessionEndCauses: new Set(),
   onlyWhileIdle: new Set(),
 };
 
-const traces = new WeakMap<Recorder2026, Trace>();
+const traces = new WeakMap<ModernRecorder, Trace>();
 
 /** The model's recorder as the neutral trace (computed once per world). */
-export function traceOf2026({ recorder, hung }: WorldOutcome2026): Trace {
+export function traceOfModern({ recorder, hung }: ModernWorldOutcome): Trace {
   const cached = traces.get(recorder);
   if (cached) return cached;
   const calls = new Map<string, CallTrace>();
@@ -76,20 +79,20 @@ export function traceOf2026({ recorder, hung }: WorldOutcome2026): Trace {
 }
 
 const onModel =
-  (check: TraceCheck): Check2026 =>
+  (check: TraceCheck): CheckModern =>
   (outcome) =>
-    check(traceOf2026(outcome), RULES_2026);
+    check(traceOfModern(outcome), RULES_MODERN);
 
 /** A charge never runs twice for one application call. */
-export const atMostOnce2026: Check2026 = onModel(COMMON_CHECKS['at most once']);
+export const atMostOnceModern: CheckModern = onModel(COMMON_CHECKS['at most once']);
 
 /**
  * Honest errors: a call reported definitely failed never ran; and a result is the call's own (it comes
  * from an execution of this call that ran to its end, never from another call's record).
  */
-export const honestErrors2026: Check2026 = (outcome) => {
+export const honestErrorsModern: CheckModern = (outcome) => {
   const { recorder } = outcome;
-  const out = COMMON_CHECKS['honest errors'](traceOf2026(outcome), RULES_2026);
+  const out = COMMON_CHECKS['honest errors'](traceOfModern(outcome), RULES_MODERN);
   for (const c of recorder.calls.values()) {
     if (c.outcome === 'result') {
       const from = recorder.resultFrom.get(c.callKey);
@@ -104,9 +107,9 @@ export const honestErrors2026: Check2026 = (outcome) => {
  * No spurious outcome unknown, no spurious failure. A call ends outcome unknown only for a reason the world
  * gave it, and a call made after the last fault gets its result.
  */
-export const noSpuriousOutcomeUnknown2026: Check2026 = (outcome) => {
+export const noSpuriousOutcomeUnknownModern: CheckModern = (outcome) => {
   const { recorder, config } = outcome;
-  const trace = traceOf2026(outcome);
+  const trace = traceOfModern(outcome);
   const out: string[] = [];
   for (const c of recorder.calls.values()) {
     if (c.outcome === undefined || c.outcome === 'result' || c.outcome === 'aborted') continue;
@@ -114,7 +117,7 @@ export const noSpuriousOutcomeUnknown2026: Check2026 = (outcome) => {
     if (why !== undefined) out.push(`${c.callKey} (${c.tool}) ${c.outcome} (${c.reason}): ${why}`);
     else if (
       c.at > recorder.faultsEndAt &&
-      c.reason !== StatelessReason.keyReused &&
+      c.reason !== ModernCallReason.keyReused &&
       // The world's bound, reached by its principal ('bounds are per principal' judges that it was).
       !atBound(recorder, c)
     )
@@ -124,14 +127,14 @@ export const noSpuriousOutcomeUnknown2026: Check2026 = (outcome) => {
 };
 
 function unexplained(
-  recorder: Recorder2026,
+  recorder: ModernRecorder,
   trace: Trace,
-  c: CallRecord2026,
+  c: CallRecordModern,
   extension: boolean,
   memoWindowMs: number,
 ): string | undefined {
   const reason = c.reason ?? '';
-  const budget = SIM_STATELESS_POLICY.maxReissues;
+  const budget = SIM_MODERN_CALL_POLICY.maxReissues;
   if (MAY_HAVE_RUN.has(reason)) {
     if (c.outcome !== 'unknown') return 'a call that may have run reported failed';
     // Through the extension a charge's re-issue is safe by its key; a read-only one's by its annotations.
@@ -141,22 +144,22 @@ function unexplained(
     return c.faultedEnds > 0 ? undefined : 'no fault broke any of its attempts';
   }
   switch (reason) {
-    case StatelessReason.throttled:
+    case ModernCallReason.throttled:
       if (atBound(recorder, c)) return undefined;
       return c.faultedEnds > budget ? undefined : `only ${c.faultedEnds} faulted attempt(s) of ${c.attempts}`;
-    case StatelessReason.reissueGivenUp:
-    case StatelessReason.unreachable:
-    case StatelessReason.unavailable:
+    case ModernCallReason.reissueGivenUp:
+    case ModernCallReason.unreachable:
+    case ModernCallReason.unavailable:
       return c.faultedEnds > budget ? undefined : `only ${c.faultedEnds} faulted attempt(s) of ${c.attempts}`;
-    case StatelessReason.refused:
+    case ModernCallReason.refused:
       return c.faultedEnds > 0 ? undefined : 'never refused';
-    case StatelessReason.memoWindowPassed: {
+    case ModernCallReason.memoWindowPassed: {
       const elapsed = (c.endedAt ?? 0) - c.at;
-      return elapsed + SIM_STATELESS_POLICY.memoMarginMs >= memoWindowMs
+      return elapsed + SIM_MODERN_CALL_POLICY.memoMarginMs >= memoWindowMs
         ? undefined
         : `only ${elapsed} ms into a ${memoWindowMs} ms window`;
     }
-    case StatelessReason.serverOutcomeUnknown:
+    case ModernCallReason.serverOutcomeUnknown:
       // A read-only or idempotent call is sent without a key: a fresh re-send was allowed, always.
       if (safeByAnnotations(c.tool)) return 'the tool is read-only or idempotent: it needed no key';
       // The server could not know only when an instance died (or a memory memo was lost) after the call.
@@ -166,13 +169,13 @@ function unexplained(
       if (ownerDied(trace, trace.calls.get(c.callKey) as CallTrace) || (c.maybeRanEnds ?? 0) > 1)
         return undefined;
       return 'no instance that ran it died and no earlier attempt may have run';
-    case StatelessReason.keyReused: {
+    case ModernCallReason.keyReused: {
       const shared = [...recorder.calls.values()].some((o) => o.callKey !== c.callKey && o.key === c.key);
       return shared ? undefined : 'its key was never used by another call';
     }
-    case StatelessReason.eventsEvicted:
+    case ModernCallReason.eventsEvicted:
       return 'a 410 of the extension is a resume, never an end';
-    case StatelessReason.headerMismatch:
+    case ModernCallReason.headerMismatch:
       return headerMismatchUnexplained(recorder, c, extension);
     default:
       return 'no such reason in this world';
@@ -187,8 +190,8 @@ function unexplained(
  * the memo, never by the SDK's checks, so a -32020 proves nothing ran under the key.
  */
 function headerMismatchUnexplained(
-  recorder: Recorder2026,
-  c: CallRecord2026,
+  recorder: ModernRecorder,
+  c: CallRecordModern,
   extension: boolean,
 ): string | undefined {
   if (c.outcome === 'unknown') {
@@ -210,24 +213,24 @@ function headerMismatchUnexplained(
  * a request whose headers were refused is never sent again with them (the SDK rebuilds them); and a call
  * whose attempts were all refused before running never counts as run.
  */
-export const refusalsAreCurrent2026: Check2026 = ({ recorder }) => [
+export const refusalsAreCurrentModern: CheckModern = ({ recorder }) => [
   ...recorder.staleRefusals,
   ...recorder.staleResends,
   ...[...recorder.calls.values()]
-    .filter((c) => c.outcome === 'error' && c.reason === StatelessReason.headerMismatch)
+    .filter((c) => c.outcome === 'error' && c.reason === ModernCallReason.headerMismatch)
     .filter((c) => (recorder.executions.get(c.callKey) ?? 0) > 0)
     .map((c) => `${c.callKey} (${c.tool}) ran, then ended on a header refusal`),
 ];
 
 /** Once faults stop, every call ends (result, error or outcome unknown) within the settle bound. */
-export const noHang2026: Check2026 = onModel(COMMON_CHECKS['no hang']);
+export const noHangModern: CheckModern = onModel(COMMON_CHECKS['no hang']);
 
 /** No progress event, and no call outcome, reaches the application twice. */
-export const noDuplicateDelivery2026: Check2026 = (outcome) => [
+export const noDuplicateDeliveryModern: CheckModern = (outcome) => [
   ...[...outcome.recorder.delivered]
     .filter(([, n]) => n > 1)
     .map(([uid, n]) => `${uid} delivered ${n} times`),
-  ...COMMON_CHECKS['settled once'](traceOf2026(outcome), RULES_2026),
+  ...COMMON_CHECKS['settled once'](traceOfModern(outcome), RULES_MODERN),
 ];
 
 /**
@@ -235,7 +238,7 @@ export const noDuplicateDelivery2026: Check2026 = (outcome) => [
  * produced it once, in order, or was told of a gap with the exact count (and never of a loss that did not
  * happen). A call that ended outcome unknown or failed is told its loss is of unknown size.
  */
-export const noUnflaggedLoss2026: Check2026 = ({ recorder }) => {
+export const noUnflaggedLossModern: CheckModern = ({ recorder }) => {
   const out: string[] = [];
   for (const c of recorder.calls.values()) {
     if (c.outcome !== 'result') continue;
@@ -266,7 +269,7 @@ export const noUnflaggedLoss2026: Check2026 = ({ recorder }) => {
  * (the library rejects with the application's own reason), never as a result, an error or outcome unknown
  * decided after the application stopped listening (`callEnding`'s override).
  */
-export const abortsEndAsAborted2026: Check2026 = ({ recorder }) =>
+export const abortsEndAsAbortedModern: CheckModern = ({ recorder }) =>
   [...recorder.calls.values()]
     .filter((c) => c.abortedAt !== undefined && c.outcome !== 'aborted')
     .map(
@@ -280,15 +283,15 @@ export const abortsEndAsAborted2026: Check2026 = ({ recorder }) =>
  * attempt whose message never completes ends within the stall timeout (plus one trickle step), in a world
  * whose client detects stalls. A client that took any byte for life would wait on it forever.
  */
-export const trickleIsAStall2026: Check2026 = ({ recorder, config }) => {
+export const trickleIsAStallModern: CheckModern = ({ recorder, config }) => {
   if (!config.heartbeat) return [];
-  const bound = STALL_2026_MS + 2 * TRICKLE_MS + config.latencyMaxMs;
+  const bound = STALL_MODERN_MS + 2 * TRICKLE_MS + config.latencyMaxMs;
   return recorder.trickles
     .filter((t) => (t.endedAt ?? t.stoppedAt ?? Number.POSITIVE_INFINITY) - t.at > bound)
     .map(
       (t) =>
         `${t.callKey}: an attempt trickling since ${t.at} was still held at ${t.endedAt ?? t.stoppedAt} ` +
-        `(stall timeout ${STALL_2026_MS} ms)`,
+        `(stall timeout ${STALL_MODERN_MS} ms)`,
     );
 };
 
@@ -297,14 +300,14 @@ export const trickleIsAStall2026: Check2026 = ({ recorder, config }) => {
  * refused as reusing a key only when a call of its OWN principal used that key, and a result comes only
  * from an execution of a call of its own principal.
  */
-export const keysStayWithTheirPrincipal2026: Check2026 = ({ recorder }) => {
+export const keysStayWithTheirPrincipalModern: CheckModern = ({ recorder }) => {
   const out: string[] = [];
   const principalOfExecution = new Map<string, string>();
   for (const [callKey, executions] of recorder.completed)
     for (const x of executions) principalOfExecution.set(x, recorder.calls.get(callKey)?.principal ?? '');
   const calls = [...recorder.calls.values()];
   for (const c of calls) {
-    if (c.reason === StatelessReason.keyReused && c.outcome !== 'aborted') {
+    if (c.reason === ModernCallReason.keyReused && c.outcome !== 'aborted') {
       const own = calls.some((o) => o !== c && o.key === c.key && o.principal === c.principal);
       if (!own)
         out.push(
@@ -321,7 +324,7 @@ export const keysStayWithTheirPrincipal2026: Check2026 = ({ recorder }) => {
 };
 
 /** The server refused a new key of this call at the per-principal bound. */
-const atBound = (recorder: Recorder2026, c: CallRecord2026): boolean =>
+const atBound = (recorder: ModernRecorder, c: CallRecordModern): boolean =>
   recorder.boundRefusals.some((r) => r.callKey === c.callKey);
 
 /**
@@ -329,7 +332,7 @@ const atBound = (recorder: Recorder2026, c: CallRecord2026): boolean =>
  * when that principal holds as many keys, so it must have sent at least that many other keys by then.
  * (Counted from the outside, over every key it ever sent by then: a necessary condition, never too strict.)
  */
-export const boundsArePerPrincipal2026: Check2026 = ({ recorder, config }) => {
+export const boundsArePerPrincipalModern: CheckModern = ({ recorder, config }) => {
   const bound = config.maxKeysPerPrincipal;
   if (bound === undefined) return [];
   const out: string[] = [];
@@ -350,37 +353,37 @@ export const boundsArePerPrincipal2026: Check2026 = ({ recorder, config }) => {
   return out;
 };
 
-export const CHECKS_2026 = {
-  'at most once': atMostOnce2026,
-  'honest errors': honestErrors2026,
-  'no spurious outcome unknown': noSpuriousOutcomeUnknown2026,
-  'no unflagged loss': noUnflaggedLoss2026,
-  'no hang': noHang2026,
-  'no duplicate delivery': noDuplicateDelivery2026,
-  'refusals are current': refusalsAreCurrent2026,
+export const CHECKS_MODERN = {
+  'at most once': atMostOnceModern,
+  'honest errors': honestErrorsModern,
+  'no spurious outcome unknown': noSpuriousOutcomeUnknownModern,
+  'no unflagged loss': noUnflaggedLossModern,
+  'no hang': noHangModern,
+  'no duplicate delivery': noDuplicateDeliveryModern,
+  'refusals are current': refusalsAreCurrentModern,
   're-sent when safe': onModel(COMMON_CHECKS['re-sent when safe']),
   'evictions advance the cursor': onModel(COMMON_CHECKS['evictions advance the cursor']),
-  'aborts end as aborted': abortsEndAsAborted2026,
-  'a trickle is a stall': trickleIsAStall2026,
-  'keys stay with their principal': keysStayWithTheirPrincipal2026,
-  'bounds are per principal': boundsArePerPrincipal2026,
-} as const satisfies Record<string, Check2026>;
+  'aborts end as aborted': abortsEndAsAbortedModern,
+  'a trickle is a stall': trickleIsAStallModern,
+  'keys stay with their principal': keysStayWithTheirPrincipalModern,
+  'bounds are per principal': boundsArePerPrincipalModern,
+} as const satisfies Record<string, CheckModern>;
 
-export type CheckName2026 = keyof typeof CHECKS_2026;
-export const CHECK_NAMES_2026 = Object.keys(CHECKS_2026) as CheckName2026[];
-export type Verdict2026 = Partial<Record<CheckName2026, string[]>>;
+export type CheckNameModern = keyof typeof CHECKS_MODERN;
+export const CHECK_NAMES_MODERN = Object.keys(CHECKS_MODERN) as CheckNameModern[];
+export type ModernVerdict = Partial<Record<CheckNameModern, string[]>>;
 
-export function judge2026(outcome: WorldOutcome2026): Verdict2026 {
-  const verdict: Verdict2026 = {};
-  for (const name of CHECK_NAMES_2026) {
-    const v = CHECKS_2026[name](outcome);
+export function judgeModernWorld(outcome: ModernWorldOutcome): ModernVerdict {
+  const verdict: ModernVerdict = {};
+  for (const name of CHECK_NAMES_MODERN) {
+    const v = CHECKS_MODERN[name](outcome);
     if (v.length > 0) verdict[name] = v;
   }
   return verdict;
 }
 
-export function describeVerdict2026(verdict: Verdict2026, perCheck = 5): string {
-  return (Object.keys(verdict) as CheckName2026[])
+export function describeVerdictModern(verdict: ModernVerdict, perCheck = 5): string {
+  return (Object.keys(verdict) as CheckNameModern[])
     .map((n) => `${n}:\n  ${(verdict[n] ?? []).slice(0, perCheck).join('\n  ')}`)
     .join('\n');
 }

@@ -16,11 +16,11 @@ import type { RetentionPolicy } from '../../machines/server/retention.js';
 import type { VirtualClock } from '../world/clock.js';
 import { SimConnection, type SimNetwork } from '../world/network.js';
 import { SimEventLog } from '../world/sim-event-log.js';
-import type { SimExchange2026 } from './client.js';
+import type { ModernSimExchange } from './client.js';
 import { executeStoreCall } from './keyed-ports.js';
-import type { Recorder2026 } from './recorder.js';
+import type { ModernRecorder } from './recorder.js';
 import { SimMemoStore } from './sim-memo.js';
-import { TOOLS_2026, type Tool2026 } from './tools.js';
+import { type ModernTool, TOOLS_MODERN } from './tools.js';
 
 /**
  * A simulated MCP 2026-07-28 server: one or two instances behind a balancer, with or without the
@@ -32,7 +32,7 @@ import { TOOLS_2026, type Tool2026 } from './tools.js';
  * the balancer, instance deaths and restarts. Without the extension (or for an unkeyed request) it is the
  * spec's server: every request runs, and its stream closing cancels it.
  */
-export interface SimServer2026Config {
+export interface ModernSimServerConfig {
   /** The server advertises and serves the continuity extension. */
   readonly extension: boolean;
   readonly settings: ContinuitySettings;
@@ -57,7 +57,7 @@ export interface SimServer2026Config {
  * The decisions of the keyed core a mutant replaces (the runtime's core takes the same ones, so a wrong
  * variant here is a wrong runtime).
  */
-export interface ServerDecisions2026 {
+export interface ModernServerDecisions {
   /** What the steps are told a store answered (a mutant misreads one: a memo claiming to be complete). */
   readonly answer?: (command: KeyedCallCommand, answer: unknown) => unknown;
   /** How the request ends (a mutant rewrites the steps' end). */
@@ -80,10 +80,10 @@ export interface ServerDecisions2026 {
   readonly memoPrincipal?: (entry: MemoEntry) => string;
 }
 
-export const RUNTIME_DECISIONS: ServerDecisions2026 = { attachStep, memoExpired };
+export const RUNTIME_DECISIONS: ModernServerDecisions = { attachStep, memoExpired };
 
 /** What the simulated server decided, for the coverage table. */
-export type ServerObservation2026 =
+export type ModernServerObservation =
   | { readonly kind: 'plan'; readonly plan: string }
   | { readonly kind: 'state'; readonly from: string; readonly to: string }
   | { readonly kind: 'attach-end'; readonly end: string }
@@ -143,7 +143,7 @@ const PLAN_NAMES: Readonly<Record<string, string>> = {
   'restart lost': 'restart lost (another attempt restarted it)',
 };
 
-export class SimServer2026 {
+export class ModernSimServer {
   private readonly instances: Instance[] = [];
   private readonly shared: SimMemo;
   private rr = 0;
@@ -172,12 +172,12 @@ export class SimServer2026 {
   constructor(
     private readonly clock: VirtualClock,
     private readonly net: SimNetwork,
-    private readonly recorder: Recorder2026,
-    readonly config: SimServer2026Config,
-    private readonly decisions: ServerDecisions2026 = RUNTIME_DECISIONS,
-    private readonly observe: (o: ServerObservation2026) => void = () => undefined,
+    private readonly recorder: ModernRecorder,
+    readonly config: ModernSimServerConfig,
+    private readonly decisions: ModernServerDecisions = RUNTIME_DECISIONS,
+    private readonly observe: (o: ModernServerObservation) => void = () => undefined,
     /** Whether the tool declares an `Mcp-Param-*` header now (the server's registry). */
-    private readonly declares: (tool: Tool2026) => boolean = () => false,
+    private readonly declares: (tool: ModernTool) => boolean = () => false,
   ) {
     this.storeSince = -(config.memoAgeMs ?? 0);
     this.shared = this.newMemo(this.storeSince);
@@ -508,7 +508,7 @@ export class SimServer2026 {
           request: id,
           message: request,
           // The principal the server's `authenticate` gave the request's credentials.
-          principal: (c.exchange as SimExchange2026).principal ?? PRINCIPAL,
+          principal: (c.exchange as ModernSimExchange).principal ?? PRINCIPAL,
         },
         this.clock.now(),
       );
@@ -566,9 +566,9 @@ export class SimServer2026 {
 
   /** The SDK's check of the `Mcp-Param-*` header against the tool's declaration now (SEP-2243). */
   private headerMismatch(conn: SimConnection, request: JsonRpcRequest): boolean {
-    const tool = request.params?.name as Tool2026;
+    const tool = request.params?.name as ModernTool;
     // A declared header must be sent; one the tool does not declare is ignored.
-    return this.declares(tool) && !(conn.exchange as SimExchange2026).paramHeader;
+    return this.declares(tool) && !(conn.exchange as ModernSimExchange).paramHeader;
   }
 
   /** What the SDK answers a request it refuses before dispatch: 400, a JSON-RPC error. */
@@ -656,7 +656,7 @@ export class SimServer2026 {
   }
 
   private begin(request: JsonRpcRequest, execution: string) {
-    const tool = TOOLS_2026[request.params?.name as Tool2026];
+    const tool = TOOLS_MODERN[request.params?.name as ModernTool];
     const callKey = callKeyOf(request);
     this.recorder.count(this.recorder.executions, callKey);
     if (tool.sideEffect === 'once') this.recorder.count(this.recorder.sideEffects, callKey);

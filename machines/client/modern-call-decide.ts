@@ -20,7 +20,7 @@ import { type GapDetails, gapFromBody } from '../decide.js';
  */
 
 /** How a request's response stream ended, as the transport observed it. */
-export type StatelessStreamEnd =
+export type ModernCallStreamEnd =
   /** The connection was never made (ECONNREFUSED, DNS failure, TLS failure): no byte of the request left. */
   | { readonly kind: 'refused' }
   /** The connection reset or was cut before any response byte: the request may have been received. */
@@ -48,7 +48,7 @@ export type StatelessStreamEnd =
     };
 
 /** Why a call was delivered, re-issued or ended. Stable strings: applications match on them. */
-export const StatelessReason = {
+export const ModernCallReason = {
   answered: 'answered',
   inputRequired: 'input_required',
   errorAnswered: 'error_answered',
@@ -88,7 +88,7 @@ export const StatelessReason = {
   /** A re-issue now might reach the server after it has forgotten the key: not safe any more. */
   memoWindowPassed: 'memo_window_passed',
 } as const;
-export type StatelessReason = (typeof StatelessReason)[keyof typeof StatelessReason];
+export type ModernCallReason = (typeof ModernCallReason)[keyof typeof ModernCallReason];
 
 /** 2026-07-28 error codes the table recognises (streamable-http#server-validation; changelog 12). */
 export const ModernErrorCode = {
@@ -116,13 +116,13 @@ export type RowAction =
   | 'unknown'
   | 'fail';
 
-export interface StatelessRow {
+export interface ModernCallRow {
   readonly action: RowAction;
-  readonly reason: StatelessReason;
+  readonly reason: ModernCallReason;
 }
 
 /** Every case a stream end is classified into (see `caseOf`), one row each. */
-export type StatelessCase =
+export type ModernCallCase =
   | 'refused'
   | 'cut-before-response'
   | 'cut-mid-stream'
@@ -158,10 +158,10 @@ export type StatelessCase =
   | 'other-5xx'
   | 'unexpected-status';
 
-const R = StatelessReason;
+const R = ModernCallReason;
 
 /** The table. One row per case; the comment is why. */
-export const STATELESS_DECISION_TABLE: Readonly<Record<StatelessCase, StatelessRow>> = {
+export const MODERN_CALL_DECISION_TABLE: Readonly<Record<ModernCallCase, ModernCallRow>> = {
   // The connection never opened, so no byte of the request left: sending it again cannot duplicate.
   refused: { action: 'backoff-reissue', reason: R.refused },
   // A reset before any response byte looks like "refused" to fetch ("fetch failed"), but the request
@@ -239,7 +239,7 @@ export const STATELESS_DECISION_TABLE: Readonly<Record<StatelessCase, StatelessR
 };
 
 /** Maps an observed end to its row. Reads the JSON-RPC error code where the status alone is ambiguous. */
-export function caseOf(end: StatelessStreamEnd): StatelessCase {
+export function caseOf(end: ModernCallStreamEnd): ModernCallCase {
   switch (end.kind) {
     case 'refused':
     case 'cut-before-response':
@@ -258,7 +258,7 @@ export function caseOf(end: StatelessStreamEnd): StatelessCase {
   }
 }
 
-function extensionCase(code: number | undefined): StatelessCase | undefined {
+function extensionCase(code: number | undefined): ModernCallCase | undefined {
   switch (code) {
     case ContinuityErrorCode.KEY_REUSED:
       return 'ext-key-reused';
@@ -274,7 +274,7 @@ function extensionCase(code: number | undefined): StatelessCase | undefined {
 }
 
 /** Statuses with a row of their own (400 and 404 are read with their body). */
-const STATUS_CASES: Readonly<Record<number, StatelessCase>> = {
+const STATUS_CASES: Readonly<Record<number, ModernCallCase>> = {
   401: '401',
   403: '403',
   405: '405',
@@ -286,7 +286,7 @@ const STATUS_CASES: Readonly<Record<number, StatelessCase>> = {
   503: '503',
 };
 
-function statusCase(status: number, code: number | undefined, retryAfter: boolean): StatelessCase {
+function statusCase(status: number, code: number | undefined, retryAfter: boolean): ModernCallCase {
   const ext = extensionCase(code);
   if (ext) return ext;
   if (status === 400) {
@@ -306,7 +306,7 @@ function statusCase(status: number, code: number | undefined, retryAfter: boolea
 }
 
 /** What the client knows about this call when its stream ends. */
-export interface StatelessCallContext {
+export interface ModernCallContext {
   /** The tool's annotations, when the call is a `tools/call` of a listed tool. Hints default to false. */
   readonly tool?: { readonly readOnlyHint?: boolean; readonly idempotentHint?: boolean };
   /** The server advertised the continuity extension in `server/discover` (with a readable memo window). */
@@ -328,7 +328,7 @@ export interface StatelessCallContext {
   readonly jitterSeed: number;
 }
 
-export interface StatelessPolicy {
+export interface ModernCallPolicy {
   /** Re-issues per call before giving up. */
   readonly maxReissues: number;
   readonly backoff: ReconnectPolicy;
@@ -347,7 +347,7 @@ export interface StatelessPolicy {
  * full-jitter backoff 3 re-issues ran out before a 1.5 s charge finished in about 5% of runs (an honest
  * outcome unknown, but not the result the extension can give).
  */
-export const DEFAULT_STATELESS_POLICY: StatelessPolicy = {
+export const DEFAULT_MODERN_CALL_POLICY: ModernCallPolicy = {
   maxReissues: DEFAULT_RECONNECT_POLICY.maxRetries,
   backoff: DEFAULT_RECONNECT_POLICY,
   memoMarginMs: 60_000,
@@ -360,11 +360,11 @@ export interface ContinuityCarry {
   readonly lastEventId: string | null;
 }
 
-export type StatelessDecision =
-  | { readonly action: 'deliver'; readonly reason: StatelessReason }
+export type ModernCallDecision =
+  | { readonly action: 'deliver'; readonly reason: ModernCallReason }
   | {
       readonly action: 'reissue' | 'backoff-reissue';
-      readonly reason: StatelessReason;
+      readonly reason: ModernCallReason;
       /** Always: a re-issue is a new JSON-RPC request (changelog 9). */
       readonly newRequestId: true;
       readonly delayMs: number;
@@ -375,7 +375,7 @@ export type StatelessDecision =
     }
   | {
       readonly action: 'outcome-unknown';
-      readonly reason: StatelessReason;
+      readonly reason: ModernCallReason;
       /** For reconciliation: re-issuing later with this key (within the memo window) gets the outcome. */
       readonly idempotencyKey?: string;
       /** Extension: closing is not cancellation there, so an application cancel is sent explicitly (§13). */
@@ -383,7 +383,7 @@ export type StatelessDecision =
     }
   | {
       readonly action: 'fail';
-      readonly reason: StatelessReason;
+      readonly reason: ModernCallReason;
       readonly status?: number;
       readonly code?: number;
     };
@@ -394,8 +394,8 @@ export type StatelessDecision =
  * safe past the memo window; a charge does not.
  */
 export function safeReissueBasis(
-  ctx: StatelessCallContext,
-  policy: StatelessPolicy,
+  ctx: ModernCallContext,
+  policy: ModernCallPolicy,
 ): 'extension' | 'annotations' | undefined {
   if (ctx.extension && ctx.idempotencyKey !== undefined && insideMemoWindow(ctx, policy)) return 'extension';
   const t = ctx.tool;
@@ -413,9 +413,9 @@ export function safeReissueBasis(
  * simply succeeds).
  */
 export function keysCall(
-  tool: StatelessCallContext['tool'],
-  extension: StatelessCallContext['extension'],
-  policy: StatelessPolicy = DEFAULT_STATELESS_POLICY,
+  tool: ModernCallContext['tool'],
+  extension: ModernCallContext['extension'],
+  policy: ModernCallPolicy = DEFAULT_MODERN_CALL_POLICY,
 ): boolean {
   if (extension === undefined) return false;
   const safeByHints = tool !== undefined && (tool.readOnlyHint === true || tool.idempotentHint === true);
@@ -423,12 +423,12 @@ export function keysCall(
 }
 
 /** The decision for one stream end. `table` is a parameter only so tests can show a wrong table is caught. */
-export function decideStatelessEnd(
-  end: StatelessStreamEnd,
-  ctx: StatelessCallContext,
-  policy: StatelessPolicy = DEFAULT_STATELESS_POLICY,
-  table: Readonly<Record<StatelessCase, StatelessRow>> = STATELESS_DECISION_TABLE,
-): StatelessDecision {
+export function decideModernCallEnd(
+  end: ModernCallStreamEnd,
+  ctx: ModernCallContext,
+  policy: ModernCallPolicy = DEFAULT_MODERN_CALL_POLICY,
+  table: Readonly<Record<ModernCallCase, ModernCallRow>> = MODERN_CALL_DECISION_TABLE,
+): ModernCallDecision {
   const d = decideThisAttempt(end, ctx, policy, table);
   // "This attempt did not run" says nothing of the earlier ones: a cut charge, then a refused re-issue, is
   // a charge of unknown outcome, not a failure. Except a header refusal of a keyed re-issue through the
@@ -443,22 +443,22 @@ export function decideStatelessEnd(
 }
 
 /** A -32020 to a call keyed through the extension (nothing ran under its key: the key is `refused`). */
-function keyedHeaderRefusal(end: StatelessStreamEnd, ctx: StatelessCallContext): boolean {
+function keyedHeaderRefusal(end: ModernCallStreamEnd, ctx: ModernCallContext): boolean {
   return (
     ctx.extension !== undefined && ctx.idempotencyKey !== undefined && caseOf(end) === '400-header-mismatch'
   );
 }
 
 function decideThisAttempt(
-  end: StatelessStreamEnd,
-  ctx: StatelessCallContext,
-  policy: StatelessPolicy,
-  table: Readonly<Record<StatelessCase, StatelessRow>>,
-): StatelessDecision {
+  end: ModernCallStreamEnd,
+  ctx: ModernCallContext,
+  policy: ModernCallPolicy,
+  table: Readonly<Record<ModernCallCase, ModernCallRow>>,
+): ModernCallDecision {
   const row = table[caseOf(end)];
   const { reason } = row;
-  const failure = (): StatelessDecision => ({ action: 'fail', reason, ...statusAndCode(end) });
-  const unknown = (why: StatelessReason = reason): StatelessDecision => ({
+  const failure = (): ModernCallDecision => ({ action: 'fail', reason, ...statusAndCode(end) });
+  const unknown = (why: ModernCallReason = reason): ModernCallDecision => ({
     action: 'outcome-unknown',
     reason: why,
     ...(ctx.idempotencyKey !== undefined && ctx.extension ? { idempotencyKey: ctx.idempotencyKey } : {}),
@@ -515,12 +515,12 @@ function decideThisAttempt(
 
 /** 410 through the extension: resume after the oldest retained event, reporting exactly what was lost. */
 function resumeAfterGap(
-  end: StatelessStreamEnd,
-  ctx: StatelessCallContext,
-  policy: StatelessPolicy,
-  reason: StatelessReason,
-  unknown: (why?: StatelessReason) => StatelessDecision,
-): StatelessDecision {
+  end: ModernCallStreamEnd,
+  ctx: ModernCallContext,
+  policy: ModernCallPolicy,
+  reason: ModernCallReason,
+  unknown: (why?: ModernCallReason) => ModernCallDecision,
+): ModernCallDecision {
   // Without the extension no key was sent, so nothing of ours was evicted: the server refused; end there.
   if (!ctx.extension || ctx.idempotencyKey === undefined) {
     return { action: 'fail', reason, ...statusAndCode(end) };
@@ -538,21 +538,21 @@ function resumeAfterGap(
   };
 }
 
-function insideMemoWindow(ctx: StatelessCallContext, policy: StatelessPolicy): boolean {
+function insideMemoWindow(ctx: ModernCallContext, policy: ModernCallPolicy): boolean {
   return ctx.extension !== undefined && ctx.elapsedMs + policy.memoMarginMs < ctx.extension.memoWindowMs;
 }
 
-function retryAfter(end: StatelessStreamEnd): number | undefined {
+function retryAfter(end: ModernCallStreamEnd): number | undefined {
   return end.kind === 'http-status' ? end.retryAfterMs : undefined;
 }
 
-function bodyOf(end: StatelessStreamEnd): unknown {
+function bodyOf(end: ModernCallStreamEnd): unknown {
   if (end.kind === 'http-status') return end.body;
   if (end.kind === 'error-response') return { error: { code: end.code, data: end.data } };
   return undefined;
 }
 
-function statusAndCode(end: StatelessStreamEnd): { status?: number; code?: number } {
+function statusAndCode(end: ModernCallStreamEnd): { status?: number; code?: number } {
   if (end.kind === 'http-status') {
     const code = errorCode(end.body);
     return code === undefined ? { status: end.status } : { status: end.status, code };
@@ -577,7 +577,7 @@ function errorCode(body: unknown): number | undefined {
  * it. The safety property is stated over this predicate, written from those facts, not read from the
  * table it checks.
  */
-export function mayHaveRun(end: StatelessStreamEnd): boolean {
+export function mayHaveRun(end: ModernCallStreamEnd): boolean {
   switch (end.kind) {
     case 'refused':
       return false;

@@ -12,21 +12,21 @@ import {
 import type { Exchange, IoEvent } from '../../machines/client/io.js';
 import {
   type AttemptInput,
-  type StatelessCallContext as CallMachineContext,
-  type StatelessCallEvent,
-  type StatelessCallInput,
-  statelessCallMachine,
-} from '../../machines/client/stateless-call.machine.js';
+  type ModernCallContext as CallMachineContext,
+  type ModernCallEvent,
+  type ModernCallInput,
+  modernCallMachine,
+} from '../../machines/client/modern-call.machine.js';
 import {
   caseOf,
-  DEFAULT_STATELESS_POLICY,
+  DEFAULT_MODERN_CALL_POLICY,
+  type ModernCallContext,
+  type ModernCallDecision,
+  type ModernCallPolicy,
+  ModernCallReason,
+  type ModernCallStreamEnd,
   ModernErrorCode,
-  type StatelessCallContext,
-  type StatelessDecision,
-  type StatelessPolicy,
-  StatelessReason,
-  type StatelessStreamEnd,
-} from '../../machines/client/stateless-decide.js';
+} from '../../machines/client/modern-call-decide.js';
 import { JsonRpcCode } from '../../machines/codes.js';
 import {
   isResponse,
@@ -36,24 +36,24 @@ import {
 } from '../../machines/jsonrpc.js';
 import type { VirtualClock } from '../world/clock.js';
 import type { SimConnection, SimNetwork } from '../world/network.js';
-import { Receiver2026, type SlowLink2026 } from './link.js';
-import type { Recorder2026 } from './recorder.js';
-import { TOOLS_2026, type Tool2026 } from './tools.js';
+import { ModernReceiver, type ModernSlowLink } from './link.js';
+import type { ModernRecorder } from './recorder.js';
+import { type ModernTool, TOOLS_MODERN } from './tools.js';
 
 /**
- * The simulated 2026-07-28 client: each application call is the real `statelessCallMachine` (the client's
- * call lifecycle, every stream end decided by `decideStatelessEnd`) on the virtual clock, its `exchange`
+ * The simulated 2026-07-28 client: each application call is the real `modernCallMachine` (the client's
+ * call lifecycle, every stream end decided by `decideModernCallEnd`) on the virtual clock, its `exchange`
  * actor one POST on the simulated network. Everything around the machine is the runtime's client core
  * (machines/client/call-core.ts), as `continuityFetch` runs it: whether the call is keyed and the machine's
  * input (`callInput`), the machine's events from what the network did (`attemptStep`: the exchange only
  * names the I/O facts), and how the ending reaches the application's library (`callEnding`).
  */
-export interface ClientVariant2026 {
+export interface ModernClientVariant {
   readonly name: string;
   /** What the call machine is started with (a mutant misreads the tool's hints or the memo window). */
-  readonly input?: (input: StatelessCallInput) => StatelessCallInput;
+  readonly input?: (input: ModernCallInput) => ModernCallInput;
   /** What the exchange reports instead of what happened (a mutant misclassifies an end, or drops ids). */
-  readonly report?: (event: StatelessCallEvent) => StatelessCallEvent;
+  readonly report?: (event: ModernCallEvent) => ModernCallEvent;
   /** What the application is told instead of what the machine delivered (a mutant words outcomes wrongly). */
   readonly distort?: (message: JsonRpcMessage) => JsonRpcMessage;
   /** The client core's decisions (a mutant swaps one: keying, naming a failure, the library ending). */
@@ -62,22 +62,22 @@ export interface ClientVariant2026 {
   readonly ending?: typeof callEnding;
 }
 
-export const CORRECT_CLIENT_2026: ClientVariant2026 = { name: 'mcp-continuity' };
+export const CORRECT_CLIENT_MODERN: ModernClientVariant = { name: 'mcp-continuity' };
 
-export interface ClientDeps2026 {
+export interface ModernClientDeps {
   readonly clock: VirtualClock;
   readonly net: SimNetwork;
   /** Takes a connection the client opened (the world routes it to the server, or swallows it). */
   readonly serve: (conn: SimConnection) => void;
-  readonly recorder: Recorder2026;
+  readonly recorder: ModernRecorder;
   readonly nextId: () => number;
   /** What the client learnt from `server/discover`: the extension's memo window, if advertised. */
   readonly extension?: { readonly memoWindowMs: number };
-  readonly policy: StatelessPolicy;
+  readonly policy: ModernCallPolicy;
   /** The client's stall timeout (0: off, as without heartbeats). */
   readonly stallTimeoutMs: number;
   /** Told each decision (coverage). */
-  readonly onDecision?: (end: StatelessStreamEnd, ctx: StatelessCallContext, d: StatelessDecision) => void;
+  readonly onDecision?: (end: ModernCallStreamEnd, ctx: ModernCallContext, d: ModernCallDecision) => void;
   /**
    * The application's SDK got a -32020 for this call: as the official v2 `Client.callTool` does, it
    * refreshes its tools/list view and sends the call again as a NEW request (new id, through our client
@@ -85,9 +85,9 @@ export interface ClientDeps2026 {
    */
   readonly onHeaderMismatch?: (callKey: string) => boolean;
   /** The last hop is a slow link: a call's answer arrives in chunks (link.ts). */
-  readonly link?: SlowLink2026;
+  readonly link?: ModernSlowLink;
   /** Each open attempt's receiver by connection id, while it listens (the world starts trickles on them). */
-  readonly receivers?: Map<number, { readonly callKey: string; readonly receiver: Receiver2026 }>;
+  readonly receivers?: Map<number, { readonly callKey: string; readonly receiver: ModernReceiver }>;
   /** The principal the application's requests are authenticated as ('' : the one principal). */
   readonly principal?: string;
 }
@@ -96,14 +96,14 @@ export interface ClientDeps2026 {
  * A POST of this world: the exchange plus the `Mcp-Param-*` header the application built from its view
  * of the tool's declarations (`paramHeader`: it sent one). Every re-issue of one request carries the same.
  */
-export interface SimExchange2026 extends Exchange {
+export interface ModernSimExchange extends Exchange {
   readonly paramHeader: boolean;
   /** Who the server authenticates the request as (its credentials). */
   readonly principal: string;
 }
 
-export const SIM_STATELESS_POLICY: StatelessPolicy = {
-  ...DEFAULT_STATELESS_POLICY,
+export const SIM_MODERN_CALL_POLICY: ModernCallPolicy = {
+  ...DEFAULT_MODERN_CALL_POLICY,
   maxReissues: 4,
   backoff: { initialDelayMs: 200, maxDelayMs: 4_000, factor: 2, maxRetries: 10, jitter: 'full' },
   memoMarginMs: 2_000,
@@ -111,13 +111,13 @@ export const SIM_STATELESS_POLICY: StatelessPolicy = {
 
 /** One application call: the real call machine with simulated I/O. */
 export class SimCall {
-  readonly actor: Actor<typeof statelessCallMachine>;
+  readonly actor: Actor<typeof modernCallMachine>;
 
   constructor(
-    private readonly deps: ClientDeps2026,
-    variant: ClientVariant2026,
+    private readonly deps: ModernClientDeps,
+    variant: ModernClientVariant,
     readonly callKey: string,
-    tool: Tool2026,
+    tool: ModernTool,
     /** The idempotency key; the application's own when it reuses one (a bug it may have). */
     key: string,
     seed: number,
@@ -135,7 +135,7 @@ export class SimCall {
     };
     const route = {
       request,
-      tool: TOOLS_2026[tool].annotations,
+      tool: TOOLS_MODERN[tool].annotations,
       extension: deps.extension,
       useExtension: true,
       policy: deps.policy,
@@ -148,20 +148,20 @@ export class SimCall {
     if (rec && callIsKeyed(route, rules) && rec.key === undefined) rec.key = key;
     if (callIsKeyed(route, rules))
       recorder.keysSent.set(callKey, (recorder.keysSent.get(callKey) ?? new Set<string>()).add(key));
-    const report = variant.report ?? ((e: StatelessCallEvent) => e);
+    const report = variant.report ?? ((e: ModernCallEvent) => e);
     // This request got a 400 -32020: sending it again carries the same headers, which the server refused.
     let refusedHeaders = false;
-    const exchange = fromCallback<StatelessCallEvent, AttemptInput>(({ input, sendBack }) => {
+    const exchange = fromCallback<ModernCallEvent, AttemptInput>(({ input, sendBack }) => {
       if (rec) rec.attempts++;
       if (refusedHeaders)
         recorder.staleResends.push(`${callKey} (${tool}) sent again with the headers the server refused`);
       let faulted = false;
       let evicted = false;
       let state = ATTEMPT_START;
-      const send = (e: StatelessCallEvent) => sendBack(report(e));
+      const send = (e: ModernCallEvent) => sendBack(report(e));
       // The attempt ended in a way that proves it did not run (refused; a status that says not processed).
       let provenNotRun = false;
-      const ended = (end: StatelessStreamEnd) => {
+      const ended = (end: ModernCallStreamEnd) => {
         if (end.kind === 'refused') faulted = true;
         provenNotRun =
           end.kind === 'refused' ||
@@ -188,7 +188,7 @@ export class SimCall {
         if (ev.type === 'sse.events') for (const one of ev.events) onEvent(one);
         else tell(factOf(ev, clock.now()));
       };
-      const post: SimExchange2026 = {
+      const post: ModernSimExchange = {
         method: 'POST',
         body: input.request,
         paramHeader,
@@ -196,7 +196,7 @@ export class SimCall {
       };
       // The network's messages reach the exchange through the last hop's bytes (link.ts).
       let conn: SimConnection | undefined;
-      const receiver = new Receiver2026(
+      const receiver = new ModernReceiver(
         clock,
         deps.link,
         onEvent,
@@ -234,7 +234,7 @@ export class SimCall {
         net.abandon(opened);
       };
     });
-    const machine = statelessCallMachine.provide({
+    const machine = modernCallMachine.provide({
       actors: { exchange },
       actions: {
         deliver: (_, { message }) => {
@@ -252,7 +252,7 @@ export class SimCall {
       },
     });
     const baseInput = callInput(route, rules);
-    let lastDecision: StatelessDecision | undefined;
+    let lastDecision: ModernCallDecision | undefined;
     const inspect = deps.onDecision
       ? (ev: InspectionEvent) => {
           if (ev.type !== '@xstate.snapshot' || ev.actorRef !== this.actor) return;
@@ -332,7 +332,7 @@ export class SimCall {
   private fetchFailed = false;
 
   /** The call's one answer reached the application (a second would be a duplicate). */
-  private settle(deps: ClientDeps2026, m: JsonRpcMessage): void {
+  private settle(deps: ModernClientDeps, m: JsonRpcMessage): void {
     const rec = deps.recorder.calls.get(this.callKey);
     if (!rec) return;
     const code = 'error' in m ? (m.error as { code?: unknown }).code : undefined;
@@ -356,7 +356,7 @@ export class SimCall {
     rec.outcome = error.code === JsonRpcCode.OUTCOME_UNKNOWN ? 'unknown' : 'error';
     if (typeof error.data?.reason === 'string') rec.reason = error.data.reason;
     // The application reads the code: a -32020 is a header mismatch however it came (a 400, or a stream).
-    else if (error.code === ModernErrorCode.HEADER_MISMATCH) rec.reason = StatelessReason.headerMismatch;
+    else if (error.code === ModernErrorCode.HEADER_MISMATCH) rec.reason = ModernCallReason.headerMismatch;
   }
 
   stop(): void {

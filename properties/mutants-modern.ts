@@ -1,19 +1,19 @@
-import type { StatelessCallEvent } from '../machines/client/stateless-call.machine.js';
+import type { ModernCallEvent } from '../machines/client/modern-call.machine.js';
 import {
-  STATELESS_DECISION_TABLE,
-  type StatelessCase,
-  type StatelessRow,
-} from '../machines/client/stateless-decide.js';
+  MODERN_CALL_DECISION_TABLE,
+  type ModernCallCase,
+  type ModernCallRow,
+} from '../machines/client/modern-call-decide.js';
 import { JsonRpcCode } from '../machines/codes.js';
 import { ContinuityErrorCode } from '../machines/continuity-extension.js';
 import { keyedBodyEndSteps, keyedFollowSteps } from '../machines/server/keyed-execute.js';
 import { memoExpired } from '../machines/server/keyed-memo.js';
 import { keyedRequestMachine } from '../machines/server/keyed-request.machine.js';
-import type { CheckName2026 } from './checks2026.js';
-import { CLIENT_CORE_MUTANTS_2026 } from './mutants2026-core.js';
-import { CORRECT_CLIENT_2026 } from './world2026/client.js';
-import { RUNTIME_DECISIONS } from './world2026/server.js';
-import type { WorldVariant2026 } from './world2026/world.js';
+import type { CheckNameModern } from './checks-modern.js';
+import { CLIENT_CORE_MUTANTS_MODERN } from './mutants-modern-core.js';
+import { CORRECT_CLIENT_MODERN } from './world-modern/client.js';
+import { RUNTIME_DECISIONS } from './world-modern/server.js';
+import type { ModernWorldVariant } from './world-modern/world.js';
 
 /**
  * Deliberately wrong variants of the 2026-07-28 decisions, at least one per decision the coverage table
@@ -21,22 +21,22 @@ import type { WorldVariant2026 } from './world2026/world.js';
  * call's steps are told and how they end, the memo window, and the keyed machine's guards. Each swaps one decision of the REAL code: through the
  * seams the runtime itself uses (`provide`, the plan functions the executor calls), or, where the real
  * code reaches a decision without a seam, by swapping it in place for the duration of one world (a row
- * of `STATELESS_DECISION_TABLE`, a guard of `keyedRequestMachine`, which `stepMemoEntry` runs). The
+ * of `MODERN_CALL_DECISION_TABLE`, a guard of `keyedRequestMachine`, which `stepMemoEntry` runs). The
  * property suite must catch every one.
  */
-export interface Mutant2026 {
+export interface ModernMutant {
   readonly name: string;
   /** The decision it breaks (a group of the coverage table). */
   readonly branch: string;
-  readonly variant: WorldVariant2026;
+  readonly variant: ModernWorldVariant;
   /** The properties expected to catch it (documentation: the test prints which one did). */
-  readonly caughtBy: readonly CheckName2026[];
+  readonly caughtBy: readonly CheckNameModern[];
 }
 
 /** Swaps rows of the real table for the duration of one world. */
-function tableRows(rows: Partial<Record<StatelessCase, StatelessRow>>): () => () => void {
+function tableRows(rows: Partial<Record<ModernCallCase, ModernCallRow>>): () => () => void {
   return () => {
-    const table = STATELESS_DECISION_TABLE as Record<StatelessCase, StatelessRow>;
+    const table = MODERN_CALL_DECISION_TABLE as Record<ModernCallCase, ModernCallRow>;
     const saved = { ...table };
     Object.assign(table, rows);
     return () => Object.assign(table, saved);
@@ -55,7 +55,7 @@ function keyedGuard(name: string, guard: () => boolean): () => () => void {
   };
 }
 
-const client = CORRECT_CLIENT_2026;
+const client = CORRECT_CLIENT_MODERN;
 const REISSUE = { action: 'backoff-reissue', reason: 'cut_mid_stream' } as const;
 
 /** Swaps one action of the real keyed-request machine for another of its actions, for one world. */
@@ -70,7 +70,7 @@ function keyedAction(name: string, as: string): () => () => void {
   };
 }
 
-export const MUTANTS_2026: readonly Mutant2026[] = [
+export const MUTANTS_MODERN: readonly ModernMutant[] = [
   {
     // The old behaviour: the SDK's -32020 memoized for the whole window as if the tool had answered.
     name: 'a refusal before the run is recorded as the tool’s outcome (keyedBodyEndSteps told refused=false)',
@@ -116,13 +116,13 @@ export const MUTANTS_2026: readonly Mutant2026[] = [
     // A 503 is "not processed" by RFC 9110, but a proxy answers it after its upstream reset too.
     name: 'a 503 without Retry-After read as a server shedding load (nothing ran)',
     branch: 'table row',
-    variant: { client, patch: tableRows({ '503-no-retry-after': STATELESS_DECISION_TABLE['503'] }) },
+    variant: { client, patch: tableRows({ '503-no-retry-after': MODERN_CALL_DECISION_TABLE['503'] }) },
     caughtBy: ['at most once'],
   },
   {
     name: 'a cut mid-stream read as a refused connection (nothing ran)',
     branch: 'table row',
-    variant: { client, patch: tableRows({ 'cut-mid-stream': STATELESS_DECISION_TABLE.refused }) },
+    variant: { client, patch: tableRows({ 'cut-mid-stream': MODERN_CALL_DECISION_TABLE.refused }) },
     caughtBy: ['at most once', 'honest errors'],
   },
   {
@@ -304,12 +304,12 @@ export const MUTANTS_2026: readonly Mutant2026[] = [
     variant: { client: { ...client, report: withoutResumeAfter } },
     caughtBy: ['evictions advance the cursor'],
   },
-  // The client core's decisions and the server's unkeyed path (mutants2026-core.ts).
-  ...CLIENT_CORE_MUTANTS_2026,
+  // The client core's decisions and the server's unkeyed path (mutants-modern-core.ts).
+  ...CLIENT_CORE_MUTANTS_MODERN,
 ];
 
 /** The exchange reports a 410 without the `resumeAfter` its body carried: the client keeps its old cursor. */
-function withoutResumeAfter(event: StatelessCallEvent): StatelessCallEvent {
+function withoutResumeAfter(event: ModernCallEvent): ModernCallEvent {
   if (event.type !== 'attempt.ended' || event.end.kind !== 'http-status' || event.end.status !== 410)
     return event;
   const body = event.end.body as { error?: { data?: Record<string, unknown> } } | undefined;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { libraryEnding, rawAnswerAs } from '../../machines/client/stateless-wire.js';
+import { libraryEnding, rawAnswerAs } from '../../machines/client/modern-call-wire.js';
 
-/** How a finished 2026-07-28 call is handed back to the SDK's transport (machines/client/stateless-wire.ts). */
+/** How a finished 2026-07-28 call is handed back to the SDK's transport (machines/client/modern-call-wire.ts). */
 describe('the ending the SDK gets', () => {
   it('a definite failure on a status before any message is the raw answer; a refused connection the fetch error', () => {
     const status = { kind: 'http-status', status: 400 } as const;

@@ -1,20 +1,20 @@
-import type { Command2026, WorldConfig2026 } from './world.js';
-import { DEFAULT_WORLD_2026 } from './world.js';
+import type { CommandModern, ModernWorldConfig } from './world.js';
+import { DEFAULT_WORLD_MODERN } from './world.js';
 
 /**
  * Directed worlds for what the last hop, the application and the credentials bring (link.ts, the cancel
  * command, two principals): each is judged by every property like a random world, and a mutant hunt tries
- * them first (mutants2026.test.ts).
+ * them first (mutants-modern.test.ts).
  */
-export interface Scenario2026Named {
+export interface ModernScenarioNamed {
   readonly name: string;
-  readonly config: WorldConfig2026;
-  readonly commands: readonly Command2026[];
+  readonly config: ModernWorldConfig;
+  readonly commands: readonly CommandModern[];
 }
 
-const world = (over: Partial<WorldConfig2026>): WorldConfig2026 => ({ ...DEFAULT_WORLD_2026, ...over });
+const world = (over: Partial<ModernWorldConfig>): ModernWorldConfig => ({ ...DEFAULT_WORLD_MODERN, ...over });
 
-export const PORT_SCENARIOS_2026: readonly Scenario2026Named[] = [
+export const PORT_SCENARIOS_MODERN: readonly ModernScenarioNamed[] = [
   {
     name: "a charge's stream trickles (never completing its message): the stall timer ends the attempt, the re-issue gets the result",
     config: world({}),

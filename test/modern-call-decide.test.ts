@@ -2,19 +2,19 @@ import { fc, test } from '@fast-check/vitest';
 import { describe, expect, it } from 'vitest';
 import {
   caseOf,
-  DEFAULT_STATELESS_POLICY,
-  decideStatelessEnd,
+  DEFAULT_MODERN_CALL_POLICY,
+  decideModernCallEnd,
   keysCall,
+  MODERN_CALL_DECISION_TABLE,
+  type ModernCallCase,
+  type ModernCallContext,
+  type ModernCallDecision,
+  type ModernCallPolicy,
+  type ModernCallRow,
+  type ModernCallStreamEnd,
   mayHaveRun,
-  STATELESS_DECISION_TABLE,
-  type StatelessCallContext,
-  type StatelessCase,
-  type StatelessDecision,
-  type StatelessPolicy,
-  type StatelessRow,
-  type StatelessStreamEnd,
   safeReissueBasis,
-} from '../machines/client/stateless-decide.js';
+} from '../machines/client/modern-call-decide.js';
 import { ContinuityErrorCode } from '../machines/continuity-extension.js';
 
 const err = (code: number, data?: unknown) => ({
@@ -22,7 +22,7 @@ const err = (code: number, data?: unknown) => ({
   id: 1,
   error: { code, message: 'x', data },
 });
-const status = (s: number, body?: unknown, retryAfterMs?: number): StatelessStreamEnd => ({
+const status = (s: number, body?: unknown, retryAfterMs?: number): ModernCallStreamEnd => ({
   kind: 'http-status',
   status: s,
   body,
@@ -36,7 +36,7 @@ const evictedData = {
 };
 
 /** One observed end per row of the table. A `Record`, so a row added without an example fails to compile. */
-const EXAMPLE: Record<StatelessCase, StatelessStreamEnd> = {
+const EXAMPLE: Record<ModernCallCase, ModernCallStreamEnd> = {
   refused: { kind: 'refused' },
   'cut-before-response': { kind: 'cut-before-response' },
   'cut-mid-stream': { kind: 'cut-mid-stream' },
@@ -73,7 +73,7 @@ const EXAMPLE: Record<StatelessCase, StatelessStreamEnd> = {
   'unexpected-status': status(303),
 };
 
-const base: StatelessCallContext = {
+const base: ModernCallContext = {
   attempts: 0,
   mayHaveRunBefore: false,
   elapsedMs: 1_000,
@@ -81,20 +81,20 @@ const base: StatelessCallContext = {
 };
 /** A charge: no annotations, no extension. */
 const plain = base;
-const readOnly: StatelessCallContext = { ...base, tool: { readOnlyHint: true } };
-const keyed: StatelessCallContext = {
+const readOnly: ModernCallContext = { ...base, tool: { readOnlyHint: true } };
+const keyed: ModernCallContext = {
   ...base,
   extension: { memoWindowMs: 86_400_000 },
   idempotencyKey: 'k-1',
   lastEventId: 'k1-1-4',
 };
 
-type Expect = StatelessDecision['action'];
+type Expect = ModernCallDecision['action'];
 /**
  * Row by row: the action for a non-idempotent call without the extension, for a read-only tool, and for a
  * keyed call through the extension. The `why` of each is the comment on its row in the table.
  */
-const ROWS: Array<[StatelessCase, Expect, Expect, Expect]> = [
+const ROWS: Array<[ModernCallCase, Expect, Expect, Expect]> = [
   ['refused', 'backoff-reissue', 'backoff-reissue', 'backoff-reissue'],
   ['cut-before-response', 'outcome-unknown', 'reissue', 'reissue'],
   ['cut-mid-stream', 'outcome-unknown', 'reissue', 'reissue'],
@@ -135,18 +135,18 @@ const ROWS: Array<[StatelessCase, Expect, Expect, Expect]> = [
 
 describe('stateless decision table (2026-07-28), one test per row', () => {
   it('every row of the table has a test below, and every example lands on its row', () => {
-    expect(ROWS.map(([c]) => c).sort()).toEqual(Object.keys(STATELESS_DECISION_TABLE).sort());
+    expect(ROWS.map(([c]) => c).sort()).toEqual(Object.keys(MODERN_CALL_DECISION_TABLE).sort());
     for (const [c, end] of Object.entries(EXAMPLE)) expect(caseOf(end)).toBe(c);
   });
 
   it.each(ROWS)('%s → plain: %s, read-only: %s, keyed: %s', (c, forPlain, forReadOnly, forKeyed) => {
     const end = EXAMPLE[c];
-    const row = STATELESS_DECISION_TABLE[c];
-    const plainD = decideStatelessEnd(end, plain);
+    const row = MODERN_CALL_DECISION_TABLE[c];
+    const plainD = decideModernCallEnd(end, plain);
     expect(plainD.action).toBe(forPlain);
     expect(plainD.reason).toBe(row.reason);
-    expect(decideStatelessEnd(end, readOnly).action).toBe(forReadOnly);
-    const keyedD = decideStatelessEnd(end, keyed);
+    expect(decideModernCallEnd(end, readOnly).action).toBe(forReadOnly);
+    const keyedD = decideModernCallEnd(end, keyed);
     expect(keyedD.action).toBe(forKeyed);
     // A re-issue through the extension always carries the key; one without it never does.
     if (keyedD.action === 'reissue' || keyedD.action === 'backoff-reissue') {
@@ -160,7 +160,7 @@ describe('stateless decision table (2026-07-28), one test per row', () => {
 
 describe('the details of a decision', () => {
   it('a cut with the extension re-issues at once with the same key and the last event id seen', () => {
-    expect(decideStatelessEnd({ kind: 'cut-mid-stream' }, keyed)).toEqual({
+    expect(decideModernCallEnd({ kind: 'cut-mid-stream' }, keyed)).toEqual({
       action: 'reissue',
       reason: 'cut_mid_stream',
       newRequestId: true,
@@ -169,88 +169,91 @@ describe('the details of a decision', () => {
     });
     // Nothing seen yet: the re-issue says so with null, which still marks it as a re-issue.
     const { lastEventId: _, ...nothingSeen } = keyed;
-    const d = decideStatelessEnd({ kind: 'cut-before-response' }, nothingSeen);
+    const d = decideModernCallEnd({ kind: 'cut-before-response' }, nothingSeen);
     expect(d.action === 'reissue' && d.carry).toEqual({ idempotencyKey: 'k-1', lastEventId: null });
   });
 
   it('a second re-issue after a cut backs off instead of hammering', () => {
-    const d = decideStatelessEnd({ kind: 'cut-mid-stream' }, { ...readOnly, attempts: 1 });
+    const d = decideModernCallEnd({ kind: 'cut-mid-stream' }, { ...readOnly, attempts: 1 });
     expect(d.action).toBe('backoff-reissue');
   });
 
   it('without a safe basis the charge ends as outcome unknown, with its key when it had one', () => {
     const keyWithoutExtension = { ...plain, idempotencyKey: 'k-9' };
-    expect(decideStatelessEnd({ kind: 'cut-mid-stream' }, keyWithoutExtension)).toEqual({
+    expect(decideModernCallEnd({ kind: 'cut-mid-stream' }, keyWithoutExtension)).toEqual({
       action: 'outcome-unknown',
       reason: 'cut_mid_stream',
     });
     expect(
-      decideStatelessEnd({ kind: 'error-response', code: ContinuityErrorCode.OUTCOME_UNKNOWN }, keyed),
+      decideModernCallEnd({ kind: 'error-response', code: ContinuityErrorCode.OUTCOME_UNKNOWN }, keyed),
     ).toEqual({ action: 'outcome-unknown', reason: 'server_outcome_unknown', idempotencyKey: 'k-1' });
   });
 
   it('the re-issue budget: an open outcome ends unknown, a never-sent request fails definitely', () => {
-    const spent = { ...readOnly, attempts: DEFAULT_STATELESS_POLICY.maxReissues };
-    expect(decideStatelessEnd({ kind: 'stalled' }, spent)).toEqual({
+    const spent = { ...readOnly, attempts: DEFAULT_MODERN_CALL_POLICY.maxReissues };
+    expect(decideModernCallEnd({ kind: 'stalled' }, spent)).toEqual({
       action: 'outcome-unknown',
       reason: 'reissue_given_up',
     });
-    expect(decideStatelessEnd({ kind: 'refused' }, spent)).toEqual({ action: 'fail', reason: 'unreachable' });
-    expect(decideStatelessEnd(status(503, undefined, 1_000), spent)).toEqual({
+    expect(decideModernCallEnd({ kind: 'refused' }, spent)).toEqual({
+      action: 'fail',
+      reason: 'unreachable',
+    });
+    expect(decideModernCallEnd(status(503, undefined, 1_000), spent)).toEqual({
       action: 'fail',
       reason: 'unavailable',
       status: 503,
     });
     // Without Retry-After the 503 may have followed the request: the spent budget is outcome unknown.
-    expect(decideStatelessEnd(status(503), spent).action).toBe('outcome-unknown');
+    expect(decideModernCallEnd(status(503), spent).action).toBe('outcome-unknown');
   });
 
   it('after an attempt that may have run, a later refusal is outcome unknown, not a definite failure', () => {
     const after = { ...keyed, attempts: 2, mayHaveRunBefore: true };
-    expect(decideStatelessEnd(status(401), after)).toEqual({
+    expect(decideModernCallEnd(status(401), after)).toEqual({
       action: 'outcome-unknown',
       reason: 'unauthorized',
       idempotencyKey: 'k-1',
     });
-    const spent = { ...after, attempts: DEFAULT_STATELESS_POLICY.maxReissues };
-    expect(decideStatelessEnd({ kind: 'refused' }, spent).action).toBe('outcome-unknown');
+    const spent = { ...after, attempts: DEFAULT_MODERN_CALL_POLICY.maxReissues };
+    expect(decideModernCallEnd({ kind: 'refused' }, spent).action).toBe('outcome-unknown');
   });
 
   it('past the memo window a keyed re-issue is no longer safe: outcome unknown', () => {
-    const late = { ...keyed, elapsedMs: 86_400_000 - DEFAULT_STATELESS_POLICY.memoMarginMs };
-    expect(decideStatelessEnd({ kind: 'cut-mid-stream' }, late)).toEqual({
+    const late = { ...keyed, elapsedMs: 86_400_000 - DEFAULT_MODERN_CALL_POLICY.memoMarginMs };
+    expect(decideModernCallEnd({ kind: 'cut-mid-stream' }, late)).toEqual({
       action: 'outcome-unknown',
       reason: 'memo_window_passed',
       idempotencyKey: 'k-1',
     });
     expect(
-      decideStatelessEnd({ kind: 'cut-mid-stream' }, { ...late, elapsedMs: late.elapsedMs - 1 }).action,
+      decideModernCallEnd({ kind: 'cut-mid-stream' }, { ...late, elapsedMs: late.elapsedMs - 1 }).action,
     ).toBe('reissue');
   });
 
   it('Retry-After is a floor on the backoff', () => {
-    const d = decideStatelessEnd(status(429, undefined, 7_000), plain);
+    const d = decideModernCallEnd(status(429, undefined, 7_000), plain);
     expect(d.action === 'backoff-reissue' && d.delayMs).toBe(7_000);
   });
 
   it('a Retry-After longer than the longest backoff fails now (nothing ran), or is unknown if an attempt ran', () => {
-    const long = status(429, undefined, DEFAULT_STATELESS_POLICY.backoff.maxDelayMs + 1);
-    expect(decideStatelessEnd(long, plain)).toMatchObject({ action: 'fail', reason: 'throttled' });
-    expect(decideStatelessEnd(long, { ...plain, mayHaveRunBefore: true }).action).toBe('outcome-unknown');
-    const atMost = status(503, undefined, DEFAULT_STATELESS_POLICY.backoff.maxDelayMs);
-    expect(decideStatelessEnd(atMost, plain).action).toBe('backoff-reissue');
+    const long = status(429, undefined, DEFAULT_MODERN_CALL_POLICY.backoff.maxDelayMs + 1);
+    expect(decideModernCallEnd(long, plain)).toMatchObject({ action: 'fail', reason: 'throttled' });
+    expect(decideModernCallEnd(long, { ...plain, mayHaveRunBefore: true }).action).toBe('outcome-unknown');
+    const atMost = status(503, undefined, DEFAULT_MODERN_CALL_POLICY.backoff.maxDelayMs);
+    expect(decideModernCallEnd(atMost, plain).action).toBe('backoff-reissue');
   });
 
   it('header mismatch: fail at once (nothing ran; the SDK refreshes and sends again with new headers)', () => {
     const end = EXAMPLE['400-header-mismatch'];
-    expect(decideStatelessEnd(end, plain)).toEqual({
+    expect(decideModernCallEnd(end, plain)).toEqual({
       action: 'fail',
       reason: 'header_mismatch',
       status: 400,
       code: -32020,
     });
     // After an attempt that may have run, a refusal says nothing about that attempt.
-    expect(decideStatelessEnd(end, { ...plain, mayHaveRunBefore: true }).action).toBe('outcome-unknown');
+    expect(decideModernCallEnd(end, { ...plain, mayHaveRunBefore: true }).action).toBe('outcome-unknown');
   });
 
   it('found by the 2026 model: a keyed re-issue refused -32020 after a cut still fails at once (nothing ran under the key), so the SDK refreshes and sends it again', () => {
@@ -258,7 +261,7 @@ describe('the details of a decision', () => {
     // `refused`) and the SDK refused its same stale headers again. A key that ran is answered from the
     // memo, never by the SDK's checks: outcome unknown here would be spurious and stop the SDK's recovery.
     const end = EXAMPLE['400-header-mismatch'];
-    expect(decideStatelessEnd(end, { ...keyed, attempts: 1, mayHaveRunBefore: true })).toEqual({
+    expect(decideModernCallEnd(end, { ...keyed, attempts: 1, mayHaveRunBefore: true })).toEqual({
       action: 'fail',
       reason: 'header_mismatch',
       status: 400,
@@ -267,7 +270,7 @@ describe('the details of a decision', () => {
   });
 
   it('an evicted resume re-issues from the oldest retained event and reports the exact gap', () => {
-    const d = decideStatelessEnd(EXAMPLE['ext-events-evicted'], keyed);
+    const d = decideModernCallEnd(EXAMPLE['ext-events-evicted'], keyed);
     expect(d).toMatchObject({
       action: 'reissue',
       reason: 'events_evicted',
@@ -277,13 +280,13 @@ describe('the details of a decision', () => {
   });
 
   it('an application cancel through the extension is sent explicitly (closing is not cancelling there)', () => {
-    expect(decideStatelessEnd({ kind: 'cancelled-by-application' }, keyed)).toEqual({
+    expect(decideModernCallEnd({ kind: 'cancelled-by-application' }, keyed)).toEqual({
       action: 'outcome-unknown',
       reason: 'cancelled_by_application',
       idempotencyKey: 'k-1',
       sendExplicitCancel: true,
     });
-    expect(decideStatelessEnd({ kind: 'cancelled-by-application' }, plain)).toEqual({
+    expect(decideModernCallEnd({ kind: 'cancelled-by-application' }, plain)).toEqual({
       action: 'outcome-unknown',
       reason: 'cancelled_by_application',
     });
@@ -291,7 +294,7 @@ describe('the details of a decision', () => {
 
   it('a read-only tool is still re-issued past the memo window, as a fresh request without the key', () => {
     const late = { ...keyed, tool: { readOnlyHint: true }, elapsedMs: 86_400_000 };
-    expect(decideStatelessEnd({ kind: 'cut-mid-stream' }, late)).toEqual({
+    expect(decideModernCallEnd({ kind: 'cut-mid-stream' }, late)).toEqual({
       action: 'reissue',
       reason: 'cut_mid_stream',
       newRequestId: true,
@@ -300,16 +303,16 @@ describe('the details of a decision', () => {
   });
 
   it('untrusted annotations make nothing safe; idempotentHint alone does', () => {
-    const untrusting = { ...DEFAULT_STATELESS_POLICY, trustToolAnnotations: false };
-    expect(decideStatelessEnd({ kind: 'cut-mid-stream' }, readOnly, untrusting).action).toBe(
+    const untrusting = { ...DEFAULT_MODERN_CALL_POLICY, trustToolAnnotations: false };
+    expect(decideModernCallEnd({ kind: 'cut-mid-stream' }, readOnly, untrusting).action).toBe(
       'outcome-unknown',
     );
     const idempotent = { ...base, tool: { readOnlyHint: false, idempotentHint: true } };
-    expect(decideStatelessEnd({ kind: 'cut-mid-stream' }, idempotent).action).toBe('reissue');
+    expect(decideModernCallEnd({ kind: 'cut-mid-stream' }, idempotent).action).toBe('reissue');
   });
 
   it('an older server that omits resultType is complete', () => {
-    expect(decideStatelessEnd({ kind: 'result' }, plain)).toEqual({ action: 'deliver', reason: 'answered' });
+    expect(decideModernCallEnd({ kind: 'result' }, plain)).toEqual({ action: 'deliver', reason: 'answered' });
   });
 });
 
@@ -331,8 +334,8 @@ const bodyArb = fc.option(
   codeArb.map((c) => err(c, c === ContinuityErrorCode.EVENTS_EVICTED ? evictedData : undefined)),
   { nil: undefined },
 );
-const endArb: fc.Arbitrary<StatelessStreamEnd> = fc.oneof(
-  fc.constantFrom<StatelessStreamEnd>(
+const endArb: fc.Arbitrary<ModernCallStreamEnd> = fc.oneof(
+  fc.constantFrom<ModernCallStreamEnd>(
     { kind: 'refused' },
     { kind: 'cut-before-response' },
     { kind: 'cut-mid-stream' },
@@ -356,7 +359,7 @@ const endArb: fc.Arbitrary<StatelessStreamEnd> = fc.oneof(
     .map(([s, body, retryAfterMs]) => status(s, body, retryAfterMs)),
 );
 const hintArb = fc.option(fc.boolean(), { nil: undefined });
-const ctxArb: fc.Arbitrary<StatelessCallContext> = fc.record({
+const ctxArb: fc.Arbitrary<ModernCallContext> = fc.record({
   tool: fc.option(fc.record({ readOnlyHint: hintArb, idempotentHint: hintArb }), { nil: undefined }),
   extension: fc.option(
     fc.record({ memoWindowMs: fc.oneof(fc.constant(86_400_000), fc.integer({ min: 1, max: 200_000 })) }),
@@ -369,9 +372,9 @@ const ctxArb: fc.Arbitrary<StatelessCallContext> = fc.record({
   elapsedMs: fc.nat(200_000),
   jitterSeed: fc.nat(),
 });
-const policyArb: fc.Arbitrary<StatelessPolicy> = fc.record({
+const policyArb: fc.Arbitrary<ModernCallPolicy> = fc.record({
   maxReissues: fc.nat(4),
-  backoff: fc.constant(DEFAULT_STATELESS_POLICY.backoff),
+  backoff: fc.constant(DEFAULT_MODERN_CALL_POLICY.backoff),
   memoMarginMs: fc.nat(10_000),
   trustToolAnnotations: fc.boolean(),
 });
@@ -382,12 +385,12 @@ const policyArb: fc.Arbitrary<StatelessPolicy> = fc.record({
  * And no decision waits: each is immediate, with a bounded delay.
  */
 function safetyHolds(
-  table: Readonly<Record<StatelessCase, StatelessRow>>,
-  end: StatelessStreamEnd,
-  ctx: StatelessCallContext,
-  policy: StatelessPolicy,
+  table: Readonly<Record<ModernCallCase, ModernCallRow>>,
+  end: ModernCallStreamEnd,
+  ctx: ModernCallContext,
+  policy: ModernCallPolicy,
 ): boolean {
-  const d = decideStatelessEnd(end, ctx, policy, table);
+  const d = decideModernCallEnd(end, ctx, policy, table);
   // Honest endings: a definite failure only for a call no attempt of which may have run. A -32020 to a
   // call keyed through the extension says so itself: a key that ran is answered from the memo, never by
   // the SDK's checks.
@@ -415,21 +418,21 @@ describe('safety property', () => {
   test.prop([endArb, ctxArb, policyArb], { numRuns: 3_000 })(
     'no re-issue of a non-idempotent call without the extension after it may have run',
     (end, ctx, policy) => {
-      expect(safetyHolds(STATELESS_DECISION_TABLE, end, ctx, policy)).toBe(true);
+      expect(safetyHolds(MODERN_CALL_DECISION_TABLE, end, ctx, policy)).toBe(true);
     },
   );
 
   it('the generators reach the region the property is about (re-issues after the request may have run)', () => {
     const samples = fc.sample(fc.tuple(endArb, ctxArb, policyArb), { numRuns: 3_000, seed: 11 });
     const risky = samples.filter(([end, ctx, policy]) => {
-      const d = decideStatelessEnd(end, ctx, policy);
+      const d = decideModernCallEnd(end, ctx, policy);
       return mayHaveRun(end) && (d.action === 'reissue' || d.action === 'backoff-reissue');
     });
     const unsafeBasis = samples.filter(
       ([end, ctx, policy]) => mayHaveRun(end) && safeReissueBasis(ctx, policy) === undefined,
     );
     const keyedReissues = risky.filter(([end, ctx, policy]) => {
-      const d = decideStatelessEnd(end, ctx, policy);
+      const d = decideModernCallEnd(end, ctx, policy);
       return (d.action === 'reissue' || d.action === 'backoff-reissue') && d.carry !== undefined;
     });
     expect(keyedReissues.length).toBeGreaterThan(50);
@@ -437,8 +440,8 @@ describe('safety property', () => {
     expect(unsafeBasis.length).toBeGreaterThan(100);
   });
 
-  const mutant = (c: StatelessCase, row: StatelessRow) => ({ ...STATELESS_DECISION_TABLE, [c]: row });
-  const MUTANTS: Array<[string, Readonly<Record<StatelessCase, StatelessRow>>]> = [
+  const mutant = (c: ModernCallCase, row: ModernCallRow) => ({ ...MODERN_CALL_DECISION_TABLE, [c]: row });
+  const MUTANTS: Array<[string, Readonly<Record<ModernCallCase, ModernCallRow>>]> = [
     // The official client's conflation: "fetch failed" before any byte read as "could not connect".
     [
       'a reset before any byte treated as refused',
@@ -476,7 +479,7 @@ describe('keysCall: which calls carry an idempotency key', () => {
     expect(keysCall({ readOnlyHint: true }, undefined)).toBe(false);
     // Hints from an untrusted server are not relied on: the key stays.
     expect(
-      keysCall({ readOnlyHint: true }, ext, { ...DEFAULT_STATELESS_POLICY, trustToolAnnotations: false }),
+      keysCall({ readOnlyHint: true }, ext, { ...DEFAULT_MODERN_CALL_POLICY, trustToolAnnotations: false }),
     ).toBe(true);
   });
 });

@@ -10,19 +10,19 @@ import type { GapDetails } from '../decide.js';
 import type { JsonRpcError, JsonRpcMessage, JsonRpcRequest, JsonRpcResponse, RequestId } from '../jsonrpc.js';
 import { acceptableEventId, rememberCallId } from './limits.js';
 import {
-  DEFAULT_STATELESS_POLICY,
-  decideStatelessEnd,
+  DEFAULT_MODERN_CALL_POLICY,
+  decideModernCallEnd,
+  type ModernCallDecision,
+  type ModernCallPolicy,
+  type ModernCallReason,
+  type ModernCallStreamEnd,
   mayHaveRun,
-  type StatelessDecision,
-  type StatelessPolicy,
-  type StatelessReason,
-  type StatelessStreamEnd,
-} from './stateless-decide.js';
+} from './modern-call-decide.js';
 
 /**
  * One `tools/call` on MCP 2026-07-28, from the first attempt to its one ending:
  *
- *   attempting ─(stream end, decided by `decideStatelessEnd`)─► answered | outcomeUnknown | failed
+ *   attempting ─(stream end, decided by `decideModernCallEnd`)─► answered | outcomeUnknown | failed
  *        ▲                                         │
  *        └──── waiting (the decision's delay) ◄────┘ re-issue: a new JSON-RPC id; through the extension
  *                                                         the same idempotency key and the last event id
@@ -36,9 +36,9 @@ import {
  * `SimulatedClock` in a simulated world).
  *
  * ## The `provide` seam
- * Everything that touches the world is a named placeholder, supplied with `statelessCallMachine.provide`:
+ * Everything that touches the world is a named placeholder, supplied with `modernCallMachine.provide`:
  * - actor `exchange` (input `AttemptInput`): sends ONE attempt's request and reports what happens with
- *   `attempt.activity`, `attempt.message`, `attempt.ended` (see `StatelessCallEvent`). It decides nothing:
+ *   `attempt.activity`, `attempt.message`, `attempt.ended` (see `ModernCallEvent`). It decides nothing:
  *   it reports a JSON-RPC response as an `attempt.message` like any other message, and the machine tells
  *   the call's own answer from the rest. Stopping it aborts the attempt (the machine stops it when the
  *   attempt ends, on a stall, and on cancel).
@@ -48,14 +48,14 @@ import {
  * - action `sendCancel` (params `{ request }`): POST this explicit cancel request (extension only, §13).
  * - action `reportGap` (params `{ gap }`): events were evicted on the server (extension 410): tell the app.
  *
- * The final state's output (`StatelessCallOutput`) says how the call ended; its `response` is also the
+ * The final state's output (`ModernCallOutput`) says how the call ended; its `response` is also the
  * last message `deliver`ed.
  *
  * @spec 2026-07-28 streamable-http#cancellation, #receiving-messages; changelog 9; docs/continuity-extension.md §7
  */
 
 /** What the runtime (or a simulated world) knows when the call starts. */
-export interface StatelessCallInput {
+export interface ModernCallInput {
   /** The application's request, as it sent it: its `id` is the one every answer is delivered with. */
   readonly request: JsonRpcRequest;
   /** The tool's annotations from `tools/list`, if listed. Hints default to false. */
@@ -64,7 +64,7 @@ export interface StatelessCallInput {
   readonly extension?: { readonly memoWindowMs: number };
   /** The call's idempotency key; sent only with `extension`. One per logical call (a UUID). */
   readonly idempotencyKey?: string;
-  readonly policy?: StatelessPolicy;
+  readonly policy?: ModernCallPolicy;
   /** No byte for this long ends the attempt as `stalled`. 0: off. */
   readonly stallTimeoutMs: number;
   /** When the first attempt is sent, on the clock of the events' `at`. */
@@ -87,7 +87,7 @@ export interface AttemptInput {
 }
 
 /** Events the machine takes. `at` is the runtime's monotonic clock in ms. */
-export type StatelessCallEvent =
+export type ModernCallEvent =
   /** Bytes arrived (any: headers, a comment, part of an event): the attempt is alive. */
   | { readonly type: 'attempt.activity'; readonly at: number }
   /** One JSON-RPC message of the attempt's response (an SSE event, or the JSON body). */
@@ -98,42 +98,42 @@ export type StatelessCallEvent =
       /** The SSE `id:` of the event that carried it (the extension numbers a key's events). */
       readonly eventId?: string;
     }
-  /** The attempt ended without the call's answer (reports every `StatelessStreamEnd` but `result`/`error-response`/`stalled`/`cancelled-by-application`). */
-  | { readonly type: 'attempt.ended'; readonly at: number; readonly end: StatelessStreamEnd }
+  /** The attempt ended without the call's answer (reports every `ModernCallStreamEnd` but `result`/`error-response`/`stalled`/`cancelled-by-application`). */
+  | { readonly type: 'attempt.ended'; readonly at: number; readonly end: ModernCallStreamEnd }
   /** The application gave up on the call (its abort signal). */
   | { readonly type: 'app.cancel'; readonly at: number };
 
-export type StatelessCallOutput =
+export type ModernCallOutput =
   | {
       readonly outcome: 'answered';
-      readonly reason: StatelessReason;
+      readonly reason: ModernCallReason;
       readonly attempts: number;
       readonly response: JsonRpcResponse;
     }
   | {
       readonly outcome: 'outcome-unknown';
-      readonly reason: StatelessReason;
+      readonly reason: ModernCallReason;
       readonly attempts: number;
       readonly idempotencyKey?: string;
       readonly response: JsonRpcError;
     }
   | {
       readonly outcome: 'failed';
-      readonly reason: StatelessReason;
+      readonly reason: ModernCallReason;
       readonly attempts: number;
       readonly status?: number;
       readonly code?: number;
       /** The end of the last attempt: a runtime may hand the application the original HTTP answer. */
-      readonly end: StatelessStreamEnd;
+      readonly end: ModernCallStreamEnd;
       readonly response: JsonRpcError;
     };
 
-export interface StatelessCallContext {
+export interface ModernCallContext {
   readonly request: JsonRpcRequest;
-  readonly tool?: StatelessCallInput['tool'];
-  readonly extension?: StatelessCallInput['extension'];
+  readonly tool?: ModernCallInput['tool'];
+  readonly extension?: ModernCallInput['extension'];
   readonly idempotencyKey?: string;
-  readonly policy: StatelessPolicy;
+  readonly policy: ModernCallPolicy;
   readonly stallTimeoutMs: number;
   readonly startedAt: number;
   readonly jitterSeed: number;
@@ -155,8 +155,8 @@ export interface StatelessCallContext {
   /** The latest time known (the largest `at` seen, advanced by the machine's own timers). */
   readonly now: number;
   /** The last attempt's end and its decision, while deciding and after. */
-  readonly end?: StatelessStreamEnd;
-  readonly decision?: StatelessDecision;
+  readonly end?: ModernCallStreamEnd;
+  readonly decision?: ModernCallDecision;
   /** The call's own answer, once it came (delivered with the application's id). */
   readonly answer?: JsonRpcResponse;
 }
@@ -198,7 +198,7 @@ export function attemptRequest(
 /** The error response an unknown outcome is delivered as: the application's id, `OUTCOME_UNKNOWN`. */
 export function outcomeUnknownResponse(
   id: RequestId,
-  reason: StatelessReason,
+  reason: ModernCallReason,
   idempotencyKey: string | undefined,
 ): JsonRpcError {
   return {
@@ -215,8 +215,8 @@ export function outcomeUnknownResponse(
 /** A definite failure as an error response: the server's own JSON-RPC error when it sent one. */
 export function failureResponse(
   id: RequestId,
-  decision: Extract<StatelessDecision, { action: 'fail' }>,
-  end: StatelessStreamEnd,
+  decision: Extract<ModernCallDecision, { action: 'fail' }>,
+  end: ModernCallStreamEnd,
 ): JsonRpcError {
   const server = end.kind === 'http-status' ? serverError(end.body) : undefined;
   if (server) return { jsonrpc: '2.0', id, error: server };
@@ -245,7 +245,7 @@ function serverError(body: unknown): JsonRpcError['error'] | undefined {
 }
 
 /** The stream end a JSON-RPC response is (the table reads `resultType` and error codes). */
-export function endOfResponse(response: JsonRpcResponse): StatelessStreamEnd {
+export function endOfResponse(response: JsonRpcResponse): ModernCallStreamEnd {
   if ('error' in response) {
     const e = asRecord(response.error);
     return { kind: 'error-response', code: typeof e?.code === 'number' ? e.code : 0, data: e?.data };
@@ -276,7 +276,7 @@ const isResponseMessage = (m: JsonRpcMessage): m is JsonRpcResponse =>
   !('method' in m) && ('result' in m || 'error' in m);
 
 /** The table's view of the call, at time `at`. */
-function tableContext(c: StatelessCallContext, at: number) {
+function tableContext(c: ModernCallContext, at: number) {
   return {
     tool: c.tool,
     extension: c.extension,
@@ -290,27 +290,23 @@ function tableContext(c: StatelessCallContext, at: number) {
 }
 
 /** Records an attempt's end and the table's decision for it. */
-function decided(
-  c: StatelessCallContext,
-  end: StatelessStreamEnd,
-  at: number,
-): Partial<StatelessCallContext> {
+function decided(c: ModernCallContext, end: ModernCallStreamEnd, at: number): Partial<ModernCallContext> {
   const now = Math.max(c.now, at);
-  return { end, now, decision: decideStatelessEnd(end, tableContext(c, now), c.policy) };
+  return { end, now, decision: decideModernCallEnd(end, tableContext(c, now), c.policy) };
 }
 
-type Reissue = Extract<StatelessDecision, { action: 'reissue' | 'backoff-reissue' }>;
+type Reissue = Extract<ModernCallDecision, { action: 'reissue' | 'backoff-reissue' }>;
 
-export const statelessCallMachine = setup({
+export const modernCallMachine = setup({
   types: {
-    input: {} as StatelessCallInput,
-    context: {} as StatelessCallContext,
-    events: {} as StatelessCallEvent,
-    output: {} as StatelessCallOutput,
+    input: {} as ModernCallInput,
+    context: {} as ModernCallContext,
+    events: {} as ModernCallEvent,
+    output: {} as ModernCallOutput,
   },
   actors: {
     /** Placeholder: the runtime's fetch, or a simulated server. See the header. */
-    exchange: fromCallback<StatelessCallEvent, AttemptInput>(() => undefined),
+    exchange: fromCallback<ModernCallEvent, AttemptInput>(() => undefined),
   },
   actions: {
     deliver: (_, _params: { message: JsonRpcMessage }) => undefined,
@@ -329,7 +325,7 @@ export const statelessCallMachine = setup({
     isUnknown: ({ context }) => context.decision?.action === 'outcome-unknown',
   },
 }).createMachine({
-  id: 'statelessCall',
+  id: 'modernCall',
   context: ({ input }) => {
     const key = input.extension ? input.idempotencyKey : undefined;
     return {
@@ -337,7 +333,7 @@ export const statelessCallMachine = setup({
       tool: input.tool,
       extension: input.extension,
       idempotencyKey: key,
-      policy: input.policy ?? DEFAULT_STATELESS_POLICY,
+      policy: input.policy ?? DEFAULT_MODERN_CALL_POLICY,
       stallTimeoutMs: input.stallTimeoutMs,
       startedAt: input.startedAt,
       jitterSeed: input.jitterSeed,
@@ -363,7 +359,7 @@ export const statelessCallMachine = setup({
           after: {
             stall: {
               guard: 'stallDetection',
-              target: '#statelessCall.deciding',
+              target: '#modernCall.deciding',
               actions: assign(({ context }) =>
                 decided(context, { kind: 'stalled' }, context.now + context.stallTimeoutMs),
               ),
@@ -380,7 +376,7 @@ export const statelessCallMachine = setup({
                 // The call's own answer (this attempt's id) ends the attempt.
                 guard: ({ context, event }) =>
                   isResponseMessage(event.message) && event.message.id === context.current.id,
-                target: '#statelessCall.deciding',
+                target: '#modernCall.deciding',
                 actions: assign(({ context, event }) => ({
                   ...decided(context, endOfResponse(event.message as JsonRpcResponse), event.at),
                   answer: event.message as JsonRpcResponse,
@@ -450,7 +446,7 @@ export const statelessCallMachine = setup({
     outcomeUnknown: {
       type: 'final',
       entry: enqueueActions(({ context, enqueue }) => {
-        const d = context.decision as Extract<StatelessDecision, { action: 'outcome-unknown' }>;
+        const d = context.decision as Extract<ModernCallDecision, { action: 'outcome-unknown' }>;
         if (d.sendExplicitCancel && context.idempotencyKey !== undefined) {
           enqueue({ type: 'sendCancel', params: { request: cancelRequest(context) } });
         }
@@ -467,11 +463,11 @@ export const statelessCallMachine = setup({
   output: ({ context }) => outputOf(context),
 });
 
-function finalResponse(c: StatelessCallContext): JsonRpcResponse {
+function finalResponse(c: ModernCallContext): JsonRpcResponse {
   return outputOf(c).response;
 }
 
-function outputOf(c: StatelessCallContext): StatelessCallOutput {
+function outputOf(c: ModernCallContext): ModernCallOutput {
   const d = c.decision;
   const end = c.end ?? { kind: 'ended-without-answer' };
   const id = c.request.id;
@@ -501,11 +497,11 @@ function outputOf(c: StatelessCallContext): StatelessCallOutput {
 }
 
 /** The delivered answer: kept as the attempt's message, with the application's id. */
-function answerOf(c: StatelessCallContext, end: StatelessStreamEnd): JsonRpcResponse {
+function answerOf(c: ModernCallContext, end: ModernCallStreamEnd): JsonRpcResponse {
   const answer = c.answer;
   if (answer) return { ...answer, id: c.request.id } as JsonRpcResponse;
   // Unreachable in practice: `deliver` follows only a response message.
-  return outcomeUnknownResponse(c.request.id, end.kind as StatelessReason, c.idempotencyKey);
+  return outcomeUnknownResponse(c.request.id, end.kind as ModernCallReason, c.idempotencyKey);
 }
 
 /** The `io.modelcontextprotocol/*` keys of a request's `_meta` (its per-request envelope). */
@@ -518,7 +514,7 @@ export function envelopeOf(request: JsonRpcRequest): Record<string, unknown> {
  * The extension's explicit cancel (docs/continuity-extension.md §13): a request naming the key, under an
  * id of its own (the current attempt's, suffixed: unique among this call's requests).
  */
-export function cancelRequest(c: StatelessCallContext): JsonRpcRequest {
+export function cancelRequest(c: ModernCallContext): JsonRpcRequest {
   return {
     jsonrpc: '2.0',
     id: `${c.current.id}~cancel`,
@@ -533,9 +529,9 @@ export function cancelRequest(c: StatelessCallContext): JsonRpcRequest {
 
 /** One non-answer message of an attempt: what the context becomes and what (if anything) is delivered. */
 function absorbed(
-  c: StatelessCallContext,
-  event: Extract<StatelessCallEvent, { type: 'attempt.message' }>,
-): { update: Partial<StatelessCallContext>; deliver?: JsonRpcMessage } {
+  c: ModernCallContext,
+  event: Extract<ModernCallEvent, { type: 'attempt.message' }>,
+): { update: Partial<ModernCallContext>; deliver?: JsonRpcMessage } {
   const now = Math.max(c.now, event.at);
   // An over-long id (as on 2025 streams, `MAX_EVENT_ID_LENGTH`) is a protocol error: the message counts,
   // its id is never kept nor sent back as `lastEventId` (800 ids of 256 KiB held 230 MiB, issue 22 item 7).
@@ -545,7 +541,7 @@ function absorbed(
   // The server must not send requests on a response stream (2026-07-28), and another id's answer is not
   // ours: only notifications reach the application.
   const deliverable = 'method' in event.message && !('id' in event.message);
-  const update: Partial<StatelessCallContext> = {
+  const update: Partial<ModernCallContext> = {
     now,
     ...(id !== undefined ? { lastEventId: id, seenEventIds: rememberCallId(c.seenEventIds, id) } : {}),
     deliveredCount: c.deliveredCount + (deliverable ? 1 : 0),
@@ -554,7 +550,7 @@ function absorbed(
 }
 
 /** The context of the next attempt, after the decision's delay. */
-function nextAttempt(c: StatelessCallContext): Partial<StatelessCallContext> {
+function nextAttempt(c: ModernCallContext): Partial<ModernCallContext> {
   const d = c.decision as Reissue;
   const attempts = c.attempts + 1;
   const mayHaveRunBefore = c.mayHaveRunBefore || (c.end ? mayHaveRun(c.end) : true);

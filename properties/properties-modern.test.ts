@@ -1,68 +1,70 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { scenarioArb2026 } from './arbitraries2026.js';
-import { RUNS_2026, SEED_2026 } from './budget2026.js';
-import { CHECK_NAMES_2026, describeVerdict2026, judge2026 } from './checks2026.js';
-import { DIRECTED_2026, INCIDENT_EXTENSION, INCIDENT_SPEC, MEMO_WINDOW } from './corpus2026.js';
-import { CoverageTally2026 } from './coverage2026.js';
+import { scenarioArbModern } from './arbitraries-modern.js';
+import { RUNS_MODERN, SEED_MODERN } from './budget-modern.js';
+import { CHECK_NAMES_MODERN, describeVerdictModern, judgeModernWorld } from './checks-modern.js';
+import { DIRECTED_MODERN, INCIDENT_EXTENSION, INCIDENT_SPEC, MEMO_WINDOW } from './corpus-modern.js';
+import { ModernCoverageTally } from './coverage-modern.js';
 import { freshSeed } from './judge.js';
-import { PORT_SCENARIOS_2026 } from './world2026/scenarios.js';
-import { runSchedule2026, type WorldOutcome2026 } from './world2026/world.js';
+import { PORT_SCENARIOS_MODERN } from './world-modern/scenarios.js';
+import { type ModernWorldOutcome, runScheduleModern } from './world-modern/world.js';
 
 /**
  * The 2026-07-28 model's invariants over random fault schedules: every simulated world (the real call
  * machine on the client, the real keyed plan and machine on the server) is judged by every check. The seed
  * is printed first; on failure fast-check prints the shrunk schedule with `seed` and `path`
- * (MCPC_2026_SEED replays it).
+ * (MCPC_MODERN_SEED replays it).
  */
-const seed = SEED_2026 ?? freshSeed();
-const tally = new CoverageTally2026();
+const seed = SEED_MODERN ?? freshSeed();
+const tally = new ModernCoverageTally();
 
 function simulate(s: {
-  config: WorldOutcome2026['config'];
-  commands: Parameters<typeof runSchedule2026>[0];
+  config: ModernWorldOutcome['config'];
+  commands: Parameters<typeof runScheduleModern>[0];
 }) {
   const observer = tally.observer();
-  const outcome = runSchedule2026(s.commands, s.config, undefined, observer);
+  const outcome = runScheduleModern(s.commands, s.config, undefined, observer);
   observer.done();
   return outcome;
 }
 
-const callOf = (o: WorldOutcome2026, key = 'c1') => o.recorder.calls.get(key);
+const callOf = (o: ModernWorldOutcome, key = 'c1') => o.recorder.calls.get(key);
 
 describe('MCP 2026-07-28: the properties of the real client and server machines under random faults', () => {
   // A count of worlds, not a time budget: a busy machine only makes it slower.
-  it(`${CHECK_NAMES_2026.join(', ')}: every check on each of ${RUNS_2026} worlds`, {
+  it(`${CHECK_NAMES_MODERN.join(', ')}: every check on each of ${RUNS_MODERN} worlds`, {
     timeout: 600_000,
   }, () => {
-    console.info(`2026 model properties: ${RUNS_2026} worlds, seed ${seed} (replay: MCPC_2026_SEED=${seed})`);
+    console.info(
+      `2026 model properties: ${RUNS_MODERN} worlds, seed ${seed} (replay: MCPC_MODERN_SEED=${seed})`,
+    );
     fc.assert(
-      fc.property(scenarioArb2026, (scenario) => {
-        const verdict = judge2026(simulate(scenario));
-        if (Object.keys(verdict).length > 0) throw new Error(describeVerdict2026(verdict));
+      fc.property(scenarioArbModern, (scenario) => {
+        const verdict = judgeModernWorld(simulate(scenario));
+        if (Object.keys(verdict).length > 0) throw new Error(describeVerdictModern(verdict));
       }),
-      { numRuns: RUNS_2026, seed },
+      { numRuns: RUNS_MODERN, seed },
     );
   });
 
   it('every modelled decision branch is reached by some world (the random ones, and the directed corpus)', () => {
-    for (const scenario of [...DIRECTED_2026, ...PORT_SCENARIOS_2026]) {
-      const verdict = judge2026(simulate(scenario));
-      expect(verdict, `${scenario.name}\n${describeVerdict2026(verdict)}`).toEqual({});
+    for (const scenario of [...DIRECTED_MODERN, ...PORT_SCENARIOS_MODERN]) {
+      const verdict = judgeModernWorld(simulate(scenario));
+      expect(verdict, `${scenario.name}\n${describeVerdictModern(verdict)}`).toEqual({});
     }
     console.info(tally.table());
     expect(tally.unreached()).toEqual([]);
   });
 
   it("the issue's incident with the extension: a balancer cutting every 300 ms idle during a 1.5 s charge → one charge, the real result", () => {
-    const o = runSchedule2026(INCIDENT_EXTENSION.commands, INCIDENT_EXTENSION.config);
+    const o = runScheduleModern(INCIDENT_EXTENSION.commands, INCIDENT_EXTENSION.config);
     expect(callOf(o)?.outcome).toBe('result');
     expect(o.recorder.sideEffects.get('c1')).toBe(1);
     expect(callOf(o)?.attempts).toBeGreaterThan(1);
   });
 
   it('the same balancer against a server without the extension → one charge, outcome unknown at once after the cut', () => {
-    const o = runSchedule2026(INCIDENT_SPEC.commands, INCIDENT_SPEC.config);
+    const o = runScheduleModern(INCIDENT_SPEC.commands, INCIDENT_SPEC.config);
     const c = callOf(o);
     expect(c?.outcome).toBe('unknown');
     expect(o.recorder.sideEffects.get('c1')).toBe(1);
@@ -71,13 +73,13 @@ describe('MCP 2026-07-28: the properties of the real client and server machines 
   });
 
   it('stalls past a small memo window: the client stops re-issuing (memo_window_passed), one charge', () => {
-    const o = runSchedule2026(MEMO_WINDOW.commands, MEMO_WINDOW.config);
+    const o = runScheduleModern(MEMO_WINDOW.commands, MEMO_WINDOW.config);
     expect(callOf(o)).toMatchObject({ outcome: 'unknown', reason: 'memo_window_passed' });
     expect(o.recorder.sideEffects.get('c1')).toBe(1);
   });
 
   it('fixed finding: a re-issue of a call no attempt of which may have run goes as a first attempt (no lastEventId), so a memo younger than its window runs it: one charge, the result', () => {
-    const o = runSchedule2026(
+    const o = runScheduleModern(
       [
         { kind: 'partition', ms: 400 },
         { kind: 'call', tool: 'charge' },

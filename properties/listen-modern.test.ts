@@ -1,12 +1,12 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { freshSeed } from './judge.js';
-import { LISTEN_RUNS, LISTEN_SEED } from './listen2026/budget.js';
-import { describeListenVerdict, judgeListen, LISTEN_CHECKS } from './listen2026/checks.js';
-import { DIRECTED_LISTEN } from './listen2026/corpus.js';
-import { ListenCoverageTally } from './listen2026/coverage.js';
-import { BIG_LIMITS, type ListenScenario, listenScenarioArb } from './listen2026/schedule.js';
-import { runListenWorld } from './listen2026/world.js';
+import { LISTEN_RUNS, LISTEN_SEED } from './listen-modern/budget.js';
+import { describeListenVerdict, judgeListen, LISTEN_CHECKS } from './listen-modern/checks.js';
+import { DIRECTED_LISTEN } from './listen-modern/corpus.js';
+import { ListenCoverageTally } from './listen-modern/coverage.js';
+import { BIG_LIMITS, type ListenScenario, listenScenarioArb } from './listen-modern/schedule.js';
+import { runListenWorld } from './listen-modern/world.js';
 
 /**
  * The listen part of the continuity extension (issue 17 items 2 and 4) over random schedules: the real

@@ -118,6 +118,20 @@ export class ServerMetrics {
   }
 
   /**
+   * A session whose end another instance decided and counted: this instance only stops timing it, so
+   * its timer entry does not stay until the 100,000-entry bound pushes it out.
+   */
+  sessionEndedElsewhere(sessionId: string): void {
+    this.detaches.forget(sessionId);
+    this.sessions.forget(sessionId);
+  }
+
+  /** Sessions this instance is timing for `mcp.server.session.duration`. */
+  get timedSessions(): number {
+    return this.sessions.size;
+  }
+
+  /**
    * The continuity extension's memo (`createKeyedRequests({ metrics })`): `server.memo_entries` reports
    * its live entries, for stores that count them (`MemoStore.liveEntries`: memory and SQLite now, Redis
    * as of its previous reading).

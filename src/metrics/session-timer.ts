@@ -31,6 +31,16 @@ export class SessionTimer {
     if (this.open.size > MAX_OPEN) this.open.delete(this.open.keys().next().value as string);
   }
 
+  /** A session that ended where this instance does not count it (another instance did): no record, no entry. */
+  forget(sessionId: string): void {
+    this.open.delete(sessionId);
+  }
+
+  /** How many sessions are being timed (bounded by `MAX_OPEN`). */
+  get size(): number {
+    return this.open.size;
+  }
+
   ended(sessionId: string, attributes: Attributes = {}): void {
     const startedAt = this.open.get(sessionId);
     if (startedAt === undefined) return;

@@ -130,6 +130,7 @@ export class RuntimeSession {
         ended: (e) => {
           // Counted where the end was decided, not again by every instance that ends its copy.
           if (!this.host.endedElsewhere) o.metrics?.sessionEnded(o.id, e.reason);
+          else o.metrics?.sessionEndedElsewhere(o.id);
           void this.end(e.reason);
         },
         released: () => this.release(),

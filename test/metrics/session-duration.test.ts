@@ -28,6 +28,20 @@ function observed() {
 const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('session durations on the MCP conventions', () => {
+  it('a session another instance ended is forgotten here, not timed until the bound pushes it out', () => {
+    const { metrics } = observed();
+    metrics.server.sessionStarted('s-here');
+    metrics.server.sessionStarted('s-elsewhere');
+    expect(metrics.server.timedSessions).toBe(2);
+    metrics.server.sessionEndedElsewhere('s-elsewhere');
+    expect(metrics.server.timedSessions).toBe(1);
+    // Counted and timed only where the end was decided: nothing recorded for the forgotten one.
+    expect(metrics.figures()[`${SERVER}.count`] ?? 0).toBe(0);
+    metrics.server.sessionEnded('s-here', 'terminated');
+    expect(metrics.figures()[`${SERVER}.count`]).toBe(1);
+    expect(metrics.server.timedSessions).toBe(0);
+  });
+
   it('the server times a session from its initialize to its DELETE, in seconds', async () => {
     const { sdk, metrics } = observed();
     const server = await startServer({ metrics });

@@ -424,4 +424,12 @@ export const MUTANTS: readonly Mutant[] = [
     },
     caughtBy: ['honest errors'],
   },
+  {
+    // Issue 24 item 4: the unstored-end retry. Without it, a log that refuses the outcome-unknown answer as
+    // well leaves a resumed stream waiting for an answer nobody writes.
+    name: "an unanswered request's answer the log refused is never stored again",
+    branch: 'server timing',
+    variant: { client: CORRECT_CLIENT, serverRules: { unstoredAnswerRetryMs: () => undefined } },
+    caughtBy: ['no hang'],
+  },
 ];

@@ -53,6 +53,20 @@ const FEED_BLOCK_MS = 1_000;
 export const logSweepPeriodMs = (retentionMs: number, given: number | undefined): number =>
   Math.min(given ?? Math.max(1_000, retentionMs / 4), MAX_TIMER_MS);
 
+/**
+ * A request the SDK left unanswered gets an answer from the machine (outcome unknown, Invalid Request,
+ * Internal error); when the log refuses that answer too, its stream ends with nothing stored and a
+ * resume of it would wait for an answer nobody writes. So the answer is stored again after this wait:
+ * doubling from 250 ms to 8 s; `undefined` once the session has ended (no one will resume it), or after
+ * `UNSTORED_ANSWER_ATTEMPTS` tries, about 30 s in all (given up: the client's request timeout ends the call).
+ */
+export function unstoredAnswerRetryMs(attempt: number, sessionEnded: boolean): number | undefined {
+  if (sessionEnded || attempt >= UNSTORED_ANSWER_ATTEMPTS) return undefined;
+  return Math.min(8_000, 250 * 2 ** attempt);
+}
+
+export const UNSTORED_ANSWER_ATTEMPTS = 7;
+
 /** What the sweep does with one session. */
 export type SweepVerdict = 'sleep' | 'wake' | 'stay';
 

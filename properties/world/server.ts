@@ -8,7 +8,13 @@ import {
 } from '../../machines/jsonrpc.js';
 import { type Admission, admitBody, admitHttp } from '../../machines/server/admission.js';
 import { routeCall } from '../../machines/server/call-routing.js';
-import { logSweepPeriodMs, sleptFor, sweepPeriodMs, sweepVerdict } from '../../machines/server/deadlines.js';
+import {
+  logSweepPeriodMs,
+  sleptFor,
+  sweepPeriodMs,
+  sweepVerdict,
+  unstoredAnswerRetryMs,
+} from '../../machines/server/deadlines.js';
 import { askMachine, executePlan, type PlanIo } from '../../machines/server/execute-plan.js';
 import { abandonedCalls, isOwnerAlive } from '../../machines/server/instances.js';
 import { DEFAULT_SERVER_LIMITS } from '../../machines/server/limits.js';
@@ -121,6 +127,8 @@ export interface ServerRules {
   readonly replayStep: typeof replayStep;
   /** Whether a caller may use a session: the handler's look-up (src/server/handler.ts `session`). */
   readonly ownsSession: typeof ownsSession;
+  /** When an unanswered request's answer the log refused is stored again (src/server/session.ts `giveUp`). */
+  readonly unstoredAnswerRetryMs: typeof unstoredAnswerRetryMs;
 }
 
 export const RUNTIME_RULES: ServerRules = {
@@ -130,6 +138,7 @@ export const RUNTIME_RULES: ServerRules = {
   deleteAnswer,
   replayStep,
   ownsSession,
+  unstoredAnswerRetryMs,
 };
 
 /**
@@ -394,26 +403,7 @@ export class SimServer {
       this.watchEnd(actor, logs);
       // As the runtime's `giveUp`: the machine's answer for an unanswered request is written to its
       // stream when the log takes it; otherwise the stream just ends and the client resumes.
-      actor.on('decision.unanswered', (e) => {
-        const log = logs.get(e.stream);
-        if (e.answer && this.failWrites <= 0) {
-          const uid = `${id}/${e.stream}/response`;
-          const error = { ...e.answer, data: { ...e.answer.data, uid } };
-          this.appendFinal(
-            this.sessions.get(id) as SimSession,
-            e.stream,
-            { jsonrpc: '2.0', id: log?.requestId ?? null, error } as JsonRpcMessage,
-            uid,
-          );
-          return;
-        }
-        if (this.failWrites > 0) this.failWrites--;
-        const c = log?.conn;
-        if (log && c) {
-          log.conn = undefined;
-          c.send({ type: 'net.ended' });
-        }
-      });
+      actor.on('decision.unanswered', (e) => this.storeUnanswered(id, logs, e.stream, e.answer, 0));
       actor.start();
       return actor;
     };
@@ -646,6 +636,46 @@ export class SimServer {
     log.conn = undefined;
     c?.send({ type: 'net.ended' });
     return true;
+  }
+
+  /**
+   * As the runtime's `giveUp`: the machine's answer for an unanswered request is written to its stream
+   * when the log takes it; otherwise the stream ends (the client resumes) and the answer is stored again
+   * when `unstoredAnswerRetryMs` says, while this incarnation still has the session.
+   */
+  private storeUnanswered(
+    id: string,
+    logs: Map<number, StreamLog>,
+    stream: number,
+    answer: { code: number; message: string; data?: { reason: string } } | undefined,
+    attempt: number,
+  ): void {
+    const log = logs.get(stream);
+    if (answer && this.failWrites <= 0) {
+      const uid = `${id}/${stream}/response`;
+      const error = { ...answer, data: { ...answer.data, uid } };
+      this.appendFinal(
+        this.sessions.get(id) as SimSession,
+        stream,
+        { jsonrpc: '2.0', id: log?.requestId ?? null, error } as JsonRpcMessage,
+        uid,
+      );
+      return;
+    }
+    if (answer && this.failWrites > 0) this.failWrites--;
+    const c = log?.conn;
+    if (log && c) {
+      log.conn = undefined;
+      c.send({ type: 'net.ended' });
+    }
+    const session = this.sessions.get(id);
+    const incarnation = this.incarnation;
+    const ended = () => this.incarnation !== incarnation || this.sessions.get(id) !== session;
+    const retryMs = answer ? this.rules.unstoredAnswerRetryMs(attempt, ended()) : undefined;
+    if (retryMs !== undefined)
+      this.clock.setTimeout(() => {
+        if (!ended()) this.storeUnanswered(id, logs, stream, answer, attempt + 1);
+      }, retryMs);
   }
 
   /** The simulated SDK server runs the request; its answer settles it in the machine. */

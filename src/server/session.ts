@@ -10,6 +10,7 @@ import {
   type JsonRpcRequest,
   requestKey,
 } from '../../machines/jsonrpc.js';
+import { unstoredAnswerRetryMs } from '../../machines/server/deadlines.js';
 import { executePlan, type PlanIo } from '../../machines/server/execute-plan.js';
 import { announcesEnd } from '../../machines/server/instances.js';
 import { DEFAULT_SERVER_LIMITS, LimitReason, type ServerLimits } from '../../machines/server/limits.js';
@@ -378,6 +379,7 @@ export class RuntimeSession {
     key: string,
     stream: number,
     answer: { code: number; message: string; data?: { reason: string } } | undefined,
+    attempt = 0,
   ): Promise<void> {
     try {
       if (answer) {
@@ -385,7 +387,11 @@ export class RuntimeSession {
         return;
       }
     } catch {
-      // The log failed as well: the client resumes, or its call times out; the session is free either way.
+      // The log failed as well: the response ends and the client resumes; the answer is stored again when
+      // the machines say (a resume then finds it), until the session ends or they give up.
+      const retryMs = answer ? unstoredAnswerRetryMs(attempt, this.host.ended) : undefined;
+      if (retryMs !== undefined)
+        this.o.wakes.after(retryMs, () => void this.giveUp(key, stream, answer, attempt + 1));
     }
     this.streams.finish(stream);
   }

@@ -5,6 +5,8 @@ import {
   MAX_TIMER_MS,
   stallVerdict,
   sweepVerdict,
+  UNSTORED_ANSWER_ATTEMPTS,
+  unstoredAnswerRetryMs,
 } from '../../machines/server/deadlines.js';
 import { WakePort } from '../../src/server/wake-port.js';
 
@@ -67,6 +69,13 @@ describe('the 2025 deadlines', () => {
     expect(logSweepPeriodMs(100, undefined)).toBe(1_000);
     expect(logSweepPeriodMs(Number.POSITIVE_INFINITY, undefined)).toBe(MAX_TIMER_MS);
     expect(logSweepPeriodMs(60_000, 200)).toBe(200);
+  });
+  it('an answer the log refused is stored again: doubling from 250 ms to 8 s, for about 30 s, never once the session ended', () => {
+    const waits = Array.from({ length: UNSTORED_ANSWER_ATTEMPTS + 1 }, (_, n) =>
+      unstoredAnswerRetryMs(n, false),
+    );
+    expect(waits).toEqual([250, 500, 1_000, 2_000, 4_000, 8_000, 8_000, undefined]);
+    expect(unstoredAnswerRetryMs(0, true)).toBeUndefined();
   });
 });
 

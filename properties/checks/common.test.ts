@@ -140,3 +140,35 @@ describe('repeated 410s excuse nothing when the re-issue never advanced its curs
     expect(check(t, RULES_2025)).toEqual([]);
   });
 });
+
+describe('a result is the real one: what the tool produced, its side effect landed exactly once', () => {
+  const check = COMMON_CHECKS['honest errors'];
+  const result = { outcome: 'result', settledAt: 50 } as const;
+
+  it('flags a result whose text the tool did not produce, and a charge answered without landing once', () => {
+    const t = trace({
+      calls: calls(
+        call({ key: 'c1', ...result, resultMismatch: '"charged c2", not "charged c1"' }),
+        call({ key: 'c2', ...result, sideEffecting: true }),
+        call({ key: 'c3', ...result }),
+      ),
+      sideEffects: new Map([['c3', 2]]),
+    });
+    expect(check(t, RULES_2025)).toEqual([
+      'c1 (charge) answered "charged c2", not "charged c1"',
+      'c2 (charge) answered with a result but ran 0 times',
+      'c3 (charge) answered with a result but ran 2 times',
+    ]);
+  });
+
+  it('holds for a real result of a charge that landed once, and a lookup with no side effect', () => {
+    const t = trace({
+      calls: calls(
+        call({ key: 'c1', ...result, sideEffecting: true }),
+        call({ key: 'c2', tool: 'lookup', ...result, sideEffecting: false }),
+      ),
+      sideEffects: new Map([['c1', 1]]),
+    });
+    expect(check(t, RULES_2025)).toEqual([]);
+  });
+});

@@ -16,14 +16,30 @@ export const atMostOnce: TraceCheck = (t) =>
         `${key} (${t.calls.get(key)?.tool}) ran ${n} times; outcome ${describe(t.calls.get(key))}`,
     );
 
-/** A call the application was told definitely failed never ran (it may only be a result or unknown). */
-export const honestErrors: TraceCheck = (t) =>
-  [...t.calls.values()]
+/**
+ * A call the application was told definitely failed never ran (it may only be a result or unknown); a
+ * result is the real one: what the tool produced, and, for a tool with a side effect, that effect landed
+ * exactly once.
+ */
+export const honestErrors: TraceCheck = (t) => [
+  ...[...t.calls.values()]
     .filter((c) => c.outcome === 'error' && !c.abandoned && (t.executions.get(c.key) ?? 0) > 0)
     .map(
       (c) =>
         `${c.key} (${c.tool}) ran ${t.executions.get(c.key)} time(s) but was reported failed (${c.reason})`,
-    );
+    ),
+  ...[...t.calls.values()]
+    .filter((c) => c.outcome === 'result' && c.resultMismatch !== undefined)
+    .map((c) => `${c.key} (${c.tool}) answered ${c.resultMismatch}`),
+  ...[...t.calls.values()]
+    .filter(
+      (c) =>
+        c.outcome === 'result' &&
+        (c.sideEffecting ?? t.sideEffects.has(c.key)) &&
+        (t.sideEffects.get(c.key) ?? 0) !== 1,
+    )
+    .map((c) => `${c.key} (${c.tool}) answered with a result but ran ${t.sideEffects.get(c.key) ?? 0} times`),
+];
 
 /** Once faults stop, every live call ends (result, error or outcome unknown) within the settle bound. */
 export const noHang: TraceCheck = (t) =>

@@ -33,6 +33,13 @@ export interface CallTrace {
    * restarts is a new instance: each incarnation has its own name.
    */
   readonly owners: readonly string[];
+  /**
+   * How the result the application got differs from what the tool produced (its text), when the world
+   * can tell; undefined when it is the real one or cannot be compared.
+   */
+  readonly resultMismatch?: string;
+  /** The tool has a side effect that must land once per call (a charge); undefined: it has one if any landed. */
+  readonly sideEffecting?: boolean;
 }
 
 /** A session the server ended, with why and how much was using it at that moment. */

@@ -643,7 +643,6 @@ export async function runModernStack(
 export type ModernCheck = (o: ModernOutcome) => string[];
 
 const effectful = (c: ModernCallRecord) => c.tool === 'charge' || c.tool === 'stream';
-const effectsOf = (o: ModernOutcome, c: ModernCallRecord) => o.effects.get(c.key) ?? 0;
 
 /** What the real 2026 stack recorded, as the neutral trace the era's checks read (properties/checks-modern.ts). */
 export function modernTrace(o: ModernOutcome): Trace {
@@ -661,6 +660,8 @@ export function modernTrace(o: ModernOutcome): Trace {
       outcomes: c.outcomes,
       abandoned: false,
       owners: c.owners,
+      resultMismatch: resultMismatch(c),
+      sideEffecting: effectful(c),
     });
   // A charge landing, a stream body starting: the effects that must not repeat (a lookup has none).
   const effects = new Map([...o.effects].filter(([key]) => effectfulKey(o, key)));
@@ -691,29 +692,23 @@ export const atMostOnce: ModernCheck = onStack(COMMON_CHECKS['at most once']);
 
 /**
  * A call that failed definitely never ran; one that ran ended with its result or outcome unknown; a result
- * is the real one (its text, and the effect happened exactly once).
+ * is the real one (its text, and the effect happened exactly once): checks/common.ts, as in the model.
  */
-export const honestErrors: ModernCheck = (o) => {
-  const out = COMMON_CHECKS['honest errors'](modernTrace(o), RULES_MODERN);
-  for (const c of o.calls.values()) {
-    const ran = effectsOf(o, c);
-    if (c.outcome?.kind === 'result') {
-      const expected =
-        c.tool === 'charge'
-          ? `charged ${c.key}`
-          : c.tool === 'stream'
-            ? `streamed ${c.key} ${c.args.count}`
-            : `looked ${c.key}`;
-      if (c.outcome.text !== expected)
-        out.push(
-          `${c.key} (${c.tool}) answered ${JSON.stringify(c.outcome.text)}, not ${JSON.stringify(expected)}`,
-        );
-      if (effectful(c) && ran !== 1)
-        out.push(`${c.key} (${c.tool}) answered with a result but ran ${ran} times`);
-    }
-  }
-  return out;
-};
+export const honestErrors: ModernCheck = onStack(COMMON_CHECKS['honest errors']);
+
+/** What the real tools answer: a result with another text was not produced by the tool for this call. */
+function resultMismatch(c: ModernCallRecord): string | undefined {
+  if (c.outcome?.kind !== 'result') return undefined;
+  const expected =
+    c.tool === 'charge'
+      ? `charged ${c.key}`
+      : c.tool === 'stream'
+        ? `streamed ${c.key} ${c.args.count}`
+        : `looked ${c.key}`;
+  return c.outcome.text === expected
+    ? undefined
+    : `${JSON.stringify(c.outcome.text)}, not ${JSON.stringify(expected)}`;
+}
 
 /** Every call ends (result, error or outcome unknown) within SETTLE_BOUND_MS after the faults stop. */
 export const noHang: ModernCheck = onStack(COMMON_CHECKS['no hang']);

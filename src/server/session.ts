@@ -2,6 +2,7 @@ import type { Transport, TransportSendOptions } from '@modelcontextprotocol/sdk/
 import type { JSONRPCMessage, MessageExtraInfo } from '@modelcontextprotocol/sdk/types.js';
 import type { Actor, InspectionEvent, Observer } from 'xstate';
 import { withAdvertisement } from '../../machines/advertisement.js';
+import { OutcomeUnknownReason } from '../../machines/codes.js';
 import { formatEventId, STANDALONE_STREAM } from '../../machines/event-id.js';
 import {
   idFromKey,
@@ -42,7 +43,7 @@ import { SessionStreams } from './session-streams.js';
 import { SessionTransport } from './session-transport.js';
 import { SharedSync } from './shared-sync.js';
 import { primingFrame, type SseSink } from './sse.js';
-import type { WakePort } from './wake-port.js';
+import type { Wake, WakePort } from './wake-port.js';
 
 export { SessionUnavailableError } from './session-host.js';
 
@@ -108,6 +109,8 @@ export class RuntimeSession {
   private readonly host: SessionHost;
   private readonly sync: SharedSync;
   private readonly streams: SessionStreams;
+  /** Answers of unanswered requests to store again (`giveUp`): cancelled when the session ends here. */
+  private readonly answerRetries = new Set<Wake>();
   private readonly reaping: SessionReaping;
   private mcp: McpServerLike | undefined;
   private initializeKey: string | undefined;
@@ -390,10 +393,21 @@ export class RuntimeSession {
       // The log failed as well: the response ends and the client resumes; the answer is stored again when
       // the machines say (a resume then finds it), until the session ends or they give up.
       const retryMs = answer ? unstoredAnswerRetryMs(attempt, this.host.ended) : undefined;
-      if (retryMs !== undefined)
-        this.o.wakes.after(retryMs, () => void this.giveUp(key, stream, answer, attempt + 1));
+      if (retryMs !== undefined) {
+        const wake = this.o.wakes.after(retryMs, () => {
+          this.answerRetries.delete(wake);
+          void this.giveUp(key, stream, answer, attempt + 1);
+        });
+        this.answerRetries.add(wake);
+      }
     }
     this.streams.finish(stream);
+  }
+
+  /** The session ends or is released: no stored-again answer may recreate a stream of it afterwards. */
+  private cancelAnswerRetries(): void {
+    for (const wake of this.answerRetries) wake.cancel();
+    this.answerRetries.clear();
   }
 
   /**
@@ -431,6 +445,7 @@ export class RuntimeSession {
         );
       } catch (error) {
         this.unanswered(key, 'unstored');
+        this.o.metrics?.outcomeUnknown(OutcomeUnknownReason.answerUnstored);
         throw error;
       }
       this.host.used();
@@ -450,6 +465,7 @@ export class RuntimeSession {
   private async end(reason: 'expired' | 'terminated' | 'shutdown'): Promise<void> {
     if (this.host.ended) return;
     this.host.ended = true;
+    this.cancelAnswerRetries();
     this.streams.closeAll(reason);
     try {
       await this.mcp?.close();
@@ -468,6 +484,7 @@ export class RuntimeSession {
   /** Durable log: end every response without `event: close`; clients resume against the next process. */
   private release(): void {
     this.host.ended = true;
+    this.cancelAnswerRetries();
     this.host.released = true;
     this.streams.closeAll();
     void this.mcp?.close().catch(this.o.onError);

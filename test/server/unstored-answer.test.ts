@@ -2,6 +2,7 @@ import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
 import { JsonRpcCode, OutcomeUnknownReason } from '../../machines/codes.js';
 import type { JsonRpcMessage } from '../../machines/jsonrpc.js';
+import { ContinuityMetrics } from '../../src/index.js';
 import { MemoryEventLog } from '../../src/server/memory-event-log.js';
 import { clientFixture } from '../support/client-fixture.js';
 
@@ -35,7 +36,8 @@ describe('a tool answer the log refuses', () => {
   for (const failures of [1, 2]) {
     it(`${failures} refused write(s): outcome unknown (answer_unstored), one charge, no hang`, async () => {
       const log = new OutageLog();
-      const p = await serverProcess({ eventLog: log });
+      const metrics = new ContinuityMetrics();
+      const p = await serverProcess({ eventLog: log, metrics });
       const { client } = await connect(p.url);
       log.failures = failures;
       const started = Date.now();
@@ -47,6 +49,7 @@ describe('a tool answer the log refuses', () => {
       expect((error as McpError).code).toBe(JsonRpcCode.OUTCOME_UNKNOWN);
       expect((error as McpError).data).toMatchObject({ reason: OutcomeUnknownReason.answerUnstored });
       expect(log.refused).toBe(failures);
+      expect(metrics.figures()['mcp_continuity.server.outcome_unknown{reason=answer_unstored}']).toBe(1);
       expect(p.world.effects.get(`card-${failures}`)).toBe(1);
       // Well before the SDK's 60 s request timeout: the second answer was stored within a retry or two.
       expect(Date.now() - started).toBeLessThan(20_000);

@@ -77,10 +77,11 @@ describe('ContinuityClientTransport with the SDK Client', () => {
       net.when((r, n) => (isResume(r) && n === 1 ? new Response('busy', { status }) : 'pass'));
       const { client, transport } = await connect(p.url, { fetch: net.fetch });
       const session = transport.sessionId;
-      const call = client.callTool({ name: 'slow', arguments: { ms: 200 } });
-      await new Promise((r) => setTimeout(r, 80));
+      const call = client.callTool({ name: 'slow', arguments: { ms: 1_500 } });
+      // Cut once the call's stream has begun (not at a guessed time), so it is resumed, not re-sent.
+      await expect.poll(() => net.headed.filter(isToolCall('slow')).length, { timeout: 10_000 }).toBe(1);
       p.cutConnections();
-      expect(text(await call)).toBe('slept 200');
+      expect(text(await call)).toBe('slept 1500');
       expect(transport.sessionId).toBe(session);
       expect(net.count(isResume)).toBeGreaterThanOrEqual(2);
     },
@@ -93,9 +94,14 @@ describe('ContinuityClientTransport with the SDK Client', () => {
     const { client, transport, errors } = await connect(p.url, { fetch: net.fetch });
     await client.listTools(); // learns that chatty is read-only
     const session = transport.sessionId;
-    const charge = client.callTool({ name: 'slow', arguments: { ms: 400 } });
-    const read = client.callTool({ name: 'chatty', arguments: { count: 3, intervalMs: 150 } });
-    await new Promise((r) => setTimeout(r, 100));
+    const charge = client.callTool({ name: 'slow', arguments: { ms: 1_500 } });
+    const read = client.callTool({ name: 'chatty', arguments: { count: 3, intervalMs: 500 } });
+    // Restart once both calls reached the server (their streams began), not at a guessed time.
+    await expect
+      .poll(() => net.headed.filter((r) => isToolCall('slow')(r) || isToolCall('chatty')(r)).length, {
+        timeout: 10_000,
+      })
+      .toBe(2);
     p.restart();
     const err = await charge.catch((e) => e);
     expect(err).toBeInstanceOf(McpError);
@@ -155,14 +161,14 @@ describe('ContinuityClientTransport with the SDK Client', () => {
       closes++;
       sdkOnClose?.();
     };
-    await new Promise((r) => setTimeout(r, 50)); // the standalone GET stream opens
+    // The standalone GET stream opens (its answer's headers are in), not a guessed 50 ms.
+    await expect.poll(() => net.headed.filter((r) => r.method === 'GET').length, { timeout: 10_000 }).toBe(1);
     const del = await fetch(p.url, {
       method: 'DELETE',
       headers: { 'Mcp-Session-Id': transport.sessionId as string },
     });
     expect(del.status).toBe(200);
-    await new Promise((r) => setTimeout(r, 100));
-    expect(transport.actor.getSnapshot().value).toBe('terminated');
+    await expect.poll(() => transport.actor.getSnapshot().value, { timeout: 10_000 }).toBe('terminated');
     // The session is terminating (design note): the transport closes, so the SDK Client is disconnected.
     await expect.poll(() => closes, { timeout: 2_000 }).toBe(1);
     const before = net.seen.length;

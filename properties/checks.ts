@@ -119,18 +119,22 @@ export const noSpuriousOutcomeUnknown: Check = ({ recorder, config }) => {
       c.outcome === 'error' &&
       quiet &&
       c.reason !== 'session_ended' &&
-      // A failed connect excuses later calls only when it failed during the faults: a client that
-      // cannot connect in quiet times is the bug, not the excuse.
-      !(
-        c.reason === 'connect_failed' &&
-        (recorder.connectFailedAt.get(c.process) ?? Infinity) <= recorder.faultsEndAt
-      )
+      // A failed connect excuses later calls only when a fault met the connect: a client that cannot
+      // connect in quiet times is the bug, not the excuse.
+      !(c.reason === 'connect_failed' && faultMetConnect(recorder, c.process))
     ) {
       violations.push(`${c.callKey} (${c.tool}) made after the last fault failed (${c.reason})`);
     }
   }
   return violations;
 };
+
+/** A fault was under way at some moment between the process's first initialize and its connect failing. */
+function faultMetConnect(recorder: Recorder, process: number): boolean {
+  const from = recorder.connectStartedAt.get(process) ?? 0;
+  const failed = recorder.connectFailedAt.get(process);
+  return failed !== undefined && recorder.faultSpans.some((f) => f.from <= failed && f.until >= from);
+}
 
 /** Undefined when the call's outcome-unknown reason is one the world gave it; else why it is not. */
 function unknownExplained(recorder: Recorder, c: CallRecord, dedupe: boolean): string | undefined {

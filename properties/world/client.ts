@@ -113,6 +113,7 @@ export class SimClientProcess {
     restored: CursorRecord | null,
   ) {
     const { net, server, recorder } = deps;
+    recorder.connectStartedAt.set(pid, deps.clock.now());
     // The runtime's exchange core (machines/client/exchange-core.ts) between the network and the machine:
     // what arrived, as facts, becomes the machine's events the way it does in src/client/exchange.ts, and
     // a stopped exchange is abandoned when the core's `stopPlan` says (a POST's stream drained a while).

@@ -61,8 +61,11 @@ export class Recorder {
    * application closed the session itself.
    */
   readonly abandonedSessions = new Set<string>();
-  /** When a client process's connect (initialize) failed: its calls fail at once from then on. */
+  /** When a client process began to connect (sent its initialize), and when that connect failed. */
+  readonly connectStartedAt = new Map<number, number>();
   readonly connectFailedAt = new Map<number, number>();
+  /** Every fault the schedule injected, from when it began until it was over (a reset: one instant). */
+  readonly faultSpans: Array<{ readonly from: number; readonly until: number }> = [];
   /** Client processes the application closed itself (`closeAndReconnect`). */
   readonly closedProcesses = new Set<number>();
   /** Calls whose answer the server's log refused after the tool ran (`storeFails`): outcome unknown is theirs. */

@@ -255,6 +255,7 @@ export class World {
 
   /** Faults last at least until `until`: calls made before then are not made in quiet times. */
   private noteFault(until: number): void {
+    this.recorder.faultSpans.push({ from: this.clock.now(), until });
     this.recorder.faultsEndAt = Math.max(this.recorder.faultsEndAt, until);
   }
 

@@ -35,11 +35,22 @@ export interface ReplayReport {
   readonly notReplayable: readonly { readonly machine: string; readonly id: string; readonly why: string }[];
 }
 
-/** Today's machines by their root id (`modernCall`, `clientSession`, …). */
+/**
+ * Root ids a machine had before it was renamed, so a trace recorded by an older build still replays:
+ * the 2026-07-28 call machine was `statelessCall` until the path took one name, `modern` (0.1.x).
+ */
+const FORMER_IDS: Readonly<Record<string, string>> = { statelessCall: 'modernCall' };
+
+/** Today's machines by their root id (`modernCall`, `clientSession`, …), and by the ids they had before. */
 export function catalogById(
   catalog: Record<string, AnyStateMachine> = machineCatalog,
 ): Map<string, AnyStateMachine> {
-  return new Map(Object.values(catalog).map((m) => [m.id, m]));
+  const byId = new Map(Object.values(catalog).map((m) => [m.id, m]));
+  for (const [former, today] of Object.entries(FORMER_IDS)) {
+    const machine = byId.get(today);
+    if (machine) byId.set(former, machine);
+  }
+  return byId;
 }
 
 export function replayTrace(

@@ -46,3 +46,13 @@ describe('trace codec', () => {
     expect(() => back.own()).toThrow(MissingFunctionError);
   });
 });
+
+describe('traces from before a machine was renamed', () => {
+  it('the 2026-07-28 call machine is found by its former root id (statelessCall) as well as today’s', async () => {
+    const { catalogById } = await import('../../src/trace/replay.js');
+    const { modernCallMachine } = await import('../../machines/client/modern-call.machine.js');
+    const byId = catalogById();
+    expect(byId.get('modernCall')).toBe(modernCallMachine);
+    expect(byId.get('statelessCall')).toBe(modernCallMachine);
+  });
+});

@@ -267,6 +267,9 @@ export class SimServer {
     const ex = conn.exchange;
     if (this.failNext > 0) {
       this.failNext--;
+      // A fault the schedule asked for earlier lands now: on whatever request comes (an initialize too).
+      const now = this.clock.now();
+      this.recorder.faultSpans.push({ from: now, until: now });
       conn.send({ type: 'http.response', status: this.failStatus });
       return;
     }

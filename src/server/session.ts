@@ -111,6 +111,8 @@ export class RuntimeSession {
   private readonly streams: SessionStreams;
   /** Answers of unanswered requests to store again (`giveUp`): cancelled when the session ends here. */
   private readonly answerRetries = new Set<Wake>();
+  /** The end under way (`end`): a DELETE is answered after it. */
+  private ending: Promise<void> | undefined;
   private readonly reaping: SessionReaping;
   private mcp: McpServerLike | undefined;
   private initializeKey: string | undefined;
@@ -135,7 +137,7 @@ export class RuntimeSession {
           // Counted where the end was decided, not again by every instance that ends its copy.
           if (!this.host.endedElsewhere) o.metrics?.sessionEnded(o.id, e.reason);
           else o.metrics?.sessionEndedElsewhere(o.id);
-          void this.end(e.reason);
+          this.ending = this.end(e.reason);
         },
         released: () => this.release(),
         expiryDue: () => void this.sync.checkExpiry(),
@@ -301,6 +303,9 @@ export class RuntimeSession {
 
   async delete(principal: string | undefined): Promise<Reply> {
     const { accepted } = await this.decide({ type: 'session.delete', principal }, 'decision.delete');
+    // Answered once the end is stored (announced to the other instances, dropped from the log): a request
+    // the client sends after the answer must find the session gone on every instance.
+    await this.ending;
     const answer = deleteAnswer(accepted);
     return 'kind' in answer ? answer : replyWith(answer);
   }

@@ -13,6 +13,17 @@ import type { TaskError, TaskRecord } from './task-record.js';
 /** The default lease of a run: renewed every third of it, so two renewals may be lost before it lapses. */
 export const DEFAULT_LEASE_MS = 30_000;
 
+/**
+ * The server's other task timings, decided here with the lease: how long a task lives (`ttlMs`, 1 h), the
+ * poll interval suggested to clients and used by a task listen between store reads (`pollIntervalMs`,
+ * 1 s), and how long an expired task is still answered as expired rather than unknown (10 min).
+ */
+export const DEFAULT_TASK_TIMING = {
+  ttlMs: 3_600_000,
+  pollIntervalMs: 1_000,
+  keepExpiredMs: 600_000,
+} as const;
+
 /** How often the running instance renews a lease of `leaseMs` (a deadline: decided here, not in the shell). */
 export function renewEveryMs(leaseMs: number): number {
   return Math.max(1, Math.floor(leaseMs / 3));

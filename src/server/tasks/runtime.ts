@@ -20,6 +20,7 @@ import {
 } from '../../../machines/tasks/task-decide.js';
 import {
   DEFAULT_LEASE_MS,
+  DEFAULT_TASK_TIMING,
   decideLeaseLapse,
   decideRenewal,
   renewEveryMs,
@@ -98,9 +99,9 @@ export function createTasks(options: TasksOptions): Tasks {
   const now = options.now ?? Date.now;
   const listed = options.taskTools;
   const isTaskTool = typeof listed === 'function' ? listed : (n: string) => listed.includes(n);
-  const ttlMs = options.ttlMs === undefined ? 3_600_000 : options.ttlMs;
-  const pollIntervalMs = options.pollIntervalMs ?? 1000;
-  const keepExpiredMs = options.keepExpiredMs ?? 600_000;
+  const ttlMs = options.ttlMs === undefined ? DEFAULT_TASK_TIMING.ttlMs : options.ttlMs;
+  const pollIntervalMs = options.pollIntervalMs ?? DEFAULT_TASK_TIMING.pollIntervalMs;
+  const keepExpiredMs = options.keepExpiredMs ?? DEFAULT_TASK_TIMING.keepExpiredMs;
   const maxKeyLength = options.maxKeyLength ?? 255;
   const leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
   const onError = options.onError ?? (() => undefined);

@@ -285,4 +285,14 @@ describe('through the same cuts', () => {
     expect(ledger).toEqual({ started: 1, charges: 1 });
     await close(stack);
   });
+
+  it('ours: a balancer cutting connections idle for 300 ms: one task, one charge, the result via tasks/get', async () => {
+    proxy.setIdleTimeout(300);
+    const stack = await connect('ours');
+    const execution = await stack.session.callTool('charge', { amount: 6 });
+    const { outcome } = (await execution.settle()) as Settled;
+    expect(outcome).toMatchObject({ status: 'completed', result: { content: [{ text: 'charged 6' }] } });
+    expect(ledger).toEqual({ started: 1, charges: 1 });
+    await close(stack);
+  });
 });

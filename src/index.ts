@@ -24,6 +24,14 @@ export type { FollowOutcome, FollowPolicy } from '../machines/tasks/task-follow.
 export { type CursorStore, FileCursorStore, MemoryCursorStore } from './client/cursor-store.js';
 export type { FetchLike } from './client/exchange.js';
 export { type ContinuityFetchOptions, continuityFetch } from './client/modern/continuity-fetch.js';
+export {
+  type ExtTasksDispatch,
+  type ExtTasksDispatcherOptions,
+  type ExtTasksDispatchOptions,
+  type ExtTasksJson,
+  type ExtTasksResponse,
+  extTasksDispatcher,
+} from './client/modern/ext-tasks-dispatcher.js';
 export type { ListenGap } from './client/modern/listen.js';
 export { followTask, type TaskFollowOptions } from './client/modern/tasks-follow.js';
 export { isOutcomeUnknown, OUTCOME_UNKNOWN } from './client/outcome.js';

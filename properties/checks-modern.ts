@@ -104,8 +104,8 @@ export const honestErrorsModern: CheckModern = (outcome) => {
 };
 
 /**
- * No spurious outcome unknown, no spurious failure. A call ends outcome unknown only for a reason the world
- * gave it, and a call made after the last fault gets its result.
+ * No spurious outcome unknown, no spurious failure: a call ends outcome unknown or failed only for a reason
+ * the world gave it ('the real result after the faults' judges the calls made after the last fault).
  */
 export const noSpuriousOutcomeUnknownModern: CheckModern = (outcome) => {
   const { recorder, config } = outcome;
@@ -115,15 +115,67 @@ export const noSpuriousOutcomeUnknownModern: CheckModern = (outcome) => {
     if (c.outcome === undefined || c.outcome === 'result' || c.outcome === 'aborted') continue;
     const why = unexplained(recorder, trace, c, config.extension, config.memoWindowMs);
     if (why !== undefined) out.push(`${c.callKey} (${c.tool}) ${c.outcome} (${c.reason}): ${why}`);
-    else if (
-      c.at > recorder.faultsEndAt &&
-      c.reason !== ModernCallReason.keyReused &&
-      // The world's bound, reached by its principal ('bounds are per principal' judges that it was).
-      !atBound(recorder, c)
-    )
-      out.push(`${c.callKey} (${c.tool}) made after the last fault ended ${c.outcome} (${c.reason})`);
   }
   return out;
+};
+
+/**
+ * What 'the real result after the faults' reads beside the trace; the model and the real-stack world each
+ * say it of what they saw.
+ */
+export interface AfterTheFaults {
+  /** When the world's last fault ended. */
+  readonly lastFaultAt: number;
+  /**
+   * The world has weather it does not count as faults (on the real stack: latency, the balancer's idle
+   * cuts). Then a call without the extension may lose its answer to it (unjudged), and a first attempt may
+   * be lost before reaching a memory memo, whose re-issue of a key it never saw is outcome unknown (§4).
+   * The model records every cut as a fault: there neither excuse applies.
+   */
+  readonly weather: boolean;
+  /** What keeps the keys: nothing (no extension), a memory memo (younger than its window), a durable one. */
+  readonly memo: 'none' | 'memory' | 'durable';
+  /** Tool bodies started per call, any tool. */
+  readonly starts: ReadonlyMap<string, number>;
+  /**
+   * Calls the server refused for the application's own doing (it reused a key; its principal or address
+   * reached its bound), with why: their own checks judge them ('keys stay with their principal', 'bounds
+   * are per principal').
+   */
+  readonly ownDoing: ReadonlyMap<string, string>;
+}
+
+/**
+ * The real result after the faults: with nothing left to break it, a call made after the last fault ends
+ * with its result (the model and the real-stack world judge this with this one function).
+ */
+export function realResultAfterFaults(t: Trace, w: AfterTheFaults): string[] {
+  if (w.weather && w.memo === 'none') return [];
+  return [...t.calls.values()]
+    .filter((c) => c.at > w.lastFaultAt && c.outcome !== 'result' && !c.abandoned && !w.ownDoing.has(c.key))
+    .filter((c) => !(w.weather && w.memo === 'memory' && c.outcome === 'unknown' && !w.starts.get(c.key)))
+    .map(
+      (c) =>
+        `${c.key} (${c.tool}) began at ${c.at}ms, after the last fault (${w.lastFaultAt}ms), but ended ` +
+        `${c.outcome ?? 'nothing'}${c.reason === undefined ? '' : ` (${c.reason})`}`,
+    );
+}
+
+/** The model's `AfterTheFaults`: every cut is a fault it recorded. */
+export const realResultAfterFaultsModern: CheckModern = (outcome) => {
+  const { recorder, config } = outcome;
+  const ownDoing = new Map<string, string>();
+  for (const c of recorder.calls.values())
+    if (c.reason === ModernCallReason.keyReused) ownDoing.set(c.callKey, 'reused a key');
+    // The world's bound, reached by its principal ('bounds are per principal' judges that it was).
+    else if (atBound(recorder, c)) ownDoing.set(c.callKey, 'at its bound');
+  return realResultAfterFaults(traceOfModern(outcome), {
+    lastFaultAt: recorder.faultsEndAt,
+    weather: false,
+    memo: config.extension ? config.memo : 'none',
+    starts: recorder.executions,
+    ownDoing,
+  });
 };
 
 function unexplained(
@@ -357,6 +409,7 @@ export const CHECKS_MODERN = {
   'at most once': atMostOnceModern,
   'honest errors': honestErrorsModern,
   'no spurious outcome unknown': noSpuriousOutcomeUnknownModern,
+  'the real result after the faults': realResultAfterFaultsModern,
   'no unflagged loss': noUnflaggedLossModern,
   'no hang': noHangModern,
   'no duplicate delivery': noDuplicateDeliveryModern,

@@ -1,9 +1,11 @@
 import { ModernCallReason } from '../machines/client/modern-call-decide.js';
+import { leaseTickMs } from '../machines/server/keyed-timing.js';
 import { COMMON_CHECKS, ownerDied, type TraceCheck } from './checks/common.js';
 import type { CallTrace, ExcuseRules, Trace } from './checks/trace.js';
 import { SIM_MODERN_CALL_POLICY } from './world-modern/client.js';
 import { TRICKLE_MS } from './world-modern/link.js';
 import type { CallRecordModern, ModernRecorder } from './world-modern/recorder.js';
+import { LEASE_MS_MODERN } from './world-modern/server.js';
 import { type ModernTool, TOOLS_MODERN } from './world-modern/tools.js';
 import { type ModernWorldOutcome, STALL_MODERN_MS } from './world-modern/world.js';
 
@@ -331,6 +333,62 @@ export const abortsEndAsAbortedModern: CheckModern = ({ recorder }) =>
     );
 
 /**
+ * How long after a cancel reached one instance a body running on another may still finish: that instance
+ * sees the cancelled entry at its next lease tick (the world's lease is `LEASE_MS_MODERN`); two ticks of slack.
+ */
+const CANCEL_ELSEWHERE_MS = 2 * leaseTickMs(LEASE_MS_MODERN) + 1;
+
+/**
+ * Cancels are honoured. A keyed call the application aborts sends its explicit cancel (§13), which never leaves a running key running (the server answers
+ * `cancelled`, or the outcome already recorded); once it answered `cancelled`, no body of the call starts
+ * again, and none finishes later: at once on the instance the cancel reached, by the next lease tick on
+ * another. And an unkeyed run whose connection the client closed (its abort) never finishes: closing the
+ * stream cancels it (the spec's server).
+ */
+export const cancelsAreHonouredModern: CheckModern = ({ recorder }) => {
+  const out: string[] = [];
+  // A keyed call the application aborted tells the server (its stream closing would not: a transport fact).
+  for (const c of recorder.calls.values())
+    if (
+      c.abortedAt !== undefined &&
+      c.key !== undefined &&
+      !recorder.cancels.some((x) => x.callKey === c.callKey)
+    )
+      out.push(
+        `${c.callKey} (${c.tool}): keyed, aborted at ${c.abortedAt}, but no cancel was sent for its key`,
+      );
+  for (const x of recorder.cancels) {
+    if (x.keyState === 'running')
+      out.push(`${x.callKey}: its cancel (sent at ${x.sentAt}) was answered with the key still running`);
+    if (x.keyState !== 'cancelled' || x.arrivedAt === undefined) continue;
+    for (const execution of recorder.keyedExecutions.get(x.callKey) ?? []) {
+      const start = recorder.starts.get(execution);
+      if (!start) continue;
+      if (start.at > x.arrivedAt)
+        out.push(
+          `${x.callKey}: ${execution} started at ${start.at}, after its key was cancelled at ${x.arrivedAt}`,
+        );
+      const done = recorder.completedAt.get(execution);
+      const bound = x.arrivedAt + (start.where === x.servedBy ? 0 : CANCEL_ELSEWHERE_MS);
+      if (done !== undefined && done > bound)
+        out.push(
+          `${x.callKey}: ${execution} on ${start.where} finished at ${done}, after the cancel reached ` +
+            `${x.servedBy} at ${x.arrivedAt} and was answered cancelled`,
+        );
+    }
+  }
+  for (const [execution, start] of recorder.starts) {
+    const closed = start.keyed ? undefined : recorder.closedByClient.get(start.conn);
+    const done = recorder.completedAt.get(execution);
+    if (closed !== undefined && done !== undefined && done > closed)
+      out.push(
+        `${start.callKey}: unkeyed ${execution} finished at ${done}, after the client closed its connection at ${closed}`,
+      );
+  }
+  return out;
+};
+
+/**
  * A trickle is a stall: bytes that complete nothing prove life only every `STALL_PROGRESS_BYTES`, so an
  * attempt whose message never completes ends within the stall timeout (plus one trickle step), in a world
  * whose client detects stalls. A client that took any byte for life would wait on it forever.
@@ -417,6 +475,7 @@ export const CHECKS_MODERN = {
   're-sent when safe': onModel(COMMON_CHECKS['re-sent when safe']),
   'evictions advance the cursor': onModel(COMMON_CHECKS['evictions advance the cursor']),
   'aborts end as aborted': abortsEndAsAbortedModern,
+  'cancels are honoured': cancelsAreHonouredModern,
   'a trickle is a stall': trickleIsAStallModern,
   'keys stay with their principal': keysStayWithTheirPrincipalModern,
   'bounds are per principal': boundsArePerPrincipalModern,

@@ -91,8 +91,9 @@ export interface StoreCallsResult {
   readonly concurrency: number;
   readonly perSecond: number;
   readonly latencyMs: { median: number; p99: number };
-  /** Calls per second over each consecutive 1,000 completions. */
+  /** Calls per second over each consecutive `window` completions. */
   readonly windowsPerSecond: number[];
+  readonly window: number;
   /** Redis traffic per call under the load above. */
   readonly loaded?: RedisCost;
   /** Redis traffic per call with one call in flight: `writes` is round trips. */
@@ -131,6 +132,7 @@ async function callsRun(
   concurrency: number,
   sequentialCalls: number,
   timeoutMs: number,
+  window = 1_000,
 ): Promise<Omit<StoreCallsResult, 'store' | 'instances' | 'errors'>> {
   await bounded(pool(Math.min(200, total), concurrency, call), timeoutMs, 'warm-up');
   const latencies: number[] = [];
@@ -155,7 +157,8 @@ async function callsRun(
     concurrency,
     perSecond: total / (ms / 1000),
     latencyMs: { median: s.median, p99: s.p99 },
-    windowsPerSecond: windows(completions, start),
+    windowsPerSecond: windows(completions, start, Math.min(window, total)),
+    window: Math.min(window, total),
     loaded: loaded.cost,
     sequential: sequential.cost,
   };
@@ -198,15 +201,20 @@ export async function storeCalls(
   }
 }
 
-/** 2026-07-28 calls through our endpoint with the continuity extension (every call keyed). */
+/**
+ * 2026-07-28 calls through our endpoint with the continuity extension (every call keyed); `instances` > 1
+ * behind the round-robin balancer. `window`: the calls per rate in `windowsPerSecond` (the memo-fill row).
+ */
 export async function storeKeyedCalls(
   store: StoreKind,
+  instances: number,
   total: number,
   concurrency: number,
   timeoutMs: number,
+  window = 1_000,
 ): Promise<StoreCallsResult> {
   const b = await backing(store);
-  const s = await servers('ours-2026', b, 1, false);
+  const s = await servers('ours-2026', b, instances, instances > 1);
   const c = await connectModernClient(s.url, true);
   try {
     const call = async (i: number) => {
@@ -215,12 +223,13 @@ export async function storeKeyedCalls(
       const got = (result.content as Array<{ text?: string }>)[0]?.text;
       if (got !== text) throw new Error(`call ${i}: expected ${text}, got ${JSON.stringify(result)}`);
     };
-    const run = await callsRun(b.meter, call, total, concurrency, 100, timeoutMs);
+    const run = await callsRun(b.meter, call, total, concurrency, 100, timeoutMs, window);
     const errors = [...c.errors];
     for (const r of s.remotes) errors.push(...(await r.stats()).errors);
-    return { store, instances: 1, ...run, errors };
+    return { store, instances, ...run, errors };
   } finally {
     await c.close();
+    await s.balancer?.close();
     for (const r of s.remotes) await r.close();
     await b.close();
   }

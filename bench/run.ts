@@ -1297,7 +1297,7 @@ const NOTES = {
     'application creates for it (22–29 KiB, the same on the SDK stack). Of ours, the started `serverSessionMachine`',
     'XState actor alone is ~5 KiB (snapshot, context objects, the idle-TTL delayed event and its timer, actor',
     'system); the rest is `RuntimeSession`, `SessionTransport`, the per-session `headers` object, maps and the',
-    'session’s entry in the handler. The SDK’s transport costs ~3.4 KiB for the same session. Under 4 KiB needs an',
+    'session’s entry in the handler. The SDK’s transport costs ~3.4 KiB for the same session. Under 2 KiB needs an',
     'idle session without a running actor (a plain record, and the actor created when a request arrives), or a',
     'much smaller one.',
   ].join(' '),

@@ -156,9 +156,9 @@ interface Stack {
   readonly session: ReturnType<typeof createTaskSessionFromClient>;
 }
 
-/** The v2 `Client` on `continuityFetch`, and an ext-tasks session on it with `dispatch` (ours or plain). */
-async function connect(which: 'ours' | 'plain'): Promise<Stack> {
-  const fetch = continuityFetch({ fetch: recording() });
+/** The v2 `Client` on `continuityFetch` over `net`, and an ext-tasks session on it with a raw dispatcher (ours or plain). */
+async function connect(which: 'ours' | 'plain', net: typeof fetch = recording()): Promise<Stack> {
+  const fetch = continuityFetch({ fetch: net });
   const client = new Client(
     { name: 'ext-tasks-client', version: '1.0.0' },
     { versionNegotiation: { mode: { pin: MODERN } } },
@@ -294,5 +294,25 @@ describe('through the same cuts', () => {
     expect(outcome).toMatchObject({ status: 'completed', result: { content: [{ text: 'charged 6' }] } });
     expect(ledger).toEqual({ started: 1, charges: 1 });
     await close(stack);
+  });
+
+  it('ours: a client killed after the handle; a restarted one resumes the journaled reference: the same task, one charge', async () => {
+    let dead = false;
+    const live = recording();
+    const net = ((input: string | URL | Request, init?: RequestInit) =>
+      dead ? Promise.reject(new TypeError('fetch failed (dead)')) : live(input, init)) as typeof fetch;
+    const first = await connect('ours', net);
+    const execution = await first.session.callTool('charge', { amount: 7 });
+    if (execution.kind !== 'task') throw new Error('expected a task');
+    const journal = JSON.stringify(execution.serializeReference());
+    // kill -9: nothing of the first process reaches the server any more.
+    dead = true;
+    const second = await connect('ours');
+    const resumed = await second.session.resumeTask(JSON.parse(journal));
+    const { outcome } = (await resumed.settle()) as Settled;
+    expect(outcome).toMatchObject({ status: 'completed', result: { content: [{ text: 'charged 7' }] } });
+    expect(ledger).toEqual({ started: 1, charges: 1 });
+    await close(second);
+    await close(first);
   });
 });

@@ -2,6 +2,7 @@ import type { ModernCallEvent } from '../machines/client/modern-call.machine.js'
 import {
   MODERN_CALL_DECISION_TABLE,
   type ModernCallCase,
+  ModernCallReason,
   type ModernCallRow,
 } from '../machines/client/modern-call-decide.js';
 import { JsonRpcCode } from '../machines/codes.js';
@@ -58,6 +59,18 @@ function keyedGuard(name: string, guard: () => boolean): () => () => void {
 const client = CORRECT_CLIENT_MODERN;
 const REISSUE = { action: 'backoff-reissue', reason: 'cut_mid_stream' } as const;
 
+/** Swaps one action of the real keyed-request machine for `action`, for one world. */
+function keyedActionAs(name: string, action: () => void): () => () => void {
+  return () => {
+    const actions = keyedRequestMachine.implementations.actions as Record<string, unknown>;
+    const saved = actions[name];
+    actions[name] = action;
+    return () => {
+      actions[name] = saved;
+    };
+  };
+}
+
 /** Swaps one action of the real keyed-request machine for another of its actions, for one world. */
 function keyedAction(name: string, as: string): () => () => void {
   return () => {
@@ -71,6 +84,30 @@ function keyedAction(name: string, as: string): () => () => void {
 }
 
 export const MUTANTS_MODERN: readonly ModernMutant[] = [
+  {
+    // The keyed machine's cancel transition emits no abort: `planKeyedCancel` sees nothing to cancel.
+    name: 'the cancel of a running key is ignored (the keyed machine’s abortBody emits nothing)',
+    branch: 'cancel',
+    variant: { client, patch: keyedActionAs('abortBody', () => undefined) },
+    caughtBy: ['cancels are honoured'],
+  },
+  {
+    name: 'a cancelled key’s body runs on (abortsLocalRun always false: neither the cancel nor the lease tick aborts it)',
+    branch: 'cancel',
+    variant: { client, server: { ...RUNTIME_DECISIONS, core: { abortsLocalRun: () => false } } },
+    caughtBy: ['cancels are honoured'],
+  },
+  {
+    name: 'the application’s cancel ends a keyed call as a failure (no explicit cancel is sent)',
+    branch: 'cancel',
+    variant: {
+      client,
+      patch: tableRows({
+        'cancelled-by-application': { action: 'fail', reason: ModernCallReason.cancelledByApplication },
+      }),
+    },
+    caughtBy: ['cancels are honoured'],
+  },
   {
     // The old behaviour: the SDK's -32020 memoized for the whole window as if the tool had answered.
     name: 'a refusal before the run is recorded as the tool’s outcome (keyedBodyEndSteps told refused=false)',

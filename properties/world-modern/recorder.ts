@@ -46,6 +46,29 @@ export interface ProgressRecord {
   readonly n: number;
 }
 
+/** An explicit cancel (§13) the client posted for a keyed call it aborted, as the wire saw it. */
+export interface CancelRecord {
+  readonly callKey: string;
+  readonly sentAt: number;
+  /** The cancel's connection (the server side reads it off the wire). */
+  readonly conn: SimConnection;
+  /** When it reached an instance, and which (`id#incarnation`). */
+  arrivedAt?: number;
+  servedBy?: string;
+  /** The key's state the server answered (`cancelResult`'s `keyState`), if an answer arrived. */
+  keyState?: string;
+}
+
+/** One tool body that started: when, where (`id#incarnation`), on which connection, keyed or not. */
+export interface ExecutionStart {
+  readonly callKey: string;
+  readonly at: number;
+  readonly where: string;
+  /** Its request's connection (by object: a proxy's copy may share a client connection's id). */
+  readonly conn: SimConnection;
+  readonly keyed: boolean;
+}
+
 export class ModernRecorder {
   readonly calls = new Map<string, CallRecordModern>();
   /** Non-idempotent side effects per application call. */
@@ -97,6 +120,12 @@ export class ModernRecorder {
   readonly owners = new Map<string, string[]>();
   /** Instance incarnations that died, and when. */
   readonly instanceDeaths: InstanceDeath[] = [];
+  /** The explicit cancels the client posted. */
+  readonly cancels: CancelRecord[] = [];
+  /** Every tool body that started, by execution id. */
+  readonly starts = new Map<string, ExecutionStart>();
+  /** Connections the client closed itself (it stopped the attempt), and when. */
+  readonly closedByClient = new Map<SimConnection, number>();
   /** Every 410 a call's attempt got, and the cursor its next attempt carried. */
   readonly evictions: Array<{ -readonly [K in keyof EvictionReissue]: EvictionReissue[K] }> = [];
 

@@ -47,6 +47,16 @@ export const PORT_SCENARIOS_MODERN: readonly ModernScenarioNamed[] = [
     ],
   },
   {
+    name: 'a fleet of two: the application aborts a keyed charge; its cancel reaches the other instance, the running one aborts the body at its lease tick',
+    config: world({ instances: 2 }),
+    commands: [
+      { kind: 'call', tool: 'charge' },
+      { kind: 'advance', ms: 200 },
+      { kind: 'cancel', pick: 0 },
+      { kind: 'advance', ms: 3_000 },
+    ],
+  },
+  {
     name: "two principals: bob's key is one alice used; each runs its own call, alice's reuse is refused",
     config: world({ principals: 2 }),
     commands: [

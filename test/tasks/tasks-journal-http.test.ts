@@ -142,27 +142,10 @@ describe('through a balancer resetting every connection every 300 ms', () => {
   it('a keyed task-creating charge: one task, one charge, its result via tasks/get; cuts during polling never read "failed"', async () => {
     Object.assign(ledger, { started: 0, charges: 0 });
     errors = [];
-    const server = await balancer({ host: '127.0.0.1', port: await instance(new MemoryTaskStore()) });
-    const net = network();
-    const handles: string[] = [];
-    const client = new Client(
-      { name: 'journal', version: '1.0.0' },
-      { versionNegotiation: { mode: { pin: MODERN } } },
-    );
-    await connectThrough(client, server.url, net.fetch, handles);
-    const result = (await client.callTool(
-      { name: 'charge', arguments: { amount: 11, ms: 1_500 } },
-      { timeout: 30_000 },
-    )) as { content: { text: string }[] };
-    expect(result.content[0]?.text).toBe('charged 11');
-    expect(ledger).toEqual({ started: 1, charges: 1 });
-    // One task, told once (the creation's re-issues after cuts got the same handle).
-    expect(new Set(handles).size).toBe(1);
-    expect(net.sent).toContain('tasks/get');
-    // The balancer did cut, and polls were lost to it: each was retried, none read as a failed task.
-    expect(server.cuts()).toBeGreaterThanOrEqual(3);
-    expect(net.failed.filter((m) => m === 'tasks/get').length).toBeGreaterThanOrEqual(1);
-    await client.close().catch(() => undefined);
+    const store = counted(new MemoryTaskStore());
+    const lb = await balancer({ host: '127.0.0.1', port: await instance(store) });
+    await chargeThrough(lb, 11, () => undefined);
+    expect(store.created()).toBe(1);
   });
 
   it('kill -9 of the client after its send: the restarted process on the same journal file gets the same task, one charge', async () => {
@@ -199,9 +182,77 @@ describe('two instances on Redis, each behind a balancer resetting every 300 ms'
       target.port = b;
     });
   });
+
+  it('a keyed charge created on A, its polls landing on B through the cuts: one task, one charge, the result', async () => {
+    Object.assign(ledger, { started: 0, charges: 0 });
+    errors = [];
+    const keyPrefix = `journal${++prefix}:`;
+    const storeA = counted(redisStore(keyPrefix));
+    const a = await instance(storeA);
+    const b = await instance(redisStore(keyPrefix));
+    const target = { host: '127.0.0.1', port: a };
+    const lb = await balancer(target);
+    // Once the handle arrived from A, every new connection (the polls after a cut) reaches B.
+    await chargeThrough(lb, 14, () => {
+      target.port = b;
+    });
+    expect(storeA.created()).toBe(1);
+  });
 });
 
-async function connectThrough(client: Client, url: URL, net: typeof fetch, handles: string[]): Promise<void> {
+/** `store`, counting the tasks it really created (a key already bound creates none). */
+function counted<S extends TaskStore>(store: S): S & { created: () => number } {
+  let n = 0;
+  const create = store.create.bind(store);
+  return Object.assign(store, {
+    create: async (record: Parameters<TaskStore['create']>[0]) => {
+      const r = await create(record);
+      if (r.kind === 'created') n++;
+      return r;
+    },
+    created: () => n,
+  });
+}
+
+/**
+ * The official v2 `Client` on `continuityFetch({ tasks })` calls a 1.5 s charge through `lb`:
+ * `onHandle` runs when the handle arrives. The result, one run, polls sent and some lost to the cuts.
+ */
+async function chargeThrough(
+  lb: { url: URL; cuts: () => number },
+  amount: number,
+  onHandle: () => void,
+): Promise<void> {
+  const net = network();
+  const handles: string[] = [];
+  const client = new Client(
+    { name: 'journal', version: '1.0.0' },
+    { versionNegotiation: { mode: { pin: MODERN } } },
+  );
+  await connectThrough(client, lb.url, net.fetch, (taskId) => {
+    handles.push(taskId);
+    onHandle();
+  });
+  const result = (await client.callTool(
+    { name: 'charge', arguments: { amount, ms: 1_500 } },
+    { timeout: 30_000 },
+  )) as { content: { text: string }[] };
+  expect(result.content[0]?.text).toBe(`charged ${amount}`);
+  expect(ledger).toEqual({ started: 1, charges: 1 });
+  expect(handles).toHaveLength(1);
+  expect(net.sent).toContain('tasks/get');
+  // The balancer did cut, and polls were lost to it: each was retried, none read as a failed task.
+  expect(lb.cuts()).toBeGreaterThanOrEqual(3);
+  expect(net.failed.filter((m) => m === 'tasks/get').length).toBeGreaterThanOrEqual(1);
+  await client.close().catch(() => undefined);
+}
+
+async function connectThrough(
+  client: Client,
+  url: URL,
+  net: typeof fetch,
+  onTask: (taskId: string) => void,
+): Promise<void> {
   // The connect's own requests may be cut by the balancer: retried a bounded number of times.
   for (let i = 0; ; i++) {
     try {
@@ -212,7 +263,7 @@ async function connectThrough(client: Client, url: URL, net: typeof fetch, handl
             tasks: {
               journal: new MemoryTaskJournal(),
               policy: { minPollMs: 20, retryDelayMs: 20, maxPollMs: 200 },
-              onTask: ({ taskId }) => handles.push(taskId),
+              onTask: ({ taskId }) => onTask(taskId),
             },
           }),
           requestInit: { headers: { authorization: 'Bearer alice' } },

@@ -78,4 +78,16 @@ export const PORT_SCENARIOS_MODERN: readonly ModernScenarioNamed[] = [
       { kind: 'advance', ms: 3_000 },
     ],
   },
+  {
+    name: 'no authenticate, two addresses under a bound of two keys each: only the address with a third key is refused (429)',
+    config: world({ principals: 2, memoWindowMs: 8_000, maxKeysPerAddress: 2 }),
+    commands: [
+      { kind: 'call', tool: 'charge' },
+      { kind: 'call', tool: 'charge' },
+      { kind: 'call', tool: 'charge' },
+      { kind: 'call', tool: 'charge' },
+      { kind: 'call', tool: 'charge' },
+      { kind: 'advance', ms: 3_000 },
+    ],
+  },
 ];

@@ -438,28 +438,40 @@ const atBound = (recorder: ModernRecorder, c: CallRecordModern): boolean =>
   recorder.boundRefusals.some((r) => r.callKey === c.callKey);
 
 /**
- * Bounds are per principal: the server refuses a principal's new key at the per-principal bound only
- * when that principal holds as many keys, so it must have sent at least that many other keys by then.
- * (Counted from the outside, over every key it ever sent by then: a necessary condition, never too strict.)
+ * Bounds are per principal (or per address, on a server without `authenticate`): the server refuses a new
+ * key at a bound only when its holder holds as many keys, so the holder must have sent at least that many
+ * other keys by then (counted from the outside, over every key it ever sent by then: a necessary condition,
+ * never too strict). And a refusal is honest: nothing ran, so a call refused at every attempt it made and
+ * broken by no fault never ends outcome unknown.
  */
 export const boundsArePerPrincipalModern: CheckModern = ({ recorder, config }) => {
-  const bound = config.maxKeysPerPrincipal;
-  if (bound === undefined) return [];
   const out: string[] = [];
   const calls = [...recorder.calls.values()];
   for (const r of recorder.boundRefusals) {
-    const principal = recorder.calls.get(r.callKey)?.principal;
+    const bound = r.bound === 'address' ? config.maxKeysPerAddress : config.maxKeysPerPrincipal;
+    const holderOf = (c: CallRecordModern | undefined) => (r.bound === 'address' ? c?.address : c?.principal);
+    const holder = holderOf(recorder.calls.get(r.callKey));
     const sent = new Set<string>();
     for (const c of calls)
-      if (c.principal === principal && c.at <= r.at)
+      if (holderOf(c) === holder && c.at <= r.at)
         for (const k of recorder.keysSent.get(c.callKey) ?? []) sent.add(k);
     // The refused key is among them, and is not yet held.
-    if (sent.size - 1 < bound)
+    if (bound === undefined || sent.size - 1 < bound)
       out.push(
-        `${r.callKey} (${principal || 'the one principal'}) refused at the bound of ${bound} keys at ${r.at}, ` +
-          `having sent only ${sent.size} key(s)`,
+        `${r.callKey} (${r.bound} ${holder || 'the one principal'}) refused at the bound of ${bound} keys ` +
+          `at ${r.at}, having sent only ${sent.size} key(s)`,
       );
   }
+  for (const c of calls)
+    if (
+      c.outcome === 'unknown' &&
+      c.faultedEnds === 0 &&
+      !recorder.executions.get(c.callKey) &&
+      recorder.boundRefusals.some((r) => r.callKey === c.callKey)
+    )
+      out.push(
+        `${c.callKey} (${c.tool}) refused at a bound (nothing ran) but ended outcome unknown (${c.reason})`,
+      );
   return out;
 };
 

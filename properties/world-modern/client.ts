@@ -91,6 +91,8 @@ export interface ModernClientDeps {
   readonly receivers?: Map<number, { readonly callKey: string; readonly receiver: ModernReceiver }>;
   /** The principal the application's requests are authenticated as ('' : the one principal). */
   readonly principal?: string;
+  /** The application's remote address (what a server without `authenticate` bounds). */
+  readonly address?: string;
 }
 
 /**
@@ -101,6 +103,7 @@ export interface ModernSimExchange extends Exchange {
   readonly paramHeader: boolean;
   /** Who the server authenticates the request as (its credentials). */
   readonly principal: string;
+  readonly address: string;
 }
 
 export const SIM_MODERN_CALL_POLICY: ModernCallPolicy = {
@@ -194,6 +197,7 @@ export class SimCall {
         body: input.request,
         paramHeader,
         principal: deps.principal ?? '',
+        address: deps.address ?? 'app',
       };
       // The network's messages reach the exchange through the last hop's bytes (link.ts).
       let conn: SimConnection | undefined;
@@ -324,6 +328,7 @@ export class SimCall {
       body: cancel,
       paramHeader: false,
       principal: this.deps.principal ?? '',
+      address: this.deps.address ?? 'app',
     };
     let conn: SimConnection | undefined;
     const done = () => {

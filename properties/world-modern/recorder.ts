@@ -19,6 +19,8 @@ export interface CallRecordModern {
   key?: string;
   /** The principal the application's requests are authenticated as ('': the world's one principal). */
   readonly principal: string;
+  /** The application's remote address. */
+  readonly address: string;
   /** When the application aborted it (its signal), if it did before it ended. */
   abortedAt?: number;
   outcome?: ModernCallOutcome;
@@ -111,7 +113,12 @@ export class ModernRecorder {
   /** Every idempotency key each call's requests carried (the SDK's re-send after a -32020 has its own). */
   readonly keysSent = new Map<string, Set<string>>();
   /** New keys the server refused at the per-principal bound (429), by call. */
-  readonly boundRefusals: Array<{ readonly callKey: string; readonly at: number }> = [];
+  readonly boundRefusals: Array<{
+    readonly callKey: string;
+    readonly at: number;
+    /** Whose bound: the principal's (the memo's), or the address's (a server without `authenticate`). */
+    readonly bound: 'principal' | 'address';
+  }> = [];
   /** Trickles the world started on attempts' connections (link.ts). */
   readonly trickles: TrickleRecord[] = [];
   /** Virtual time the last fault ended. */

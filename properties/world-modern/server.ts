@@ -51,6 +51,11 @@ export interface ModernSimServerConfig {
   readonly memoAgeMs?: number;
   /** The per-principal bound on live keys (`maxEntriesPerPrincipal`); default: never reached. */
   readonly maxKeysPerPrincipal?: number;
+  /**
+   * Set: no `authenticate`. Requests carry their address, no principal, and each address is held to this
+   * many live keys per process (`maxEntriesPerAddress`, the keyed core's `AddressKeys`).
+   */
+  readonly maxKeysPerAddress?: number;
 }
 
 /**
@@ -256,6 +261,7 @@ export class ModernSimServer {
         limits: keyedLimits(
           {
             maxEntriesPerPrincipal: this.config.maxKeysPerPrincipal ?? NO_BOUND,
+            maxEntriesPerAddress: this.config.maxKeysPerAddress ?? NO_BOUND,
             pollMs: POLL_MS,
             leaseMs: LEASE_MS_MODERN,
             keepAliveMs: this.config.heartbeatMs,
@@ -432,10 +438,17 @@ export class ModernSimServer {
         return;
       case 'limited': {
         const conn = instance.requests.get(note.request);
-        if (note.reason === 'max_keys_per_principal' && conn)
+        const bound =
+          note.reason === 'max_keys_per_principal'
+            ? 'principal'
+            : note.reason === 'max_keys_per_address'
+              ? 'address'
+              : undefined;
+        if (bound && conn)
           this.recorder.boundRefusals.push({
             callKey: callKeyOf(conn.exchange.body as JsonRpcRequest),
             at: this.clock.now(),
+            bound,
           });
         return;
       }
@@ -513,8 +526,10 @@ export class ModernSimServer {
           kind: 'request',
           request: id,
           message: request,
-          // The principal the server's `authenticate` gave the request's credentials.
-          principal: (c.exchange as ModernSimExchange).principal ?? PRINCIPAL,
+          // The principal the server's `authenticate` gave the request's credentials; without one, the address.
+          ...(this.config.maxKeysPerAddress === undefined
+            ? { principal: (c.exchange as ModernSimExchange).principal ?? PRINCIPAL }
+            : { principal: undefined, address: (c.exchange as ModernSimExchange).address }),
         },
         this.clock.now(),
       );

@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import {
+  createApplicationInputHandler,
   createTaskSessionFromClient,
   DispatchError,
   type ToolExecutionSettlement,
@@ -46,6 +47,24 @@ function app(): McpServerV2 {
     ledger.charges++;
     return { content: [{ type: 'text', text: `charged ${amount}` }] };
   });
+  server.registerTool('hello', { inputSchema: z.object({}) }, async (_args, ctx) => {
+    const answer = ctx.mcpReq.inputResponses?.name as { content?: { name?: string } } | undefined;
+    if (!answer)
+      return {
+        resultType: 'input_required' as const,
+        inputRequests: {
+          name: {
+            method: 'elicitation/create',
+            params: {
+              mode: 'form',
+              message: 'Your name?',
+              requestedSchema: { type: 'object', properties: { name: { type: 'string' } } },
+            },
+          },
+        },
+      };
+    return { content: [{ type: 'text', text: `Hello, ${answer.content?.name}!` }] };
+  });
   return server;
 }
 
@@ -64,7 +83,7 @@ beforeEach(async () => {
       }),
       tasks: createTasks({
         store: new MemoryTaskStore(),
-        taskTools: ['charge'],
+        taskTools: ['charge', 'hello'],
         pollIntervalMs: 50,
         onError: (e) => errors.push(e),
       }),
@@ -105,7 +124,7 @@ function recording(inner: typeof fetch = fetch): typeof fetch {
  * A raw dispatcher on plain fetch, as a host writes one: one POST, the JSON-RPC response read from a JSON
  * body or an event stream; a network failure or an answer without one is a retryable `DispatchError`.
  */
-function plainDispatcher(url: URL): ExtTasksDispatch {
+function plainDispatcher(url: URL, net: typeof fetch): ExtTasksDispatch {
   let next = 0;
   return async (request, options) => {
     const id = ++next;
@@ -122,7 +141,7 @@ function plainDispatcher(url: URL): ExtTasksDispatch {
     if (body.method === 'tools/call') headers['mcp-name'] = String(params.name);
     let text: string;
     try {
-      const response = await recording()(url, {
+      const response = await net(url, {
         method: 'POST',
         headers,
         body: JSON.stringify(body),
@@ -157,6 +176,12 @@ interface Stack {
 }
 
 /** The v2 `Client` on `continuityFetch` over `net`, and an ext-tasks session on it with a raw dispatcher (ours or plain). */
+/** Every question ext-tasks put to the user (its elicitation handler), in order. */
+let asked: string[] = [];
+beforeEach(() => {
+  asked = [];
+});
+
 async function connect(which: 'ours' | 'plain', net: typeof fetch = recording()): Promise<Stack> {
   const fetch = continuityFetch({ fetch: net });
   const client = new Client(
@@ -174,14 +199,24 @@ async function connect(which: 'ours' | 'plain', net: typeof fetch = recording())
           headers: AUTH,
           policy: { minPollMs: 20, retryDelayMs: 50, maxPollMs: 200, giveUpAfterMs: 5_000 },
         })
-      : plainDispatcher(proxy.url());
+      : plainDispatcher(proxy.url(), net);
   const session = createTaskSessionFromClient(client, {
     endpointId: `ext-tasks-test:${which}`,
+    onInputRequest: createApplicationInputHandler({
+      elicitation: async (request) => {
+        asked.push(String((request.params as { message?: unknown }).message));
+        return { action: 'accept', content: { name: 'Luca' } };
+      },
+      sampling: async () => {
+        throw new Error('no sampling here');
+      },
+      roots: async () => ({ roots: [] }),
+    }),
     rawDispatch,
     v2RequestFraming: {
       protocolVersion: MODERN,
       clientInfo: { name: 'ext-tasks-client', version: '1.0.0' },
-      clientCapabilities: {},
+      clientCapabilities: { elicitation: { form: {} } },
     },
   });
   return { client, session };
@@ -315,4 +350,46 @@ describe('through the same cuts', () => {
     await close(second);
     await close(first);
   });
+
+  it('ours: the first two tasks/update answers are cut after the server read them: re-sent, asked once, the result', async () => {
+    const cut = cutUpdates(2);
+    const stack = await connect('ours', cut.net);
+    const execution = await stack.session.callTool('hello', {});
+    const { outcome } = (await execution.settle()) as Settled;
+    expect(outcome).toMatchObject({ status: 'completed', result: { content: [{ text: 'Hello, Luca!' }] } });
+    expect(asked).toEqual(['Your name?']);
+    expect(cut.updates()).toBe(3);
+    await close(stack);
+  });
+
+  it('plain: the same two cuts: ext-tasks re-sends the update once, then reports "failed" while the task completes', async () => {
+    const cut = cutUpdates(2);
+    const stack = await connect('plain', cut.net);
+    const execution = await stack.session.callTool('hello', {});
+    const taskId = String(execution.handle?.taskId);
+    const { outcome } = (await execution.settle()) as Settled;
+    expect(outcome.status).toBe('failed');
+    expect(cut.updates()).toBe(2);
+    // The server took the first update: the task completed with the answer given once.
+    const truth = await followTask(proxy.url(), taskId, { headers: AUTH, policy: { minPollMs: 20 } });
+    expect(truth).toMatchObject({ kind: 'completed', result: { content: [{ text: 'Hello, Luca!' }] } });
+    expect(asked).toEqual(['Your name?']);
+    await close(stack);
+  });
 });
+
+/** A network that cuts the answers of the first `count` tasks/update after the server read them. */
+function cutUpdates(count: number) {
+  let updates = 0;
+  const live = recording();
+  const net = (async (input: string | URL | Request, init?: RequestInit) => {
+    const method = typeof init?.body === 'string' ? String(JSON.parse(init.body).method) : '';
+    const response = await live(input, init);
+    if (method === 'tasks/update' && ++updates <= count) {
+      await response.text();
+      throw new TypeError('fetch failed (the answer was cut after the server read the request)');
+    }
+    return response;
+  }) as typeof fetch;
+  return { net, updates: () => updates };
+}

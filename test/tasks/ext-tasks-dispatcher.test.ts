@@ -21,7 +21,9 @@ import { MemoryMemoStore } from '../../src/server/memory-memo-store.js';
 import { MemoryTaskStore } from '../../src/server/tasks/memory-task-store.js';
 import { createTasks } from '../../src/server/tasks/runtime.js';
 import { FaultProxy } from '../../src/testing/fault-proxy.js';
+import { registerHello } from '../support/hello-tool.js';
 import { listenOnLoopback } from '../support/listen.js';
+import { until } from '../support/until.js';
 
 /**
  * The official `@modelcontextprotocol/ext-tasks` 0.2.2 client on the official v2 `Client` 2.4.0, against
@@ -47,24 +49,7 @@ function app(): McpServerV2 {
     ledger.charges++;
     return { content: [{ type: 'text', text: `charged ${amount}` }] };
   });
-  server.registerTool('hello', { inputSchema: z.object({}) }, async (_args, ctx) => {
-    const answer = ctx.mcpReq.inputResponses?.name as { content?: { name?: string } } | undefined;
-    if (!answer)
-      return {
-        resultType: 'input_required' as const,
-        inputRequests: {
-          name: {
-            method: 'elicitation/create',
-            params: {
-              mode: 'form',
-              message: 'Your name?',
-              requestedSchema: { type: 'object', properties: { name: { type: 'string' } } },
-            },
-          },
-        },
-      };
-    return { content: [{ type: 'text', text: `Hello, ${answer.content?.name}!` }] };
-  });
+  registerHello(server);
   return server;
 }
 
@@ -246,11 +231,6 @@ describe('ext-tasks 0.2.2 with our raw dispatcher', () => {
 
 const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Waits (bounded) until `fact` holds. */
-async function until(fact: () => boolean, ms = 5_000): Promise<void> {
-  for (let t = 0; t < ms && !fact(); t += 10) await wait(10);
-}
-
 /**
  * A cut before the handle: the proxy holds every answer 400 ms; once the task's run has started (the
  * server stored the task and answered its handle), every connection is reset, so the handle is lost.
@@ -258,7 +238,7 @@ async function until(fact: () => boolean, ms = 5_000): Promise<void> {
 async function cutBeforeHandle(stack: Stack, amount: number) {
   proxy.setLatency(400);
   const execution = stack.session.callTool('charge', { amount });
-  await until(() => ledger.started >= 1);
+  await until('the task’s run', () => ledger.started >= 1, 5_000);
   proxy.reset();
   proxy.setLatency(0);
   return execution;
@@ -267,7 +247,7 @@ async function cutBeforeHandle(stack: Stack, amount: number) {
 /** A balancer outage (resets, then 503s for 700 ms) while the task runs, once it is being polled. */
 async function outageWhilePolling(stack: Stack, amount: number) {
   const execution = await stack.session.callTool('charge', { amount });
-  await until(() => sent.includes('tasks/get'));
+  await until('the first poll', () => sent.includes('tasks/get'), 5_000);
   proxy.outage(700);
   return execution;
 }
@@ -290,7 +270,7 @@ describe('through the same cuts', () => {
     const execution = await cutBeforeHandle(stack, 3);
     const { outcome } = (await (await execution).settle()) as Settled;
     expect(outcome).toMatchObject({ status: 'completed', result: { content: [{ text: 'charged 3' }] } });
-    await until(() => ledger.charges >= 2);
+    await until('the second charge', () => ledger.charges >= 2, 5_000);
     expect(sent.filter((m) => m === 'tools/call')).toHaveLength(2);
     expect(ledger).toEqual({ started: 2, charges: 2 });
     await close(stack);

@@ -66,12 +66,16 @@ const send = (m: unknown) => process.send?.(m);
 
 let server: Pick<RunningServer, 'url' | 'close'> & Partial<Pick<RunningServer, 'sessionCount' | 'errors'>>;
 let log: EventLog | undefined;
+let memo: MemoStore | undefined;
 const sessionIds: string[] = [];
 if (kind === 'raw') server = await startRawSse();
 else if (kind === 'v2') server = await startModernOfficial();
 else if (kind === 'ours-2026') {
-  // Rows 2 and 6 make more keyed calls from one address than the default bound of remembered keys allows.
-  server = await startModernOurs({ ...(options.store ? await stores(options) : {}), maxKeys: 1_000_000 });
+  const kept = await stores(options);
+  log = kept.log;
+  memo = kept.memo;
+  // Rows 2, 4 and 6 make more keyed calls from one address than the default bound of remembered keys allows.
+  server = await startModernOurs({ ...kept, maxKeys: 1_000_000 });
 } else if (kind === 'ours') {
   log = (await stores(options)).log;
   server = await startOurs({
@@ -96,6 +100,7 @@ process.on('message', async (m: ServeRequest) => {
       send({
         seq: m.seq,
         log: log instanceof MemoryEventLog ? log.stats() : undefined,
+        memo: memo instanceof MemoryMemoStore ? memo.stats() : undefined,
         errors: server.errors ?? [],
         sessions: server.sessionCount?.() ?? 0,
       });

@@ -1,5 +1,7 @@
 import type { ClientKind, ServerKind } from './lib/stacks.js';
 import { callsStack } from './rows/calls.js';
+import { coldStart } from './rows/cold-start.js';
+import { memoMemory } from './rows/memo-memory.js';
 import { appendCost, eventsMemory, manySessions, sessionBreakdown, sessionsMemory } from './rows/memory.js';
 import { callsModern, type ModernKind, notifyModern } from './rows/modern.js';
 import { resumeModern } from './rows/modern-resume.js';
@@ -37,6 +39,7 @@ export const TASKS: Record<string, (args: Args) => Promise<unknown>> = {
       num(a, 'concurrency', 50),
       num(a, 'timeoutMs', 120_000),
       a.tool === 'peek' ? 'peek' : 'echo',
+      num(a, 'fresh', 1_000),
     ),
   'notify-raw': (a) => notifyRaw(num(a, 'count', 100_000), num(a, 'timeoutMs', 120_000)),
   calls: (a) =>
@@ -46,6 +49,7 @@ export const TASKS: Record<string, (args: Args) => Promise<unknown>> = {
       num(a, 'total', 5_000),
       num(a, 'concurrency', 50),
       num(a, 'timeoutMs', 120_000),
+      num(a, 'fresh', 1_000),
     ),
   resume: (a) =>
     resumeLatency(
@@ -65,6 +69,8 @@ export const TASKS: Record<string, (args: Args) => Promise<unknown>> = {
   'memory-breakdown': (a) => sessionBreakdown(num(a, 'count', 1_000)),
   'memory-events': (a) => eventsMemory(num(a, 'events', 100_000)),
   'append-cost': (a) => appendCost(num(a, 'capacity', 10_000)),
+  'cold-start': (a) => coldStart(num(a, 'rounds', 5)),
+  'memo-memory': (a) => memoMemory(num(a, 'calls', 5_000), num(a, 'timeoutMs', 180_000)),
   'many-sessions': (a) => manySessions(num(a, 'n', 10_000), num(a, 'concurrency', 50)),
   'store-calls': (a) =>
     storeCalls(
@@ -78,9 +84,11 @@ export const TASKS: Record<string, (args: Args) => Promise<unknown>> = {
   'store-keyed': (a) =>
     storeKeyedCalls(
       a.store as StoreKind,
+      num(a, 'instances', 1),
       num(a, 'total', 1_000),
       num(a, 'concurrency', 20),
       num(a, 'timeoutMs', 180_000),
+      num(a, 'window', 1_000),
     ),
   'store-notify': (a) =>
     storeNotify(a.store as StoreKind, num(a, 'count', 10_000), num(a, 'timeoutMs', 180_000)),

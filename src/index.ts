@@ -29,6 +29,14 @@ export {
 export { type CursorStore, FileCursorStore, MemoryCursorStore } from './client/cursor-store.js';
 export type { FetchLike } from './client/exchange.js';
 export { type ContinuityFetchOptions, continuityFetch } from './client/modern/continuity-fetch.js';
+export {
+  type ExtTasksDispatch,
+  type ExtTasksDispatcherOptions,
+  type ExtTasksDispatchOptions,
+  type ExtTasksJson,
+  type ExtTasksResponse,
+  extTasksDispatcher,
+} from './client/modern/ext-tasks-dispatcher.js';
 export type { ListenGap } from './client/modern/listen.js';
 export {
   FileTaskJournal,

@@ -15,6 +15,8 @@ export interface RemoteServer {
   dropLogs(): Promise<void>;
   stats(): Promise<{
     log?: { sessions: number; streams: number; events: number };
+    /** `ours-2026` on the memory store: the memo's entries. */
+    memo?: { entries: number; principals: number; timers: number };
     errors: string[];
     sessions: number;
   }>;

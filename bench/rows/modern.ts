@@ -1,7 +1,7 @@
 import { connectModernClient } from '../lib/modern.js';
 import { startRemote } from '../lib/remote.js';
 import { bounded, pool, summarize } from '../lib/stats.js';
-import type { CallsResult } from './calls.js';
+import { type CallsResult, freshRate } from './calls.js';
 import type { ThroughputResult } from './throughput.js';
 
 /**
@@ -76,6 +76,7 @@ export async function callsModern(
   concurrency: number,
   timeoutMs: number,
   tool: 'echo' | 'peek' = 'echo',
+  freshCalls = 1_000,
 ): Promise<CallsResult> {
   const server = await startRemote(kind);
   const c = await connectModernClient(server.url, kind === 'ours-2026');
@@ -93,7 +94,7 @@ export async function callsModern(
     };
     // `continuityFetch` learns the tools' annotations from `tools/list`: unlisted, `peek` would be keyed.
     if (tool === 'peek') await bounded(c.client.listTools(), timeoutMs, 'v2: tools/list');
-    await bounded(pool(Math.min(500, total), concurrency, call), timeoutMs, 'v2: warm-up');
+    const freshPerSecond = await freshRate(freshCalls, concurrency, call, timeoutMs, kind);
     latencies.length = 0;
     completions.length = 0;
     const start = performance.now();
@@ -116,6 +117,7 @@ export async function callsModern(
       firstWindowPerSecond: windowsPerSecond[0] ?? Number.NaN,
       lastWindowPerSecond: windowsPerSecond.at(-1) ?? Number.NaN,
       windowsPerSecond,
+      freshPerSecond,
       errors: [...(await server.stats()).errors, ...c.errors],
     };
   } finally {

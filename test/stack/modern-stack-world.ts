@@ -16,7 +16,10 @@ import {
   type StreamDelivery,
 } from '../../properties/checks/delivery.js';
 import type { CallTrace, InstanceDeath, Trace } from '../../properties/checks/trace.js';
-import { RULES_MODERN } from '../../properties/checks-modern.js';
+import {
+  RULES_MODERN,
+  realResultAfterFaults as realResultAfterFaultsOf,
+} from '../../properties/checks-modern.js';
 import { continuityFetch } from '../../src/client/modern/continuity-fetch.js';
 import { isOutcomeUnknown } from '../../src/client/outcome.js';
 import type { EventLog } from '../../src/server/event-log.js';
@@ -742,22 +745,17 @@ export const noDuplicateDelivery: ModernCheck = (o) => {
 /**
  * With the extension, a call that began after the last fault (restart, reset, refusal, outage, a black hole
  * until its connection closed; the balancer's idle cuts and latency are the weather, not faults) ends with
- * the real result.
+ * the real result: the model's check (properties/checks-modern.ts), on what the stack recorded.
  */
-export const realResultAfterFaults: ModernCheck = (o) => {
-  if (o.config.memo === 'none') return [];
-  return (
-    [...o.calls.values()]
-      .filter((c) => c.startedAt > o.lastFaultAt && c.outcome?.kind !== 'result')
-      // A memory memo is younger than its window: a re-issue of a key it never saw (the first attempt was
-      // lost before it reached the server) may have been run by a forgotten process, so outcome unknown.
-      .filter((c) => !(o.config.memo === 'memory' && c.outcome?.kind === 'unknown' && !o.starts.get(c.key)))
-      .map(
-        (c) =>
-          `${c.key} (${c.tool}) began at ${c.startedAt}ms, after the last fault (${o.lastFaultAt}ms), but ended ${JSON.stringify(c.outcome)}; attempts ${c.attempts.join(',')}`,
-      )
-  );
-};
+export const realResultAfterFaults: ModernCheck = (o) =>
+  realResultAfterFaultsOf(modernTrace(o), {
+    lastFaultAt: o.lastFaultAt,
+    weather: true,
+    memo: o.config.memo === 'sqlite' ? 'durable' : o.config.memo,
+    starts: o.starts,
+    // This world's application never reuses a key and no bound is set.
+    ownDoing: new Map(),
+  });
 
 export const MODERN_CHECKS = {
   'at most once': atMostOnce,

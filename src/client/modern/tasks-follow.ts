@@ -136,11 +136,11 @@ export function tasksMeta(protocolVersion: string, capabilities: unknown): Recor
 }
 
 /** Sends one `tasks/*` request and reports what came back as a fact (a throw is a fault). */
-async function exchange(
+export async function exchange(
   io: FollowIo,
   taskId: string,
   action: Extract<FollowAction, { kind: 'get' | 'update' | 'cancel' }>,
-  timeoutMs: number,
+  timeoutMs: number = DEFAULT_FOLLOW_POLICY.requestTimeoutMs,
 ): Promise<FollowFact> {
   const method = `tasks/${action.kind}`;
   const id = `task-${randomUUID()}`;
@@ -177,7 +177,7 @@ async function exchange(
 }
 
 /** The response with `id` in a JSON body or an event stream's `data:` lines. */
-function answerOf(text: string, id: string): { result?: unknown; error?: TaskError } | undefined {
+export function answerOf(text: string, id: string): { result?: unknown; error?: TaskError } | undefined {
   const candidates = text.trimStart().startsWith('{')
     ? [text]
     : text
@@ -195,7 +195,8 @@ function answerOf(text: string, id: string): { result?: unknown; error?: TaskErr
   return undefined;
 }
 
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+/** Waits `ms`, or less when `signal` aborts (never rejects). */
+export function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
   if (ms <= 0 || signal?.aborted) return Promise.resolve();
   return new Promise((resolve) => {
     const t = setTimeout(done, ms);

@@ -110,18 +110,21 @@ export const worldConfigArbModern: fc.Arbitrary<ModernWorldConfig> = fc
     ),
     // Sometimes two applications with their own credentials share the server (and, by chance, keys).
     principals: fc.constantFrom<1 | 2>(1, 1, 2),
-    // Sometimes a per-principal bound on keys the calls reach (past it a new key is refused: 429).
+    // Sometimes a bound on keys the calls reach (past it a new key is refused: 429): per principal, or per
+    // address on a server without `authenticate`.
     bounded: fc.oneof(
-      { weight: 3, arbitrary: fc.constant(false) },
-      { weight: 1, arbitrary: fc.constant(true) },
+      { weight: 6, arbitrary: fc.constant(false as const) },
+      { weight: 1, arbitrary: fc.constant('principal' as const) },
+      { weight: 1, arbitrary: fc.constant('address' as const) },
     ),
   })
   .map(
     ({ bounded, ...c }): ModernWorldConfig => ({
       ...c,
       instances: c.memo === 'memory' ? 1 : c.instances,
-      // A bound is about what one principal may take from another: bounded worlds have two.
-      ...(bounded ? { maxKeysPerPrincipal: 2, principals: 2 as const } : {}),
+      // A bound is about what one principal (address) may take from another: bounded worlds have two.
+      ...(bounded === 'principal' ? { maxKeysPerPrincipal: 2, principals: 2 as const } : {}),
+      ...(bounded === 'address' ? { maxKeysPerAddress: 2, principals: 2 as const } : {}),
     }),
   );
 

@@ -1,9 +1,11 @@
 import { ModernCallReason } from '../machines/client/modern-call-decide.js';
+import { leaseTickMs } from '../machines/server/keyed-timing.js';
 import { COMMON_CHECKS, ownerDied, type TraceCheck } from './checks/common.js';
 import type { CallTrace, ExcuseRules, Trace } from './checks/trace.js';
 import { SIM_MODERN_CALL_POLICY } from './world-modern/client.js';
 import { TRICKLE_MS } from './world-modern/link.js';
 import type { CallRecordModern, ModernRecorder } from './world-modern/recorder.js';
+import { LEASE_MS_MODERN } from './world-modern/server.js';
 import { type ModernTool, TOOLS_MODERN } from './world-modern/tools.js';
 import { type ModernWorldOutcome, STALL_MODERN_MS } from './world-modern/world.js';
 
@@ -104,8 +106,8 @@ export const honestErrorsModern: CheckModern = (outcome) => {
 };
 
 /**
- * No spurious outcome unknown, no spurious failure. A call ends outcome unknown only for a reason the world
- * gave it, and a call made after the last fault gets its result.
+ * No spurious outcome unknown, no spurious failure: a call ends outcome unknown or failed only for a reason
+ * the world gave it ('the real result after the faults' judges the calls made after the last fault).
  */
 export const noSpuriousOutcomeUnknownModern: CheckModern = (outcome) => {
   const { recorder, config } = outcome;
@@ -115,15 +117,67 @@ export const noSpuriousOutcomeUnknownModern: CheckModern = (outcome) => {
     if (c.outcome === undefined || c.outcome === 'result' || c.outcome === 'aborted') continue;
     const why = unexplained(recorder, trace, c, config.extension, config.memoWindowMs);
     if (why !== undefined) out.push(`${c.callKey} (${c.tool}) ${c.outcome} (${c.reason}): ${why}`);
-    else if (
-      c.at > recorder.faultsEndAt &&
-      c.reason !== ModernCallReason.keyReused &&
-      // The world's bound, reached by its principal ('bounds are per principal' judges that it was).
-      !atBound(recorder, c)
-    )
-      out.push(`${c.callKey} (${c.tool}) made after the last fault ended ${c.outcome} (${c.reason})`);
   }
   return out;
+};
+
+/**
+ * What 'the real result after the faults' reads beside the trace; the model and the real-stack world each
+ * say it of what they saw.
+ */
+export interface AfterTheFaults {
+  /** When the world's last fault ended. */
+  readonly lastFaultAt: number;
+  /**
+   * The world has weather it does not count as faults (on the real stack: latency, the balancer's idle
+   * cuts). Then a call without the extension may lose its answer to it (unjudged), and a first attempt may
+   * be lost before reaching a memory memo, whose re-issue of a key it never saw is outcome unknown (§4).
+   * The model records every cut as a fault: there neither excuse applies.
+   */
+  readonly weather: boolean;
+  /** What keeps the keys: nothing (no extension), a memory memo (younger than its window), a durable one. */
+  readonly memo: 'none' | 'memory' | 'durable';
+  /** Tool bodies started per call, any tool. */
+  readonly starts: ReadonlyMap<string, number>;
+  /**
+   * Calls the server refused for the application's own doing (it reused a key; its principal or address
+   * reached its bound), with why: their own checks judge them ('keys stay with their principal', 'bounds
+   * are per principal').
+   */
+  readonly ownDoing: ReadonlyMap<string, string>;
+}
+
+/**
+ * The real result after the faults: with nothing left to break it, a call made after the last fault ends
+ * with its result (the model and the real-stack world judge this with this one function).
+ */
+export function realResultAfterFaults(t: Trace, w: AfterTheFaults): string[] {
+  if (w.weather && w.memo === 'none') return [];
+  return [...t.calls.values()]
+    .filter((c) => c.at > w.lastFaultAt && c.outcome !== 'result' && !c.abandoned && !w.ownDoing.has(c.key))
+    .filter((c) => !(w.weather && w.memo === 'memory' && c.outcome === 'unknown' && !w.starts.get(c.key)))
+    .map(
+      (c) =>
+        `${c.key} (${c.tool}) began at ${c.at}ms, after the last fault (${w.lastFaultAt}ms), but ended ` +
+        `${c.outcome ?? 'nothing'}${c.reason === undefined ? '' : ` (${c.reason})`}`,
+    );
+}
+
+/** The model's `AfterTheFaults`: every cut is a fault it recorded. */
+export const realResultAfterFaultsModern: CheckModern = (outcome) => {
+  const { recorder, config } = outcome;
+  const ownDoing = new Map<string, string>();
+  for (const c of recorder.calls.values())
+    if (c.reason === ModernCallReason.keyReused) ownDoing.set(c.callKey, 'reused a key');
+    // The world's bound, reached by its principal ('bounds are per principal' judges that it was).
+    else if (atBound(recorder, c)) ownDoing.set(c.callKey, 'at its bound');
+  return realResultAfterFaults(traceOfModern(outcome), {
+    lastFaultAt: recorder.faultsEndAt,
+    weather: false,
+    memo: config.extension ? config.memo : 'none',
+    starts: recorder.executions,
+    ownDoing,
+  });
 };
 
 function unexplained(
@@ -279,6 +333,62 @@ export const abortsEndAsAbortedModern: CheckModern = ({ recorder }) =>
     );
 
 /**
+ * How long after a cancel reached one instance a body running on another may still finish: that instance
+ * sees the cancelled entry at its next lease tick (the world's lease is `LEASE_MS_MODERN`); two ticks of slack.
+ */
+const CANCEL_ELSEWHERE_MS = 2 * leaseTickMs(LEASE_MS_MODERN) + 1;
+
+/**
+ * Cancels are honoured. A keyed call the application aborts sends its explicit cancel (§13), which never leaves a running key running (the server answers
+ * `cancelled`, or the outcome already recorded); once it answered `cancelled`, no body of the call starts
+ * again, and none finishes later: at once on the instance the cancel reached, by the next lease tick on
+ * another. And an unkeyed run whose connection the client closed (its abort) never finishes: closing the
+ * stream cancels it (the spec's server).
+ */
+export const cancelsAreHonouredModern: CheckModern = ({ recorder }) => {
+  const out: string[] = [];
+  // A keyed call the application aborted tells the server (its stream closing would not: a transport fact).
+  for (const c of recorder.calls.values())
+    if (
+      c.abortedAt !== undefined &&
+      c.key !== undefined &&
+      !recorder.cancels.some((x) => x.callKey === c.callKey)
+    )
+      out.push(
+        `${c.callKey} (${c.tool}): keyed, aborted at ${c.abortedAt}, but no cancel was sent for its key`,
+      );
+  for (const x of recorder.cancels) {
+    if (x.keyState === 'running')
+      out.push(`${x.callKey}: its cancel (sent at ${x.sentAt}) was answered with the key still running`);
+    if (x.keyState !== 'cancelled' || x.arrivedAt === undefined) continue;
+    for (const execution of recorder.keyedExecutions.get(x.callKey) ?? []) {
+      const start = recorder.starts.get(execution);
+      if (!start) continue;
+      if (start.at > x.arrivedAt)
+        out.push(
+          `${x.callKey}: ${execution} started at ${start.at}, after its key was cancelled at ${x.arrivedAt}`,
+        );
+      const done = recorder.completedAt.get(execution);
+      const bound = x.arrivedAt + (start.where === x.servedBy ? 0 : CANCEL_ELSEWHERE_MS);
+      if (done !== undefined && done > bound)
+        out.push(
+          `${x.callKey}: ${execution} on ${start.where} finished at ${done}, after the cancel reached ` +
+            `${x.servedBy} at ${x.arrivedAt} and was answered cancelled`,
+        );
+    }
+  }
+  for (const [execution, start] of recorder.starts) {
+    const closed = start.keyed ? undefined : recorder.closedByClient.get(start.conn);
+    const done = recorder.completedAt.get(execution);
+    if (closed !== undefined && done !== undefined && done > closed)
+      out.push(
+        `${start.callKey}: unkeyed ${execution} finished at ${done}, after the client closed its connection at ${closed}`,
+      );
+  }
+  return out;
+};
+
+/**
  * A trickle is a stall: bytes that complete nothing prove life only every `STALL_PROGRESS_BYTES`, so an
  * attempt whose message never completes ends within the stall timeout (plus one trickle step), in a world
  * whose client detects stalls. A client that took any byte for life would wait on it forever.
@@ -328,28 +438,40 @@ const atBound = (recorder: ModernRecorder, c: CallRecordModern): boolean =>
   recorder.boundRefusals.some((r) => r.callKey === c.callKey);
 
 /**
- * Bounds are per principal: the server refuses a principal's new key at the per-principal bound only
- * when that principal holds as many keys, so it must have sent at least that many other keys by then.
- * (Counted from the outside, over every key it ever sent by then: a necessary condition, never too strict.)
+ * Bounds are per principal (or per address, on a server without `authenticate`): the server refuses a new
+ * key at a bound only when its holder holds as many keys, so the holder must have sent at least that many
+ * other keys by then (counted from the outside, over every key it ever sent by then: a necessary condition,
+ * never too strict). And a refusal is honest: nothing ran, so a call refused at every attempt it made and
+ * broken by no fault never ends outcome unknown.
  */
 export const boundsArePerPrincipalModern: CheckModern = ({ recorder, config }) => {
-  const bound = config.maxKeysPerPrincipal;
-  if (bound === undefined) return [];
   const out: string[] = [];
   const calls = [...recorder.calls.values()];
   for (const r of recorder.boundRefusals) {
-    const principal = recorder.calls.get(r.callKey)?.principal;
+    const bound = r.bound === 'address' ? config.maxKeysPerAddress : config.maxKeysPerPrincipal;
+    const holderOf = (c: CallRecordModern | undefined) => (r.bound === 'address' ? c?.address : c?.principal);
+    const holder = holderOf(recorder.calls.get(r.callKey));
     const sent = new Set<string>();
     for (const c of calls)
-      if (c.principal === principal && c.at <= r.at)
+      if (holderOf(c) === holder && c.at <= r.at)
         for (const k of recorder.keysSent.get(c.callKey) ?? []) sent.add(k);
     // The refused key is among them, and is not yet held.
-    if (sent.size - 1 < bound)
+    if (bound === undefined || sent.size - 1 < bound)
       out.push(
-        `${r.callKey} (${principal || 'the one principal'}) refused at the bound of ${bound} keys at ${r.at}, ` +
-          `having sent only ${sent.size} key(s)`,
+        `${r.callKey} (${r.bound} ${holder || 'the one principal'}) refused at the bound of ${bound} keys ` +
+          `at ${r.at}, having sent only ${sent.size} key(s)`,
       );
   }
+  for (const c of calls)
+    if (
+      c.outcome === 'unknown' &&
+      c.faultedEnds === 0 &&
+      !recorder.executions.get(c.callKey) &&
+      recorder.boundRefusals.some((r) => r.callKey === c.callKey)
+    )
+      out.push(
+        `${c.callKey} (${c.tool}) refused at a bound (nothing ran) but ended outcome unknown (${c.reason})`,
+      );
   return out;
 };
 
@@ -357,6 +479,7 @@ export const CHECKS_MODERN = {
   'at most once': atMostOnceModern,
   'honest errors': honestErrorsModern,
   'no spurious outcome unknown': noSpuriousOutcomeUnknownModern,
+  'the real result after the faults': realResultAfterFaultsModern,
   'no unflagged loss': noUnflaggedLossModern,
   'no hang': noHangModern,
   'no duplicate delivery': noDuplicateDeliveryModern,
@@ -364,6 +487,7 @@ export const CHECKS_MODERN = {
   're-sent when safe': onModel(COMMON_CHECKS['re-sent when safe']),
   'evictions advance the cursor': onModel(COMMON_CHECKS['evictions advance the cursor']),
   'aborts end as aborted': abortsEndAsAbortedModern,
+  'cancels are honoured': cancelsAreHonouredModern,
   'a trickle is a stall': trickleIsAStallModern,
   'keys stay with their principal': keysStayWithTheirPrincipalModern,
   'bounds are per principal': boundsArePerPrincipalModern,

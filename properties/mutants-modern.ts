@@ -2,10 +2,12 @@ import type { ModernCallEvent } from '../machines/client/modern-call.machine.js'
 import {
   MODERN_CALL_DECISION_TABLE,
   type ModernCallCase,
+  ModernCallReason,
   type ModernCallRow,
 } from '../machines/client/modern-call-decide.js';
 import { JsonRpcCode } from '../machines/codes.js';
 import { ContinuityErrorCode } from '../machines/continuity-extension.js';
+import { AddressKeys } from '../machines/server/keyed-address-book.js';
 import { keyedBodyEndSteps, keyedFollowSteps } from '../machines/server/keyed-execute.js';
 import { memoExpired } from '../machines/server/keyed-memo.js';
 import { keyedRequestMachine } from '../machines/server/keyed-request.machine.js';
@@ -58,6 +60,51 @@ function keyedGuard(name: string, guard: () => boolean): () => () => void {
 const client = CORRECT_CLIENT_MODERN;
 const REISSUE = { action: 'backoff-reissue', reason: 'cut_mid_stream' } as const;
 
+/**
+ * Wraps the keyed core's real address book (`AddressKeys.reserve`, which runs `admitAddressKey`) for one
+ * world: the bound it is given, and the address it files a key under.
+ */
+function addressBook(bound: (max: number) => number, file: (address: string) => string): () => () => void {
+  return () => {
+    const proto = AddressKeys.prototype as unknown as Record<string, unknown>;
+    const saved = {
+      reserve: proto.reserve,
+      created: proto.created,
+      release: proto.release,
+      finished: proto.finished,
+    };
+    const reserve = saved.reserve as (this: unknown, a: string, k: string, now: number) => unknown;
+    proto.reserve = function (this: { maxPerAddress: number }, address: string, key: string, now: number) {
+      const max = this.maxPerAddress;
+      this.maxPerAddress = bound(max);
+      try {
+        return reserve.call(this, file(address), key, now);
+      } finally {
+        this.maxPerAddress = max;
+      }
+    };
+    for (const name of ['created', 'release', 'finished'] as const) {
+      const real = saved[name] as (this: unknown, a: string, ...rest: unknown[]) => void;
+      proto[name] = function (this: unknown, address: string, ...rest: unknown[]) {
+        real.call(this, file(address), ...rest);
+      };
+    }
+    return () => Object.assign(proto, saved);
+  };
+}
+
+/** Swaps one action of the real keyed-request machine for `action`, for one world. */
+function keyedActionAs(name: string, action: () => void): () => () => void {
+  return () => {
+    const actions = keyedRequestMachine.implementations.actions as Record<string, unknown>;
+    const saved = actions[name];
+    actions[name] = action;
+    return () => {
+      actions[name] = saved;
+    };
+  };
+}
+
 /** Swaps one action of the real keyed-request machine for another of its actions, for one world. */
 function keyedAction(name: string, as: string): () => () => void {
   return () => {
@@ -71,6 +118,55 @@ function keyedAction(name: string, as: string): () => () => void {
 }
 
 export const MUTANTS_MODERN: readonly ModernMutant[] = [
+  {
+    name: 'the per-address bound is off by one (an address is refused at one key fewer)',
+    branch: 'bound',
+    variant: {
+      client,
+      patch: addressBook(
+        (max) => max - 1,
+        (address) => address,
+      ),
+    },
+    caughtBy: ['bounds are per principal'],
+  },
+  {
+    // As if every caller came from one address (a proxy's address taken for the client's).
+    name: 'the per-address bound counts every address’s keys as one address’s',
+    branch: 'bound',
+    variant: {
+      client,
+      patch: addressBook(
+        (max) => max,
+        () => 'one',
+      ),
+    },
+    caughtBy: ['bounds are per principal'],
+  },
+  {
+    // The keyed machine's cancel transition emits no abort: `planKeyedCancel` sees nothing to cancel.
+    name: 'the cancel of a running key is ignored (the keyed machine’s abortBody emits nothing)',
+    branch: 'cancel',
+    variant: { client, patch: keyedActionAs('abortBody', () => undefined) },
+    caughtBy: ['cancels are honoured'],
+  },
+  {
+    name: 'a cancelled key’s body runs on (abortsLocalRun always false: neither the cancel nor the lease tick aborts it)',
+    branch: 'cancel',
+    variant: { client, server: { ...RUNTIME_DECISIONS, core: { abortsLocalRun: () => false } } },
+    caughtBy: ['cancels are honoured'],
+  },
+  {
+    name: 'the application’s cancel ends a keyed call as a failure (no explicit cancel is sent)',
+    branch: 'cancel',
+    variant: {
+      client,
+      patch: tableRows({
+        'cancelled-by-application': { action: 'fail', reason: ModernCallReason.cancelledByApplication },
+      }),
+    },
+    caughtBy: ['cancels are honoured'],
+  },
   {
     // The old behaviour: the SDK's -32020 memoized for the whole window as if the tool had answered.
     name: 'a refusal before the run is recorded as the tool’s outcome (keyedBodyEndSteps told refused=false)',

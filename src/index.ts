@@ -21,10 +21,28 @@ export {
 } from '../machines/server/era.js';
 export { DEFAULT_LISTEN_LOG_LIMITS, type ListenLogLimits } from '../machines/server/listen-log.js';
 export type { FollowOutcome, FollowPolicy } from '../machines/tasks/task-follow.js';
+export {
+  DEFAULT_JOURNAL_POLICY,
+  type JournalEntry,
+  type JournalPolicy,
+} from '../machines/tasks/task-journal.js';
 export { type CursorStore, FileCursorStore, MemoryCursorStore } from './client/cursor-store.js';
 export type { FetchLike } from './client/exchange.js';
 export { type ContinuityFetchOptions, continuityFetch } from './client/modern/continuity-fetch.js';
+export {
+  type ExtTasksDispatch,
+  type ExtTasksDispatcherOptions,
+  type ExtTasksDispatchOptions,
+  type ExtTasksJson,
+  type ExtTasksResponse,
+  extTasksDispatcher,
+} from './client/modern/ext-tasks-dispatcher.js';
 export type { ListenGap } from './client/modern/listen.js';
+export {
+  FileTaskJournal,
+  MemoryTaskJournal,
+  type TaskJournalStore,
+} from './client/modern/task-journal.js';
 export { followTask, type TaskFollowOptions } from './client/modern/tasks-follow.js';
 export { isOutcomeUnknown, OUTCOME_UNKNOWN } from './client/outcome.js';
 export { type ContinuityClientOptions, ContinuityClientTransport } from './client/transport.js';

@@ -5,7 +5,13 @@ import {
   joinSnapshot,
   mergeSnapshot,
   newEntries,
+  numberedCore,
+  REBASE_SPAN,
+  type RebaseAsk,
+  type RebaseStored,
+  rebaseAdmissions,
   type StreamEntry,
+  settledFacts,
   watermarkOf,
 } from '../machines/server/shared-record.js';
 
@@ -116,5 +122,76 @@ describe('the shared record layout (machines/server/shared-record.ts)', () => {
       typeof snapshot
     >;
     expect(Object.keys(merged.context.requests).sort()).toEqual(['n:4', 'n:5']);
+  });
+
+  describe('admissions commute: a decision that only admitted requests is rebased, not refused', () => {
+    // Both instances were at 3 streams. b admitted n:4 and n:5 (stored as 4, 5); a admitted x (its 4).
+    const base = watermarkOf(snapshot(3));
+    const mine: [number, StreamEntry] = [4, { kind: 'request', requestKey: 'x', owner: 'a' }];
+    const ask: RebaseAsk = {
+      base,
+      entries: [mine],
+      watermark: { nextStream: 5, standalone: false, forgottenBelow: 1 },
+      facts: settledFacts(snapshot(3)),
+      capacity: 10,
+    };
+    const stored: RebaseStored = {
+      numbering: { nextStream: 6, forgottenBelow: 1 },
+      standalone: false,
+      facts: settledFacts(snapshot(5)),
+      since: [req(4, 'b'), req(5, 'b')],
+    };
+
+    it('numbers its streams after the stored ones and moves the forget point with them', () => {
+      expect(rebaseAdmissions(ask, stored)).toEqual({
+        entries: [[6, mine[1]]],
+        numbering: { nextStream: 7, forgottenBelow: 1 },
+      });
+      // With room for 4 streams the point follows the new numbering, never the decider's old one.
+      expect(rebaseAdmissions({ ...ask, capacity: 4 }, stored)?.numbering).toEqual({
+        nextStream: 7,
+        forgottenBelow: 3,
+      });
+    });
+
+    it('refuses (a plain conflict) when the same request was admitted meanwhile: decided again, a duplicate', () => {
+      const same: [number, StreamEntry] = [4, { kind: 'request', requestKey: 'n:5', owner: 'a' }];
+      expect(rebaseAdmissions({ ...ask, entries: [same] }, stored)).toBeUndefined();
+    });
+
+    it('refuses when anything but admissions changed on either side, or too much was numbered since', () => {
+      const ended = settledFacts({ ...snapshot(5), value: { ended: 'terminated' } });
+      expect(ended).not.toBe(ask.facts);
+      expect(rebaseAdmissions(ask, { ...stored, facts: ended })).toBeUndefined();
+      expect(rebaseAdmissions({ ...ask, facts: ended }, stored)).toBeUndefined();
+      // A record stored whole (no settled facts beside it).
+      expect(rebaseAdmissions(ask, { ...stored, facts: undefined })).toBeUndefined();
+      // The standalone stream registered on either side.
+      expect(rebaseAdmissions(ask, { ...stored, standalone: true })).toBeUndefined();
+      expect(
+        rebaseAdmissions(
+          {
+            ...ask,
+            entries: [[0, { kind: 'standalone' }], mine],
+            watermark: { ...ask.watermark, standalone: true },
+          },
+          stored,
+        ),
+      ).toBeUndefined();
+      // Numbering went back (a reset), or ran far ahead.
+      expect(
+        rebaseAdmissions(ask, { ...stored, numbering: { nextStream: 2, forgottenBelow: 1 } }),
+      ).toBeUndefined();
+      const far = { nextStream: 4 + REBASE_SPAN + 1, forgottenBelow: 1 };
+      expect(rebaseAdmissions(ask, { ...stored, numbering: far })).toBeUndefined();
+    });
+
+    it('a rebased core gets the store’s numbering back on load; a current one is returned as it is', () => {
+      const core = coreOf(snapshot(3));
+      expect(numberedCore(core, { nextStream: 4, forgottenBelow: 1 })).toBe(core);
+      expect(numberedCore(core, { nextStream: 7, forgottenBelow: 2 })).toMatchObject({
+        context: { nextStream: 7, forgottenBelow: 2, streams: {}, requests: {} },
+      });
+    });
   });
 });

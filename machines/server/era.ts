@@ -216,6 +216,13 @@ export function routeByEra(facts: EraFacts, modernServed: boolean, supported: re
 /** The methods the continuity extension sees first (src/server/modern/keyed-hook.ts). */
 const KEYED_HOOK_METHODS = new Set(['tools/call', 'notifications/cancelled', CANCEL_METHOD]);
 
+/** A name as `Mcp-Name` carries it: as it is when a header can, else in the spec's Base64 sentinel form. */
+export function encodeMcpName(name: string): string {
+  return /^[\x21-\x7e]+$/.test(name)
+    ? name
+    : `=?base64?${btoa(String.fromCharCode(...new TextEncoder().encode(name)))}?=`;
+}
+
 /** `Mcp-Name` in the spec's Base64 sentinel form (`=?base64?…?=`) decoded; undefined when it is invalid. */
 export function decodeMcpName(value: string): string | undefined {
   const m = /^=\?base64\?([A-Za-z0-9+/]*={0,2})\?=$/.exec(value);

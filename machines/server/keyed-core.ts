@@ -1,6 +1,7 @@
 import { JsonRpcCode } from '../codes.js';
 import { type KeyReading, memoKey, requestFingerprint } from '../continuity-extension.js';
 import type { JsonRpcRequest, RequestId } from '../jsonrpc.js';
+import { DeadlineQueue } from './deadlines.js';
 import { AddressKeys } from './keyed-address-book.js';
 import { KeyedBodies, type Run } from './keyed-core-bodies.js';
 import {
@@ -108,6 +109,11 @@ export class KeyedCore {
   private readonly ctx: CoreContext;
   private readonly bodies: KeyedBodies;
   private readonly streams = new Map<number, Stream>();
+  /**
+   * The streams' keep-alive deadlines, earliest first (a fact looks at the front, not at every stream). An
+   * entry whose stream ended or moved its deadline is dropped when it reaches the front (`keepAliveDue`).
+   */
+  private readonly keepAlives = new DeadlineQueue<{ readonly request: number; readonly stream: Stream }>();
   /** Keyed requests that came before the start (lease, orphans) finished. */
   private readonly deferred: Array<Extract<KeyedFact, { kind: 'request' }>> = [];
   private started = false;
@@ -175,12 +181,21 @@ export class KeyedCore {
 
   /** When the core must next be told the time (`tick`); undefined: only when something happens. */
   nextWakeAt(): number | undefined {
-    const times: number[] = [];
-    if (!this.closed) for (const p of this.periodic) times.push(p.at);
-    for (const s of this.streams.values()) if (s.keepAliveAt !== undefined) times.push(s.keepAliveAt);
-    const sleep = this.tasks.nextWake();
-    if (sleep !== undefined) times.push(sleep);
-    return times.length === 0 ? undefined : Math.min(...times);
+    let at = Number.POSITIVE_INFINITY;
+    if (!this.closed) for (const p of this.periodic) at = Math.min(at, p.at);
+    for (let k = this.keepAlives.peek(); k && !this.keepAliveDue(k); k = this.keepAlives.peek())
+      this.keepAlives.shift();
+    at = Math.min(at, this.keepAlives.next() ?? at, this.tasks.nextWake() ?? at);
+    return Number.isFinite(at) ? at : undefined;
+  }
+
+  /** Whether a queued keep-alive is still its stream's (the stream is open and its deadline unmoved). */
+  private keepAliveDue(k: { readonly request: number; readonly stream: Stream }, at?: number): boolean {
+    return (
+      this.streams.get(k.request) === k.stream &&
+      k.stream.keepAliveAt !== undefined &&
+      (at === undefined || k.stream.keepAliveAt <= at)
+    );
   }
 
   /** What it holds now (tests: nothing is left behind). */
@@ -223,10 +238,12 @@ export class KeyedCore {
           this.fail(e);
         });
       }
-    for (const [request, s] of this.streams)
-      if (s.keepAliveAt !== undefined && now >= s.keepAliveAt) {
-        s.keepAliveAt = now + this.limits.keepAliveMs;
-        this.emit({ kind: 'write', request, frame: { kind: 'keep-alive' } });
+    if ((this.keepAlives.next() ?? Number.POSITIVE_INFINITY) <= now)
+      for (const k of this.keepAlives.due(now)) {
+        if (!this.keepAliveDue(k, now)) continue;
+        k.stream.keepAliveAt = now + this.limits.keepAliveMs;
+        this.keepAlives.add(k.stream.keepAliveAt, k);
+        this.emit({ kind: 'write', request: k.request, frame: { kind: 'keep-alive' } });
       }
     this.tasks.wakeDue(now);
   }
@@ -532,6 +549,7 @@ export class KeyedCore {
       keepAliveAt: this.limits.keepAliveMs > 0 ? this.now + this.limits.keepAliveMs : undefined,
     };
     this.streams.set(request, stream);
+    if (stream.keepAliveAt !== undefined) this.keepAlives.add(stream.keepAliveAt, { request, stream });
     const end = () => {
       if (this.streams.get(request) !== stream) return;
       this.streams.delete(request);

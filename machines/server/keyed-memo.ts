@@ -1,5 +1,5 @@
-import { transition } from 'xstate';
 import { formatEventId } from '../event-id.js';
+import { pureTransition } from '../pure-transition.js';
 import {
   type KeyedRequestEmitted,
   type KeyedRequestEvent,
@@ -80,7 +80,7 @@ export interface MemoStep {
 /**
  * Runs `event` through `keyedRequestMachine` from the stored entry. Watchers are not stored (they are
  * streams on whichever instance), so the machine is restored with `attached` (default none): the answers
- * it emits are those for the attempt the event names, and for `attached`. Pure: `xstate.transition` executes nothing.
+ * it emits are those for the attempt the event names, and for `attached`. Pure: `pureTransition` executes nothing.
  */
 export function stepMemoEntry(
   entry: Pick<MemoEntry, 'memoKey' | 'fingerprint' | 'state' | 'outcome'>,
@@ -97,7 +97,7 @@ export function stepMemoEntry(
       outcome: entry.outcome,
     },
   });
-  const [next, actions] = transition(keyedRequestMachine, snapshot, event);
+  const [next, actions] = pureTransition(keyedRequestMachine, snapshot, event);
   const emitted: KeyedRequestEmitted[] = [];
   for (const a of actions) {
     const params = (a as { params?: { event?: KeyedRequestEmitted } }).params;

@@ -1,3 +1,4 @@
+import { DeadlineQueue } from './deadlines.js';
 import type { KeyedCommand, KeyedStoreCall } from './keyed-core-io.js';
 
 /**
@@ -30,6 +31,9 @@ interface Running extends TaskHandle {
   cancelled: boolean;
 }
 
+/** Whether `task` still sleeps the sleep `sleep` (not woken by its bell, not cancelled, not asleep again). */
+const current = (task: Running, sleep: Sleep): boolean => !task.cancelled && task.sleep === sleep;
+
 type Resume = { readonly task: Running; readonly value?: unknown; readonly error?: { readonly e: unknown } };
 
 export class TaskRunner {
@@ -37,6 +41,12 @@ export class TaskRunner {
   private nextTask = 1;
   private readonly waiting = new Map<number, Running>();
   private readonly sleepers = new Map<string, Set<Running>>();
+  /**
+   * The timed sleeps, earliest first: a fact costs O(log n) here, not a scan of every sleeper (at 50
+   * concurrent calls each fact scanned them twice). A sleep woken by its bell stays until it comes due or
+   * reaches the front, then is dropped (`current`).
+   */
+  private readonly timed = new DeadlineQueue<{ readonly task: Running; readonly sleep: Sleep }>();
   private readonly ready: Resume[] = [];
   /** Bells noted since `mark`: whether each rang. */
   private readonly marks = new Map<string, boolean>();
@@ -86,24 +96,21 @@ export class TaskRunner {
 
   /** Wakes the tasks whose sleep ran out by `now`. */
   wakeDue(now: number): void {
-    for (const [bell, set] of this.sleepers) {
-      for (const task of set) {
-        if (task.sleep?.until !== undefined && task.sleep.until <= now) {
-          set.delete(task);
-          this.wake(task);
-        }
-      }
-      if (set.size === 0) this.sleepers.delete(bell);
+    if ((this.timed.next() ?? Number.POSITIVE_INFINITY) > now) return;
+    for (const { task, sleep } of this.timed.due(now)) {
+      if (!current(task, sleep)) continue;
+      const set = this.sleepers.get(sleep.bell);
+      set?.delete(task);
+      if (set?.size === 0) this.sleepers.delete(sleep.bell);
+      this.wake(task);
     }
   }
 
   /** The earliest time a sleeping task wants to wake, if any. */
   nextWake(): number | undefined {
-    let at: number | undefined;
-    for (const set of this.sleepers.values())
-      for (const t of set)
-        if (t.sleep?.until !== undefined && (at === undefined || t.sleep.until < at)) at = t.sleep.until;
-    return at;
+    for (let top = this.timed.peek(); top && !current(top.task, top.sleep); top = this.timed.peek())
+      this.timed.shift();
+    return this.timed.next();
   }
 
   /** Starts noting whether `bell` rings (until `rangSinceMark`). */
@@ -176,6 +183,7 @@ export class TaskRunner {
       const set = this.sleepers.get(y.bell) ?? new Set();
       set.add(task);
       this.sleepers.set(y.bell, set);
+      if (y.until !== undefined) this.timed.add(y.until, { task, sleep: y });
       return;
     }
     const op = this.nextOp++;

@@ -1,5 +1,5 @@
 import { STANDALONE_STREAM } from '../event-id.js';
-import { forgotten } from './request-memory.js';
+import { forgetPoint, forgotten } from './request-memory.js';
 
 /**
  * How a session's record is laid out in a shared store (Redis), so that what a decision writes, and what
@@ -159,4 +159,114 @@ export function mergeSnapshot(
   for (const [key, n] of Object.entries(held.requests)) if (kept(n)) requests[key] = n;
   addEntries(streams, requests, entries, floor);
   return { ...s, context: { ...s.context, streams, requests } };
+}
+
+/**
+ * Admissions commute (issue 29: instances that do not take turns). Two instances admitting different
+ * requests of one session at once both number a stream `nextStream`; with plain fencing the later commit
+ * loses, reads what changed and decides again: with a round-robin balancer, on every call. A decision that
+ * only *admitted* requests is instead rebased by the store, in the step that found the newer version:
+ *
+ * - **When.** The decision numbered only request streams, changed no other shared fact (`settledFacts`
+ *   of its snapshot is its base's), and the stored record since its base did the same (its settled facts
+ *   and standalone flag are the decision's, it is stored as a core with entries), and at most
+ *   `REBASE_SPAN` streams were numbered since its base. Otherwise: the plain conflict above.
+ * - **Duplicates.** No stream numbered since the base names a request the decision admitted (the same
+ *   request id sent to two instances at once): then the plain conflict, and the loser, deciding again,
+ *   finds it a duplicate: one run.
+ * - **Numbers.** The decision's entries move past the stored numbering, in order (`rebaseEntries`); the
+ *   forget point follows the new numbering (`forgetPoint`). The stored core is kept: its `nextStream` and
+ *   `forgottenBelow` are the store's numbering fields (`numberedCore` puts them back on load).
+ * - **The decider.** It is told the numbering it was rebased onto and the entries numbered since its base,
+ *   merges them into its copy as a catch-up does, makes the decision again there, and finds it numbered
+ *   exactly the rebased entries (the machine numbers from `nextStream`, as the store did): nothing more is
+ *   written. A loser reads only the other instance's few new entries, in the same round trip.
+ */
+export const REBASE_SPAN = 1_024;
+
+/** The shared facts of a snapshot apart from its numbering: what a rebase requires unchanged. */
+export function settledFacts(snapshot: unknown): string {
+  const s = snapshot as { value?: unknown; context: { epoch?: string; standaloneOpened?: boolean } };
+  const ended = typeof s.value === 'object' && s.value !== null && 'ended' in s.value;
+  return `${s.context.epoch}|${s.context.standaloneOpened === true}|${ended}`;
+}
+
+/** A stored record's numbering, kept beside its core (the core's own copy may be behind it). */
+export interface Numbering {
+  readonly nextStream: number;
+  readonly forgottenBelow: number;
+}
+
+/** `core` with the store's numbering put back (a rebase moved it without rewriting the core). */
+export function numberedCore(core: unknown, numbering: Numbering | undefined): unknown {
+  const s = core as SnapshotShape;
+  if (
+    numbering === undefined ||
+    (s.context.nextStream === numbering.nextStream &&
+      (s.context.forgottenBelow ?? 1) === numbering.forgottenBelow)
+  ) {
+    return core;
+  }
+  return {
+    ...s,
+    context: { ...s.context, nextStream: numbering.nextStream, forgottenBelow: numbering.forgottenBelow },
+  };
+}
+
+/** A decision's entries moved from numbering at `from` to numbering at `to`, in order. */
+export function rebaseEntries(
+  entries: ReadonlyArray<readonly [number, StreamEntry]>,
+  from: number,
+  to: number,
+): Array<[number, StreamEntry]> {
+  return entries.map(([n, entry]) => [n - from + to, entry]);
+}
+
+/** What a decision asks the store when its version is no longer the stored one. */
+export interface RebaseAsk {
+  readonly base: Watermark;
+  readonly entries: ReadonlyArray<readonly [number, StreamEntry]>;
+  readonly watermark: Watermark;
+  /** `settledFacts` of the decision's snapshot. */
+  readonly facts: string;
+  /** The request memory's capacity (`forgetPoint`). */
+  readonly capacity: number;
+}
+
+/** What the store holds when the ask arrives. */
+export interface RebaseStored {
+  readonly numbering: Numbering;
+  readonly standalone: boolean;
+  /** `settledFacts` of the stored core; undefined when it was not stored as a core with entries. */
+  readonly facts: string | undefined;
+  /** The stored entries numbered from the ask's base on (`entriesToRead`). */
+  readonly since: ReadonlyArray<readonly [number, StreamEntry]>;
+}
+
+/**
+ * The store's rule for a rebase (the Redis script and any simulated store follow it): the entries to write
+ * and the new numbering, or undefined for a plain conflict.
+ */
+export function rebaseAdmissions(
+  ask: RebaseAsk,
+  stored: RebaseStored,
+): { entries: Array<[number, StreamEntry]>; numbering: Numbering } | undefined {
+  const from = ask.base.nextStream;
+  const to = stored.numbering.nextStream;
+  if (stored.facts === undefined || stored.facts !== ask.facts) return undefined;
+  if (stored.standalone !== ask.watermark.standalone || ask.base.standalone !== ask.watermark.standalone) {
+    return undefined;
+  }
+  if (to < from || to - from > REBASE_SPAN) return undefined;
+  if (ask.entries.some(([n, e]) => e.kind !== 'request' || n < from)) return undefined;
+  const admitted = new Set(ask.entries.map(([, e]) => e.requestKey));
+  if (stored.since.some(([, e]) => e.kind === 'request' && admitted.has(e.requestKey))) return undefined;
+  const nextStream = ask.watermark.nextStream - from + to;
+  return {
+    entries: rebaseEntries(ask.entries, from, to),
+    numbering: {
+      nextStream,
+      forgottenBelow: forgetPoint(nextStream, stored.numbering.forgottenBelow, ask.capacity),
+    },
+  };
 }

@@ -10,6 +10,7 @@ import {
   callIsKeyed,
 } from '../../machines/client/call-core.js';
 import type { Exchange, IoEvent } from '../../machines/client/io.js';
+import { CANCEL_DEADLINE_MS } from '../../machines/client/limits.js';
 import {
   type AttemptInput,
   type ModernCallContext as CallMachineContext,
@@ -37,7 +38,7 @@ import {
 import type { VirtualClock } from '../world/clock.js';
 import type { SimConnection, SimNetwork } from '../world/network.js';
 import { ModernReceiver, type ModernSlowLink } from './link.js';
-import type { ModernRecorder } from './recorder.js';
+import type { CancelRecord, ModernRecorder } from './recorder.js';
 import { type ModernTool, TOOLS_MODERN } from './tools.js';
 
 /**
@@ -90,6 +91,8 @@ export interface ModernClientDeps {
   readonly receivers?: Map<number, { readonly callKey: string; readonly receiver: ModernReceiver }>;
   /** The principal the application's requests are authenticated as ('' : the one principal). */
   readonly principal?: string;
+  /** The application's remote address (what a server without `authenticate` bounds). */
+  readonly address?: string;
 }
 
 /**
@@ -100,6 +103,7 @@ export interface ModernSimExchange extends Exchange {
   readonly paramHeader: boolean;
   /** Who the server authenticates the request as (its credentials). */
   readonly principal: string;
+  readonly address: string;
 }
 
 export const SIM_MODERN_CALL_POLICY: ModernCallPolicy = {
@@ -193,6 +197,7 @@ export class SimCall {
         body: input.request,
         paramHeader,
         principal: deps.principal ?? '',
+        address: deps.address ?? 'app',
       };
       // The network's messages reach the exchange through the last hop's bytes (link.ts).
       let conn: SimConnection | undefined;
@@ -231,6 +236,7 @@ export class SimCall {
           if (broken) rec.faultedEnds++;
           if (!provenNotRun) rec.maybeRanEnds = (rec.maybeRanEnds ?? 0) + 1;
         }
+        recorder.closedByClient.set(opened, clock.now());
         net.abandon(opened);
       };
     });
@@ -248,7 +254,7 @@ export class SimCall {
           }
         },
         reportGap: (_, { gap }) => recorder.gaps.push({ callKey, lostCount: gap.lostCount, at: clock.now() }),
-        sendCancel: () => undefined,
+        sendCancel: (_, { request: cancel }) => this.postCancel(cancel),
       },
     });
     const baseInput = callInput(route, rules);
@@ -309,6 +315,39 @@ export class SimCall {
     const rec = recorder.calls.get(this.callKey);
     if (rec) rec.abortedAt = clock.now();
     this.actor.send({ type: 'app.cancel', at: clock.now() });
+  }
+
+  /**
+   * The runtime's `postCancel`: one POST of the explicit cancel (§13), best effort, given up after
+   * `CANCEL_DEADLINE_MS`; its answer is read by nobody but the recorder (the key's state it reports).
+   */
+  private postCancel(cancel: JsonRpcRequest): void {
+    const { net, clock, recorder } = this.deps;
+    const post: ModernSimExchange = {
+      method: 'POST',
+      body: cancel,
+      paramHeader: false,
+      principal: this.deps.principal ?? '',
+      address: this.deps.address ?? 'app',
+    };
+    let conn: SimConnection | undefined;
+    const done = () => {
+      if (conn) net.abandon(conn);
+    };
+    conn = net.connect(
+      post,
+      (ev) => {
+        if (ev.type === 'http.response') {
+          const state = (ev.body as { result?: { keyState?: unknown } } | undefined)?.result?.keyState;
+          if (typeof state === 'string') record.keyState = state;
+        }
+        if (ev.type === 'http.response' || ev.type === 'net.failed' || ev.type === 'net.ended') done();
+      },
+      (c) => this.deps.serve(c),
+    );
+    const record: CancelRecord = { callKey: this.callKey, sentAt: clock.now(), conn };
+    recorder.cancels.push(record);
+    clock.setTimeout(done, CANCEL_DEADLINE_MS);
   }
 
   /** The library rejected with the application's own abort reason: the call ended as aborted. */

@@ -19,6 +19,8 @@ export interface CallRecordModern {
   key?: string;
   /** The principal the application's requests are authenticated as ('': the world's one principal). */
   readonly principal: string;
+  /** The application's remote address. */
+  readonly address: string;
   /** When the application aborted it (its signal), if it did before it ended. */
   abortedAt?: number;
   outcome?: ModernCallOutcome;
@@ -44,6 +46,29 @@ export interface ProgressRecord {
   /** The tool execution that emitted it. */
   readonly execution: string;
   readonly n: number;
+}
+
+/** An explicit cancel (§13) the client posted for a keyed call it aborted, as the wire saw it. */
+export interface CancelRecord {
+  readonly callKey: string;
+  readonly sentAt: number;
+  /** The cancel's connection (the server side reads it off the wire). */
+  readonly conn: SimConnection;
+  /** When it reached an instance, and which (`id#incarnation`). */
+  arrivedAt?: number;
+  servedBy?: string;
+  /** The key's state the server answered (`cancelResult`'s `keyState`), if an answer arrived. */
+  keyState?: string;
+}
+
+/** One tool body that started: when, where (`id#incarnation`), on which connection, keyed or not. */
+export interface ExecutionStart {
+  readonly callKey: string;
+  readonly at: number;
+  readonly where: string;
+  /** Its request's connection (by object: a proxy's copy may share a client connection's id). */
+  readonly conn: SimConnection;
+  readonly keyed: boolean;
 }
 
 export class ModernRecorder {
@@ -88,7 +113,12 @@ export class ModernRecorder {
   /** Every idempotency key each call's requests carried (the SDK's re-send after a -32020 has its own). */
   readonly keysSent = new Map<string, Set<string>>();
   /** New keys the server refused at the per-principal bound (429), by call. */
-  readonly boundRefusals: Array<{ readonly callKey: string; readonly at: number }> = [];
+  readonly boundRefusals: Array<{
+    readonly callKey: string;
+    readonly at: number;
+    /** Whose bound: the principal's (the memo's), or the address's (a server without `authenticate`). */
+    readonly bound: 'principal' | 'address';
+  }> = [];
   /** Trickles the world started on attempts' connections (link.ts). */
   readonly trickles: TrickleRecord[] = [];
   /** Virtual time the last fault ended. */
@@ -97,6 +127,12 @@ export class ModernRecorder {
   readonly owners = new Map<string, string[]>();
   /** Instance incarnations that died, and when. */
   readonly instanceDeaths: InstanceDeath[] = [];
+  /** The explicit cancels the client posted. */
+  readonly cancels: CancelRecord[] = [];
+  /** Every tool body that started, by execution id. */
+  readonly starts = new Map<string, ExecutionStart>();
+  /** Connections the client closed itself (it stopped the attempt), and when. */
+  readonly closedByClient = new Map<SimConnection, number>();
   /** Every 410 a call's attempt got, and the cursor its next attempt carried. */
   readonly evictions: Array<{ -readonly [K in keyof EvictionReissue]: EvictionReissue[K] }> = [];
 

@@ -14,6 +14,12 @@ export interface ModernScenarioNamed {
 
 const world = (over: Partial<ModernWorldConfig>): ModernWorldConfig => ({ ...DEFAULT_WORLD_MODERN, ...over });
 
+/** Five charges at once, alice's and bob's in turn with two principals: alice's third key meets a bound of two. */
+const FIVE_CHARGES: readonly CommandModern[] = [
+  ...Array.from({ length: 5 }, (): CommandModern => ({ kind: 'call', tool: 'charge' })),
+  { kind: 'advance', ms: 3_000 },
+];
+
 export const PORT_SCENARIOS_MODERN: readonly ModernScenarioNamed[] = [
   {
     name: "a charge's stream trickles (never completing its message): the stall timer ends the attempt, the re-issue gets the result",
@@ -47,6 +53,16 @@ export const PORT_SCENARIOS_MODERN: readonly ModernScenarioNamed[] = [
     ],
   },
   {
+    name: 'a fleet of two: the application aborts a keyed charge; its cancel reaches the other instance, the running one aborts the body at its lease tick',
+    config: world({ instances: 2 }),
+    commands: [
+      { kind: 'call', tool: 'charge' },
+      { kind: 'advance', ms: 200 },
+      { kind: 'cancel', pick: 0 },
+      { kind: 'advance', ms: 3_000 },
+    ],
+  },
+  {
     name: "two principals: bob's key is one alice used; each runs its own call, alice's reuse is refused",
     config: world({ principals: 2 }),
     commands: [
@@ -59,13 +75,11 @@ export const PORT_SCENARIOS_MODERN: readonly ModernScenarioNamed[] = [
   {
     name: 'two principals under a bound of two keys each: only the principal with a third key is refused (429)',
     config: world({ principals: 2, memoWindowMs: 8_000, maxKeysPerPrincipal: 2 }),
-    commands: [
-      { kind: 'call', tool: 'charge' },
-      { kind: 'call', tool: 'charge' },
-      { kind: 'call', tool: 'charge' },
-      { kind: 'call', tool: 'charge' },
-      { kind: 'call', tool: 'charge' },
-      { kind: 'advance', ms: 3_000 },
-    ],
+    commands: FIVE_CHARGES,
+  },
+  {
+    name: 'no authenticate, two addresses under a bound of two keys each: only the address with a third key is refused (429)',
+    config: world({ principals: 2, memoWindowMs: 8_000, maxKeysPerAddress: 2 }),
+    commands: FIVE_CHARGES,
   },
 ];

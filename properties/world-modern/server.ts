@@ -51,6 +51,11 @@ export interface ModernSimServerConfig {
   readonly memoAgeMs?: number;
   /** The per-principal bound on live keys (`maxEntriesPerPrincipal`); default: never reached. */
   readonly maxKeysPerPrincipal?: number;
+  /**
+   * Set: no `authenticate`. Requests carry their address, no principal, and each address is held to this
+   * many live keys per process (`maxEntriesPerAddress`, the keyed core's `AddressKeys`).
+   */
+  readonly maxKeysPerAddress?: number;
 }
 
 /**
@@ -130,7 +135,7 @@ const NO_BOUND = Number.MAX_SAFE_INTEGER;
 /** An attached response also looks without a wake-up this often (the runtime's `pollMs`). */
 const POLL_MS = 250;
 /** The model's lease (liveness is instant: an instance holds one while up); its tick runs every third. */
-const LEASE_MS = 3_000;
+export const LEASE_MS_MODERN = 3_000;
 /**
  * How long the simulated SDK takes to answer a refusal (its checks before dispatch). At once in the
  * runtime too, but asynchronously: a duplicate attempt may attach meanwhile.
@@ -256,8 +261,9 @@ export class ModernSimServer {
         limits: keyedLimits(
           {
             maxEntriesPerPrincipal: this.config.maxKeysPerPrincipal ?? NO_BOUND,
+            maxEntriesPerAddress: this.config.maxKeysPerAddress ?? NO_BOUND,
             pollMs: POLL_MS,
-            leaseMs: LEASE_MS,
+            leaseMs: LEASE_MS_MODERN,
             keepAliveMs: this.config.heartbeatMs,
           },
           this.config.settings.memoWindowMs,
@@ -432,10 +438,17 @@ export class ModernSimServer {
         return;
       case 'limited': {
         const conn = instance.requests.get(note.request);
-        if (note.reason === 'max_keys_per_principal' && conn)
+        const bound =
+          note.reason === 'max_keys_per_principal'
+            ? 'principal'
+            : note.reason === 'max_keys_per_address'
+              ? 'address'
+              : undefined;
+        if (bound && conn)
           this.recorder.boundRefusals.push({
             callKey: callKeyOf(conn.exchange.body as JsonRpcRequest),
             at: this.clock.now(),
+            bound,
           });
         return;
       }
@@ -490,6 +503,12 @@ export class ModernSimServer {
   /** An admitted POST on `instance`: a server with the extension hands it to its keyed core. */
   private route(instance: Instance, conn: SimConnection): void {
     const request = conn.exchange.body as JsonRpcRequest;
+    // An explicit cancel reached this instance (as the balancer saw it): the check times what follows from here.
+    const cancel = this.recorder.cancels.find((x) => x.conn === conn && x.arrivedAt === undefined);
+    if (cancel) {
+      cancel.arrivedAt = this.clock.now();
+      cancel.servedBy = `${instance.id}#${instance.incarnation}`;
+    }
     // A server without the extension has no keyed requests: the spec's request.
     if (!this.config.extension) {
       this.runUnkeyed(instance, conn, request);
@@ -507,8 +526,10 @@ export class ModernSimServer {
           kind: 'request',
           request: id,
           message: request,
-          // The principal the server's `authenticate` gave the request's credentials.
-          principal: (c.exchange as ModernSimExchange).principal ?? PRINCIPAL,
+          // The principal the server's `authenticate` gave the request's credentials; without one, the address.
+          ...(this.config.maxKeysPerAddress === undefined
+            ? { principal: (c.exchange as ModernSimExchange).principal ?? PRINCIPAL }
+            : { principal: undefined, address: (c.exchange as ModernSimExchange).address }),
         },
         this.clock.now(),
       );
@@ -540,6 +561,13 @@ export class ModernSimServer {
     const execution = `x${++this.executions}`;
     const { tool, callKey } = this.begin(body.request, execution);
     this.recorder.ranOn(callKey, `${instance.id}#${instance.incarnation}`);
+    this.recorder.starts.set(execution, {
+      callKey,
+      at: this.clock.now(),
+      where: `${instance.id}#${instance.incarnation}`,
+      conn: body.conn,
+      keyed: true,
+    });
     this.recorder.keyedExecutions.set(callKey, [
       ...(this.recorder.keyedExecutions.get(callKey) ?? []),
       execution,
@@ -619,6 +647,13 @@ export class ModernSimServer {
     this.observe({ kind: 'unkeyed', event: streams ? 'streamed' : 'auto' });
     const { tool, callKey } = this.begin(request, execution);
     this.recorder.ranOn(callKey, `${instance.id}#${instance.incarnation}`);
+    this.recorder.starts.set(execution, {
+      callKey,
+      at: this.clock.now(),
+      where: `${instance.id}#${instance.incarnation}`,
+      conn,
+      keyed: false,
+    });
     let cancelled = false;
     /** The response is a stream from here on: keep-alives reach it. */
     const stream = () => this.open.add(conn);

@@ -101,6 +101,12 @@ export interface ModernWorldConfig {
   readonly principals?: 1 | 2;
   /** The server's per-principal bound on live keys (running or inside their window); absent: none. */
   readonly maxKeysPerPrincipal?: number;
+  /**
+   * Set: the server has no `authenticate`. Its requests carry no principal (every caller is its one
+   * principal, so keys are shared), and each application's address (alice's and bob's hosts with two) is
+   * held to this many live keys per process (`maxEntriesPerAddress`).
+   */
+  readonly maxKeysPerAddress?: number;
 }
 
 export const DEFAULT_WORLD_MODERN: ModernWorldConfig = {
@@ -207,6 +213,7 @@ export class WorldModern {
         ...(config.maxKeysPerPrincipal === undefined
           ? {}
           : { maxKeysPerPrincipal: config.maxKeysPerPrincipal }),
+        ...(config.maxKeysPerAddress === undefined ? {} : { maxKeysPerAddress: config.maxKeysPerAddress }),
       },
       variant.server ?? RUNTIME_DECISIONS,
       observer.server,
@@ -245,7 +252,9 @@ export class WorldModern {
     const callKey = `c${++this.callCount}`;
     this.recorder.calls.set(callKey, {
       callKey,
-      principal: this.principalOf(this.callCount),
+      // Without `authenticate` the server sees one principal; the applications differ by address.
+      principal: this.config.maxKeysPerAddress === undefined ? this.principalOf(this.callCount) : '',
+      address: this.principalOf(this.callCount) || 'app',
       tool,
       at: this.clock.now(),
       outcomes: 0,
@@ -292,6 +301,7 @@ export class WorldModern {
       link: this.config.slowLink ? SLOW_LINK_MODERN : undefined,
       receivers: this.receivers,
       principal: this.recorder.calls.get(callKey)?.principal ?? '',
+      address: this.recorder.calls.get(callKey)?.address ?? 'app',
     };
     // The SDK builds the `Mcp-Param-*` headers from its view, once per request.
     const call = new SimCall(deps, this.variant.client, callKey, tool, key, seed, this.view.has(tool));

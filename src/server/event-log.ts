@@ -1,6 +1,6 @@
 import type { JsonRpcMessage } from '../../machines/jsonrpc.js';
 import type { RetentionPolicy, StreamWindow } from '../../machines/server/retention.js';
-import type { StreamEntry, Watermark } from '../../machines/server/shared-record.js';
+import type { Numbering, StreamEntry, Watermark } from '../../machines/server/shared-record.js';
 
 /**
  * Where a session's server-to-client messages are kept so a dropped stream can be resumed. A backend
@@ -47,6 +47,20 @@ export type LoadedSince =
       readonly entries?: ReadonlyArray<readonly [number, StreamEntry]>;
     };
 
+/**
+ * A decision that only admitted requests, committed after another instance moved the record on, and
+ * written by the store after that instance's admissions (`rebaseAdmissions`, machines/server/shared-record.ts).
+ */
+export interface Rebased {
+  readonly kind: 'rebased';
+  /** The record's version now, the rebased decision included. */
+  readonly version: number;
+  /** The stored numbering the decision was rebased onto (before its own entries). */
+  readonly onto: Numbering;
+  /** The entries numbered between the decision's base and `onto`: what the decider catches up on. */
+  readonly since: ReadonlyArray<readonly [number, StreamEntry]>;
+}
+
 /** A change any instance made, reported to every instance watching a shared store. */
 export type StoreChange =
   | { readonly kind: 'appended'; readonly sessionId: string; readonly stream: number }
@@ -78,14 +92,19 @@ export interface SharedSessionStore {
    * the session's age. In the same step it opens, in the log beside it, the stream of every entry
    * written (as `EventLog.openStream` would): a stream exists in the log as soon as its number is
    * committed, so the plan of a request on a shared store opens nothing apart (`planRequest`). A store
-   * with it has `loadSince` too.
+   * with it has `loadSince` too. `facts` is the decision's `settledFacts`; with `rebase` (a decision
+   * that only admitted requests, made on a copy whose numbering was at `rebase.base`) a newer stored
+   * version is not always a conflict: the store may write the decision after the newer admissions and
+   * answer {@link Rebased}.
    */
   commitEntries?(
     core: SessionRecord,
     entries: ReadonlyArray<readonly [number, StreamEntry]>,
     watermark: Watermark,
     expectedVersion: number,
-  ): Promise<boolean>;
+    facts?: string,
+    rebase?: { readonly base: Watermark; readonly capacity: number },
+  ): Promise<boolean | Rebased>;
   /**
    * Optional, with `commitEntries`: one read that catches a copy at `knownVersion` (whose numbering is at
    * `base`) up. `{ version }` alone when the stored version is `knownVersion`; otherwise the record and,

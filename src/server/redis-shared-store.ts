@@ -1,8 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import type { JsonRpcMessage } from '../../machines/jsonrpc.js';
 import { feedReaderWait } from '../../machines/server/deadlines.js';
-import { joinSnapshot, type StreamEntry, type Watermark } from '../../machines/server/shared-record.js';
-import type { LoadedSince, SessionRecord, SharedSessionStore, StoreChange } from './event-log.js';
+import {
+  joinSnapshot,
+  numberedCore,
+  REBASE_SPAN,
+  type StreamEntry,
+  type Watermark,
+} from '../../machines/server/shared-record.js';
+import type { LoadedSince, Rebased, SessionRecord, SharedSessionStore, StoreChange } from './event-log.js';
 import type { RedisClientWith } from './redis-client.js';
 import { ENSURE_WINDOW, script } from './redis-script.js';
 
@@ -29,31 +35,77 @@ return 1
 /**
  * KEYS: the record hash, the entries hash (stream number → entry JSON), the session's key set, then the
  * window hash and Redis Stream of each entry, in order. ARGV: the expected version, the core JSON, now,
- * next stream, standalone (1/0), the forget point, then stream number, entry JSON, … The delta of
- * shared-record.ts in one step: only the entries the decision numbered are written, their streams are
- * opened in the log, and the entries the forget point passed (stored as `f`) are deleted.
+ * next stream, standalone (1/0), the forget point, the core's settled facts (`rf`), then for a rebase
+ * (else three ''): the request memory's capacity, the base's next stream, the session's key prefix; then
+ * stream number, entry JSON, … The delta of shared-record.ts in one step: only the entries the decision
+ * numbered are written, their streams are opened in the log, and the entries the forget point passed
+ * (stored as `f`) are deleted. Replies 1 (written), 0 (a newer version: a plain conflict), or, when the
+ * decision only admitted requests and may be rebased (`rebaseAdmissions` in shared-record.ts, which this
+ * follows), {new version, the numbering it was rebased onto (n, f), the entries numbered since the base}.
  */
 const COMMIT_ENTRIES = `${ENSURE_WINDOW}
+local FIRST = 11
+-- Entries of streams that fell behind the forget point go (request-memory.ts): the hash stays bounded.
+local function forget(from, to)
+  local gone = {}
+  for n = math.max(from, 1), to - 1 do gone[#gone + 1] = tostring(n) end
+  for i = 1, #gone, 512 do redis.call('HDEL', KEYS[2], unpack(gone, i, math.min(i + 511, #gone))) end
+end
+
+local function rebase(v)
+  if ARGV[8] == '' then return 0 end
+  local r = redis.call('HMGET', KEYS[1], 'split', 'n', 'sa', 'rf', 'f')
+  if r[1] ~= '1' or r[3] ~= ARGV[5] or r[4] ~= ARGV[7] then return 0 end
+  local from, to = tonumber(ARGV[9]), tonumber(r[2])
+  if to < from or to - from > ${REBASE_SPAN} then return 0 end
+  local mine = {}
+  for i = FIRST, #ARGV, 2 do
+    local e = cjson.decode(ARGV[i + 1])
+    if e.kind ~= 'request' or tonumber(ARGV[i]) < from then return 0 end
+    mine[e.requestKey] = true
+  end
+  local since = {}
+  if to > from then
+    local fields = {}
+    for n = from, to - 1 do fields[#fields + 1] = tostring(n) end
+    local values = redis.call('HMGET', KEYS[2], unpack(fields))
+    for j, f in ipairs(fields) do
+      if values[j] then
+        local e = cjson.decode(values[j])
+        -- The same request admitted elsewhere meanwhile: decided again, it is a duplicate there.
+        if e.kind == 'request' and mine[e.requestKey] then return 0 end
+        since[#since + 1] = f
+        since[#since + 1] = values[j]
+      end
+    end
+  end
+  local nextStream = tonumber(ARGV[4]) - from + to
+  local oldF = tonumber(r[5] or '1')
+  local f = math.max(oldF, nextStream - tonumber(ARGV[8]))
+  forget(oldF, f)
+  -- The core stays: the numbering fields are the record's numbering (numberedCore puts them back).
+  redis.call('HSET', KEYS[1], 'v', v + 1, 't', ARGV[3], 'n', int(nextStream), 'f', int(f))
+  for i = FIRST, #ARGV, 2 do
+    local n = int(tonumber(ARGV[i]) - from + to)
+    redis.call('HSET', KEYS[2], n, ARGV[i + 1])
+    ensureWindow(ARGV[10] .. 'w:' .. n, ARGV[10] .. 'x:' .. n, KEYS[3])
+  end
+  return { v + 1, to, oldF, since }
+end
+
 local v = tonumber(redis.call('HGET', KEYS[1], 'v') or '0')
-if v ~= tonumber(ARGV[1]) then return 0 end
+if v ~= tonumber(ARGV[1]) then return rebase(v) end
 if v > 0 and redis.call('HGET', KEYS[1], 'split') ~= '1' then
   -- Written whole (by \`commit\`, or a version without this layout): its streams move beside it, once.
   local whole = cjson.decode(redis.call('HGET', KEYS[1], 'json'))
   for n, entry in pairs(whole.snapshot.context.streams) do redis.call('HSET', KEYS[2], n, cjson.encode(entry)) end
 end
--- Entries of streams that fell behind the forget point go (request-memory.ts): the hash stays bounded.
-local forgotten = {}
-for n = math.max(tonumber(redis.call('HGET', KEYS[1], 'f') or '1'), 1), tonumber(ARGV[6]) - 1 do
-  forgotten[#forgotten + 1] = tostring(n)
-end
-for i = 1, #forgotten, 512 do
-  redis.call('HDEL', KEYS[2], unpack(forgotten, i, math.min(i + 511, #forgotten)))
-end
+forget(tonumber(redis.call('HGET', KEYS[1], 'f') or '1'), tonumber(ARGV[6]))
 redis.call('HSET', KEYS[1], 'v', v + 1, 'json', ARGV[2], 't', ARGV[3], 'split', 1, 'n', ARGV[4], 'sa', ARGV[5],
-  'f', ARGV[6])
-for i = 7, #ARGV, 2 do
+  'f', ARGV[6], 'rf', ARGV[7])
+for i = FIRST, #ARGV, 2 do
   redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1])
-  local k = 4 + (i - 7)
+  local k = 4 + (i - FIRST)
   ensureWindow(KEYS[k], KEYS[k + 1], KEYS[3])
 end
 return 1
@@ -62,14 +114,15 @@ return 1
 /**
  * KEYS: the record hash, the entries hash. ARGV: the known version ('' none), the base's next stream
  * ('' : every entry), the base's standalone flag. Replies nil (gone), {v} (unchanged), or {v, json,
- * split, entries (flat: number, JSON, …)}: the entries `entriesToRead` (shared-record.ts) names.
+ * split, entries (flat: number, JSON, …), n, f}: the entries `entriesToRead` (shared-record.ts) names,
+ * and the record's numbering (a rebase moves it without rewriting the core).
  */
 const LOAD_SINCE = `
-local r = redis.call('HMGET', KEYS[1], 'v', 'json', 'split', 'n', 'sa')
+local r = redis.call('HMGET', KEYS[1], 'v', 'json', 'split', 'n', 'sa', 'f')
 if not r[1] or not r[2] then return false end
 if ARGV[1] ~= '' and r[1] == ARGV[1] then return { r[1] } end
 if r[3] ~= '1' then return { r[1], r[2], 0, {} } end
-if ARGV[2] == '' then return { r[1], r[2], 1, redis.call('HGETALL', KEYS[2]) } end
+if ARGV[2] == '' then return { r[1], r[2], 1, redis.call('HGETALL', KEYS[2]), r[4], r[6] or '1' } end
 local fields = {}
 if r[5] == '1' and ARGV[3] ~= '1' then fields[#fields + 1] = '0' end
 for n = math.max(tonumber(ARGV[2]), 1), tonumber(r[4]) - 1 do fields[#fields + 1] = tostring(n) end
@@ -84,7 +137,7 @@ for i = 1, #fields, 512 do
     end
   end
 end
-return { r[1], r[2], 1, entries }
+return { r[1], r[2], 1, entries, r[4], r[6] or '1' }
 `;
 
 /** KEYS: the record hash. ARGV: now. Touching a session that is gone must not bring a husk of it back. */
@@ -172,6 +225,15 @@ export const SHARED_SCRIPTS = {
 };
 type Client = RedisClientWith<typeof SHARED_SCRIPTS>;
 
+/** Stream entries from a script's flat reply: number, JSON, … */
+function entriesOf(flat: readonly unknown[]): Array<[number, StreamEntry]> {
+  const entries: Array<[number, StreamEntry]> = [];
+  for (let i = 0; i < flat.length; i += 2) {
+    entries.push([Number(flat[i]), JSON.parse(String(flat[i + 1])) as StreamEntry]);
+  }
+  return entries;
+}
+
 type FeedReply = Array<{ name: string; messages: Array<{ id: string; message: Record<string, string> }> }>;
 
 /**
@@ -229,7 +291,9 @@ export class RedisSharedStore implements SharedSessionStore {
     entries: ReadonlyArray<readonly [number, StreamEntry]>,
     watermark: Watermark,
     expectedVersion: number,
-  ): Promise<boolean> {
+    facts = '',
+    rebase?: { readonly base: Watermark; readonly capacity: number },
+  ): Promise<boolean | Rebased> {
     const c = await this.client();
     const args = [
       String(expectedVersion),
@@ -238,6 +302,10 @@ export class RedisSharedStore implements SharedSessionStore {
       String(watermark.nextStream),
       watermark.standalone ? '1' : '0',
       String(watermark.forgottenBelow ?? 1),
+      facts,
+      rebase ? String(rebase.capacity) : '',
+      rebase ? String(rebase.base.nextStream) : '',
+      rebase ? this.sessionKeyPrefix(core.id) : '',
     ];
     const keys = [
       this.recordKey(core.id),
@@ -249,8 +317,24 @@ export class RedisSharedStore implements SharedSessionStore {
       const [window, stream] = this.streamKeys(core.id, n);
       keys.push(window as string, stream as string);
     }
-    const reply = await c.mcpcCommitEntries(keys, args);
-    return Number(reply) === 1;
+    const reply = (await c.mcpcCommitEntries(keys, args)) as number | [number, number, number, string[]];
+    if (!Array.isArray(reply)) return Number(reply) === 1;
+    const [version, nextStream, forgottenBelow, flat] = reply;
+    return {
+      kind: 'rebased',
+      version: Number(version),
+      onto: { nextStream: Number(nextStream), forgottenBelow: Number(forgottenBelow) },
+      since: entriesOf(flat),
+    };
+  }
+
+  /**
+   * What a session's keys start with: a rebase opens streams whose numbers the script picks, so it names
+   * their keys itself (all of one session's keys share its hash tag, so they stay in one slot).
+   */
+  private sessionKeyPrefix(id: string): string {
+    const window = this.streamKeys(id, 0)[0] as string;
+    return window.slice(0, window.length - 'w:0'.length);
   }
 
   async confirm(id: string, version: number): Promise<boolean> {
@@ -285,18 +369,19 @@ export class RedisSharedStore implements SharedSessionStore {
         base === undefined ? '' : String(base.nextStream),
         base?.standalone ? '1' : '0',
       ],
-    )) as [string, string?, number?, string[]?] | null;
+    )) as [string, string?, number?, string[]?, string?, string?] | null;
     if (reply === null) return undefined;
     const version = Number(reply[0]);
     if (reply[1] === undefined) return { version };
     const record = JSON.parse(reply[1]) as SessionRecord;
     if (Number(reply[2]) !== 1) return { version, record };
-    const flat = reply[3] ?? [];
-    const entries: Array<[number, StreamEntry]> = [];
-    for (let i = 0; i < flat.length; i += 2) {
-      entries.push([Number(flat[i]), JSON.parse(String(flat[i + 1])) as StreamEntry]);
-    }
-    return { version, record, entries };
+    // A rebase moves the numbering without rewriting the core: the record's fields are the numbering.
+    const numbering = { nextStream: Number(reply[4]), forgottenBelow: Number(reply[5] ?? 1) };
+    return {
+      version,
+      record: { ...record, snapshot: numberedCore(record.snapshot, numbering) },
+      entries: entriesOf(reply[3] ?? []),
+    };
   }
 
   async version(id: string): Promise<number | undefined> {

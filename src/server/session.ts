@@ -110,7 +110,7 @@ export class RuntimeSession {
   private readonly sync: SharedSync;
   private readonly streams: SessionStreams;
   /** Answers of unanswered requests to store again (`giveUp`): cancelled when the session ends here. */
-  private readonly answerRetries = new Set<Wake>();
+  private answerRetries: Set<Wake> | undefined;
   /** The end under way (`end`): a DELETE is answered after it. */
   private ending: Promise<void> | undefined;
   private readonly reaping: SessionReaping;
@@ -119,6 +119,7 @@ export class RuntimeSession {
 
   constructor(private readonly o: RuntimeSessionOptions) {
     const shared = o.log.shared;
+    const session = this;
     this.transport = new SessionTransport(o.id, (m, opts) => this.outbound(m, opts));
     this.host = new SessionHost(
       {
@@ -132,16 +133,24 @@ export class RuntimeSession {
         snapshot: o.snapshot,
         now: o.wakes.now,
       },
+      // Methods, not arrow properties: a named arrow is given a `name` property when run by tsx, a
+      // dictionary of its own, kept by every idle session (docs/benchmarks.md, row 4).
       {
-        ended: (e) => {
+        ended(e) {
           // Counted where the end was decided, not again by every instance that ends its copy.
-          if (!this.host.endedElsewhere) o.metrics?.sessionEnded(o.id, e.reason);
+          if (!session.host.endedElsewhere) o.metrics?.sessionEnded(o.id, e.reason);
           else o.metrics?.sessionEndedElsewhere(o.id);
-          this.ending = this.end(e.reason);
+          session.ending = session.end(e.reason);
         },
-        released: () => this.release(),
-        expiryDue: () => void this.sync.checkExpiry(),
-        unanswered: (e) => void this.giveUp(e.requestKey, e.stream, e.answer),
+        released() {
+          session.release();
+        },
+        expiryDue() {
+          void session.sync.checkExpiry();
+        },
+        unanswered(e) {
+          void session.giveUp(e.requestKey, e.stream, e.answer);
+        },
       },
     );
     // The options themselves, not copies: a spread copy of this many keys is a dictionary-mode object,
@@ -400,9 +409,10 @@ export class RuntimeSession {
       const retryMs = answer ? unstoredAnswerRetryMs(attempt, this.host.ended) : undefined;
       if (retryMs !== undefined) {
         const wake = this.o.wakes.after(retryMs, () => {
-          this.answerRetries.delete(wake);
+          this.answerRetries?.delete(wake);
           void this.giveUp(key, stream, answer, attempt + 1);
         });
+        this.answerRetries ??= new Set();
         this.answerRetries.add(wake);
       }
     }
@@ -411,8 +421,8 @@ export class RuntimeSession {
 
   /** The session ends or is released: no stored-again answer may recreate a stream of it afterwards. */
   private cancelAnswerRetries(): void {
-    for (const wake of this.answerRetries) wake.cancel();
-    this.answerRetries.clear();
+    for (const wake of this.answerRetries ?? []) wake.cancel();
+    this.answerRetries = undefined;
   }
 
   /**

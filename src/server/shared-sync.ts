@@ -1,16 +1,33 @@
 import type { JsonRpcMessage } from '../../machines/jsonrpc.js';
 import { type ExpiryRead, expiryEvent, RECORD_MISSING_MEANS } from '../../machines/server/instances.js';
+import { DEFAULT_REQUEST_MEMORY } from '../../machines/server/request-memory.js';
 import { sharedFacts } from '../../machines/server/session.machine.js';
 import {
   coreOf,
   joinSnapshot,
   mergeSnapshot,
   newEntries,
+  numberedCore,
+  rebaseEntries,
+  type StreamEntry,
+  settledFacts,
   type Watermark,
   watermarkOf,
 } from '../../machines/server/shared-record.js';
-import type { SessionRecord, SharedSessionStore } from './event-log.js';
+import type { Rebased, SessionRecord, SharedSessionStore } from './event-log.js';
 import type { SessionHost } from './session-host.js';
+
+/** A rebase the store did, with what the decision it rebased was made on. */
+interface PendingRebase extends Rebased {
+  readonly base: Watermark;
+  readonly entries: ReadonlyArray<readonly [number, StreamEntry]>;
+  /** The snapshot the decision left (before the rebase). */
+  readonly decided: unknown;
+}
+
+/** The request memory's capacity a snapshot was made with (machines/server/request-memory.ts). */
+const requestMemoryOf = (snapshot: unknown): number =>
+  (snapshot as { context: { requestMemory?: number } }).context.requestMemory ?? DEFAULT_REQUEST_MEMORY;
 
 /** What the shared-store sync of one session needs. */
 export interface SyncedSession {
@@ -69,14 +86,23 @@ export class SharedSync {
         if (this.version < 0) await this.sync();
         const before = this.version;
         if (this.base === undefined && !this.host.ended) this.base = watermarkOf(this.host.persisted());
-        const facts = sharedFacts(this.host.actor.getSnapshot());
+        const snapshot = this.host.actor.getSnapshot();
+        const facts = sharedFacts(snapshot);
+        const settled = settledFacts(snapshot);
         const running = Object.fromEntries(this.host.running());
         const answer = act();
         if (this.host.ended) return answer;
         const changed = sharedFacts(this.host.actor.getSnapshot()) !== facts;
-        if (changed ? await this.commit(shared, before) : await shared.confirm(this.o.id, before)) {
+        const written = changed
+          ? await this.commit(shared, before, settled)
+          : await shared.confirm(this.o.id, before);
+        if (written === true) {
           if (changed) this.version = before + 1;
           return answer;
+        }
+        if (written !== false) {
+          const again = this.rebased(written, act, running);
+          if (again.done) return again.answer;
         }
         // Another instance wrote first: this decision is discarded with the machine it was made on, and
         // what runs here is restated as it was before it.
@@ -93,20 +119,65 @@ export class SharedSync {
    * Writes the decision just made over version `before`: only the core and the entries it numbered when
    * the store keeps that layout (machines/server/shared-record.ts), else the whole record.
    */
-  private async commit(shared: SharedSessionStore, before: number): Promise<boolean> {
+  private async commit(
+    shared: SharedSessionStore,
+    before: number,
+    settledBefore: string,
+  ): Promise<boolean | PendingRebase> {
     const snapshot = this.host.persisted();
-    const entries = shared.commitEntries && this.base ? newEntries(this.base, snapshot) : undefined;
+    const base = this.base;
+    const entries = shared.commitEntries && base ? newEntries(base, snapshot) : undefined;
     const watermark = watermarkOf(snapshot);
-    const written = entries
-      ? await (shared.commitEntries as NonNullable<SharedSessionStore['commitEntries']>)(
-          this.record(coreOf(snapshot)),
-          entries,
-          watermark,
-          before,
-        )
-      : await shared.commit(this.record(snapshot), before);
-    if (written) this.base = watermark;
-    return written;
+    if (!entries || !base) {
+      const whole = await shared.commit(this.record(snapshot), before);
+      if (whole) this.base = watermark;
+      return whole;
+    }
+    const facts = settledFacts(snapshot);
+    // Only admissions (no other shared fact changed) may be rebased after another instance's.
+    const rebase =
+      facts === settledBefore && watermark.standalone === base.standalone
+        ? { base, capacity: requestMemoryOf(snapshot) }
+        : undefined;
+    const written = await (shared.commitEntries as NonNullable<SharedSessionStore['commitEntries']>)(
+      this.record(coreOf(snapshot)),
+      entries,
+      watermark,
+      before,
+      facts,
+      rebase,
+    );
+    if (written === true) this.base = watermark;
+    if (typeof written === 'boolean') return written;
+    return { ...written, base, entries, decided: snapshot };
+  }
+
+  /**
+   * The store wrote this decision after another instance's admissions (machines/server/shared-record.ts,
+   * "Admissions commute"): this copy catches up on those (they came with the answer), makes the decision
+   * again there, and, finding it numbered exactly what the store wrote, is done with no further step.
+   * Anything else (never expected) falls back to reading the record and deciding again.
+   */
+  private rebased<R>(
+    r: PendingRebase,
+    act: () => R,
+    running: Record<string, number>,
+  ): { done: true; answer: R } | { done: false } {
+    const merged = mergeSnapshot(r.decided, r.base, numberedCore(coreOf(r.decided), r.onto), r.since);
+    this.runningBeforeDiscard = running;
+    this.adopt(merged, r.version - 1);
+    const base = watermarkOf(merged);
+    this.base = base;
+    const answer = act();
+    const again = this.host.ended ? undefined : newEntries(base, this.host.persisted());
+    const expected = rebaseEntries(r.entries, r.base.nextStream, r.onto.nextStream);
+    if (again !== undefined && JSON.stringify(again) === JSON.stringify(expected)) {
+      this.version = r.version;
+      this.base = watermarkOf(this.host.persisted());
+      return { done: true, answer };
+    }
+    this.o.onError(new Error(`session ${this.o.id}: a rebased decision was not made again as written`));
+    return { done: false };
   }
 
   /** Runs `act` in this session's turn, between decisions (a reap, say), committing nothing. */

@@ -6,11 +6,14 @@ export interface Wake {
 }
 
 interface Entry {
-  readonly fn: (now: number) => void;
+  /** Replaced by `NOTHING` when cancelled: see `ask`. */
+  fn: (now: number) => void;
   /** For a periodic wake-up: asked again this long after each firing. */
   readonly periodMs?: number;
   cancelled: boolean;
 }
+
+const NOTHING = (): void => undefined;
 
 /**
  * The timer port of one host: every deadline of the 2025 server (sweeps, lease renewals, heartbeats,
@@ -51,6 +54,10 @@ export class WakePort {
     return {
       cancel: () => {
         entry.cancelled = true;
+        // A cancelled wake-up stays queued until it comes due (a heartbeat's: 15 s) unless it is the
+        // earliest; what it would have called must not be kept alive that long (a call's response, its
+        // attachment: kilobytes per call, and per idle session, docs/benchmarks.md rows 2 and 4).
+        entry.fn = NOTHING;
         this.prune();
       },
     };

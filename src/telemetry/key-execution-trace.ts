@@ -1,8 +1,8 @@
-import { type Context, context, type Span, SpanKind, trace } from '@opentelemetry/api';
+import { type Context, context, type Span } from '@opentelemetry/api';
 import { isResponse, type JsonRpcMessage, type JsonRpcRequest } from '../../machines/jsonrpc.js';
 import { operationOutcome } from '../../machines/operation-outcome.js';
-import { PROTOCOL_VERSION_META_KEY } from '../../machines/server/era.js';
-import { ContinuityAttr, ContinuityEvent, EXECUTE_TOOL, McpAttr, spanName } from './names.js';
+import { ContinuityAttr, ContinuityEvent, McpAttr } from './names.js';
+import { startServerSpan } from './server-span.js';
 import { type ContinuityTelemetry, endOperation, withoutUndefined } from './telemetry.js';
 
 /**
@@ -23,28 +23,11 @@ export class KeyExecutionTrace {
     private readonly telemetry: ContinuityTelemetry,
     message: JsonRpcRequest,
   ) {
-    const params = message.params ?? {};
-    const meta = params._meta as Record<string, unknown> | undefined;
-    const tool = typeof params.name === 'string' ? params.name : undefined;
-    const version = meta?.[PROTOCOL_VERSION_META_KEY];
-    this.attributes = {
-      [McpAttr.methodName]: message.method,
-      [McpAttr.toolName]: tool,
-      [McpAttr.operationName]: message.method === 'tools/call' ? EXECUTE_TOOL : undefined,
-      [McpAttr.protocolVersion]: typeof version === 'string' ? version : undefined,
-      [McpAttr.networkProtocolName]: 'http',
-      [McpAttr.networkTransport]: 'tcp',
-    };
-    const parent = telemetry.contextOf(meta);
-    this.span = telemetry.tracer.startSpan(
-      spanName(message.method, tool),
-      {
-        kind: SpanKind.SERVER,
-        attributes: withoutUndefined({ ...this.attributes, [McpAttr.requestId]: String(message.id) }),
-      },
-      parent,
-    );
-    this.context = trace.setSpan(parent, this.span);
+    ({
+      span: this.span,
+      attributes: this.attributes,
+      context: this.context,
+    } = startServerSpan(telemetry, message));
   }
 
   /** Runs `work` (the body on the SDK) inside this span's context: the tool's own spans are its children. */

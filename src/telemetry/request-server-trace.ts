@@ -1,4 +1,4 @@
-import { type Context, context, type Span, SpanKind, trace } from '@opentelemetry/api';
+import { type Context, context, type Span } from '@opentelemetry/api';
 import { createParser } from 'eventsource-parser';
 import {
   isRequest,
@@ -9,10 +9,9 @@ import {
   requestKey,
 } from '../../machines/jsonrpc.js';
 import { type OperationOutcome, operationOutcome } from '../../machines/operation-outcome.js';
-import { PROTOCOL_VERSION_META_KEY } from '../../machines/server/era.js';
 import { parseJson } from '../server/keyed/sdk-messages.js';
-import { EXECUTE_TOOL, McpAttr, spanName } from './names.js';
-import { type ContinuityTelemetry, endOperation, withoutUndefined } from './telemetry.js';
+import { startServerSpan } from './server-span.js';
+import { type ContinuityTelemetry, endOperation } from './telemetry.js';
 
 /** A JSON body longer than this is relayed without being read for its outcome (a large result: no error). */
 const MAX_JSON_READ = 1024 * 1024;
@@ -46,28 +45,11 @@ export class RequestServerTrace {
     private readonly telemetry: ContinuityTelemetry,
     message: JsonRpcRequest,
   ) {
-    const params = message.params ?? {};
-    const meta = params._meta as Record<string, unknown> | undefined;
-    const tool = message.method === 'tools/call' && typeof params.name === 'string' ? params.name : undefined;
-    const version = meta?.[PROTOCOL_VERSION_META_KEY];
-    this.attributes = {
-      [McpAttr.methodName]: message.method,
-      [McpAttr.toolName]: tool,
-      [McpAttr.operationName]: tool === undefined ? undefined : EXECUTE_TOOL,
-      [McpAttr.protocolVersion]: typeof version === 'string' ? version : undefined,
-      [McpAttr.networkProtocolName]: 'http',
-      [McpAttr.networkTransport]: 'tcp',
-    };
-    const parent = telemetry.contextOf(meta);
-    this.span = telemetry.tracer.startSpan(
-      spanName(message.method, tool),
-      {
-        kind: SpanKind.SERVER,
-        attributes: withoutUndefined({ ...this.attributes, [McpAttr.requestId]: String(message.id) }),
-      },
-      parent,
-    );
-    this.context = trace.setSpan(parent, this.span);
+    ({
+      span: this.span,
+      attributes: this.attributes,
+      context: this.context,
+    } = startServerSpan(telemetry, message));
     this.key = requestKey(message.id);
   }
 

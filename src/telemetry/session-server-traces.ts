@@ -33,16 +33,32 @@ export function tracingSessionServer(
   telemetry: ContinuityTelemetry,
   sessionId: string,
 ): ConnectableServer {
-  return {
-    connect: (transport) => server.connect(new TracingTransport(transport, telemetry, sessionId)),
-    close: () => server.close(),
-  };
+  return new TracedServer(server, telemetry, sessionId);
 }
 
+/**
+ * One per session, idle or not: a class, so its methods are shared rather than two closures per session
+ * (docs/benchmarks.md, row 4).
+ */
+class TracedServer implements ConnectableServer {
+  constructor(
+    private readonly server: ConnectableServer,
+    private readonly telemetry: ContinuityTelemetry,
+    private readonly sessionId: string,
+  ) {}
+  connect(transport: Transport): Promise<void> {
+    return this.server.connect(new TracingTransport(transport, this.telemetry, this.sessionId));
+  }
+  close(): Promise<void> {
+    return this.server.close();
+  }
+}
+
+/** Open requests and early cancellations exist only while there are some: an idle session holds neither. */
 class TracingTransport implements Transport {
-  private readonly open = new Map<string, OpenRequest>();
+  private open: Map<string, OpenRequest> | undefined;
   /** Cancellations handed over before their request (`cancelled`). */
-  private readonly early = new Set<string>();
+  private early: Set<string> | undefined;
 
   constructor(
     private readonly inner: Transport,
@@ -58,8 +74,8 @@ class TracingTransport implements Transport {
   }
   set onclose(handler: Transport['onclose']) {
     this.inner.onclose = () => {
-      for (const r of this.open.values()) this.end(r, { errorType: 'transport_closed' });
-      this.open.clear();
+      for (const r of this.open?.values() ?? []) this.end(r, { errorType: 'transport_closed' });
+      this.open = undefined;
       handler?.();
     };
   }
@@ -99,7 +115,7 @@ class TracingTransport implements Transport {
     }
     const headers = extra?.requestInfo?.headers;
     // The session hands each request id to the SDK server once; a repeat is not timed again.
-    if (!isRequest(m) || headers === undefined || this.open.has(requestKey(m.id))) {
+    if (!isRequest(m) || headers === undefined || this.open?.has(requestKey(m.id))) {
       handler(message, extra);
       return;
     }
@@ -125,10 +141,11 @@ class TracingTransport implements Transport {
       parent,
     );
     const key = requestKey(m.id);
+    this.open ??= new Map();
     this.open.set(key, { span, startedAt: performance.now(), attributes });
     // The SDK server starts the handler from here: its promises keep this context.
     context.with(trace.setSpan(parent, span), () => handler(message, extra));
-    if (this.early.delete(key)) this.ended(key, { errorType: 'cancelled' });
+    if (this.early?.delete(key)) this.ended(key, { errorType: 'cancelled' });
   }
 
   /**
@@ -136,18 +153,20 @@ class TracingTransport implements Transport {
    * first. Its id is kept (a few, the oldest forgotten) so the request's span ends as cancelled on arrival.
    */
   private cancelled(key: string): void {
-    if (this.open.has(key)) {
+    if (this.open?.has(key)) {
       this.ended(key, { errorType: 'cancelled' });
       return;
     }
+    this.early ??= new Set();
     this.early.add(key);
     if (this.early.size > MAX_EARLY_CANCELS) this.early.delete(this.early.values().next().value as string);
   }
 
   private ended(key: string, outcome: { errorType?: string; statusCode?: string }): void {
-    const r = this.open.get(key);
+    const r = this.open?.get(key);
     if (!r) return;
-    this.open.delete(key);
+    this.open?.delete(key);
+    if (this.open?.size === 0) this.open = undefined;
     this.end(r, outcome);
   }
 

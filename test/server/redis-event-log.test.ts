@@ -5,7 +5,9 @@ import {
   coreOf,
   entriesToRead,
   newEntries,
+  rebaseAdmissions,
   type StreamEntry,
+  settledFacts,
   watermarkOf,
 } from '../../machines/server/shared-record.js';
 import { RedisEventLog, type RedisEventLogOptions } from '../../src/server/redis-event-log.js';
@@ -207,6 +209,94 @@ describe('RedisEventLog', () => {
       });
     } finally {
       await l.close();
+    }
+  });
+
+  it('rebases a decision that only admitted requests after another instance’s, in the one script (shared-record.ts)', async () => {
+    const prefix = freshPrefix();
+    const a = new RedisEventLog({ url: server.url, keyPrefix: prefix });
+    const b = new RedisEventLog({ url: server.url, keyPrefix: prefix });
+    const snap = (keys: string[], standaloneOpened = false) => {
+      const streams: Record<number, StreamEntry> = {};
+      const requests: Record<string, number> = {};
+      keys.forEach((key, i) => {
+        streams[i + 1] = { kind: 'request', requestKey: key, owner: 'i' };
+        requests[key] = i + 1;
+      });
+      return { value: 'live', context: { nextStream: keys.length + 1, streams, requests, standaloneOpened } };
+    };
+    const commit = (
+      log: RedisEventLog,
+      from: ReturnType<typeof snap>,
+      to: ReturnType<typeof snap>,
+      version: number,
+      rebase = true,
+    ) =>
+      log.shared.commitEntries(
+        { ...record, snapshot: coreOf(to) },
+        newEntries(watermarkOf(from), to) ?? [],
+        watermarkOf(to),
+        version,
+        settledFacts(to),
+        rebase ? { base: watermarkOf(from), capacity: 3 } : undefined,
+      );
+    try {
+      expect(await commit(a, snap([]), snap(['p']), 0)).toBe(true);
+      // Both at version 1 (one stream). a admits q, r; b, not knowing, admits s as its stream 2.
+      expect(await commit(a, snap(['p']), snap(['p', 'q', 'r']), 1)).toBe(true);
+      const rebased = await commit(b, snap(['p']), snap(['p', 's']), 1);
+      const expected = rebaseAdmissions(
+        {
+          base: watermarkOf(snap(['p'])),
+          entries: newEntries(watermarkOf(snap(['p'])), snap(['p', 's'])) ?? [],
+          watermark: watermarkOf(snap(['p', 's'])),
+          facts: settledFacts(snap(['p', 's'])),
+          capacity: 3,
+        },
+        {
+          numbering: { nextStream: 4, forgottenBelow: 1 },
+          standalone: false,
+          facts: settledFacts(snap(['p', 'q', 'r'])),
+          since: [
+            [2, { kind: 'request', requestKey: 'q', owner: 'i' }],
+            [3, { kind: 'request', requestKey: 'r', owner: 'i' }],
+          ],
+        },
+      );
+      expect(expected?.entries).toEqual([[4, { kind: 'request', requestKey: 's', owner: 'i' }]]);
+      expect(rebased).toEqual({
+        kind: 'rebased',
+        version: 3,
+        onto: { nextStream: 4, forgottenBelow: 1 },
+        since: [
+          [2, { kind: 'request', requestKey: 'q', owner: 'i' }],
+          [3, { kind: 'request', requestKey: 'r', owner: 'i' }],
+        ],
+      });
+      // The rebased stream was opened under its new number; the stored numbering moved (forget point:
+      // capacity 3 behind 5), and a load puts it on the core.
+      expect(await b.window('s', 4)).toEqual({ oldest: 1, head: 0, appendedAt: [], finished: false });
+      const loaded = (await a.shared.load('s')) as {
+        version: number;
+        record: { snapshot: ReturnType<typeof snap> };
+      };
+      expect(loaded.version).toBe(3);
+      expect(loaded.record.snapshot.context).toMatchObject({
+        nextStream: 5,
+        forgottenBelow: 2,
+        requests: { q: 2, r: 3, s: 4 },
+      });
+      // The same request admitted on both: a plain conflict (decided again, it is a duplicate).
+      const now = snap(['p', 'q', 'r', 's']);
+      expect(await commit(a, snap(['p', 'q', 'r', 's']), snap(['p', 'q', 'r', 's', 't']), 3)).toBe(true);
+      expect(await commit(b, now, { ...snap(['p', 'q', 'r', 's', 't']) }, 3)).toBe(false);
+      // Anything but admissions (here the standalone stream opened), or a decider not asking: a conflict.
+      expect(await commit(b, now, snap(['p', 'q', 'r', 's', 'u'], true), 3)).toBe(false);
+      expect(await commit(b, now, snap(['p', 'q', 'r', 's', 'u']), 3, false)).toBe(false);
+      expect((await a.shared.load('s'))?.version).toBe(4);
+    } finally {
+      await a.close();
+      await b.close();
     }
   });
 

@@ -1,3 +1,5 @@
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import {
   DeadlineQueue,
@@ -110,5 +112,30 @@ describe('WakePort (src/server/wake-port.ts)', () => {
     expect(seen).toBeGreaterThanOrEqual(3);
     expect(ticks).toBe(seen);
     expect(errors).toHaveLength(1);
+  });
+
+  it('a cancelled wake-up behind a live one no longer holds what its callback holds (a response, per call)', async () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const port = new WakePort();
+    const live = port.after(60_000, () => undefined);
+    let held: object | undefined = { response: 'kilobytes' };
+    const ref = new WeakRef(held);
+    const cancelled = port.after(
+      120_000,
+      (
+        (h: object) => () =>
+          void h
+      )(held),
+    );
+    held = undefined;
+    cancelled.cancel();
+    // A WeakRef read in a job keeps its target until the job ends: collect in later turns.
+    for (let i = 0; i < 5 && ref.deref() !== undefined; i++) {
+      await new Promise((r) => setImmediate(r));
+      gc();
+    }
+    expect(ref.deref()).toBeUndefined();
+    live.cancel();
   });
 });

@@ -16,7 +16,10 @@ import {
   type StreamDelivery,
 } from '../../properties/checks/delivery.js';
 import type { CallTrace, InstanceDeath, Trace } from '../../properties/checks/trace.js';
-import { RULES_MODERN } from '../../properties/checks-modern.js';
+import {
+  RULES_MODERN,
+  realResultAfterFaults as realResultAfterFaultsOf,
+} from '../../properties/checks-modern.js';
 import { continuityFetch } from '../../src/client/modern/continuity-fetch.js';
 import { isOutcomeUnknown } from '../../src/client/outcome.js';
 import type { EventLog } from '../../src/server/event-log.js';
@@ -311,10 +314,9 @@ export class ModernStackWorld {
     this.httpServer = http.createServer((req, res) => this.gen.server.nodeHandler(req, res));
     await new Promise<void>((r) => this.httpServer.listen(0, '127.0.0.1', r));
     const port = (this.httpServer.address() as { port: number }).port;
-    this.proxy = await FaultProxy.start({
-      target: { host: '127.0.0.1', port },
-      ...(this.config.idleCut ? { idleTimeoutMs: PROXY_IDLE_MS } : {}),
-    });
+    // The balancer's idle cut starts once the client is connected (below): on a busy machine the set-up's
+    // probe may take longer than the cut, and a world that never started proves nothing.
+    this.proxy = await FaultProxy.start({ target: { host: '127.0.0.1', port } });
     this.network = new FaultLoop(this.proxy);
     this.proxy.on('fault', (e) => {
       if (e.type === 'cut' && e.reason === 'idle') this.note(`proxy cut #${e.id} ${e.label} (idle)`);
@@ -342,6 +344,7 @@ export class ModernStackWorld {
     await this.client.connect(new StreamableHTTPClientTransport(this.proxy.url(), { fetch: fetchImpl }));
     // continuityFetch learns the tools' annotations (lookup is read-only) from the list as it passes.
     await this.client.listTools();
+    if (this.config.idleCut) this.proxy.setIdleTimeout(PROXY_IDLE_MS);
   }
 
   /** One server process: its stores (wrapped so they die with it), its keyed requests, its endpoint. */
@@ -742,22 +745,17 @@ export const noDuplicateDelivery: ModernCheck = (o) => {
 /**
  * With the extension, a call that began after the last fault (restart, reset, refusal, outage, a black hole
  * until its connection closed; the balancer's idle cuts and latency are the weather, not faults) ends with
- * the real result.
+ * the real result: the model's check (properties/checks-modern.ts), on what the stack recorded.
  */
-export const realResultAfterFaults: ModernCheck = (o) => {
-  if (o.config.memo === 'none') return [];
-  return (
-    [...o.calls.values()]
-      .filter((c) => c.startedAt > o.lastFaultAt && c.outcome?.kind !== 'result')
-      // A memory memo is younger than its window: a re-issue of a key it never saw (the first attempt was
-      // lost before it reached the server) may have been run by a forgotten process, so outcome unknown.
-      .filter((c) => !(o.config.memo === 'memory' && c.outcome?.kind === 'unknown' && !o.starts.get(c.key)))
-      .map(
-        (c) =>
-          `${c.key} (${c.tool}) began at ${c.startedAt}ms, after the last fault (${o.lastFaultAt}ms), but ended ${JSON.stringify(c.outcome)}; attempts ${c.attempts.join(',')}`,
-      )
-  );
-};
+export const realResultAfterFaults: ModernCheck = (o) =>
+  realResultAfterFaultsOf(modernTrace(o), {
+    lastFaultAt: o.lastFaultAt,
+    weather: true,
+    memo: o.config.memo === 'sqlite' ? 'durable' : o.config.memo,
+    starts: o.starts,
+    // This world's application never reuses a key and no bound is set.
+    ownDoing: new Map(),
+  });
 
 export const MODERN_CHECKS = {
   'at most once': atMostOnce,

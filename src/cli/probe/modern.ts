@@ -16,13 +16,12 @@ import {
 } from '../../../machines/probe/modern-checks.js';
 import type { ProbeOptions } from '../../../machines/probe/options.js';
 import { answered, lastEventId } from '../../../machines/probe/wire.js';
-import { MODERN_PROTOCOL_VERSION, PROTOCOL_VERSION_META_KEY } from '../../../machines/server/era.js';
+import {
+  encodeMcpName,
+  MODERN_PROTOCOL_VERSION,
+  PROTOCOL_VERSION_META_KEY,
+} from '../../../machines/server/era.js';
 import { exchange } from './http.js';
-
-/** `Mcp-Name` as the spec writes a name a header cannot carry as it is: the Base64 sentinel form. */
-function mcpNameHeader(name: string): string {
-  return /^[\x21-\x7e]+$/.test(name) ? name : `=?base64?${Buffer.from(name, 'utf8').toString('base64')}?=`;
-}
 
 /** A tool name no server has: the key-reuse check sends it, so nothing of the user's can run. */
 export const NO_SUCH_TOOL = 'mcp-continuity-probe-no-such-tool';
@@ -41,7 +40,7 @@ export async function gatherModern(o: ProbeOptions): Promise<ModernFacts> {
     timeoutMs = o.timeoutMs,
   ) => {
     const name: Record<string, string> =
-      typeof params.name === 'string' ? { 'mcp-name': mcpNameHeader(params.name) } : {};
+      typeof params.name === 'string' ? { 'mcp-name': encodeMcpName(params.name) } : {};
     return exchange(
       o.url,
       {

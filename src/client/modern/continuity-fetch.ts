@@ -1,6 +1,6 @@
 import { randomInt, randomUUID } from 'node:crypto';
 import { createActor, type InspectionEvent, type Observer } from 'xstate';
-import { callEnding, callInput } from '../../../machines/client/call-core.js';
+import { callEnding, callInput, callIsKeyed } from '../../../machines/client/call-core.js';
 import { CANCEL_DEADLINE_MS } from '../../../machines/client/limits.js';
 import { DEFAULT_MAX_LISTING_BYTES, endsListing } from '../../../machines/client/listing-answer.js';
 import {
@@ -24,16 +24,21 @@ import type { ContinuitySettings } from '../../../machines/continuity-extension.
 import { ContinuityMeta } from '../../../machines/continuity-extension.js';
 import type { GapDetails } from '../../../machines/decide.js';
 import { isResponse, type JsonRpcMessage, type JsonRpcRequest } from '../../../machines/jsonrpc.js';
+import { type FollowOutcome, followAnswer } from '../../../machines/tasks/task-follow.js';
+import { answerEnding, DEFAULT_JOURNAL_POLICY } from '../../../machines/tasks/task-journal.js';
 import type { ContinuityMetrics } from '../../metrics/continuity-metrics.js';
 import { ClientCallTrace } from '../../telemetry/client-call-trace.js';
 import { type ContinuityTelemetry, globalTelemetry } from '../../telemetry/telemetry.js';
 import { type AttemptIo, attemptExchange } from './attempt-exchange.js';
+import { type CallJournal, journaledCall } from './journaled-call.js';
 import { type ListenGap, type ReconnectPolicy, reopeningListen } from './listen.js';
 import { passListing } from './pass-listing.js';
 import { SdkResponse } from './sdk-response.js';
+import { JournalBook } from './task-journal.js';
 import {
   declaringTasks,
   followCall,
+  followTaskWith,
   type TaskFollowOptions,
   taskHandleIn,
   tasksMetaOf,
@@ -131,6 +136,10 @@ export function continuityFetch(options: ContinuityFetchOptions = {}): typeof fe
   };
   const policy: ModernCallPolicy = { ...DEFAULT_MODERN_CALL_POLICY, ...options.policy };
   const telemetry = options.telemetry ?? globalTelemetry();
+  const newKey = options.newKey ?? randomUUID;
+  const journal = options.tasks?.journal
+    ? new JournalBook(options.tasks.journal, { ...DEFAULT_JOURNAL_POLICY, ...options.tasks.journalPolicy })
+    : undefined;
 
   const continuity = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     const body = init?.body;
@@ -180,14 +189,30 @@ export function continuityFetch(options: ContinuityFetchOptions = {}): typeof fe
           },
         });
       }
-      case 'call':
-        return runCall(
-          input,
-          init ?? {},
-          options.tasks ? declaringTasks(route.request) : route.request,
-          route.toolName,
-          facts,
+      case 'call': {
+        const request = options.tasks ? declaringTasks(route.request) : route.request;
+        if (!journal) return runCall(input, init ?? {}, request, route.toolName, facts);
+        // The journal's entry is stored before the first send (docs/tasks.md, "The journal").
+        const keyed = callIsKeyed({
+          request,
+          tool: facts.hints.get(route.toolName),
+          extension: facts.extension,
+          useExtension: options.useExtension !== false,
+          policy,
+          newKey,
+          stallTimeoutMs: 0,
+          startedAt: 0,
+          jitterSeed: 0,
+        });
+        const call = { url: String(input), toolName: route.toolName, args: request.params?.arguments, keyed };
+        return journaledCall(
+          journal,
+          call,
+          newKey(),
+          (entry) => runCall(input, init ?? {}, request, route.toolName, facts, entry),
+          (taskId, ended) => resumeTask(input, init ?? {}, request, route.toolName, taskId, ended),
         );
+      }
     }
   };
 
@@ -197,6 +222,7 @@ export function continuityFetch(options: ContinuityFetchOptions = {}): typeof fe
     request: JsonRpcRequest,
     toolName: string,
     facts: EndpointFacts,
+    journal?: CallJournal,
   ): Promise<Response> {
     const signal = init.signal ?? undefined;
     if (signal?.aborted) return Promise.reject(signal.reason);
@@ -236,7 +262,7 @@ export function continuityFetch(options: ContinuityFetchOptions = {}): typeof fe
         extension: facts.extension,
         useExtension: options.useExtension !== false,
         policy,
-        newKey: options.newKey ?? randomUUID,
+        newKey: journal ? () => journal.key : newKey,
         stallTimeoutMs: options.stallTimeoutMs ?? 30_000,
         startedAt: now(),
         jitterSeed: randomInt(2 ** 31),
@@ -268,23 +294,35 @@ export function continuityFetch(options: ContinuityFetchOptions = {}): typeof fe
           rawAnswer: last.answer !== undefined,
           fetchError: last.error !== undefined,
         });
-        if (ending === 'abort') return sdk.fail(signal?.reason);
-        // The server's answer as it came, under the application's id (a re-issue's answer names the
-        // re-issue's id): the SDK reacts to it as to its own request's (a -32020 → its own refresh).
-        if (ending === 'raw-answer' && last.answer)
-          return sdk.endWith({ ...last.answer, text: rawAnswerAs(last.answer.text, request.id) });
-        if (ending === 'fetch-error') return sdk.fail(last.error);
         const handle = options.tasks ? taskHandleIn(out.response) : undefined;
-        if (handle && options.tasks)
-          return void followCall(
-            { url, headers: baseInit.headers, fetch: inner, meta: tasksMetaOf(request), signal },
-            { request, toolName, handle },
-            options.tasks,
-          ).then(
-            (answer) => sdk.end(answer),
-            (error: unknown) => sdk.fail(error),
-          );
-        sdk.end(out.response);
+        // A journaled call's entry is settled before the SDK hears of its end (a task's: after the follow).
+        if (journal && !(handle && ending === 'final'))
+          return void journal
+            .ended(answerEnding(ending, out.response))
+            .then(deliver, (e: unknown) => sdk.fail(e));
+        deliver();
+        function deliver() {
+          if (ending === 'abort') return sdk.fail(signal?.reason);
+          // The server's answer as it came, under the application's id (a re-issue's answer names the
+          // re-issue's id): the SDK reacts to it as to its own request's (a -32020 → its own refresh).
+          if (ending === 'raw-answer' && last.answer)
+            return sdk.endWith({ ...last.answer, text: rawAnswerAs(last.answer.text, request.id) });
+          if (ending === 'fetch-error') return sdk.fail(last.error);
+          if (handle && options.tasks)
+            return void followCall(
+              { url, headers: baseInit.headers, fetch: inner, meta: tasksMetaOf(request), signal },
+              { request, toolName, handle },
+              options.tasks,
+              journal && {
+                handle: (taskId) => journal.handle(taskId, actor.getSnapshot().context.lastEventId),
+                ended: (outcome) => journal.ended({ kind: 'task', outcome }),
+              },
+            ).then(
+              (answer) => sdk.end(answer),
+              (error: unknown) => sdk.fail(error),
+            );
+          sdk.end(out?.response as JsonRpcMessage);
+        }
       },
       error: (error) => {
         traced.ended(undefined, false);
@@ -293,6 +331,32 @@ export function continuityFetch(options: ContinuityFetchOptions = {}): typeof fe
     });
     signal?.addEventListener('abort', onAbort, { once: true });
     actor.start();
+    return sdk.promise;
+  }
+
+  /**
+   * A journaled task of a call made again after a restart: followed by its id (the call is not sent
+   * again), its end the call's answer under the application's id.
+   */
+  function resumeTask(
+    url: string | URL,
+    init: RequestInit,
+    request: JsonRpcRequest,
+    toolName: string,
+    taskId: string,
+    ended: (outcome: FollowOutcome) => Promise<void>,
+  ): Promise<Response> {
+    const sdk = new SdkResponse();
+    const tasks = options.tasks ?? {};
+    tasks.onTask?.({ taskId, url: String(url), toolName });
+    const signal = init.signal ?? undefined;
+    const io = { url, headers: init.headers, fetch: inner, meta: tasksMetaOf(request), signal };
+    followTaskWith(io, taskId, tasks)
+      .then(async (outcome) => {
+        await ended(outcome);
+        sdk.end(followAnswer(request.id, taskId, outcome) as unknown as JsonRpcMessage);
+      })
+      .catch((error: unknown) => sdk.fail(error));
     return sdk.promise;
   }
 

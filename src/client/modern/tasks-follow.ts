@@ -14,8 +14,10 @@ import {
   startFollow,
   taskHandleOf,
 } from '../../../machines/tasks/task-follow.js';
+import type { JournalPolicy } from '../../../machines/tasks/task-journal.js';
 import { TASKS_EXTENSION, type TaskError } from '../../../machines/tasks/task-record.js';
 import { readCappedText } from '../read-capped.js';
+import type { TaskJournalStore } from './task-journal.js';
 
 /**
  * `continuityFetch({ tasks })`: what the client does with a task handle (docs/tasks.md, "The client").
@@ -42,6 +44,14 @@ export interface TaskFollowOptions {
     inputRequests: Readonly<Record<string, unknown>>,
     task: { readonly taskId: string },
   ) => Promise<Readonly<Record<string, unknown>>>;
+  /**
+   * Where each task-declaring call is journaled before its first send (its key, then its task id), so a
+   * restarted process making the same call resumes the same task: one task, one charge (docs/tasks.md,
+   * "The journal"). `FileTaskJournal` survives a restart; `MemoryTaskJournal` does not. Default: none.
+   */
+  readonly journal?: TaskJournalStore;
+  /** How long a journal entry is kept (default `DEFAULT_JOURNAL_POLICY`: 1 hour, the default task TTL). */
+  readonly journalPolicy?: Partial<JournalPolicy>;
 }
 
 /** How the follow reaches the server: the call's URL, headers and fetch, and its protocol `_meta`. */
@@ -126,7 +136,7 @@ export function tasksMeta(protocolVersion: string, capabilities: unknown): Recor
 }
 
 /** Sends one `tasks/*` request and reports what came back as a fact (a throw is a fault). */
-async function exchange(
+export async function exchange(
   io: FollowIo,
   taskId: string,
   action: Extract<FollowAction, { kind: 'get' | 'update' | 'cancel' }>,
@@ -166,7 +176,7 @@ async function exchange(
 }
 
 /** The response with `id` in a JSON body or an event stream's `data:` lines. */
-function answerOf(text: string, id: string): { result?: unknown; error?: TaskError } | undefined {
+export function answerOf(text: string, id: string): { result?: unknown; error?: TaskError } | undefined {
   const candidates = text.trimStart().startsWith('{')
     ? [text]
     : text
@@ -184,7 +194,8 @@ function answerOf(text: string, id: string): { result?: unknown; error?: TaskErr
   return undefined;
 }
 
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+/** Waits `ms`, or less when `signal` aborts (never rejects). */
+export function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
   if (ms <= 0 || signal?.aborted) return Promise.resolve();
   return new Promise((resolve) => {
     const t = setTimeout(done, ms);
@@ -225,10 +236,17 @@ export async function followCall(
     readonly handle: Record<string, unknown>;
   },
   options: TaskFollowOptions,
+  journal?: {
+    /** Stores the task id before the first poll. */
+    readonly handle: (taskId: string) => Promise<void>;
+    readonly ended: (outcome: FollowOutcome) => Promise<void>;
+  },
 ): Promise<JsonRpcMessage> {
   const taskId = taskHandleOf(call.handle) as string;
+  await journal?.handle(taskId);
   options.onTask?.({ taskId, url: String(io.url), toolName: call.toolName });
   const outcome = await followTaskWith(io, taskId, options, call.handle);
+  await journal?.ended(outcome);
   return followAnswer(call.request.id, taskId, outcome) as unknown as JsonRpcMessage;
 }
 

@@ -1,0 +1,67 @@
+/**
+ * In-process profile of 2026-07-28 calls: where does a keyed call spend time an unkeyed one does not?
+ * Server and client share one process so `node --cpu-prof` sees both; run it under
+ * `bench/profile-summary.ts` afterwards.
+ *
+ *   npx tsx bench/profile-modern-keyed.ts [mode=all] [calls=2000] [concurrency=50]
+ *   node --cpu-prof --cpu-prof-dir=/tmp/prof --import tsx bench/profile-modern-keyed.ts keyed 3000
+ *
+ * Modes: `keyed` (`echo` through `continuityFetch`, so keyed), `unkeyed` (`peek`, read-only, through our
+ * endpoint), `official` (the official v2 server and client, no continuity), `all` (the three in turn, in
+ * this order, so their calls/s can be compared as ratios of one run).
+ */
+import { connectModernClient, startModernOfficial, startModernOurs } from './lib/modern.js';
+import type { RunningServer } from './lib/stacks.js';
+import { pool } from './lib/stats.js';
+
+type Mode = 'keyed' | 'unkeyed' | 'official';
+
+/** Calls per second of wall time, and CPU microseconds (user + system) per call: on a busy machine the second is steadier. */
+interface Measured {
+  perSecond: number;
+  cpuUsPerCall: number;
+}
+
+async function run(mode: Mode, calls: number, concurrency: number): Promise<Measured> {
+  const server: RunningServer =
+    mode === 'official' ? await startModernOfficial() : await startModernOurs({ maxKeys: 1_000_000 });
+  const c = await connectModernClient(server.url, mode !== 'official');
+  const tool = mode === 'unkeyed' ? 'peek' : 'echo';
+  try {
+    // `continuityFetch` learns `peek` is read-only from `tools/list`; unlisted it would be keyed.
+    if (tool === 'peek') await c.client.listTools();
+    const call = async (i: number) => {
+      const text = `hello ${i}`;
+      const result = await c.client.callTool({ name: tool, arguments: { text } }, { timeout: 30_000 });
+      const got = (result.content as Array<{ text?: string }>)[0]?.text;
+      if (got !== text) throw new Error(`call ${i}: expected ${text}, got ${JSON.stringify(result)}`);
+    };
+    await pool(Math.min(500, calls), concurrency, call);
+    const start = performance.now();
+    const cpu = process.cpuUsage();
+    await pool(calls, concurrency, call);
+    const perSecond = calls / ((performance.now() - start) / 1000);
+    const used = process.cpuUsage(cpu);
+    const errors = [...server.errors, ...c.errors];
+    if (errors.length > 0) throw new Error(`${mode}: ${errors.slice(0, 3).join('; ')}`);
+    return { perSecond, cpuUsPerCall: (used.user + used.system) / calls };
+  } finally {
+    await c.close();
+    await server.close();
+  }
+}
+
+const [modeArg = 'all', callsArg = '2000', concurrencyArg = '50'] = process.argv.slice(2);
+const modes: Mode[] = modeArg === 'all' ? ['official', 'unkeyed', 'keyed'] : [modeArg as Mode];
+const results: Record<string, Measured> = {};
+for (const mode of modes) results[mode] = await run(mode, Number(callsArg), Number(concurrencyArg));
+const official = results.official;
+for (const [mode, { perSecond, cpuUsPerCall }] of Object.entries(results)) {
+  const ratio =
+    official === undefined
+      ? ''
+      : `  ${(perSecond / official.perSecond).toFixed(2)}x official calls/s, ${(cpuUsPerCall / official.cpuUsPerCall).toFixed(2)}x its CPU`;
+  console.log(
+    `${mode.padEnd(9)} ${perSecond.toFixed(0).padStart(6)} calls/s ${cpuUsPerCall.toFixed(0).padStart(6)} µs CPU/call${ratio}`,
+  );
+}

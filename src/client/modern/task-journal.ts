@@ -1,0 +1,160 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { open, readFile, rename, stat, unlink } from 'node:fs/promises';
+import {
+  DEFAULT_JOURNAL_POLICY,
+  entriesOfJournalFile,
+  fingerprintSource,
+  type JournalEnding,
+  type JournalEntry,
+  type JournalPolicy,
+  type JournalStart,
+  journalBegin,
+  journalEnd,
+  journalHandle,
+  MAX_JOURNAL_ENTRIES,
+} from '../../../machines/tasks/task-journal.js';
+import { LatestWrite } from '../latest-write.js';
+
+/**
+ * Where `continuityFetch({ tasks: { journal } })` keeps its task journal (docs/tasks.md, "The journal"):
+ * one entry per task-declaring call that has not ended with a known outcome. Only a durable store lets a
+ * restarted process resume its calls.
+ */
+export interface TaskJournalStore {
+  /** True when the entries survive the process. */
+  readonly durable: boolean;
+  load(): Promise<readonly JournalEntry[]>;
+  /** Replaces every entry; resolves once they are stored (durably, for a durable store). */
+  save(entries: readonly JournalEntry[]): Promise<void>;
+}
+
+/** Keeps the journal in memory: a call resumed within one process, not across a restart. */
+export class MemoryTaskJournal implements TaskJournalStore {
+  readonly durable = false;
+  private entries: readonly JournalEntry[] = [];
+  async load(): Promise<readonly JournalEntry[]> {
+    return this.entries;
+  }
+  async save(entries: readonly JournalEntry[]): Promise<void> {
+    this.entries = [...entries];
+  }
+}
+
+/**
+ * Keeps the journal in a JSON file, written as `FileCursorStore` writes its cursor: a temporary file,
+ * fsync, then rename over the old one, so a kill -9 leaves the old journal or the new one, never half of
+ * one. A file that is not a journal (or one over `MAX_JOURNAL_ENTRIES`) is refused with an error, never
+ * silently reset: a reset would forget keys and charge twice.
+ */
+export class FileTaskJournal implements TaskJournalStore {
+  readonly durable = true;
+
+  constructor(readonly path: string) {}
+
+  async load(): Promise<readonly JournalEntry[]> {
+    let text: string;
+    try {
+      // About 1 KiB per entry at most: a bigger file is not ours.
+      if ((await stat(this.path)).size > MAX_JOURNAL_ENTRIES * 1_024)
+        throw new Error(`${this.path}: too large for a task journal`);
+      text = await readFile(this.path, 'utf8');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw error;
+    }
+    const file = entriesOfJournalFile(JSON.parse(text));
+    if ('refusal' in file) throw new Error(`${this.path}: ${file.refusal}`);
+    return file.entries;
+  }
+
+  async save(entries: readonly JournalEntry[]): Promise<void> {
+    const temp = `${this.path}.${randomBytes(4).toString('hex')}.tmp`;
+    const file = await open(temp, 'w');
+    try {
+      await file.writeFile(JSON.stringify({ version: 1, entries }));
+      await file.sync();
+    } finally {
+      await file.close();
+    }
+    try {
+      await rename(temp, this.path);
+    } catch (error) {
+      await unlink(temp).catch(() => undefined);
+      throw error;
+    }
+  }
+}
+
+/** A call as the journal needs it. */
+export interface JournaledCall {
+  readonly url: string;
+  readonly toolName: string;
+  readonly args: unknown;
+  readonly keyed: boolean;
+}
+
+/**
+ * One `continuityFetch`'s view of its journal store: the entries in memory, the keys of calls running
+ * in this process, and saves written one at a time (the newest wins). Executes
+ * `machines/tasks/task-journal.ts`'s decisions; each resolves once the journal it produced is stored.
+ */
+export class JournalBook {
+  private entries: readonly JournalEntry[] | undefined;
+  private loading: Promise<readonly JournalEntry[]> | undefined;
+  private readonly claimed = new Set<string>();
+  private readonly saves: LatestWrite<readonly JournalEntry[]>;
+
+  constructor(
+    private readonly store: TaskJournalStore,
+    private readonly policy: JournalPolicy = DEFAULT_JOURNAL_POLICY,
+  ) {
+    this.saves = new LatestWrite((entries) => this.store.save(entries));
+  }
+
+  /** Decides what the call does before its first send, and stores the journal that decision made. */
+  async begin(call: JournaledCall, freshKey: string): Promise<JournalStart> {
+    const entries = await this.loaded();
+    const fingerprint = createHash('sha256')
+      .update(fingerprintSource(call.url, call.toolName, call.args))
+      .digest('base64url');
+    const made = journalBegin(
+      entries,
+      {
+        fingerprint,
+        url: call.url,
+        toolName: call.toolName,
+        keyed: call.keyed,
+        claimed: this.claimed,
+        now: Date.now(),
+      },
+      freshKey,
+      this.policy,
+    );
+    this.entries = made.entries;
+    if (made.decision.kind !== 'none') this.claimed.add(made.decision.entry.key);
+    if (made.changed) await this.saves.push(made.entries);
+    return made.decision;
+  }
+
+  /** The handle of the call with `key` arrived: stored before the first poll. */
+  async handle(key: string, taskId: string, lastEventId: string | undefined): Promise<void> {
+    this.entries = journalHandle(await this.loaded(), key, taskId, lastEventId);
+    await this.saves.push(this.entries);
+  }
+
+  /** The call with `key` ended: its entry dropped or kept, as decided. */
+  async end(key: string, ending: JournalEnding): Promise<void> {
+    this.claimed.delete(key);
+    const before = await this.loaded();
+    this.entries = journalEnd(before, key, ending);
+    if (this.entries !== before) await this.saves.push(this.entries);
+  }
+
+  private async loaded(): Promise<readonly JournalEntry[]> {
+    if (this.entries) return this.entries;
+    this.loading ??= this.store.load();
+    const entries = await this.loading;
+    this.entries ??= entries;
+    return this.entries;
+  }
+}

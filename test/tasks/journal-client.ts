@@ -1,0 +1,49 @@
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { continuityFetch } from '../../src/client/modern/continuity-fetch.js';
+import { FileTaskJournal } from '../../src/client/modern/task-journal.js';
+
+/**
+ * A client process for the kill -9 tests (tasks-journal-http.test.ts): the official v2 `Client` on
+ * `continuityFetch({ tasks: { journal: FileTaskJournal } })` calls `charge` once and prints what it
+ * learns, one JSON line each: `{ "sending": true }` as `callTool` is called, `{ "task": id }` when the
+ * handle arrives, `{ "result": ... }` or `{ "error": ... }` at the end.
+ * Usage: journal-client.ts <url> <journal file> <amount> <ms>
+ */
+const [url, journalPath, amount, ms] = process.argv.slice(2);
+const say = (line: unknown) => process.stdout.write(`${JSON.stringify(line)}\n`);
+
+const client = new Client(
+  { name: 'journal-client', version: '1.0.0' },
+  { versionNegotiation: { mode: { pin: '2026-07-28' } } },
+);
+// The balancer may cut the connect's own requests: tried again, a bounded number of times.
+for (let i = 0; ; i++) {
+  try {
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(String(url)), {
+        fetch: continuityFetch({
+          tasks: {
+            journal: new FileTaskJournal(String(journalPath)),
+            policy: { minPollMs: 20, retryDelayMs: 20, maxPollMs: 200 },
+            onTask: ({ taskId }) => say({ task: taskId }),
+          },
+        }),
+        requestInit: { headers: { authorization: 'Bearer alice' } },
+      }),
+    );
+    break;
+  } catch (error) {
+    if (i >= 20) throw error;
+  }
+}
+say({ sending: true });
+try {
+  const result = await client.callTool(
+    { name: 'charge', arguments: { amount: Number(amount), ms: Number(ms) } },
+    { timeout: 30_000 },
+  );
+  say({ result });
+} catch (error) {
+  say({ error: { message: (error as Error).message, code: (error as { code?: unknown }).code } });
+}
+await client.close();

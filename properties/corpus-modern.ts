@@ -71,6 +71,43 @@ export const REFUSAL_LOST_THEN_AGREES: ModernDirected = {
   ],
 };
 
+/**
+ * A 410 the network lost (issue 24, seed 1359604915): a trickle and a partition hold the metered charge's
+ * re-issue; the server answers it 410 (resume after k1-1-5) on the black-holed connection, a reset cuts it,
+ * and the client, which never heard that 410, re-issues from the cursor it had (k1-1-3), legally. The next
+ * 410 reaches it and its re-issue carries that 410's cursor. The check once held the client to the lost one.
+ */
+export const LOST_410: ModernDirected = {
+  name: 'a 410 lost in a partition: the next re-issue keeps the cursor it had, the 410 it hears moves it',
+  config: world({
+    memo: 'memory',
+    instances: 1,
+    heartbeat: false,
+    lbIdleMs: 300,
+    headersEarly: false,
+    memoWindowMs: 8_000,
+    memoOld: false,
+    maxEventsPerRequest: 1,
+    eventRetentionMs: 2_000,
+    latencyMaxMs: 10,
+    seed: 541877249,
+    slowLink: false,
+    principals: 2,
+    maxKeysPerPrincipal: 2,
+  }),
+  commands: [
+    call('meteredCharge'),
+    advance(600),
+    { kind: 'partition', ms: 300 },
+    { kind: 'trickle', pick: 0 },
+    advance(285),
+    call('charge'),
+    { kind: 'resetAll' },
+    { kind: 'reset', pick: 0 },
+    { kind: 'partition', ms: 100 },
+  ],
+};
+
 export const DIRECTED_MODERN: readonly ModernDirected[] = [
   STALE_HEADERS,
   REFUSAL_LOST_THEN_AGREES,
@@ -111,6 +148,7 @@ export const DIRECTED_MODERN: readonly ModernDirected[] = [
   INCIDENT_EXTENSION,
   INCIDENT_SPEC,
   MEMO_WINDOW,
+  LOST_410,
   {
     name: 'a cut during metered progress while a small log overflows: 410 with the exact count',
     config: world({ maxEventsPerRequest: 2 }),

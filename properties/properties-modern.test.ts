@@ -1,9 +1,16 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { ContinuityMeta } from '../machines/continuity-extension.js';
 import { scenarioArbModern } from './arbitraries-modern.js';
 import { RUNS_MODERN, SEED_MODERN } from './budget-modern.js';
 import { CHECK_NAMES_MODERN, describeVerdictModern, judgeModernWorld } from './checks-modern.js';
-import { DIRECTED_MODERN, INCIDENT_EXTENSION, INCIDENT_SPEC, MEMO_WINDOW } from './corpus-modern.js';
+import {
+  DIRECTED_MODERN,
+  INCIDENT_EXTENSION,
+  INCIDENT_SPEC,
+  LOST_410,
+  MEMO_WINDOW,
+} from './corpus-modern.js';
 import { ModernCoverageTally } from './coverage-modern.js';
 import { freshSeed } from './judge.js';
 import { PORT_SCENARIOS_MODERN } from './world-modern/scenarios.js';
@@ -90,5 +97,21 @@ describe('MCP 2026-07-28: the properties of the real client and server machines 
     expect(callOf(o)?.outcome).toBe('result');
     expect(o.recorder.executions.get('c1') ?? 0).toBe(1);
     expect(o.recorder.sideEffects.get('c1')).toBe(1);
+  });
+  it('fixed finding (seed 1359604915): a 410 the partition lost holds the client to nothing; the 410 it heard moves its cursor', () => {
+    const o = runScheduleModern(LOST_410.commands, LOST_410.config);
+    const sent: string[] = [];
+    for (const c of o.recorder.closedByClient.keys()) {
+      const meta = (c.exchange.body as { params?: { _meta?: Record<string, unknown> } }).params?._meta;
+      const cursor = meta?.[ContinuityMeta.lastEventId];
+      if (typeof cursor === 'string') sent.push(cursor);
+    }
+    // Two re-issues went out from the cursor the client had (the first one's 410 never reached it); the
+    // one 410 it heard is the only one judged, and its re-issue carried that 410's resumeAfter.
+    expect(sent.filter((c) => c === 'k1-1-3').length).toBe(2);
+    expect(o.recorder.evictions).toEqual([
+      expect.objectContaining({ offered: 'k1-1-6', sent: 'k1-1-3', next: 'k1-1-6' }),
+    ]);
+    expect(judgeModernWorld(o)).toEqual({});
   });
 });

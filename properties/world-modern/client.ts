@@ -161,6 +161,8 @@ export class SimCall {
         recorder.staleResends.push(`${callKey} (${tool}) sent again with the headers the server refused`);
       let faulted = false;
       let evicted = false;
+      // This attempt's connection (set once the network opened it).
+      let conn: SimConnection | undefined;
       let state = ATTEMPT_START;
       const send = (e: ModernCallEvent) => sendBack(report(e));
       // The attempt ended in a way that proves it did not run (refused; a status that says not processed).
@@ -173,7 +175,11 @@ export class SimCall {
           // A 503 proves it only with Retry-After (a server shedding load); without, a proxy may have
           // forwarded it first (the world's `upstreamReset`), and the client cannot tell the two apart.
           (end.kind === 'http-status' && end.status === 503 && end.retryAfterMs !== undefined);
-        if (end.kind === 'http-status' && end.status === 410) evicted = true;
+        if (end.kind === 'http-status' && end.status === 410) {
+          evicted = true;
+          // The 410 the check holds the next cursor to is one the client heard, not one the network lost.
+          if (conn) recorder.evictionHeard(conn);
+        }
         if (end.kind === 'http-status' && caseOf(end) === '400-header-mismatch') refusedHeaders = true;
       };
       /** One I/O fact to the client core; its events to the machine. */
@@ -200,7 +206,6 @@ export class SimCall {
         address: deps.address ?? 'app',
       };
       // The network's messages reach the exchange through the last hop's bytes (link.ts).
-      let conn: SimConnection | undefined;
       const receiver = new ModernReceiver(
         clock,
         deps.link,

@@ -133,8 +133,14 @@ export class ModernRecorder {
   readonly starts = new Map<string, ExecutionStart>();
   /** Connections the client closed itself (it stopped the attempt), and when. */
   readonly closedByClient = new Map<SimConnection, number>();
-  /** Every 410 a call's attempt got, and the cursor its next attempt carried. */
+  /** Every 410 a call's attempt got (it reached the client), and the cursor its next attempt carried. */
   readonly evictions: Array<{ -readonly [K in keyof EvictionReissue]: EvictionReissue[K] }> = [];
+  /**
+   * 410s the server sent, by connection, until the client hears them (`evictionHeard`). One the network
+   * lost (a partition black-holed the connection, a reset discarded it on its way) told the client
+   * nothing: its next attempt rightly carries the cursor it had, so it is no 410 of the check's.
+   */
+  private readonly evictionsSent = new Map<SimConnection, EvictionReissue & { next: undefined }>();
 
   /** A tool body of `callKey` started on `instance` (`id#incarnation`). */
   ranOn(callKey: string, instance: string): void {
@@ -172,10 +178,18 @@ export class ModernRecorder {
         const data = (event.body as { error?: { data?: { resumeAfter?: unknown } } } | undefined)?.error
           ?.data;
         const offered = typeof data?.resumeAfter === 'string' ? data.resumeAfter : undefined;
-        this.evictions.push({ callKey, at: now(), offered, sent, next: undefined });
+        this.evictionsSent.set(conn, { callKey, at: now(), offered, sent, next: undefined });
       }
       send(event);
     };
+  }
+
+  /** The 410 the server sent on `conn` reached the client's attempt (its exchange read it). */
+  evictionHeard(conn: SimConnection): void {
+    const sent = this.evictionsSent.get(conn);
+    if (!sent) return;
+    this.evictionsSent.delete(conn);
+    this.evictions.push({ ...sent });
   }
 
   count(map: Map<string, number>, key: string): number {

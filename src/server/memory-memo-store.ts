@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import {
+  admitCounted,
   admitNewKey,
   type KeyedWorkState,
   type MemoEntry,
@@ -78,8 +79,11 @@ export class MemoryMemoStore implements MemoStore {
     if (existing) return { kind: 'exists', entry: existing };
     // The principal's set holds its live entries (each is deleted by its own timer when its window ends),
     // so below the bound it is admitted without reading them: a create costs O(1), not O(entries).
+    // The bound is the memo's rule (`admitCounted`, machines/server/keyed-memo.ts) on the count; the
+    // entries themselves are read only when the count reaches it.
     const held = this.byPrincipal.get(entry.principal)?.size ?? 0;
-    if (held < maxEntriesPerPrincipal) {
+    const counted = { live: held, firstWindowEnd: Number.POSITIVE_INFINITY };
+    if (admitCounted(counted, maxEntriesPerPrincipal, this.memoWindowMs, this.now()).kind === 'admit') {
       this.write(entry);
       return { kind: 'created' };
     }

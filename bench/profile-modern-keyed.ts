@@ -25,14 +25,25 @@ interface Measured {
 async function run(mode: Mode, calls: number, concurrency: number): Promise<Measured> {
   const server: RunningServer =
     mode === 'official' ? await startModernOfficial() : await startModernOurs({ maxKeys: 1_000_000 });
+  // A loaded machine: an idle pooled connection the server closes at its 5 s default just as the client
+  // reuses it is a reset, not a measurement.
+  server.http.keepAliveTimeout = 120_000;
   const c = await connectModernClient(server.url, mode !== 'official');
   const tool = mode === 'unkeyed' ? 'peek' : 'echo';
   try {
     // `continuityFetch` learns `peek` is read-only from `tools/list`; unlisted it would be keyed.
     if (tool === 'peek') await c.client.listTools();
+    let failed = 0;
     const call = async (i: number) => {
       const text = `hello ${i}`;
-      const result = await c.client.callTool({ name: tool, arguments: { text } }, { timeout: 30_000 });
+      // A call that fails (on a saturated machine a keyed call can end outcome unknown) is counted, not fatal.
+      const result = await c.client
+        .callTool({ name: tool, arguments: { text } }, { timeout: 120_000 })
+        .catch(() => undefined);
+      if (result === undefined) {
+        failed++;
+        return;
+      }
       const got = (result.content as Array<{ text?: string }>)[0]?.text;
       if (got !== text) throw new Error(`call ${i}: expected ${text}, got ${JSON.stringify(result)}`);
     };
@@ -44,6 +55,7 @@ async function run(mode: Mode, calls: number, concurrency: number): Promise<Meas
     const used = process.cpuUsage(cpu);
     const errors = [...server.errors, ...c.errors];
     if (errors.length > 0) throw new Error(`${mode}: ${errors.slice(0, 3).join('; ')}`);
+    if (failed > 0) console.log(`${mode}: ${failed} of ${calls + Math.min(500, calls)} calls failed`);
     return { perSecond, cpuUsPerCall: (used.user + used.system) / calls };
   } finally {
     await c.close();

@@ -229,6 +229,7 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
       limits,
       limited: (reason, status) => metrics?.requestLimited(reason, status),
       telemetry: () => options.telemetry ?? globalTelemetry(),
+      wakes,
     }).catch((error: unknown) => {
       modern = undefined;
       throw error;

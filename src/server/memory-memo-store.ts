@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import {
+  admitCounted,
   admitNewKey,
   type KeyedWorkState,
   type MemoEntry,
@@ -7,6 +8,7 @@ import {
 } from '../../machines/server/keyed-memo.js';
 import { memoForgetDelayMs } from '../../machines/server/keyed-timing.js';
 import type { MemoCreate, MemoStore } from './memo-store.js';
+import { type Wake, WakePort } from './wake-port.js';
 
 export interface MemoryMemoStoreOptions {
   readonly memoWindowMs: number;
@@ -14,19 +16,25 @@ export interface MemoryMemoStoreOptions {
   readonly now?: () => number;
   /** Told when an entry is forgotten (its window passed), with its log id: the runtime drops its events. */
   readonly onForget?: (logId: string) => void;
+  /** The timer port the window ends are asked of. Defaults to one of its own: one timer for the store. */
+  readonly wakes?: WakePort;
 }
 
 /**
  * The memo in process memory: one process, nothing survives a restart (so a re-issue of an unknown key
  * is outcome unknown until the process has been up for the memo window). Each finished entry has one
- * timer, at the end of its window, that deletes it: no entry and no timer outlives its window.
+ * wake-up, at the end of its window, that deletes it: no entry and no wake-up outlives its window. The
+ * wake-ups share one timer (a `WakePort`), not one Node timer per entry.
  */
 export class MemoryMemoStore implements MemoStore {
   readonly durable = false;
   readonly instanceId = randomBytes(8).toString('hex');
   private readonly entries = new Map<string, MemoEntry>();
   private readonly byPrincipal = new Map<string, Set<string>>();
-  private readonly timers = new Map<string, ReturnType<typeof setTimeout>>();
+  private readonly timers = new Map<string, Wake>();
+  /** The keys of the running entries: `running()` (every lease tick) reads these, not every entry. */
+  private readonly runningKeys = new Set<string>();
+  private readonly wakes: WakePort;
   private readonly now: () => number;
   private readonly since: number;
   private forgotten: ((logId: string) => void) | undefined;
@@ -35,6 +43,8 @@ export class MemoryMemoStore implements MemoStore {
   constructor(private readonly options: MemoryMemoStoreOptions) {
     this.memoWindowMs = options.memoWindowMs;
     this.now = options.now ?? Date.now;
+    // Its own port runs on real time, as the Node timers did: a delay is real milliseconds whatever `now` says.
+    this.wakes = options.wakes ?? new WakePort();
     this.since = this.now();
     this.forgotten = options.onForget;
   }
@@ -69,8 +79,11 @@ export class MemoryMemoStore implements MemoStore {
     if (existing) return { kind: 'exists', entry: existing };
     // The principal's set holds its live entries (each is deleted by its own timer when its window ends),
     // so below the bound it is admitted without reading them: a create costs O(1), not O(entries).
+    // The bound is the memo's rule (`admitCounted`, machines/server/keyed-memo.ts) on the count; the
+    // entries themselves are read only when the count reaches it.
     const held = this.byPrincipal.get(entry.principal)?.size ?? 0;
-    if (held < maxEntriesPerPrincipal) {
+    const counted = { live: held, firstWindowEnd: Number.POSITIVE_INFINITY };
+    if (admitCounted(counted, maxEntriesPerPrincipal, this.memoWindowMs, this.now()).kind === 'admit') {
       this.write(entry);
       return { kind: 'created' };
     }
@@ -94,7 +107,12 @@ export class MemoryMemoStore implements MemoStore {
   }
 
   async running(): Promise<MemoEntry[]> {
-    return [...this.entries.values()].filter((e) => e.state === 'running');
+    const running: MemoEntry[] = [];
+    for (const k of this.runningKeys) {
+      const e = this.entries.get(k);
+      if (e?.state === 'running') running.push(e);
+    }
+    return running;
   }
 
   async sweep(): Promise<string[]> {
@@ -125,8 +143,9 @@ export class MemoryMemoStore implements MemoStore {
   }
 
   async close(): Promise<void> {
-    for (const t of this.timers.values()) clearTimeout(t);
+    for (const t of this.timers.values()) t.cancel();
     this.timers.clear();
+    this.runningKeys.clear();
     this.entries.clear();
     this.byPrincipal.clear();
   }
@@ -139,24 +158,29 @@ export class MemoryMemoStore implements MemoStore {
       this.byPrincipal.set(entry.principal, set);
     }
     set.add(entry.memoKey);
-    const old = this.timers.get(entry.memoKey);
-    if (old !== undefined) clearTimeout(old);
+    this.timers.get(entry.memoKey)?.cancel();
     this.timers.delete(entry.memoKey);
-    // The deadline is the memo's rule (machines/server/keyed-timing.ts); this only sets the timer.
+    // The deadline is the memo's rule (machines/server/keyed-timing.ts); this only asks for the wake-up.
     const delay = memoForgetDelayMs(entry, this.options.memoWindowMs, this.now());
-    if (delay === undefined) return;
-    const timer = setTimeout(() => this.forget(entry.memoKey), delay);
-    timer.unref?.();
-    this.timers.set(entry.memoKey, timer);
+    // A running entry has no deadline (it is never forgotten): it is what `running()` lists.
+    if (delay === undefined) {
+      this.runningKeys.add(entry.memoKey);
+      return;
+    }
+    this.runningKeys.delete(entry.memoKey);
+    this.timers.set(
+      entry.memoKey,
+      this.wakes.after(delay, () => this.forget(entry.memoKey)),
+    );
   }
 
   private forget(memoKey: string, tell = true): void {
     const e = this.entries.get(memoKey);
     if (!e) return;
     this.entries.delete(memoKey);
-    const t = this.timers.get(memoKey);
-    if (t !== undefined) clearTimeout(t);
+    this.timers.get(memoKey)?.cancel();
     this.timers.delete(memoKey);
+    this.runningKeys.delete(memoKey);
     const set = this.byPrincipal.get(e.principal);
     set?.delete(memoKey);
     if (set?.size === 0) this.byPrincipal.delete(e.principal);

@@ -21,6 +21,7 @@ import type { EventLog } from '../event-log.js';
 import type { MemoStore } from '../memo-store.js';
 import type { KeyedRequests, ModernCall, RunOnSdk } from '../modern/keyed-hook.js';
 import { eventFrame } from '../sse.js';
+import { type Wake, WakePort } from '../wake-port.js';
 import { parseJson, sdkMessages } from './sdk-messages.js';
 import { executeStoreCall } from './store-calls.js';
 
@@ -87,7 +88,8 @@ export interface KeyedRequestsOptions {
  * run at most once per (principal, key), their messages go to the key's own event log, and every response
  * (first attempt or re-issue) is served from that log. Ports only: every decision and every deadline is the
  * keyed core's (machines/server/keyed-core.ts); this executes its commands on the memo and log stores, the
- * SDK, HTTP responses and one Node timer that sleeps until the core's next wake-up.
+ * SDK, HTTP responses and one wake-up asked of the host's timer port (src/server/wake-port.ts) for the core's
+ * next deadline.
  */
 export function createKeyedRequests(options: KeyedRequestsOptions): KeyedRequests & KeyedRuntimeStats {
   return new KeyedRuntime(options);
@@ -132,9 +134,14 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
   private readonly streams = new Map<number, ReadableStreamDefaultController<Uint8Array>>();
   private readonly runs = new Map<number, BodyRun>();
   private readonly stopWatching: (() => void) | undefined;
-  /** The one timer: it sleeps until the core's next wake-up. */
-  private timer: ReturnType<typeof setTimeout> | undefined;
-  private timerAt: number | undefined;
+  /**
+   * The host's timer port: the server's own once it mounts this runtime (`useWakes`), so the host holds one
+   * timer for both eras; until then a port of its own.
+   */
+  private wakes: WakePort;
+  /** The wake-up asked of it for the core's next deadline, and that deadline. */
+  private wake: Wake | undefined;
+  private wakeAt: number | undefined;
   private nextRequest = 1;
 
   constructor(options: KeyedRequestsOptions) {
@@ -142,6 +149,7 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
     this.memo = options.memo;
     this.now = options.now ?? Date.now;
     this.onError = options.onError ?? (() => {});
+    this.wakes = new WakePort(this.onError);
     this.telemetry = options.telemetry ?? globalTelemetry();
     this.metrics = options.metrics;
     this.metrics?.server.observeMemo(this.memo);
@@ -197,6 +205,15 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
     return pending.passed ? undefined : (answered as Promise<Response>);
   }
 
+  useWakes(wakes: WakePort): void {
+    if (wakes === this.wakes) return;
+    this.wakes = wakes;
+    this.wake?.cancel();
+    this.wake = undefined;
+    this.wakeAt = undefined;
+    this.sleep();
+  }
+
   stats(): { readonly runningHere: number; readonly waitingLogs: number } {
     return this.core.stats();
   }
@@ -226,22 +243,23 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
     this.sleep();
   }
 
-  /** The one timer, set to the core's next wake-up (replaced when that moves). */
+  /**
+   * One wake-up at the core's next deadline (the core decides it: machines/server/keyed-timing.ts). A
+   * deadline that moved later keeps the earlier wake-up: its tick finds nothing due and asks again, which
+   * costs less than moving it on every fact.
+   */
   private sleep(): void {
     const at = this.core.nextWakeAt();
-    if (at === this.timerAt) return;
-    clearTimeout(this.timer);
-    this.timerAt = at;
-    this.timer = undefined;
+    if (this.wakeAt !== undefined && at !== undefined && this.wakeAt <= at) return;
+    this.wake?.cancel();
+    this.wake = undefined;
+    this.wakeAt = at;
     if (at === undefined) return;
-    this.timer = setTimeout(
-      () => {
-        this.timerAt = undefined;
-        this.tell({ kind: 'tick' });
-      },
-      Math.max(0, at - this.now()),
-    );
-    this.timer.unref?.();
+    this.wake = this.wakes.after(Math.max(0, at - this.now()), () => {
+      this.wake = undefined;
+      this.wakeAt = undefined;
+      this.tell({ kind: 'tick' });
+    });
   }
 
   private execute(c: KeyedCommand): void {

@@ -38,6 +38,7 @@ import { requestServerTrace } from '../../telemetry/request-server-trace.js';
 import { type ContinuityTelemetry, globalTelemetry } from '../../telemetry/telemetry.js';
 import { serveTasks } from '../tasks/endpoint-hook.js';
 import type { Tasks } from '../tasks/runtime.js';
+import type { WakePort } from '../wake-port.js';
 import { rewritingFirstEvent } from './first-event.js';
 import type { KeyedRequests, RunOnSdk } from './keyed-hook.js';
 import { OpenListens, releasingOnEnd } from './open-listens.js';
@@ -137,10 +138,13 @@ export async function createModernEndpoint(
     readonly limited: (reason: string, status: number) => void;
     /** Where unkeyed requests' SERVER spans go (`ContinuityServerOptions.telemetry`). Default: the globals. */
     readonly telemetry?: () => ContinuityTelemetry;
+    /** The server's timer port: the keyed runtime's deadlines become wake-ups asked of it. */
+    readonly wakes?: WakePort;
   },
 ): Promise<ModernEndpoint> {
   const sdk = await loadOptional(() => import('@modelcontextprotocol/server'));
   const keyed = options.keyed;
+  if (settings.wakes) keyed?.useWakes?.(settings.wakes);
   const factory = async (ctx: McpRequestContext) => {
     const server = await options.createServer(ctx);
     if (keyed) {

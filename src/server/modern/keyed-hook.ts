@@ -1,5 +1,6 @@
 import type { ContinuitySettings } from '../../../machines/continuity-extension.js';
 import type { JsonRpcRequest } from '../../../machines/jsonrpc.js';
+import type { WakePort } from '../wake-port.js';
 
 /**
  * The seam between the 2026-07-28 endpoint (`modern/endpoint.ts`: era routing, the official v2 SDK
@@ -35,6 +36,11 @@ export interface KeyedRequests {
    * not keyed, so the endpoint serves it unchanged.
    */
   serve(call: ModernCall, run: RunOnSdk): Promise<Response> | undefined;
+  /**
+   * The server mounting it gives its timer port: every deadline of the keyed path is then a wake-up asked
+   * of the server's one timer (until then, the runtime's own port holds it).
+   */
+  useWakes?(wakes: WakePort): void;
   /** Stops timers and leases; running work is left to finish or be reported by the next process. */
   close(): Promise<void>;
 }

@@ -1,4 +1,5 @@
 import { ModernCallReason } from '../machines/client/modern-call-decide.js';
+import { ContinuityMeta } from '../machines/continuity-extension.js';
 import { leaseTickMs } from '../machines/server/keyed-timing.js';
 import { COMMON_CHECKS, ownerDied, type TraceCheck } from './checks/common.js';
 import type { CallTrace, ExcuseRules, Trace } from './checks/trace.js';
@@ -442,7 +443,7 @@ const atBound = (recorder: ModernRecorder, c: CallRecordModern): boolean =>
  * key at a bound only when its holder holds as many keys, so the holder must have sent at least that many
  * other keys by then (counted from the outside, over every key it ever sent by then: a necessary condition,
  * never too strict). And a refusal is honest: nothing ran, so a call refused at every attempt it made and
- * broken by no fault never ends outcome unknown.
+ * broken by no fault never ends outcome unknown. And no holder is ever admitted past its bound (`overBound`).
  */
 export const boundsArePerPrincipalModern: CheckModern = ({ recorder, config }) => {
   const out: string[] = [];
@@ -472,7 +473,65 @@ export const boundsArePerPrincipalModern: CheckModern = ({ recorder, config }) =
       out.push(
         `${c.callKey} (${c.tool}) refused at a bound (nothing ran) but ended outcome unknown (${c.reason})`,
       );
+  return [...out, ...overBound(recorder, config, 'principal'), ...overBound(recorder, config, 'address')];
+};
+
+/**
+ * Never past a bound: at no moment does a holder hold more live keys than its bound. Counted from the
+ * outside as a lower bound of what it holds: a key whose body started at `s` was admitted by `s`, and its
+ * entry cannot leave its window before its call was made plus the window (its window starts when it
+ * finishes, after it was admitted, after the call was made). So at each body start, the keys started by
+ * then whose call is younger than the window are all held. Held where the bound is kept: the address's in
+ * the process that created the key (per process, `AddressKeys`), the principal's in the memo (one shared
+ * memo, or each process's own).
+ */
+function overBound(
+  recorder: ModernRecorder,
+  config: ModernWorldOutcome['config'],
+  bound: 'principal' | 'address',
+): string[] {
+  const max = bound === 'address' ? config.maxKeysPerAddress : config.maxKeysPerPrincipal;
+  if (max === undefined) return [];
+  // Per holder and place: each key's evidence of being held (its body's start, its call's time).
+  const held = new Map<string, Array<{ key: string; from: number; until: number; callKey: string }>>();
+  const seen = new Set<string>();
+  const starts = [...recorder.starts.values()].filter((x) => x.keyed).sort((a, b) => a.at - b.at);
+  for (const x of starts) {
+    const call = recorder.calls.get(x.callKey);
+    const key = keyOf(x.conn.exchange.body) ?? call?.key;
+    if (!call || key === undefined) continue;
+    const holder = bound === 'address' ? call.address : call.principal;
+    const place = bound === 'address' || config.memo === 'memory' ? x.where : 'the memo';
+    // The address book holds a key in the process that created it: its first body, wherever it runs later.
+    if (bound === 'address' && seen.has(`${holder}\u0000${key}`)) continue;
+    seen.add(`${holder}\u0000${key}`);
+    const group = `${holder}\u0000${place}`;
+    const list = held.get(group) ?? [];
+    list.push({ key, from: x.at, until: call.at + config.memoWindowMs, callKey: x.callKey });
+    held.set(group, list);
+  }
+  const out: string[] = [];
+  for (const [group, list] of held) {
+    const [holder, place] = group.split('\u0000');
+    for (const now of list) {
+      const keys = new Set(list.filter((k) => k.from <= now.from && now.from < k.until).map((k) => k.key));
+      if (keys.size > max) {
+        out.push(
+          `${bound} ${holder || 'the one principal'} held ${keys.size} live keys at ${now.from} (${place}), ` +
+            `past its bound of ${max} (the last admitted for ${now.callKey})`,
+        );
+        break;
+      }
+    }
+  }
   return out;
+}
+
+/** The idempotency key a request carried, read off the wire. */
+const keyOf = (body: unknown): string | undefined => {
+  const meta = (body as { params?: { _meta?: Record<string, unknown> } } | undefined)?.params?._meta;
+  const key = meta?.[ContinuityMeta.idempotencyKey];
+  return typeof key === 'string' ? key : undefined;
 };
 
 export const CHECKS_MODERN = {

@@ -15,6 +15,7 @@ import type { CheckNameModern } from './checks-modern.js';
 import { CLIENT_CORE_MUTANTS_MODERN } from './mutants-modern-core.js';
 import { CORRECT_CLIENT_MODERN } from './world-modern/client.js';
 import { RUNTIME_DECISIONS } from './world-modern/server.js';
+import { SimMemoStore } from './world-modern/sim-memo.js';
 import type { ModernWorldVariant } from './world-modern/world.js';
 
 /**
@@ -93,6 +94,18 @@ function addressBook(bound: (max: number) => number, file: (address: string) => 
   };
 }
 
+/** The simulated memo's create, given one entry more than the per-principal bound, for one world. */
+function memoBoundPlusOne(): () => void {
+  const proto = SimMemoStore.prototype;
+  const create = proto.create;
+  proto.create = function (this: SimMemoStore, entry, max) {
+    return create.call(this, entry, max + 1);
+  };
+  return () => {
+    proto.create = create;
+  };
+}
+
 /** Swaps one action of the real keyed-request machine for `action`, for one world. */
 function keyedActionAs(name: string, action: () => void): () => () => void {
   return () => {
@@ -128,6 +141,25 @@ export const MUTANTS_MODERN: readonly ModernMutant[] = [
         (address) => address,
       ),
     },
+    caughtBy: ['bounds are per principal'],
+  },
+  {
+    name: 'the per-address bound admits past it (an address holds one key more than its bound)',
+    branch: 'bound',
+    variant: {
+      client,
+      patch: addressBook(
+        (max) => max + 1,
+        (address) => address,
+      ),
+    },
+    caughtBy: ['bounds are per principal'],
+  },
+  {
+    // A memo store whose create counts one entry short (`>` where the bound wants `>=`).
+    name: 'the per-principal bound admits past it (the memo creates one key more than its bound)',
+    branch: 'bound',
+    variant: { client, patch: memoBoundPlusOne },
     caughtBy: ['bounds are per principal'],
   },
   {

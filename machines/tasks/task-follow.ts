@@ -28,6 +28,8 @@ export interface FollowPolicy {
   readonly retryDelayMs: number;
   /** Failing in a row for this long ends the follow as outcome unknown (the task may still be running). */
   readonly giveUpAfterMs: number;
+  /** A `tasks/*` request with no answer for this long is given up (a fault, retried like a cut). */
+  readonly requestTimeoutMs: number;
 }
 
 export const DEFAULT_FOLLOW_POLICY: FollowPolicy = {
@@ -35,6 +37,7 @@ export const DEFAULT_FOLLOW_POLICY: FollowPolicy = {
   maxPollMs: 30_000,
   retryDelayMs: 250,
   giveUpAfterMs: 120_000,
+  requestTimeoutMs: 30_000,
 };
 
 /** What one request of the follow got, as the shell read it (it classifies nothing). */

@@ -29,6 +29,14 @@ export function renewEveryMs(leaseMs: number): number {
   return Math.max(1, Math.floor(leaseMs / 3));
 }
 
+/**
+ * How long a task listen waits between two reads of the store (a change made on this instance wakes it
+ * sooner): the poll interval suggested to clients, so a listen sees a change no later than a poll would.
+ */
+export function listenReadEveryMs(pollIntervalMs: number): number {
+  return Math.max(1, pollIntervalMs);
+}
+
 /** The error a lapsed task fails with: the run's outcome is unknown, not "it failed". */
 export const LEASE_LAPSED_ERROR: TaskError = {
   code: -32603,

@@ -133,7 +133,9 @@ export function detailedTask(record: TaskRecord): Record<string, unknown> {
     case 'input_required':
       return { ...base, inputRequests: outstanding(record) };
     case 'completed':
-      return { ...base, result: record.result ?? {} };
+      // 2026-07-28: every result carries `resultType`, the inlined `CallToolResult` too (ext-tasks 0.2.2
+      // rejects one without it and reports the completed task failed). The record keeps it bare.
+      return { ...base, result: { resultType: 'complete', ...asObject(record.result) } };
     case 'failed':
       return { ...base, error: record.error ?? { code: -32603, message: 'Internal error' } };
     default:
@@ -145,4 +147,11 @@ export function detailedTask(record: TaskRecord): Record<string, unknown> {
 export function outstanding(record: TaskRecord): Record<string, unknown> {
   const answered = record.inputResponses ?? {};
   return Object.fromEntries(Object.entries(record.inputRequests ?? {}).filter(([k]) => !(k in answered)));
+}
+
+/** A stored result as an object to inline (a run's answer is one; anything else inlines as an empty result). */
+function asObject(value: unknown): Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : {};
 }

@@ -314,10 +314,9 @@ export class ModernStackWorld {
     this.httpServer = http.createServer((req, res) => this.gen.server.nodeHandler(req, res));
     await new Promise<void>((r) => this.httpServer.listen(0, '127.0.0.1', r));
     const port = (this.httpServer.address() as { port: number }).port;
-    this.proxy = await FaultProxy.start({
-      target: { host: '127.0.0.1', port },
-      ...(this.config.idleCut ? { idleTimeoutMs: PROXY_IDLE_MS } : {}),
-    });
+    // The balancer's idle cut starts once the client is connected (below): on a busy machine the set-up's
+    // probe may take longer than the cut, and a world that never started proves nothing.
+    this.proxy = await FaultProxy.start({ target: { host: '127.0.0.1', port } });
     this.network = new FaultLoop(this.proxy);
     this.proxy.on('fault', (e) => {
       if (e.type === 'cut' && e.reason === 'idle') this.note(`proxy cut #${e.id} ${e.label} (idle)`);
@@ -345,6 +344,7 @@ export class ModernStackWorld {
     await this.client.connect(new StreamableHTTPClientTransport(this.proxy.url(), { fetch: fetchImpl }));
     // continuityFetch learns the tools' annotations (lookup is read-only) from the list as it passes.
     await this.client.listTools();
+    if (this.config.idleCut) this.proxy.setIdleTimeout(PROXY_IDLE_MS);
   }
 
   /** One server process: its stores (wrapped so they die with it), its keyed requests, its endpoint. */

@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import {
+  createApplicationInputHandler,
   createTaskSessionFromClient,
   DispatchError,
   type ToolExecutionSettlement,
@@ -20,7 +21,9 @@ import { MemoryMemoStore } from '../../src/server/memory-memo-store.js';
 import { MemoryTaskStore } from '../../src/server/tasks/memory-task-store.js';
 import { createTasks } from '../../src/server/tasks/runtime.js';
 import { FaultProxy } from '../../src/testing/fault-proxy.js';
+import { registerHello } from '../support/hello-tool.js';
 import { listenOnLoopback } from '../support/listen.js';
+import { until } from '../support/until.js';
 
 /**
  * The official `@modelcontextprotocol/ext-tasks` 0.2.2 client on the official v2 `Client` 2.4.0, against
@@ -46,6 +49,7 @@ function app(): McpServerV2 {
     ledger.charges++;
     return { content: [{ type: 'text', text: `charged ${amount}` }] };
   });
+  registerHello(server);
   return server;
 }
 
@@ -64,7 +68,7 @@ beforeEach(async () => {
       }),
       tasks: createTasks({
         store: new MemoryTaskStore(),
-        taskTools: ['charge'],
+        taskTools: ['charge', 'hello'],
         pollIntervalMs: 50,
         onError: (e) => errors.push(e),
       }),
@@ -105,7 +109,7 @@ function recording(inner: typeof fetch = fetch): typeof fetch {
  * A raw dispatcher on plain fetch, as a host writes one: one POST, the JSON-RPC response read from a JSON
  * body or an event stream; a network failure or an answer without one is a retryable `DispatchError`.
  */
-function plainDispatcher(url: URL): ExtTasksDispatch {
+function plainDispatcher(url: URL, net: typeof fetch): ExtTasksDispatch {
   let next = 0;
   return async (request, options) => {
     const id = ++next;
@@ -122,7 +126,7 @@ function plainDispatcher(url: URL): ExtTasksDispatch {
     if (body.method === 'tools/call') headers['mcp-name'] = String(params.name);
     let text: string;
     try {
-      const response = await recording()(url, {
+      const response = await net(url, {
         method: 'POST',
         headers,
         body: JSON.stringify(body),
@@ -157,6 +161,12 @@ interface Stack {
 }
 
 /** The v2 `Client` on `continuityFetch` over `net`, and an ext-tasks session on it with a raw dispatcher (ours or plain). */
+/** Every question ext-tasks put to the user (its elicitation handler), in order. */
+let asked: string[] = [];
+beforeEach(() => {
+  asked = [];
+});
+
 async function connect(which: 'ours' | 'plain', net: typeof fetch = recording()): Promise<Stack> {
   const fetch = continuityFetch({ fetch: net });
   const client = new Client(
@@ -174,14 +184,24 @@ async function connect(which: 'ours' | 'plain', net: typeof fetch = recording())
           headers: AUTH,
           policy: { minPollMs: 20, retryDelayMs: 50, maxPollMs: 200, giveUpAfterMs: 5_000 },
         })
-      : plainDispatcher(proxy.url());
+      : plainDispatcher(proxy.url(), net);
   const session = createTaskSessionFromClient(client, {
     endpointId: `ext-tasks-test:${which}`,
+    onInputRequest: createApplicationInputHandler({
+      elicitation: async (request) => {
+        asked.push(String((request.params as { message?: unknown }).message));
+        return { action: 'accept', content: { name: 'Luca' } };
+      },
+      sampling: async () => {
+        throw new Error('no sampling here');
+      },
+      roots: async () => ({ roots: [] }),
+    }),
     rawDispatch,
     v2RequestFraming: {
       protocolVersion: MODERN,
       clientInfo: { name: 'ext-tasks-client', version: '1.0.0' },
-      clientCapabilities: {},
+      clientCapabilities: { elicitation: { form: {} } },
     },
   });
   return { client, session };
@@ -211,11 +231,6 @@ describe('ext-tasks 0.2.2 with our raw dispatcher', () => {
 
 const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Waits (bounded) until `fact` holds. */
-async function until(fact: () => boolean, ms = 5_000): Promise<void> {
-  for (let t = 0; t < ms && !fact(); t += 10) await wait(10);
-}
-
 /**
  * A cut before the handle: the proxy holds every answer 400 ms; once the task's run has started (the
  * server stored the task and answered its handle), every connection is reset, so the handle is lost.
@@ -223,7 +238,7 @@ async function until(fact: () => boolean, ms = 5_000): Promise<void> {
 async function cutBeforeHandle(stack: Stack, amount: number) {
   proxy.setLatency(400);
   const execution = stack.session.callTool('charge', { amount });
-  await until(() => ledger.started >= 1);
+  await until('the task’s run', () => ledger.started >= 1, 5_000);
   proxy.reset();
   proxy.setLatency(0);
   return execution;
@@ -232,7 +247,7 @@ async function cutBeforeHandle(stack: Stack, amount: number) {
 /** A balancer outage (resets, then 503s for 700 ms) while the task runs, once it is being polled. */
 async function outageWhilePolling(stack: Stack, amount: number) {
   const execution = await stack.session.callTool('charge', { amount });
-  await until(() => sent.includes('tasks/get'));
+  await until('the first poll', () => sent.includes('tasks/get'), 5_000);
   proxy.outage(700);
   return execution;
 }
@@ -255,7 +270,7 @@ describe('through the same cuts', () => {
     const execution = await cutBeforeHandle(stack, 3);
     const { outcome } = (await (await execution).settle()) as Settled;
     expect(outcome).toMatchObject({ status: 'completed', result: { content: [{ text: 'charged 3' }] } });
-    await until(() => ledger.charges >= 2);
+    await until('the second charge', () => ledger.charges >= 2, 5_000);
     expect(sent.filter((m) => m === 'tools/call')).toHaveLength(2);
     expect(ledger).toEqual({ started: 2, charges: 2 });
     await close(stack);
@@ -315,4 +330,46 @@ describe('through the same cuts', () => {
     await close(second);
     await close(first);
   });
+
+  it('ours: the first two tasks/update answers are cut after the server read them: re-sent, asked once, the result', async () => {
+    const cut = cutUpdates(2);
+    const stack = await connect('ours', cut.net);
+    const execution = await stack.session.callTool('hello', {});
+    const { outcome } = (await execution.settle()) as Settled;
+    expect(outcome).toMatchObject({ status: 'completed', result: { content: [{ text: 'Hello, Luca!' }] } });
+    expect(asked).toEqual(['Your name?']);
+    expect(cut.updates()).toBe(3);
+    await close(stack);
+  });
+
+  it('plain: the same two cuts: ext-tasks re-sends the update once, then reports "failed" while the task completes', async () => {
+    const cut = cutUpdates(2);
+    const stack = await connect('plain', cut.net);
+    const execution = await stack.session.callTool('hello', {});
+    const taskId = String(execution.handle?.taskId);
+    const { outcome } = (await execution.settle()) as Settled;
+    expect(outcome.status).toBe('failed');
+    expect(cut.updates()).toBe(2);
+    // The server took the first update: the task completed with the answer given once.
+    const truth = await followTask(proxy.url(), taskId, { headers: AUTH, policy: { minPollMs: 20 } });
+    expect(truth).toMatchObject({ kind: 'completed', result: { content: [{ text: 'Hello, Luca!' }] } });
+    expect(asked).toEqual(['Your name?']);
+    await close(stack);
+  });
 });
+
+/** A network that cuts the answers of the first `count` tasks/update after the server read them. */
+function cutUpdates(count: number) {
+  let updates = 0;
+  const live = recording();
+  const net = (async (input: string | URL | Request, init?: RequestInit) => {
+    const method = typeof init?.body === 'string' ? String(JSON.parse(init.body).method) : '';
+    const response = await live(input, init);
+    if (method === 'tasks/update' && ++updates <= count) {
+      await response.text();
+      throw new TypeError('fetch failed (the answer was cut after the server read the request)');
+    }
+    return response;
+  }) as typeof fetch;
+  return { net, updates: () => updates };
+}

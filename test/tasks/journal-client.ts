@@ -24,12 +24,14 @@ for (let i = 0; ; i++) {
         fetch: continuityFetch({
           tasks: {
             journal: new FileTaskJournal(String(journalPath)),
-            policy: { minPollMs: 20, retryDelayMs: 20, maxPollMs: 200 },
+            policy: { minPollMs: 20, retryDelayMs: 20, maxPollMs: 200, requestTimeoutMs: 5_000 },
             onTask: ({ taskId }) => say({ task: taskId }),
           },
         }),
         requestInit: { headers: { authorization: 'Bearer alice' } },
       }),
+      // A request the balancer leaves hanging is given up after 5 s and the connect tried again.
+      { timeout: 5_000 },
     );
     break;
   } catch (error) {

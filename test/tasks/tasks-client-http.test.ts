@@ -10,6 +10,7 @@ import { type ContinuityServer, createContinuityServer } from '../../src/server/
 import { MemoryTaskStore } from '../../src/server/tasks/memory-task-store.js';
 import { createTasks } from '../../src/server/tasks/runtime.js';
 import { FaultProxy } from '../../src/testing/fault-proxy.js';
+import { registerHello } from '../support/hello-tool.js';
 import { listenOnLoopback } from '../support/listen.js';
 
 /**
@@ -37,24 +38,7 @@ function app(): McpServerV2 {
     ledger.charges++;
     return { content: [{ type: 'text', text: `charged ${amount}` }] };
   });
-  server.registerTool('hello', { inputSchema: z.object({}) }, async (_args, ctx) => {
-    const answer = ctx.mcpReq.inputResponses?.name as { content?: { name?: string } } | undefined;
-    if (!answer)
-      return {
-        resultType: 'input_required' as const,
-        inputRequests: {
-          name: {
-            method: 'elicitation/create',
-            params: {
-              mode: 'form',
-              message: 'Your name?',
-              requestedSchema: { type: 'object', properties: { name: { type: 'string' } } },
-            },
-          },
-        },
-      };
-    return { content: [{ type: 'text', text: `Hello, ${answer.content?.name}!` }] };
-  });
+  registerHello(server);
   return server;
 }
 

@@ -8,6 +8,7 @@ import { type ContinuityServer, createContinuityServer } from '../../src/server/
 import { MemoryTaskStore } from '../../src/server/tasks/memory-task-store.js';
 import { createTasks } from '../../src/server/tasks/runtime.js';
 import { FaultProxy } from '../../src/testing/fault-proxy.js';
+import { registerHello } from '../support/hello-tool.js';
 import { listenOnLoopback } from '../support/listen.js';
 import { until } from '../support/until.js';
 
@@ -65,31 +66,8 @@ function app(): McpServerV2 {
       return { content: [{ type: 'text', text: `charged ${amount}` }] };
     },
   );
-  server.registerTool('hello', { inputSchema: z.object({}) }, async (_args, ctx) => {
-    const answer = ctx.mcpReq.inputResponses?.name as
-      | { action?: string; content?: { name?: string } }
-      | undefined;
-    if (!answer) {
-      ledger.asked++;
-      return {
-        resultType: 'input_required' as const,
-        inputRequests: {
-          name: {
-            method: 'elicitation/create',
-            params: {
-              mode: 'form',
-              message: 'Your name?',
-              requestedSchema: {
-                type: 'object',
-                properties: { name: { type: 'string' } },
-                required: ['name'],
-              },
-            },
-          },
-        },
-      };
-    }
-    return { content: [{ type: 'text', text: `Hello, ${answer.content?.name}!` }] };
+  registerHello(server, () => {
+    ledger.asked++;
   });
   return server;
 }

@@ -99,11 +99,17 @@ async function instance(store: TaskStore): Promise<number> {
   return port;
 }
 
+interface Balancer {
+  readonly url: URL;
+  readonly cuts: () => number;
+  readonly proxy: FaultProxy;
+}
+
 /**
  * A balancer in front of `target` resetting every connection every 300 ms (and those idle for 300 ms).
  * Each new connection goes to `target.port` as it is then: a test moves it to send traffic elsewhere.
  */
-async function balancer(target: { host: string; port: number }): Promise<{ url: URL; cuts: () => number }> {
+async function balancer(target: { host: string; port: number }): Promise<Balancer> {
   const proxy = await FaultProxy.start({ target, idleTimeoutMs: 300 });
   let cuts = 0;
   proxy.on('fault', (e) => {
@@ -116,7 +122,7 @@ async function balancer(target: { host: string; port: number }): Promise<{ url: 
     clearInterval(cutting);
     await proxy.close();
   });
-  return { url: proxy.url(), cuts: () => cuts };
+  return { url: proxy.url(), cuts: () => cuts, proxy };
 }
 
 /** The network under the client: each `tasks/*` request's method, and how many of them failed. */
@@ -218,11 +224,7 @@ function counted<S extends TaskStore>(store: S): S & { created: () => number } {
  * The official v2 `Client` on `continuityFetch({ tasks })` calls a 1.5 s charge through `lb`:
  * `onHandle` runs when the handle arrives. The result, one run, polls sent and some lost to the cuts.
  */
-async function chargeThrough(
-  lb: { url: URL; cuts: () => number },
-  amount: number,
-  onHandle: () => void,
-): Promise<void> {
+async function chargeThrough(lb: Balancer, amount: number, onHandle: () => void): Promise<void> {
   const net = network();
   const handles: string[] = [];
   const client = new Client(
@@ -232,6 +234,8 @@ async function chargeThrough(
   await connectThrough(client, lb.url, net.fetch, (taskId) => {
     handles.push(taskId);
     onHandle();
+    // A cut during polling, for sure: open connections reset, new ones answered 503 for 400 ms.
+    lb.proxy.outage(400);
   });
   const result = (await client.callTool(
     { name: 'charge', arguments: { amount, ms: 1_500 } },
@@ -262,12 +266,14 @@ async function connectThrough(
             fetch: net,
             tasks: {
               journal: new MemoryTaskJournal(),
-              policy: { minPollMs: 20, retryDelayMs: 20, maxPollMs: 200 },
+              policy: { minPollMs: 20, retryDelayMs: 20, maxPollMs: 200, requestTimeoutMs: 5_000 },
               onTask: ({ taskId }) => onTask(taskId),
             },
           }),
           requestInit: { headers: { authorization: 'Bearer alice' } },
         }),
+        // A request the balancer leaves hanging is given up after 5 s and the connect tried again.
+        { timeout: 5_000 },
       );
       return;
     } catch (error) {

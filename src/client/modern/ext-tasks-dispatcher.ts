@@ -92,6 +92,9 @@ export function extTasksDispatcher(options: ExtTasksDispatcherOptions): ExtTasks
     for (const [name, value] of Object.entries(dispatch.context?.headers ?? {})) headers.set(name, value);
     const task = taskRequestOf(request);
     if (!task) return send(url, options.fetch, headers, request, dispatch.signal);
+    // The server runs a task's next round with a tasks/update's headers: they name the protocol too.
+    const version = task.meta[PROTOCOL_VERSION_META_KEY];
+    if (typeof version === 'string') headers.set('mcp-protocol-version', version);
     const io = { url, headers, fetch: options.fetch, meta: task.meta };
     let step = startRequest(task.taskId, task.request, policy);
     let fact: FollowFact = { kind: 'fault', at: Date.now() };

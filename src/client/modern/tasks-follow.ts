@@ -91,7 +91,7 @@ export async function followTaskWith(
     } else {
       await sleep(action.afterMs, cancelTold ? undefined : io.signal);
       if (io.signal?.aborted && !cancelTold) continue;
-      fact = await exchange(io, taskId, action);
+      fact = await exchange(io, taskId, action, policy.requestTimeoutMs);
     }
     step = followStep(step.state, fact, policy);
   }
@@ -140,6 +140,7 @@ export async function exchange(
   io: FollowIo,
   taskId: string,
   action: Extract<FollowAction, { kind: 'get' | 'update' | 'cancel' }>,
+  timeoutMs: number = DEFAULT_FOLLOW_POLICY.requestTimeoutMs,
 ): Promise<FollowFact> {
   const method = `tasks/${action.kind}`;
   const id = `task-${randomUUID()}`;
@@ -159,7 +160,7 @@ export async function exchange(
       method: 'POST',
       headers,
       body: JSON.stringify({ jsonrpc: '2.0', id, method, params }),
-      signal: AbortSignal.timeout(30_000),
+      signal: AbortSignal.timeout(timeoutMs),
     });
     const text = await readCappedText(response, DEFAULT_MAX_MESSAGE_BYTES, () => undefined);
     const answer = text === undefined ? undefined : answerOf(text, id);

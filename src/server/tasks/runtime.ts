@@ -23,6 +23,7 @@ import {
   DEFAULT_TASK_TIMING,
   decideLeaseLapse,
   decideRenewal,
+  listenReadEveryMs,
   renewEveryMs,
 } from '../../../machines/tasks/task-lease.js';
 import { planTaskListen, taskListenAck, taskNotices } from '../../../machines/tasks/task-listen.js';
@@ -36,6 +37,7 @@ import {
 } from '../../../machines/tasks/task-record.js';
 import { sdkMessages } from '../keyed/sdk-messages.js';
 import type { RunOnSdk } from '../modern/keyed-hook.js';
+import { processWakes, type WakePort } from '../wake-port.js';
 import type { TaskStore } from './task-store.js';
 
 /** The tasks extension of `createContinuityServer` for MCP 2026-07-28 (`modern.tasks`; docs/tasks.md). */
@@ -63,6 +65,11 @@ export interface TasksOptions {
   readonly leaseMs?: number;
   /** Injectable clock (tests). */
   readonly now?: () => number;
+  /**
+   * The host's wake port: every lease renewal and every task listen's next store read is a wake-up of
+   * it (the runtime holds no timer of its own). Default: the process's shared port (`processWakes`).
+   */
+  readonly wakes?: WakePort;
   /** Told of failures that reach no client (a run's outcome that could not be written). */
   readonly onError?: (error: unknown) => void;
 }
@@ -105,6 +112,7 @@ export function createTasks(options: TasksOptions): Tasks {
   const maxKeyLength = options.maxKeyLength ?? 255;
   const leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
   const onError = options.onError ?? (() => undefined);
+  const wakes = options.wakes ?? processWakes;
   /** Runs of this process, by task id: a cancel stops them. */
   const runs = new Map<string, AbortController>();
   /** Task listen streams of this process, woken by a change made here (others' are read at each poll). */
@@ -148,15 +156,14 @@ export function createTasks(options: TasksOptions): Tasks {
     // Renews the run's lease while it goes on; a task ended elsewhere (cancelled on another instance)
     // stops the run here.
     let renewal: Promise<unknown> = Promise.resolve();
-    const renewing = setInterval(() => {
+    const renewing = wakes.every(renewEveryMs(leaseMs), () => {
       renewal = change(record.taskId, (r) => {
         const d = decideRenewal(r, record.round, now(), leaseMs);
         if (d.kind === 'stop') controller.abort();
         return d.kind === 'renew' ? { next: d.next } : {};
       }).catch(onError);
-    }, renewEveryMs(leaseMs));
-    renewing.unref?.();
-    controller.signal.addEventListener('abort', () => clearInterval(renewing), { once: true });
+    });
+    controller.signal.addEventListener('abort', () => renewing.cancel(), { once: true });
     void (async () => {
       let answer: RunAnswer = { kind: 'lost', why: 'no answer from the tool' };
       try {
@@ -174,7 +181,7 @@ export function createTasks(options: TasksOptions): Tasks {
       } catch (error) {
         answer = { kind: 'lost', why: error instanceof Error ? error.message : String(error) };
       }
-      clearInterval(renewing);
+      renewing.cancel();
       await renewal;
       if (controller.signal.aborted) return;
       try {
@@ -281,12 +288,12 @@ export function createTasks(options: TasksOptions): Tasks {
           sent = step.sent;
           await new Promise<void>((resolve) => {
             const wake = () => {
-              clearTimeout(timer);
+              timer.cancel();
               watchers.delete(wake);
               signal.removeEventListener('abort', wake);
               resolve();
             };
-            const timer = setTimeout(wake, pollIntervalMs);
+            const timer = wakes.after(listenReadEveryMs(pollIntervalMs), wake);
             watchers.add(wake);
             signal.addEventListener('abort', wake, { once: true });
           });

@@ -7,8 +7,9 @@ import { processWakes, type WakePort } from './wake-port.js';
 import { type FrameQueue, WebSink } from './web-sink.js';
 
 /**
- * Writing a Reply as a Web `Response` (for `fetch` handlers) and straight to a Node response
- * (`writeNodeReply`); a Web `Response` (the modern endpoint's) is written to Node by `writeNodeResponse`.
+ * Writing a Reply as a Web `Response` (for `fetch` handlers) and straight to a Node response. The Node
+ * path (`writeNodeReply`) builds no Web stream; a Web `Response` (the modern endpoint's) is written to
+ * Node by `writeNodeResponse`.
  */
 
 /**

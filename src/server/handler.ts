@@ -36,7 +36,7 @@ import type { ContinuityMetrics } from '../metrics/continuity-metrics.js';
 import { tracingSessionServer } from '../telemetry/session-server-traces.js';
 import { type ContinuityTelemetry, globalTelemetry } from '../telemetry/telemetry.js';
 import type { EventLog, SharedSessionStore } from './event-log.js';
-import { type SseLimits, toResponse, writeNodeResponse } from './http.js';
+import { type SseLimits, toResponse, writeNodeReply, writeNodeResponse } from './http.js';
 import { fromNodeRequest, fromWebRequest, type IncomingCall } from './incoming.js';
 import { MemoryEventLog } from './memory-event-log.js';
 import {
@@ -512,19 +512,23 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
     }
   }
 
-  async function fetchHandler(call: IncomingCall, localBind = false): Promise<Response> {
+  /** The answer to a call: a Reply, or a Web Response where one is made (the modern endpoint, elsewhere). */
+  async function answer(call: IncomingCall, localBind = false): Promise<Reply | Response> {
     const target = routeTarget(call.pathname, path);
-    if (target.kind === 'refused') return toResponse(refused(target));
+    if (target.kind === 'refused') return refused(target);
     if (target.kind === 'elsewhere') return new Response(target.text, { status: target.status });
     try {
-      const handled = await handle(call, localBind);
-      return handled instanceof Response ? handled : toResponse(handled, options.sse, wakes);
+      return await handle(call, localBind);
     } catch (error) {
-      if (error instanceof SessionUnavailableError)
-        return toResponse(replyWith(sessionUnavailable(error.released)));
+      if (error instanceof SessionUnavailableError) return replyWith(sessionUnavailable(error.released));
       onError(error);
-      return toResponse(replyWith(INTERNAL_ERROR));
+      return replyWith(INTERNAL_ERROR);
     }
+  }
+
+  async function fetchHandler(call: IncomingCall, localBind = false): Promise<Response> {
+    const answered = await answer(call, localBind);
+    return answered instanceof Response ? answered : toResponse(answered, options.sse, wakes);
   }
 
   /** Node: nothing a client sends may throw out of here (an uncaught throw would stop the process). */
@@ -535,8 +539,11 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
     res.on('error', () => undefined);
     try {
       const localBind = LOOPBACK.test(req.socket.localAddress ?? '');
-      const response = await fetchHandler(fromNodeRequest(req, res), localBind);
-      await writeNodeResponse(response, res, options.sse?.stallMs, options.sse?.maxBufferedBytes, wakes);
+      const answered = await answer(fromNodeRequest(req, res), localBind);
+      // A Reply is written straight to the socket; only a Web Response goes through a stream.
+      if (answered instanceof Response)
+        await writeNodeResponse(answered, res, options.sse?.stallMs, options.sse?.maxBufferedBytes, wakes);
+      else await writeNodeReply(answered, res, options.sse, wakes);
     } catch (error) {
       onError(error);
       try {

@@ -14,7 +14,17 @@ export interface WebSinkLimits {
 }
 
 /**
- * An SSE response over a Web `ReadableStream`, with backpressure and pacing.
+ * Where a sink's frames are queued: a Web stream's controller, or (Node) a response written directly,
+ * whose `desiredSize` is then always the whole capacity (its backlog is the socket's, see `attachSocket`).
+ */
+export interface FrameQueue {
+  readonly desiredSize: number | null;
+  enqueue(chunk: Uint8Array): void;
+  close(): void;
+}
+
+/**
+ * An SSE response over a Web `ReadableStream` (or a Node response, through a {@link FrameQueue}), with backpressure and pacing.
  *
  * Backpressure: what the reader has not taken is bounded (`maxBufferedBytes`); past it the response ends
  * after what is queued, and the client resumes with Last-Event-ID (every event is in the log).
@@ -37,7 +47,7 @@ export class WebSink implements SseSink {
   private stallMs: number;
 
   constructor(
-    private readonly controller: ReadableStreamDefaultController<Uint8Array>,
+    private readonly controller: FrameQueue,
     private readonly limits: WebSinkLimits,
     /** The host's timer port: the stall check is a wake-up asked of it. */
     private readonly wakes: WakePort = processWakes,

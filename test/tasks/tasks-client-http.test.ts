@@ -12,6 +12,7 @@ import { createTasks } from '../../src/server/tasks/runtime.js';
 import { FaultProxy } from '../../src/testing/fault-proxy.js';
 import { registerHello } from '../support/hello-tool.js';
 import { listenOnLoopback } from '../support/listen.js';
+import { until } from '../support/until.js';
 
 /**
  * The client side of the tasks extension over real HTTP on 127.0.0.1: the official v2 `Client` with
@@ -124,8 +125,9 @@ describe('continuityFetch follows task handles', () => {
   it('a balancer outage during polling: tasks/get is retried and the SAME task’s result arrives, never "failed"', async () => {
     const client = await connect({ policy: fast });
     const call = client.callTool({ name: 'charge', arguments: { amount: 8 } });
-    // Down while the task runs: open connections reset, new ones answered 503.
-    await new Promise((r) => setTimeout(r, 150));
+    // Down while the task runs (its first poll went out: the handle arrived), open connections reset, new
+    // ones answered 503. Waiting for the poll, not a guessed time: on a busy machine the handle may come late.
+    await until('the first tasks/get', () => sent.includes('tasks/get'), 10_000);
     const before = sent.length;
     proxy.outage(700);
     const result = (await call) as { content: { text: string }[] };

@@ -8,7 +8,9 @@ export const callArb: fc.Arbitrary<Command> = fc.oneof(
   // The tools that charge and that overflow a small log, more often.
   {
     weight: 2,
-    arbitrary: fc.constantFrom('charge', 'chatty', 'slow').map((tool) => ({ kind: 'call', tool }) as const),
+    arbitrary: fc
+      .constantFrom('charge', 'chatty', 'slow', 'bulky')
+      .map((tool) => ({ kind: 'call', tool }) as const),
   },
 );
 
@@ -38,6 +40,7 @@ export const commandArb: fc.Arbitrary<Command> = fc.oneof(
   },
   { weight: 1, arbitrary: fc.nat(7).map((pick) => ({ kind: 'endStream', pick }) as const) },
   { weight: 1, arbitrary: fc.nat(7).map((pick) => ({ kind: 'stall', pick }) as const) },
+  { weight: 1, arbitrary: fc.nat(7).map((pick) => ({ kind: 'trickle', pick }) as const) },
   {
     weight: 2,
     arbitrary: fc.integer({ min: 100, max: 20_000 }).map((ms) => ({ kind: 'partition', ms }) as const),
@@ -89,6 +92,8 @@ export const worldConfigArb: fc.Arbitrary<WorldConfig> = fc.record({
   replayOverlap: fc.constantFrom(0, 0, 1, 3),
   // Now and then a server that answers the standalone GET 404 while it serves POSTs (issue 22).
   standaloneNotFound: fc.constantFrom(false, false, false, false, false, true),
+  // Now and then a server that leaves finished responses open: the client's drain deadline frees them.
+  lingers: fc.constantFrom(false, false, false, true),
 });
 
 /**
@@ -195,6 +200,25 @@ export const closeAfterLossArb: fc.Arbitrary<Command[]> = fc
     ...rest,
   ]);
 
+/**
+ * A call on a slow link after a random schedule: a large result trickling in for longer than the stall
+ * timeout, or a call whose stream a proxy turns into a trickle of bytes that complete nothing. Only the
+ * progress rule (machines/client/progress.ts) tells the first (alive) from the second (stalled).
+ */
+export const slowLinkArb: fc.Arbitrary<Command[]> = fc
+  .tuple(
+    fc.array(commandArb, { maxLength: 15, size: 'max' }),
+    fc.constantFrom('bulky', 'bulky', 'slow', 'chatty'),
+    fc.integer({ min: 1, max: 300 }),
+    fc.option(fc.nat(1), { nil: undefined }),
+  )
+  .map(([rest, tool, wait, trickle]) => [
+    ...rest,
+    { kind: 'call', tool } as const,
+    { kind: 'advance', ms: wait } as const,
+    ...(trickle === undefined ? [] : [{ kind: 'trickle', pick: trickle } as const]),
+  ]);
+
 export const scenarioArb = fc.record({
   config: worldConfigArb,
   commands: fc.oneof(
@@ -204,5 +228,6 @@ export const scenarioArb = fc.record({
     { weight: 1, arbitrary: earlyNotifyArb },
     { weight: 1, arbitrary: tokenExpiryArb },
     { weight: 1, arbitrary: closeAfterLossArb },
+    { weight: 1, arbitrary: slowLinkArb },
   ),
 });

@@ -2,6 +2,7 @@ import { OutcomeUnknownReason as R } from '../machines/codes.js';
 import { COMMON_CHECKS, type TraceCheck } from './checks/common.js';
 import { DELIVERY_CHECKS, type DeliveryTrace, type StreamDelivery } from './checks/delivery.js';
 import type { CallTrace, ExcuseRules, Trace } from './checks/trace.js';
+import { closeEndsTheSession, quietOnceSettled, stoppedConnectionsLetGo } from './checks-connections.js';
 import type { AppendedMessage, CallRecord, Recorder } from './world/recorder.js';
 import { TOOLS, type ToolName } from './world/tools.js';
 import type { WorldOutcome } from './world/world.js';
@@ -304,6 +305,9 @@ export const CHECKS = {
   'sessions end for a reason': onModel(COMMON_CHECKS['sessions end for a reason']),
   'expiry after the idle TTL': onModel(COMMON_CHECKS['expiry after the idle TTL']),
   'DELETE answered honestly': deleteAnsweredHonestly,
+  'quiet once settled': quietOnceSettled,
+  'stopped connections let go': stoppedConnectionsLetGo,
+  'close ends the session': closeEndsTheSession,
 } as const satisfies Record<string, Check>;
 
 export type CheckName = keyof typeof CHECKS;

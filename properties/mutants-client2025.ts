@@ -8,10 +8,11 @@ import { CORRECT_CLIENT } from './world/client.js';
  * in the world's client, which runs the same core as the runtime (properties/world/client.ts). Judged by
  * the 2025 properties like every mutant (mutants-client2025.test.ts).
  *
- * Rules of the core the 2025 world cannot tell apart yet (tried, not caught in 400–600 worlds): the
- * progress threshold and the drain deadline (the world sends whole units and judges outcomes, not
- * connections), and a comment as proof of life and refused named reset (a stall cut or a refusal during
- * faults is resumed or excused).
+ * The world exposes each rule: large results trickle in and a proxy can trickle bytes into a silent stream
+ * (the progress threshold, both ways), the server sends keep-alive comments (a comment as proof of life),
+ * a server may leave a finished response open (the drain deadline), and the application closes its
+ * client (`deletesOnClose`, machines/client/closing.ts). Not yet exposed: a named refusal, the close
+ * deadline, `settledByMessage` and `resumesFrom` (the world never cancels nor resumes by token).
  */
 export const CLIENT_2025_MUTANTS: readonly Mutant[] = [
   {
@@ -64,5 +65,60 @@ export const CLIENT_2025_MUTANTS: readonly Mutant[] = [
       },
     },
     caughtBy: ['no spurious outcome unknown'],
+  },
+  {
+    name: 'bytes that complete no event never prove life (no progress threshold), so a large result is cut as stalled',
+    branch: 'exchange core',
+    variant: {
+      client: {
+        ...CORRECT_CLIENT,
+        name: 'no-progress-threshold',
+        exchangeRules: { ...EXCHANGE_RULES, progressBytes: Number.POSITIVE_INFINITY },
+      },
+    },
+    caughtBy: ['no spurious outcome unknown', 'no hang'],
+  },
+  {
+    name: 'every byte proves life (a 1-byte threshold), so a proxy trickling bytes hides a stalled stream',
+    branch: 'exchange core',
+    variant: {
+      client: {
+        ...CORRECT_CLIENT,
+        name: 'byte-is-progress',
+        exchangeRules: { ...EXCHANGE_RULES, progressBytes: 1 },
+      },
+    },
+    caughtBy: ['no hang', 'no unflagged loss'],
+  },
+  {
+    name: 'a keep-alive comment is not proof of life, so a quiet live stream is cut every stall timeout',
+    branch: 'exchange core',
+    variant: {
+      client: {
+        ...CORRECT_CLIENT,
+        name: 'comment-not-alive',
+        exchangeStep: (state, fact, rules) =>
+          exchangeStep(state, fact.kind === 'chunk' ? { ...fact, comment: false } : fact, rules),
+      },
+    },
+    caughtBy: ['quiet once settled'],
+  },
+  {
+    name: "a stopped POST's body is drained for an hour, so a server that leaves it open holds the connection",
+    branch: 'exchange core',
+    variant: {
+      client: {
+        ...CORRECT_CLIENT,
+        name: 'drain-forever',
+        exchangeRules: { ...EXCHANGE_RULES, drainMs: 3_600_000 },
+      },
+    },
+    caughtBy: ['stopped connections let go'],
+  },
+  {
+    name: 'closing never sends DELETE (deleteOnClose read as off), so a closed session stays on the server',
+    branch: 'closing',
+    variant: { client: { ...CORRECT_CLIENT, name: 'no-delete-on-close', deletesOnClose: () => false } },
+    caughtBy: ['close ends the session'],
   },
 ];

@@ -1,6 +1,7 @@
 import { type Actor, createActor, createMachine, fromCallback, sendParent } from 'xstate';
 import type { ReconnectPolicy } from '../../machines/backoff.js';
 import type { AuthorizationResult } from '../../machines/client/authorization.js';
+import { deletesOnClose } from '../../machines/client/closing.js';
 import type { CursorRecord } from '../../machines/client/cursor.js';
 import {
   EXCHANGE_RULES,
@@ -19,10 +20,11 @@ import { isResponse, type JsonRpcMessage, requestKey } from '../../machines/json
 import { inspectClient, type Observe } from '../coverage.js';
 import type { VirtualClock } from './clock.js';
 import { sendDelete } from './delete.js';
-import type { SimNetwork } from './network.js';
+import type { SimNetwork, WireEvent } from './network.js';
 import type { Recorder } from './recorder.js';
 import type { SimServer } from './server.js';
 import type { ToolName } from './tools.js';
+import { wireBytes } from './wire-size.js';
 
 /**
  * A client process: the client session machine with simulated I/O, and a tiny application on top that
@@ -42,6 +44,8 @@ export interface ClientVariant {
   readonly exchangeRules?: ExchangeRules;
   /** The exchange core's step (mutants only: a wrapped step; absent: the runtime's `exchangeStep`). */
   readonly exchangeStep?: typeof exchangeStep;
+  /** Whether closing sends DELETE (mutants only; absent: the runtime's `deletesOnClose`). */
+  readonly deletesOnClose?: typeof deletesOnClose;
 }
 
 export const CORRECT_CLIENT: ClientVariant = {
@@ -122,21 +126,28 @@ export class SimClientProcess {
     const exchange = fromCallback<IoEvent, Exchange>(({ input, sendBack }) => {
       let state = EXCHANGE_START;
       let stopped = false;
+      const hear = (event: WireEvent) => {
+        for (const fact of factsOf(event)) {
+          const next = step(state, fact, rules);
+          state = next.state;
+          if (!stopped) for (const e of next.events) sendBack(e);
+        }
+        // A drained body ended: nothing is left to abandon.
+        if (stopped && state.finished) net.abandon(conn);
+      };
       const conn = net.connect(
         input,
-        (event) => {
-          for (const fact of factsOf(event)) {
-            const next = step(state, fact, rules);
-            state = next.state;
-            if (!stopped) for (const e of next.events) sendBack(e);
-          }
-          // A drained body ended: nothing is left to abandon.
-          if (stopped && state.finished) net.abandon(conn);
-        },
+        hear,
         (c) => server.serve(c),
+        (bytes) => hear({ type: 'wire.bytes', bytes }),
       );
       return () => {
         stopped = true;
+        conn.stoppedByClient = true;
+        // A connection the server still serves, healthy, and not one it finished and left open: the client
+        // cut a live stream (checks-connections.ts judges when that may happen). The world's end stops all.
+        if (!recorder.worldStopped && conn.open && !conn.blackholed && !conn.lingering)
+          recorder.liveCuts.push(deps.clock.now());
         const plan = stopPlan(state, input.method, rules);
         if (plan.kind === 'drain') deps.clock.setTimeout(() => net.abandon(conn), plan.wakeInMs);
         else net.abandon(conn);
@@ -165,7 +176,12 @@ export class SimClientProcess {
             lostCount: gap.lostCount,
             sessionGone: gap.sessionId === undefined || server.isGone(gap.sessionId),
           }),
-        sendDelete: (_, { sessionId }) => sendDelete(net, server, recorder, sessionId),
+        // As the runtime's transport: the application left `deleteOnClose` at its default, and never ended
+        // the session itself (`terminateSession`).
+        sendDelete: (_, { sessionId }) => {
+          if ((variant.deletesOnClose ?? deletesOnClose)(undefined, false))
+            sendDelete(net, server, recorder, sessionId);
+        },
         persistCursor: (_, { record }) => {
           deps.store.record = record;
         },
@@ -311,8 +327,10 @@ export class SimClientProcess {
  * What the simulated network delivered, as the facts the runtime's reader would have observed: a response's
  * headers (and a body's end), each chunk of an event stream with the units it completed, the end, a failure.
  */
-function factsOf(event: IoEvent): readonly ExchangeFact[] {
+function factsOf(event: WireEvent): readonly ExchangeFact[] {
   switch (event.type) {
+    case 'wire.bytes':
+      return [{ kind: 'chunk', bytes: event.bytes }];
     case 'http.stream':
       return [
         {
@@ -351,8 +369,7 @@ function factsOf(event: IoEvent): readonly ExchangeFact[] {
 }
 
 /** About the size of events on the wire (the progress rule counts bytes). */
-const bytesOf = (events: readonly SseEvent[]): number =>
-  events.reduce((n, e) => n + (e.data?.length ?? 0) + (e.id?.length ?? 0) + 8, 0);
+const bytesOf = (events: readonly SseEvent[]): number => events.reduce((n, e) => n + wireBytes(e), 0);
 
 function uidOf(message: JsonRpcMessage): string | undefined {
   const m = message as {

@@ -21,6 +21,9 @@ export function sendDelete(
       if (event.type === 'http.response')
         recorder.deleteAnswers.push({ sessionId, status: event.status, at: net.clock.now(), stranger });
     },
-    (conn) => server.serve(conn),
+    (conn) => {
+      if (stranger === undefined) recorder.deletesArrived.add(sessionId);
+      server.serve(conn);
+    },
   );
 }

@@ -1,5 +1,12 @@
 import type { Exchange, IoEvent, SseEvent } from '../../machines/client/io.js';
 import type { VirtualClock } from './clock.js';
+import { TRICKLE_CHUNK_BYTES, TRICKLE_GAP_MS, wireBytes } from './wire-size.js';
+
+/**
+ * What reaches a client exchange: the stream machine's events, or bytes that complete nothing yet (a part of
+ * a large message, or a proxy's trickle), which only the exchange core's progress rule reads.
+ */
+export type WireEvent = IoEvent | { readonly type: 'wire.bytes'; readonly bytes: number };
 
 /**
  * What a connection carries to the server: a stream machine's exchange (POST or GET), or the DELETE with
@@ -38,12 +45,16 @@ export class SimConnection {
   lastTraffic: number;
   /** Set by the server when it attaches the connection to a stream; called once when it goes away. */
   onGone: (() => void) | undefined;
+  /** The server finished its response but left it open (`SimServerConfig.lingers`). */
+  lingering = false;
+  /** The client stopped reading it (its exchange stopped); it may still drain until abandoned. */
+  stoppedByClient = false;
 
   constructor(
     readonly id: number,
     readonly exchange: WireExchange,
     private readonly net: SimNetwork,
-    private readonly deliver: (event: IoEvent) => void,
+    private readonly deliver: (event: WireEvent) => void,
   ) {
     this.lastTraffic = net.clock.now();
   }
@@ -67,11 +78,15 @@ export class SimConnection {
       const chunk: SseEvent[] = [event];
       this.chunk = chunk;
       this.lastTraffic = now;
-      this.toClient(() => {
-        if (this.chunk === chunk) this.chunk = undefined;
-        const [only] = chunk;
-        this.deliver(chunk.length === 1 && only ? only : { type: 'sse.events', events: chunk });
-      });
+      this.toClient(
+        () => {
+          if (this.chunk === chunk) this.chunk = undefined;
+          const [only] = chunk;
+          this.deliver(chunk.length === 1 && only ? only : { type: 'sse.events', events: chunk });
+        },
+        false,
+        wireBytes(event),
+      );
       return;
     }
     this.chunk = undefined;
@@ -79,18 +94,46 @@ export class SimConnection {
     const terminal =
       event.type === 'http.response' || event.type === 'net.ended' || event.type === 'net.failed';
     if (terminal) this.close();
-    this.toClient(() => this.deliver(event));
+    this.toClient(() => this.deliver(event), false, event.type === 'sse.event' ? wireBytes(event) : 0);
   }
 
-  /** Schedules an arrival at the client: its own latency, never before what was sent earlier. */
-  private toClient(arrive: () => void, keepOnReset = false): void {
+  /**
+   * Schedules an arrival at the client: its own latency, never before what was sent earlier. A message of
+   * more than `TRICKLE_CHUNK_BYTES` arrives a chunk at a time (each completing nothing), so what is sent
+   * after it waits behind it, as on one TCP connection; the chunks are traffic a load balancer sees.
+   */
+  private toClient(arrive: () => void, keepOnReset = false, bytes = 0): void {
     const now = this.net.clock.now();
-    const at = Math.max(now + this.net.latency(), this.lastArrival);
+    let at = Math.max(now + this.net.latency(), this.lastArrival);
+    for (let sent = TRICKLE_CHUNK_BYTES; sent < bytes; sent += TRICKLE_CHUNK_BYTES) {
+      this.net.clock.setTimeout(() => {
+        if (this.wasReset) return;
+        this.lastTraffic = this.net.clock.now();
+        this.deliver({ type: 'wire.bytes', bytes: TRICKLE_CHUNK_BYTES });
+      }, at - now);
+      at += TRICKLE_GAP_MS;
+    }
     this.lastArrival = at;
     this.net.clock.setTimeout(() => {
       if (this.wasReset && !keepOnReset) return;
       arrive();
     }, at - now);
+  }
+
+  /**
+   * A proxy keeps the connection trickling a few bytes that complete nothing while the stream behind it went
+   * silent: only the progress rule can tell it from a live stream (it is stalled). Until it is gone.
+   */
+  trickle(): void {
+    this.blackholed = true;
+    this.stalled = this.started;
+    if (!this.started) return;
+    const drip = () => {
+      if (!this.open) return;
+      this.deliver({ type: 'wire.bytes', bytes: LORIS_BYTES });
+      this.net.clock.setTimeout(drip, LORIS_GAP_MS);
+    };
+    this.net.clock.setTimeout(drip, LORIS_GAP_MS);
   }
 
   /** The client went away (its exchange actor stopped). */
@@ -102,7 +145,9 @@ export class SimConnection {
   reset(): void {
     if (!this.open) return;
     this.close();
-    this.wasReset = true;
+    // What a lingering response sent counts as delivered, as it does when a response ends (`send` closes
+    // the connection on its last event): only the connection's end is reported.
+    this.wasReset = !this.lingering;
     this.toClient(() => this.deliver({ type: 'net.failed', fault: 'reset' }), true);
   }
 
@@ -115,6 +160,10 @@ export class SimConnection {
     gone?.();
   }
 }
+
+/** The trickle of `SimConnection.trickle`: far below the progress threshold per stall timeout. */
+const LORIS_BYTES = 16;
+const LORIS_GAP_MS = 500;
 
 export class SimNetwork {
   private nextId = 1;
@@ -135,10 +184,14 @@ export class SimNetwork {
     exchange: WireExchange,
     deliver: (event: IoEvent) => void,
     serve: (conn: SimConnection) => void,
+    /** Bytes that completed nothing yet (`WireEvent`); absent: the exchange does not count them. */
+    partial?: (bytes: number) => void,
   ): SimConnection {
     const conn = new SimConnection(this.nextId++, exchange, this, (e) => {
       // The client may have aborted while the event was on the wire; a dead exchange hears nothing.
-      if (!this.clientGone.has(conn)) deliver(e);
+      if (this.clientGone.has(conn)) return;
+      if (e.type === 'wire.bytes') partial?.(e.bytes);
+      else deliver(e);
     });
     if (this.refusing) {
       conn.open = false;

@@ -109,6 +109,23 @@ export class Recorder {
    * the first one cannot replay what was evicted before it came.
    */
   readonly headAttaches: Array<{ sessionId: string; head: number }> = [];
+  /** Sessions the application closed its client on, while the server still had them, and when. */
+  readonly closedSessions: Array<{ readonly sessionId: string; readonly at: number }> = [];
+  /** Sessions a DELETE of their own client reached the server for. */
+  readonly deletesArrived = new Set<string>();
+  /**
+   * When the client stopped reading a connection the server still served (open, not black-holed, not a
+   * finished response left open): a live stream the client cut.
+   */
+  readonly liveCuts: number[] = [];
+  /** When the world, its faults over, found every live call settled and began to wait for the drain. */
+  quietFrom: number | undefined;
+  /** When the world stopped running (the end of `settle`). */
+  endedAt = 0;
+  /** The world is being torn down: its processes stop, which is nobody's decision. */
+  worldStopped = false;
+  /** Connections the client had stopped reading that were still open when the world stopped. */
+  heldAfterStop = 0;
 
   countExecution(callKey: string): void {
     this.executions.set(callKey, (this.executions.get(callKey) ?? 0) + 1);

@@ -56,7 +56,7 @@ import type { ServerAdvertisement } from '../../machines/validity.js';
 import type { VirtualClock } from './clock.js';
 import type { SimConnection, SimNetwork } from './network.js';
 import type { Recorder } from './recorder.js';
-import { TOOLS, type ToolName } from './tools.js';
+import { resultText, TOOLS, type ToolName } from './tools.js';
 
 /**
  * A simulated MCP Streamable HTTP server. Every decision is the runtime's: the same admission, call
@@ -79,6 +79,11 @@ export interface SimServerConfig {
    * session's POSTs, as a server that routes only POST does (the conformance suite's; issue 22).
    */
   readonly standaloneNotFound?: boolean;
+  /**
+   * A finished response is left open, not ended (the SDK server keeps a stream open after a replay, a
+   * proxy may hold a connection): only the client's drain deadline lets the connection go.
+   */
+  readonly lingers?: boolean;
 }
 
 /** A decision the simulated server took, for whoever counts what the model reaches (coverage). */
@@ -637,7 +642,8 @@ export class SimServer {
     // The read-back to come writes the answer and ends the response.
     if (c !== undefined && c === log.readingBack) return true;
     log.conn = undefined;
-    c?.send({ type: 'net.ended' });
+    if (c && this.config.lingers) c.lingering = true;
+    else c?.send({ type: 'net.ended' });
     return true;
   }
 
@@ -741,7 +747,7 @@ export class SimServer {
       }, tool.stepMs * n);
     }
     this.clock.setTimeout(
-      () => respond({ content: [{ type: 'text', text: `${name} done` }] }),
+      () => respond({ content: [{ type: 'text', text: resultText(name) }] }),
       tool.durationMs,
     );
   }

@@ -28,6 +28,11 @@ export type Command =
   | { readonly kind: 'endStream'; readonly pick: number }
   /** One connection goes silent without closing (black hole). */
   | { readonly kind: 'stall'; readonly pick: number }
+  /**
+   * One connection's stream goes silent while a proxy keeps trickling a few bytes that complete nothing
+   * (stalled, though bytes arrive). Without stall detection it is a plain stall: the balancer cuts it.
+   */
+  | { readonly kind: 'trickle'; readonly pick: number }
   /** Nothing gets through for `ms`: open connections go silent, new ones are refused. */
   | { readonly kind: 'partition'; readonly ms: number }
   /** `graceful` (without a durable log): sessions end first, so attached streams hear `event: close`. */
@@ -65,6 +70,8 @@ export interface WorldConfig {
   readonly replayOverlap?: number;
   /** The server answers every GET without a cursor 404 and serves POSTs (`SimServerConfig`; default off). */
   readonly standaloneNotFound?: boolean;
+  /** The server leaves a finished response open (`SimServerConfig.lingers`; default off). */
+  readonly lingers?: boolean;
 }
 
 export const DEFAULT_WORLD: WorldConfig = {
@@ -135,6 +142,7 @@ export class World {
       dedupe: config.dedupe ?? true,
       replayOverlap: config.replayOverlap ?? 0,
       standaloneNotFound: config.standaloneNotFound === true,
+      lingers: config.lingers === true,
     };
     this.server = new SimServer(
       this.clock,
@@ -224,6 +232,15 @@ export class World {
         }
         break;
       }
+      case 'trickle': {
+        const c = pick(open, cmd.pick);
+        if (c && this.config.heartbeat) c.trickle();
+        else if (c) {
+          c.blackholed = true;
+          c.stalled = c.started;
+        }
+        break;
+      }
       case 'partition':
         this.partition(cmd.ms);
         break;
@@ -281,6 +298,8 @@ export class World {
     // What was still on its way when the application chose to close is the application's to drop.
     const sessionId = closing.actor.getSnapshot().context.sessionId;
     if (sessionId) this.recorder.abandonedSessions.add(sessionId);
+    if (sessionId && !this.server.isGone(sessionId))
+      this.recorder.closedSessions.push({ sessionId, at: this.clock.now() });
     closing.close();
     // Its calls were answered outcome unknown by close(); the application moves on with a new client.
     this.process = this.spawnClient(null);
@@ -323,6 +342,9 @@ export class World {
       // Drain: replays of other streams may still be on their way after the last call settled.
       if (this.clock.now() - quietSince >= 30_000) break;
     }
+    this.recorder.quietFrom = quietSince;
+    this.recorder.endedAt = this.clock.now();
+    this.recorder.heldAfterStop = this.net.list().filter((c) => c.stoppedByClient).length;
     return {
       config: this.config,
       recorder: this.recorder,
@@ -340,6 +362,7 @@ export class World {
   }
 
   stop(): void {
+    this.recorder.worldStopped = true;
     this.process.stop();
     for (const s of this.server.sessions.values()) s.stop();
   }

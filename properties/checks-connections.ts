@@ -1,0 +1,51 @@
+import type { WorldOutcome } from './world/world.js';
+
+/**
+ * What the 2025 model's client does with its connections once the world is quiet, judged from the network
+ * (properties/world/network.ts), not from the client's machines.
+ */
+
+/**
+ * After the faults, once every call has settled, a client whose streams hear the server's keep-alive
+ * comments cuts no live stream (one the server still serves, healthy): a quiet stream is alive. The grace
+ * covers what the faults left behind; the world then waits 30 s more for the drain, where a stream cut for
+ * want of proof of life shows, every stall timeout.
+ */
+export const QUIET_GRACE_MS = 15_000;
+
+export function quietOnceSettled({ config, recorder, hung }: WorldOutcome): string[] {
+  const from = recorder.quietFrom;
+  if (!config.heartbeat || hung.length > 0 || from === undefined) return [];
+  const late = recorder.liveCuts.filter((at) => at >= from + QUIET_GRACE_MS);
+  return late.length === 0
+    ? []
+    : [
+        `${late.length} live streams cut more than ${QUIET_GRACE_MS} ms after the world went quiet ` +
+          `(at ${from}): ${late.slice(0, 5).join(', ')}`,
+      ];
+}
+
+/** A connection the client stopped reading is let go (drained a while at most), not held open for good. */
+export function stoppedConnectionsLetGo({ recorder }: WorldOutcome): string[] {
+  return recorder.heldAfterStop === 0
+    ? []
+    : [`${recorder.heldAfterStop} connections the client stopped reading still open at the end`];
+}
+
+/**
+ * Closing a client ends its session on the server: a DELETE for it reaches the server, unless a fault
+ * (other than the close itself) was under way while it was on its way (`DELETE_FLIGHT_MS`).
+ */
+export const DELETE_FLIGHT_MS = 100;
+
+export function closeEndsTheSession({ recorder }: WorldOutcome): string[] {
+  const out: string[] = [];
+  for (const { sessionId, at } of recorder.closedSessions) {
+    if (recorder.deletesArrived.has(sessionId)) continue;
+    const faulted = recorder.faultSpans.some(
+      (f) => f.from <= at + DELETE_FLIGHT_MS && f.until >= at && !(f.from === at && f.until === at),
+    );
+    if (!faulted) out.push(`session ${sessionId} closed at ${at}: no DELETE reached the server`);
+  }
+  return out;
+}

@@ -108,6 +108,38 @@ export const LOST_410: ModernDirected = {
   ],
 };
 
+/**
+ * Issue 24, seed 90000338: the application reuses c1's key for c2 (the same charge: one operation on the
+ * server, c2 attaches) and then cancels c1. Its explicit cancel cancels the key, so c2 legitimately ends
+ * with the key's state, `-32013` (outcome unknown, `cancelled_on_server`). The checks once called that
+ * spurious; they now excuse exactly a call whose key a sharing call's cancel cancelled.
+ */
+export const CANCEL_THROUGH_SHARER: ModernDirected = {
+  name: "the application reuses a call's key, then cancels the first call: the second ends cancelled on the server",
+  config: world({
+    memo: 'memory',
+    instances: 1,
+    heartbeat: false,
+    lbIdleMs: 300,
+    headersEarly: false,
+    memoWindowMs: 8_000,
+    memoOld: false,
+    maxEventsPerRequest: 1,
+    eventRetentionMs: 2_000,
+    latencyMaxMs: 10,
+    seed: 554616288,
+    slowLink: false,
+    principals: 1,
+  }),
+  commands: [
+    advance(1),
+    call('charge'),
+    { kind: 'resetAll' },
+    { kind: 'callReusingKey', tool: 'charge', pick: 0 },
+    { kind: 'cancel', pick: 0 },
+  ],
+};
+
 export const DIRECTED_MODERN: readonly ModernDirected[] = [
   STALE_HEADERS,
   REFUSAL_LOST_THEN_AGREES,
@@ -149,6 +181,7 @@ export const DIRECTED_MODERN: readonly ModernDirected[] = [
   INCIDENT_SPEC,
   MEMO_WINDOW,
   LOST_410,
+  CANCEL_THROUGH_SHARER,
   {
     name: 'a cut during metered progress while a small log overflows: 410 with the exact count',
     config: world({ maxEventsPerRequest: 2 }),

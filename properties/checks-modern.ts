@@ -142,8 +142,8 @@ export interface AfterTheFaults {
   readonly starts: ReadonlyMap<string, number>;
   /**
    * Calls the server refused for the application's own doing (it reused a key; its principal or address
-   * reached its bound), with why: their own checks judge them ('keys stay with their principal', 'bounds
-   * are per principal').
+   * reached its bound; another call sharing its key cancelled it), with why: their own checks judge them
+   * ('keys stay with their principal', 'bounds are per principal', 'cancels are honoured').
    */
   readonly ownDoing: ReadonlyMap<string, string>;
 }
@@ -170,6 +170,8 @@ export const realResultAfterFaultsModern: CheckModern = (outcome) => {
   const ownDoing = new Map<string, string>();
   for (const c of recorder.calls.values())
     if (c.reason === ModernCallReason.keyReused) ownDoing.set(c.callKey, 'reused a key');
+    else if (c.reason === ModernCallReason.cancelledOnServer && cancelledBySharer(recorder, c))
+      ownDoing.set(c.callKey, 'another call sharing its key cancelled it');
     // The world's bound, reached by its principal ('bounds are per principal' judges that it was).
     else if (atBound(recorder, c)) ownDoing.set(c.callKey, 'at its bound');
   return realResultAfterFaults(traceOfModern(outcome), {
@@ -180,6 +182,28 @@ export const realResultAfterFaultsModern: CheckModern = (outcome) => {
     ownDoing,
   });
 };
+
+/**
+ * The other application call that cancelled `c`'s key on the server, if one did: two calls sharing
+ * (principal, key) are one operation on the server (docs/continuity-extension.md §4), so an explicit cancel
+ * sent for one of them (§13) ends the other with the key's state, `-32013`. Only a cancel the server
+ * answered `cancelled` (the answer may be lost on its way) before `c` ended counts.
+ */
+function cancelledBySharer(recorder: ModernRecorder, c: CallRecordModern): string | undefined {
+  if (c.key === undefined) return undefined;
+  return recorder.cancels.find((x) => {
+    const other = recorder.calls.get(x.callKey);
+    return (
+      x.callKey !== c.callKey &&
+      other !== undefined &&
+      other.key === c.key &&
+      other.principal === c.principal &&
+      x.stateSent === 'cancelled' &&
+      x.arrivedAt !== undefined &&
+      x.arrivedAt <= (c.endedAt ?? Number.POSITIVE_INFINITY)
+    );
+  })?.callKey;
+}
 
 function unexplained(
   recorder: ModernRecorder,
@@ -227,6 +251,11 @@ function unexplained(
     case ModernCallReason.keyReused: {
       const shared = [...recorder.calls.values()].some((o) => o.callKey !== c.callKey && o.key === c.key);
       return shared ? undefined : 'its key was never used by another call';
+    }
+    case ModernCallReason.cancelledOnServer: {
+      // Its own abort ends a call as aborted: a call still waiting hears -32013 only through a sharer's cancel.
+      const by = cancelledBySharer(recorder, c);
+      return by === undefined ? 'no other call sharing its key cancelled it' : undefined;
     }
     case ModernCallReason.eventsEvicted:
       return 'a 410 of the extension is a resume, never an end';

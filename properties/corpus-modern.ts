@@ -72,6 +72,24 @@ export const REFUSAL_LOST_THEN_AGREES: ModernDirected = {
 };
 
 /**
+ * The world fast-check shrank issue 24's findings to: one instance with a memory memo, a 300 ms idle
+ * balancer, a one-event log retained 2 s, up to 10 ms of latency.
+ */
+const SHRUNK_SMALL_LOG = {
+  memo: 'memory',
+  instances: 1,
+  heartbeat: false,
+  lbIdleMs: 300,
+  headersEarly: false,
+  memoWindowMs: 8_000,
+  memoOld: false,
+  maxEventsPerRequest: 1,
+  eventRetentionMs: 2_000,
+  latencyMaxMs: 10,
+  slowLink: false,
+} as const;
+
+/**
  * A 410 the network lost (issue 24, seed 1359604915): a trickle and a partition hold the metered charge's
  * re-issue; the server answers it 410 (resume after k1-1-5) on the black-holed connection, a reset cuts it,
  * and the client, which never heard that 410, re-issues from the cursor it had (k1-1-3), legally. The next
@@ -80,18 +98,8 @@ export const REFUSAL_LOST_THEN_AGREES: ModernDirected = {
 export const LOST_410: ModernDirected = {
   name: 'a 410 lost in a partition: the next re-issue keeps the cursor it had, the 410 it hears moves it',
   config: world({
-    memo: 'memory',
-    instances: 1,
-    heartbeat: false,
-    lbIdleMs: 300,
-    headersEarly: false,
-    memoWindowMs: 8_000,
-    memoOld: false,
-    maxEventsPerRequest: 1,
-    eventRetentionMs: 2_000,
-    latencyMaxMs: 10,
+    ...SHRUNK_SMALL_LOG,
     seed: 541877249,
-    slowLink: false,
     principals: 2,
     maxKeysPerPrincipal: 2,
   }),
@@ -105,6 +113,28 @@ export const LOST_410: ModernDirected = {
     { kind: 'resetAll' },
     { kind: 'reset', pick: 0 },
     { kind: 'partition', ms: 100 },
+  ],
+};
+
+/**
+ * Issue 24, seed 90000338: the application reuses c1's key for c2 (the same charge: one operation on the
+ * server, c2 attaches) and then cancels c1. Its explicit cancel cancels the key, so c2 legitimately ends
+ * with the key's state, `-32013` (outcome unknown, `cancelled_on_server`). The checks once called that
+ * spurious; they now excuse exactly a call whose key a sharing call's cancel cancelled.
+ */
+export const CANCEL_THROUGH_SHARER: ModernDirected = {
+  name: "the application reuses a call's key, then cancels the first call: the second ends cancelled on the server",
+  config: world({
+    ...SHRUNK_SMALL_LOG,
+    seed: 554616288,
+    principals: 1,
+  }),
+  commands: [
+    advance(1),
+    call('charge'),
+    { kind: 'resetAll' },
+    { kind: 'callReusingKey', tool: 'charge', pick: 0 },
+    { kind: 'cancel', pick: 0 },
   ],
 };
 
@@ -149,6 +179,7 @@ export const DIRECTED_MODERN: readonly ModernDirected[] = [
   INCIDENT_SPEC,
   MEMO_WINDOW,
   LOST_410,
+  CANCEL_THROUGH_SHARER,
   {
     name: 'a cut during metered progress while a small log overflows: 410 with the exact count',
     config: world({ maxEventsPerRequest: 2 }),

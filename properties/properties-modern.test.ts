@@ -5,6 +5,7 @@ import { scenarioArbModern } from './arbitraries-modern.js';
 import { RUNS_MODERN, SEED_MODERN } from './budget-modern.js';
 import { CHECK_NAMES_MODERN, describeVerdictModern, judgeModernWorld } from './checks-modern.js';
 import {
+  CANCEL_THROUGH_SHARER,
   DIRECTED_MODERN,
   INCIDENT_EXTENSION,
   INCIDENT_SPEC,
@@ -97,6 +98,13 @@ describe('MCP 2026-07-28: the properties of the real client and server machines 
     expect(callOf(o)?.outcome).toBe('result');
     expect(o.recorder.executions.get('c1') ?? 0).toBe(1);
     expect(o.recorder.sideEffects.get('c1')).toBe(1);
+  });
+  it('fixed finding (seed 90000338): a cancel through one of two calls sharing a key ends the other cancelled on the server, and that is no spurious outcome unknown', () => {
+    const o = runScheduleModern(CANCEL_THROUGH_SHARER.commands, CANCEL_THROUGH_SHARER.config);
+    expect(o.recorder.calls.get('c1')?.outcome).toBe('aborted');
+    expect(o.recorder.calls.get('c2')).toMatchObject({ outcome: 'unknown', reason: 'cancelled_on_server' });
+    expect(o.recorder.cancels).toEqual([expect.objectContaining({ callKey: 'c1', stateSent: 'cancelled' })]);
+    expect(judgeModernWorld(o)).toEqual({});
   });
   it('fixed finding (seed 1359604915): a 410 the partition lost holds the client to nothing; the 410 it heard moves its cursor', () => {
     const o = runScheduleModern(LOST_410.commands, LOST_410.config);

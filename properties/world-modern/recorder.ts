@@ -59,6 +59,11 @@ export interface CancelRecord {
   servedBy?: string;
   /** The key's state the server answered (`cancelResult`'s `keyState`), if an answer arrived. */
   keyState?: string;
+  /**
+   * The key's state the server put in its answer, whether or not the answer reached the client (a cut may
+   * lose it): what the key's other calls see is the server's state, not what the canceller heard.
+   */
+  stateSent?: string;
 }
 
 /** One tool body that started: when, where (`id#incarnation`), on which connection, keyed or not. */

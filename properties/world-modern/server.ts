@@ -342,10 +342,14 @@ export class ModernSimServer {
         const conn = instance.requests.get(c.request);
         instance.requests.delete(c.request);
         const retryAfter = c.headers.find(([h]) => h === 'retry-after')?.[1];
+        const body = c.body === null ? undefined : JSON.parse(c.body);
+        const cancel = conn && this.recorder.cancels.find((x) => x.conn === conn);
+        // The key's state an explicit cancel left, as the server answered it (the wire may still lose it).
+        if (cancel) cancel.stateSent = body?.result?.keyState;
         conn?.send({
           type: 'http.response',
           status: c.status,
-          ...(c.body === null ? {} : { body: JSON.parse(c.body) }),
+          ...(body === undefined ? {} : { body }),
           ...(retryAfter === undefined ? {} : { retryAfter }),
         });
         return;

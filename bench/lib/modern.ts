@@ -92,6 +92,9 @@ export async function startModernOurs(
       keyed: createKeyedRequests({
         log,
         memo,
+        // Row 1 streams 100,000 progress notifications (~7.6 MiB) on one keyed call: past the default
+        // 1 MiB per key the body's further events are neither kept nor delivered (machines/server/keyed-events.ts).
+        maxEventBytesPerKey: 64 * 1024 * 1024,
         ...(options.maxKeys === undefined
           ? {}
           : { maxEntriesPerAddress: options.maxKeys, maxEntriesPerPrincipal: options.maxKeys }),

@@ -145,10 +145,13 @@ export async function writeNodeResponse(
   }
   const reader = response.body.getReader();
   let gone = false;
-  res.on('close', () => {
+  const onGone = () => {
     gone = true;
     void reader.cancel().catch(() => undefined);
-  });
+  };
+  res.on('close', onGone);
+  // The client may have left while the response was being made: its 'close' has already fired.
+  if (res.destroyed) onGone();
   if (headers['content-type'] === 'text/event-stream') res.flushHeaders();
   // Pacing: the sink reads how far behind the socket is, and ends a stalled one by destroying it.
   const sink = sinks.get(response);
@@ -200,8 +203,11 @@ export async function writeNodeReply(
     return;
   }
   if (reply.kind === 'json') {
+    // Serialized before the head is written: a body that cannot be (a cycle, a BigInt) throws while the
+    // caller can still answer 500, not after a 200 went out with nothing behind it.
+    const body = JSON.stringify(reply.body);
     res.writeHead(reply.status, { ...reply.headers, 'Content-Type': 'application/json' });
-    res.end(JSON.stringify(reply.body));
+    res.end(body);
     return;
   }
   const stallMs = limits.stallMs ?? SSE_WRITE_STALL_MS;
@@ -237,6 +243,9 @@ export async function writeNodeReply(
   res.on('drain', onDrain);
   const ended = new Promise<void>((resolve) => sink.onClose(resolve));
   res.on('close', () => sink.gone());
+  // A client that left while the request was being decided closed the response before the listener
+  // existed: its reader is gone now, or a standalone stream would stay attached to nobody.
+  if (res.destroyed) sink.gone();
   // A start that fails, at once or later, ends the response (the executor settles its request).
   try {
     void Promise.resolve(reply.start(sink)).catch(() => sink.end());

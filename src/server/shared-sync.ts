@@ -267,7 +267,14 @@ export class SharedSync {
    * instance's own fact, so it is restated to the new machine.
    */
   private adopt(snapshot: unknown, version: number): void {
-    const running = this.runningBeforeDiscard ?? Object.fromEntries(this.host.running());
+    // What ran before the discarded decision and still runs: a request settled while the commit was in
+    // flight (its answer is stored outside the turn) is not restated, or the session would stay busy
+    // forever; one the discarded decision started is not either (the decision is made again).
+    const now = this.host.running();
+    const before = this.runningBeforeDiscard;
+    const running = before
+      ? Object.fromEntries(Object.entries(before).filter(([key]) => now.has(key)))
+      : Object.fromEntries(now);
     const attached = this.host.attached();
     this.runningBeforeDiscard = undefined;
     this.host.replace(snapshot);

@@ -166,4 +166,29 @@ describe('the stores', () => {
     await book.end('k', { kind: 'task', outcome: { kind: 'completed', result: {} } });
     expect(await store.load()).toEqual([]);
   });
+
+  it('JournalBook: calls that begin together, before the first load is done, each keep their entry (review finding)', async () => {
+    const store = new MemoryTaskJournal();
+    const book = new JournalBook(store);
+    const call = (toolName: string) => ({ url: 'http://x/mcp', toolName, args: {}, keyed: true });
+    // Both await the same first load: each must add to the other's list, not to the list the store gave.
+    await Promise.all([
+      book.begin(call('a'), 'ka'),
+      book.begin(call('b'), 'kb'),
+      book.begin(call('c'), 'kc'),
+    ]);
+    expect((await store.load()).map((e) => e.key).sort()).toEqual(['ka', 'kb', 'kc']);
+    await Promise.all([book.handle('ka', 'ta', undefined), book.handle('kb', 'tb', undefined)]);
+    const stored = await store.load();
+    expect(stored.find((e) => e.key === 'ka')?.taskId).toBe('ta');
+    expect(stored.find((e) => e.key === 'kb')?.taskId).toBe('tb');
+  });
+
+  it('JournalBook: a released call leaves its entry, and a later same call adopts its key', async () => {
+    const book = new JournalBook(new MemoryTaskJournal());
+    const c = { url: 'http://x/mcp', toolName: 'charge', args: {}, keyed: true };
+    expect(await book.begin(c, 'k1')).toMatchObject({ kind: 'fresh' });
+    book.release('k1');
+    expect(await book.begin(c, 'k2')).toMatchObject({ entry: { key: 'k1' } });
+  });
 });

@@ -210,7 +210,8 @@ export function continuityFetch(options: ContinuityFetchOptions = {}): typeof fe
           call,
           newKey(),
           (entry) => runCall(input, init ?? {}, request, route.toolName, facts, entry),
-          (taskId, ended) => resumeTask(input, init ?? {}, request, route.toolName, taskId, ended),
+          (taskId, ended, release) =>
+            resumeTask(input, init ?? {}, request, route.toolName, taskId, ended, release),
         );
       }
     }
@@ -319,7 +320,10 @@ export function continuityFetch(options: ContinuityFetchOptions = {}): typeof fe
               },
             ).then(
               (answer) => sdk.end(answer),
-              (error: unknown) => sdk.fail(error),
+              (error: unknown) => {
+                journal?.release();
+                sdk.fail(error);
+              },
             );
           sdk.end(out?.response as JsonRpcMessage);
         }
@@ -345,6 +349,7 @@ export function continuityFetch(options: ContinuityFetchOptions = {}): typeof fe
     toolName: string,
     taskId: string,
     ended: (outcome: FollowOutcome) => Promise<void>,
+    release: () => void,
   ): Promise<Response> {
     const sdk = new SdkResponse();
     const tasks = options.tasks ?? {};
@@ -356,7 +361,10 @@ export function continuityFetch(options: ContinuityFetchOptions = {}): typeof fe
         await ended(outcome);
         sdk.end(followAnswer(request.id, taskId, outcome) as unknown as JsonRpcMessage);
       })
-      .catch((error: unknown) => sdk.fail(error));
+      .catch((error: unknown) => {
+        release();
+        sdk.fail(error);
+      });
     return sdk.promise;
   }
 

@@ -10,6 +10,8 @@ export interface CallJournal {
   readonly handle: (taskId: string, lastEventId: string | undefined) => Promise<void>;
   /** The call ended: resolves once its entry is dropped or kept. */
   readonly ended: (ending: JournalEnding) => Promise<void>;
+  /** The call stopped without an ending (its send or follow threw): the entry is kept and unclaimed. */
+  readonly release: () => void;
 }
 
 /**
@@ -23,17 +25,30 @@ export async function journaledCall(
   call: JournaledCall,
   freshKey: string,
   send: (journal: CallJournal | undefined) => Promise<Response>,
-  follow: (taskId: string, ended: (outcome: FollowOutcome) => Promise<void>) => Promise<Response>,
+  follow: (
+    taskId: string,
+    ended: (outcome: FollowOutcome) => Promise<void>,
+    release: () => void,
+  ) => Promise<Response>,
 ): Promise<Response> {
   const start = await book.begin(call, freshKey);
   if (start.kind === 'none') return send(undefined);
   const key = start.entry.key;
   const ended = (ending: JournalEnding) => book.end(key, ending);
+  const release = () => book.release(key);
+  // A call that fails before its Response exists (an aborted signal, a refused send) ends nothing: release.
+  const released = (error: unknown) => {
+    release();
+    throw error;
+  };
   if (start.kind === 'follow')
-    return follow(start.entry.taskId as string, (outcome) => ended({ kind: 'task', outcome }));
+    return follow(start.entry.taskId as string, (outcome) => ended({ kind: 'task', outcome }), release).catch(
+      released,
+    );
   return send({
     key,
     handle: (taskId, lastEventId) => book.handle(key, taskId, lastEventId),
     ended,
-  });
+    release,
+  }).catch(released);
 }

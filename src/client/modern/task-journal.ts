@@ -113,7 +113,10 @@ export class JournalBook {
 
   /** Decides what the call does before its first send, and stores the journal that decision made. */
   async begin(call: JournaledCall, freshKey: string): Promise<JournalStart> {
-    const entries = await this.loaded();
+    await this.loaded();
+    // Read after the await, in the same synchronous block as the assignment below: two calls awaiting
+    // the first load must not both start from the list the file gave (the second would drop the first's entry).
+    const entries = this.entries as readonly JournalEntry[];
     const fingerprint = createHash('sha256')
       .update(fingerprintSource(call.url, call.toolName, call.args))
       .digest('base64url');
@@ -138,16 +141,27 @@ export class JournalBook {
 
   /** The handle of the call with `key` arrived: stored before the first poll. */
   async handle(key: string, taskId: string, lastEventId: string | undefined): Promise<void> {
-    this.entries = journalHandle(await this.loaded(), key, taskId, lastEventId);
+    await this.loaded();
+    this.entries = journalHandle(this.entries as readonly JournalEntry[], key, taskId, lastEventId);
     await this.saves.push(this.entries);
   }
 
   /** The call with `key` ended: its entry dropped or kept, as decided. */
   async end(key: string, ending: JournalEnding): Promise<void> {
     this.claimed.delete(key);
-    const before = await this.loaded();
+    await this.loaded();
+    const before = this.entries as readonly JournalEntry[];
     this.entries = journalEnd(before, key, ending);
     if (this.entries !== before) await this.saves.push(this.entries);
+  }
+
+  /**
+   * The call with `key` stopped in this process without an ending (it failed before or while being sent,
+   * or its follow threw): its entry is kept (its outcome is unknown) and no longer claimed, so a later call
+   * of the same tool and arguments in this process adopts its key instead of sending a fresh one.
+   */
+  release(key: string): void {
+    this.claimed.delete(key);
   }
 
   private async loaded(): Promise<readonly JournalEntry[]> {

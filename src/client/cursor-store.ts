@@ -1,11 +1,11 @@
-import { randomBytes } from 'node:crypto';
-import { open, readFile, rename, stat, unlink } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import {
   type CursorRecord,
   cursorFileSizeRefusal,
   MAX_CURSOR_FILE_BYTES,
   recordOfCursorFile,
 } from '../../machines/client/cursor.js';
+import { replaceFileDurably } from './durable-file.js';
 import { LatestWrite } from './latest-write.js';
 
 /**
@@ -67,19 +67,6 @@ export class FileCursorStore implements CursorStore {
   }
 
   private async write(record: CursorRecord | null): Promise<void> {
-    const temp = `${this.path}.${randomBytes(4).toString('hex')}.tmp`;
-    const file = await open(temp, 'w');
-    try {
-      await file.writeFile(JSON.stringify({ version: 1, record }));
-      await file.sync();
-    } finally {
-      await file.close();
-    }
-    try {
-      await rename(temp, this.path);
-    } catch (error) {
-      await unlink(temp).catch(() => undefined);
-      throw error;
-    }
+    await replaceFileDurably(this.path, JSON.stringify({ version: 1, record }));
   }
 }

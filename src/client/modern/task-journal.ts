@@ -1,5 +1,5 @@
-import { createHash, randomBytes } from 'node:crypto';
-import { open, readFile, rename, stat, unlink } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { readFile, stat } from 'node:fs/promises';
 import {
   DEFAULT_JOURNAL_POLICY,
   entriesOfJournalFile,
@@ -13,6 +13,7 @@ import {
   journalHandle,
   MAX_JOURNAL_ENTRIES,
 } from '../../../machines/tasks/task-journal.js';
+import { replaceFileDurably } from '../durable-file.js';
 import { LatestWrite } from '../latest-write.js';
 
 /**
@@ -68,20 +69,7 @@ export class FileTaskJournal implements TaskJournalStore {
   }
 
   async save(entries: readonly JournalEntry[]): Promise<void> {
-    const temp = `${this.path}.${randomBytes(4).toString('hex')}.tmp`;
-    const file = await open(temp, 'w');
-    try {
-      await file.writeFile(JSON.stringify({ version: 1, entries }));
-      await file.sync();
-    } finally {
-      await file.close();
-    }
-    try {
-      await rename(temp, this.path);
-    } catch (error) {
-      await unlink(temp).catch(() => undefined);
-      throw error;
-    }
+    await replaceFileDurably(this.path, JSON.stringify({ version: 1, entries }));
   }
 }
 

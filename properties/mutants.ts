@@ -311,6 +311,33 @@ export const MUTANTS: readonly Mutant[] = [
     caughtBy: ['no duplicate delivery'],
   },
   {
+    // Issue 24: a stream restored by a new process (no request body) took its answer for a message and
+    // resumed from the answer's id until it gave up, then reported a loss that never happened.
+    name: 'a request stream without its request (restored after a restart) does not know its own answer',
+    branch: 'replay dedupe',
+    variant: client(
+      'restored-stream-outlives-answer',
+      streamMachine.provide({
+        actions: {
+          absorb: assign(({ context, event }) => {
+            const events =
+              event.type === 'sse.events' ? event.events : event.type === 'sse.event' ? [event] : [];
+            // A bodiless request stream read as a standalone one: no response is its answer.
+            const view =
+              context.stream.kind === 'request' && context.stream.body === undefined
+                ? { ...context.stream, kind: 'standalone' as const }
+                : context.stream;
+            const absorbed = absorbEvents(view, context, events);
+            const progress =
+              absorbed.messages.length > 0 || absorbed.newIds.length > 0 || absorbed.end !== undefined;
+            return { absorbed, attempt: progress ? 0 : context.attempt };
+          }),
+        },
+      }),
+    ),
+    caughtBy: ['answered streams not resumed'],
+  },
+  {
     // Issue 24: the world used to start every read-back at the oldest retained event, so this could not
     // fail. The read-back now comes after the attach, as at run time (src/server/attachment.ts).
     name: 'a reader whose cursor was evicted after the attach writes on from the oldest event',

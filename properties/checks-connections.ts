@@ -49,3 +49,16 @@ export function closeEndsTheSession({ recorder }: WorldOutcome): string[] {
   }
   return out;
 }
+
+/**
+ * A stream whose answer reached the client is over: no process resumes it from the answer's event id (a
+ * restored stream that missed its answer would resume there until it gave up, reporting a false loss).
+ */
+export function answeredStreamsNotResumed({ recorder }: WorldOutcome): string[] {
+  const resumes = recorder.resumesFromAnswer;
+  return resumes.length === 0
+    ? []
+    : [
+        `${resumes.length} GETs resumed a stream from its answer's event id: ${resumes.slice(0, 5).join(', ')}`,
+      ];
+}

@@ -2,7 +2,12 @@ import { OutcomeUnknownReason as R } from '../machines/codes.js';
 import { COMMON_CHECKS, type TraceCheck } from './checks/common.js';
 import { DELIVERY_CHECKS, type DeliveryTrace, type StreamDelivery } from './checks/delivery.js';
 import type { CallTrace, ExcuseRules, Trace } from './checks/trace.js';
-import { closeEndsTheSession, quietOnceSettled, stoppedConnectionsLetGo } from './checks-connections.js';
+import {
+  answeredStreamsNotResumed,
+  closeEndsTheSession,
+  quietOnceSettled,
+  stoppedConnectionsLetGo,
+} from './checks-connections.js';
 import type { AppendedMessage, CallRecord, Recorder } from './world/recorder.js';
 import { TOOLS, type ToolName } from './world/tools.js';
 import type { WorldOutcome } from './world/world.js';
@@ -308,6 +313,7 @@ export const CHECKS = {
   'quiet once settled': quietOnceSettled,
   'stopped connections let go': stoppedConnectionsLetGo,
   'close ends the session': closeEndsTheSession,
+  'answered streams not resumed': answeredStreamsNotResumed,
 } as const satisfies Record<string, Check>;
 
 export type CheckName = keyof typeof CHECKS;

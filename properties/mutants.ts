@@ -1,5 +1,5 @@
 import { assign, emit } from 'xstate';
-import { absorbEvents } from '../machines/client/absorb.js';
+import { absorbEvents, type StreamCursorView, type StreamView } from '../machines/client/absorb.js';
 import { clientSessionMachine } from '../machines/client/session.machine.js';
 import { responseDecision, streamMachine } from '../machines/client/stream.machine.js';
 import { JsonRpcCode } from '../machines/codes.js';
@@ -71,6 +71,25 @@ function cursorAnswer(rewrite: (honest: ResumeAnswer, e: { window?: { head: numb
     },
   });
 }
+
+/**
+ * The runtime's stream machine, except that each run of SSE events is read (by the runtime's
+ * `absorbEvents`) against the wrong view of the stream or the wrong cursor that `misread` gives.
+ */
+const misreadingStreams = (
+  misread: (view: StreamView, cursor: StreamCursorView) => [StreamView, StreamCursorView],
+) =>
+  streamMachine.provide({
+    actions: {
+      absorb: assign(({ context, event }) => {
+        const events = event.type === 'sse.events' ? event.events : event.type === 'sse.event' ? [event] : [];
+        const absorbed = absorbEvents(...misread(context.stream, context), events);
+        const progress =
+          absorbed.messages.length > 0 || absorbed.newIds.length > 0 || absorbed.end !== undefined;
+        return { absorbed, attempt: progress ? 0 : context.attempt };
+      }),
+    },
+  });
 
 export const MUTANTS: readonly Mutant[] = [
   {
@@ -294,21 +313,25 @@ export const MUTANTS: readonly Mutant[] = [
     branch: 'replay dedupe',
     variant: client(
       'no-overlap-drop',
-      streamMachine.provide({
-        actions: {
-          absorb: assign(({ context, event }) => {
-            const events =
-              event.type === 'sse.events' ? event.events : event.type === 'sse.event' ? [event] : [];
-            // Judges every event as new: the cursor it compares against is forgotten.
-            const absorbed = absorbEvents(context.stream, { lastEventId: undefined, recentIds: [] }, events);
-            const progress =
-              absorbed.messages.length > 0 || absorbed.newIds.length > 0 || absorbed.end !== undefined;
-            return { absorbed, attempt: progress ? 0 : context.attempt };
-          }),
-        },
-      }),
+      // Judges every event as new: the cursor it compares against is forgotten.
+      misreadingStreams((view) => [view, { lastEventId: undefined, recentIds: [] }]),
     ),
     caughtBy: ['no duplicate delivery'],
+  },
+  {
+    // Issue 24: a stream restored by a new process (no request body) took its answer for a message and
+    // resumed from the answer's id until it gave up, then reported a loss that never happened.
+    name: 'a request stream without its request (restored after a restart) does not know its own answer',
+    branch: 'replay dedupe',
+    variant: client(
+      'restored-stream-outlives-answer',
+      // A bodiless request stream read as a standalone one: no response is its answer.
+      misreadingStreams((view, cursor) => [
+        view.kind === 'request' && view.body === undefined ? { ...view, kind: 'standalone' } : view,
+        cursor,
+      ]),
+    ),
+    caughtBy: ['answered streams not resumed'],
   },
   {
     // Issue 24: the world used to start every read-back at the oldest retained event, so this could not

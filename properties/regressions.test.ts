@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { CHECKS, excusedHeadAttachLosses } from './checks.js';
 import { REGRESSIONS } from './corpus.js';
+import { MUTANTS } from './mutants.js';
 import type { WorldConfig } from './world/world.js';
-import { runSchedule } from './world/world.js';
+import { DEFAULT_WORLD, runSchedule } from './world/world.js';
 
 const allViolations = (outcome: ReturnType<typeof runSchedule>): string[] =>
   Object.entries(CHECKS).flatMap(([name, check]) => check(outcome).map((v) => `${name}: ${v}`));
@@ -135,5 +136,26 @@ describe('fixed findings, kept fixed', () => {
     );
     expect(outcome.recorder.calls.get('c1')?.outcome).toBe('unknown');
     expect(allViolations(outcome)).toEqual([]);
+  });
+
+  // Issue 24: calls still running when the process restarted are resumed by the new one from the durable
+  // record; their streams, restored without their requests, took the answer for a message and resumed
+  // from its id (the server answers an empty stream that ends) until they gave up: ~20 GETs, and a
+  // loss reported that never happened.
+  it('streams restored after a durable client restart end on their answer', () => {
+    const schedule = [
+      { kind: 'call', tool: 'charge' },
+      { kind: 'call', tool: 'charge' },
+      { kind: 'call', tool: 'charge' },
+      { kind: 'clientRestart', durable: true },
+    ] as const;
+    const outcome = runSchedule(schedule, DEFAULT_WORLD);
+    expect(outcome.recorder.resumesFromAnswer).toEqual([]);
+    expect(outcome.recorder.gaps).toEqual([]);
+    expect(allViolations(outcome)).toEqual([]);
+    const mutant = MUTANTS.find((m) => m.variant.client.name === 'restored-stream-outlives-answer');
+    expect(mutant).toBeDefined();
+    const wrong = runSchedule(schedule, DEFAULT_WORLD, mutant?.variant);
+    expect(CHECKS['answered streams not resumed'](wrong)).not.toEqual([]);
   });
 });

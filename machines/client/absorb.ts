@@ -75,12 +75,17 @@ function deliveredBefore(
   return recentIds().includes(id);
 }
 
-/** The request stream's own answer (a response to the request it POSTed). */
+/**
+ * The request stream's own answer: a response to the request it POSTed. A request stream without a body
+ * (restored from the cursor record by a new process, or resumed by the application) never knew its
+ * request; a request stream carries one response, its request's, so any response there is its answer and
+ * ends it. Otherwise the stream would outlive its answer and resume from the answer's id until it gave up.
+ */
 export const answersOwnRequest = (view: StreamView, message: JsonRpcMessage | undefined): boolean =>
   message !== undefined &&
   view.kind === 'request' &&
   isResponse(message) &&
-  message.id === (view.body as JsonRpcRequest | undefined)?.id;
+  (view.body === undefined || message.id === (view.body as JsonRpcRequest).id);
 
 /**
  * A request the application sent with the SDK's `resumptionToken` is never POSTed: its stream resumes the

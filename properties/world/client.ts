@@ -126,7 +126,11 @@ export class SimClientProcess {
     const exchange = fromCallback<IoEvent, Exchange>(({ input, sendBack }) => {
       let state = EXCHANGE_START;
       let stopped = false;
+      // A client that resumes a stream from its answer's id never learned that the stream had ended.
+      if (input.method === 'GET' && input.lastEventId && recorder.answerEventIds.has(input.lastEventId))
+        recorder.resumesFromAnswer.push(`${input.lastEventId} at ${deps.clock.now()} (process ${pid})`);
       const hear = (event: WireEvent) => {
+        noteAnswers(event, recorder.answerEventIds);
         for (const fact of factsOf(event)) {
           const next = step(state, fact, rules);
           state = next.state;
@@ -366,6 +370,13 @@ function factsOf(event: WireEvent): readonly ExchangeFact[] {
     case 'net.failed':
       return [{ kind: 'failed', failure: { kind: 'network', fault: event.fault } }];
   }
+}
+
+/** Remembers the ids of events that carried a response (a request's answer). */
+function noteAnswers(event: WireEvent, ids: Set<string>): void {
+  const events = event.type === 'sse.event' ? [event] : event.type === 'sse.events' ? event.events : [];
+  for (const e of events)
+    if (e.id !== undefined && e.message !== undefined && isResponse(e.message)) ids.add(e.id);
 }
 
 /** About the size of events on the wire (the progress rule counts bytes). */

@@ -118,6 +118,10 @@ export class Recorder {
    * finished response left open): a live stream the client cut.
    */
   readonly liveCuts: number[] = [];
+  /** Event ids that carried a response (a request's answer) to any client process. */
+  readonly answerEventIds = new Set<string>();
+  /** GETs a client sent with `Last-Event-ID` = an answer's event id: it resumed a stream already answered. */
+  readonly resumesFromAnswer: string[] = [];
   /** When the world, its faults over, found every live call settled and began to wait for the drain. */
   quietFrom: number | undefined;
   /** When the world stopped running (the end of `settle`). */

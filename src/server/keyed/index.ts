@@ -22,7 +22,7 @@ import type { MemoStore } from '../memo-store.js';
 import type { KeyedRequests, ModernCall, RunOnSdk } from '../modern/keyed-hook.js';
 import { eventFrame } from '../sse.js';
 import { type Wake, WakePort } from '../wake-port.js';
-import { parseJson, sdkMessages } from './sdk-messages.js';
+import { forEachSdkMessage, parseJson } from './sdk-messages.js';
 import { executeStoreCall } from './store-calls.js';
 
 export type { KeyedRequests, ModernCall, RunOnSdk } from '../modern/keyed-hook.js';
@@ -413,8 +413,9 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
     const body = this.runs.get(id) as BodyRun;
     const signal = AbortSignal.any([body.abort.signal, body.reading.signal]);
     (async () => {
-      for await (const m of sdkMessages(body.response as Response, signal))
-        this.tell({ kind: 'body-message', run: id, message: m });
+      await forEachSdkMessage(body.response as Response, signal, (m) =>
+        this.tell({ kind: 'body-message', run: id, message: m }),
+      );
       this.tell({ kind: 'body-ended', run: id });
     })().catch((error: unknown) => this.tell({ kind: 'body-failed', run: id, error }));
   }

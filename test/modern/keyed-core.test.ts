@@ -245,7 +245,7 @@ describe('the keyed core: facts in, commands out', () => {
     h.tell({ kind: 'request', request: 1, message: call(1, 'a'), principal: 'p' });
     h.tell({ kind: 'request', request: 2, message: call(2, 'b'), principal: 'p' });
     const a = h.memo.get('1:p|a') as MemoEntry;
-    h.memo.replace({ ...a, state: 'cancelled', finishedAt: 0 }, 'running');
+    h.memo.replace({ ...a, state: 'cancelled', finishedAt: 0 }, a);
     h.until(1_000);
     expect(h.of('abort-body').map((c) => c.run)).toEqual([1]);
   });

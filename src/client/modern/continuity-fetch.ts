@@ -3,11 +3,7 @@ import { createActor, type InspectionEvent, type Observer } from 'xstate';
 import { callEnding, callInput, callIsKeyed } from '../../../machines/client/call-core.js';
 import { CANCEL_DEADLINE_MS } from '../../../machines/client/limits.js';
 import { DEFAULT_MAX_LISTING_BYTES, endsListing } from '../../../machines/client/listing-answer.js';
-import {
-  type ModernCallOutput,
-  modernCallMachine,
-  type ToolHints,
-} from '../../../machines/client/modern-call.machine.js';
+import type { ModernCallOutput, ToolHints } from '../../../machines/client/modern-call.machine.js';
 import {
   DEFAULT_MODERN_CALL_POLICY,
   type ModernCallDecision,
@@ -30,7 +26,8 @@ import { DEFAULT_JOURNAL_POLICY } from '../../../machines/tasks/task-journal.js'
 import type { ContinuityMetrics } from '../../metrics/continuity-metrics.js';
 import { ClientCallTrace } from '../../telemetry/client-call-trace.js';
 import { type ContinuityTelemetry, globalTelemetry } from '../../telemetry/telemetry.js';
-import { type AttemptIo, attemptExchange } from './attempt-exchange.js';
+import type { AttemptIo } from './attempt-exchange.js';
+import { bindCallIo, type CallIo, ioCallMachine } from './call-machine-io.js';
 import { type CallJournal, journaledCall } from './journaled-call.js';
 import { type ListenGap, type ReconnectPolicy, reopeningListen } from './listen.js';
 import { passListing } from './pass-listing.js';
@@ -233,30 +230,26 @@ export function continuityFetch(options: ContinuityFetchOptions = {}): typeof fe
     const last: AttemptIo['last'] = {};
     const baseInit: RequestInit = { ...init, signal: undefined };
     const traced = new ClientCallTrace(telemetry, request, toolName, protocolVersionOf(request));
-    const machine = modernCallMachine.provide({
-      actors: {
-        exchange: attemptExchange({
-          url,
-          init: baseInit,
-          fetch: inner,
-          now,
-          last,
-          onAttempt: ({ attempt, request: sent }) =>
-            traced.attempt(attempt, sent, metaOf(sent)?.[ContinuityMeta.lastEventId]),
-        }),
+    const io: CallIo = {
+      attempt: {
+        url,
+        init: baseInit,
+        fetch: inner,
+        now,
+        last,
+        onAttempt: ({ attempt, request: sent }) =>
+          traced.attempt(attempt, sent, metaOf(sent)?.[ContinuityMeta.lastEventId]),
       },
-      actions: {
-        // The answer itself is written when the call ends (below): it decides how the SDK gets it.
-        deliver: (_, { message }) => {
-          if (!isResponse(message)) sdk.write(message);
-        },
-        sendCancel: (_, { request: cancel }) => {
-          void postCancel(url, baseInit, cancel);
-        },
-        reportGap: (_, { gap }) => options.onGap?.(gap, { toolName }),
+      // The answer itself is written when the call ends (below): it decides how the SDK gets it.
+      deliver: (message) => {
+        if (!isResponse(message)) sdk.write(message);
       },
-    });
-    const actor = createActor(machine, {
+      sendCancel: (cancel) => {
+        void postCancel(url, baseInit, cancel);
+      },
+      reportGap: (gap) => options.onGap?.(gap, { toolName }),
+    };
+    const actor = createActor(ioCallMachine, {
       input: callInput({
         // Every attempt copies the request's `_meta`: each carries the call span's trace context.
         request: withMeta(request, traced.meta),
@@ -345,6 +338,7 @@ export function continuityFetch(options: ContinuityFetchOptions = {}): typeof fe
       },
     });
     signal?.addEventListener('abort', onAbort, { once: true });
+    bindCallIo(actor, io);
     actor.start();
     return sdk.promise;
   }

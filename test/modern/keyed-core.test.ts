@@ -135,14 +135,13 @@ describe('the keyed core: facts in, commands out', () => {
     // The body's end knows its log's head (the run made every append): it reads no window.
     expect(calls).not.toContain('log.window');
     expect(calls).toEqual([
-      'memo.get',
-      'log.open',
+      // A first attempt creates at once (no read first); its log is opened by its first event: none here.
       'memo.create',
       // No first look: nothing changed since the entry was created here; the end's ring wakes the response.
       // The end reads nothing first (its compare-and-set expects the run's entry); no event, no log to
       // finish: the outcome is in the memo alone.
       'memo.replace',
-      'log.read',
+      // One look once the end rang: the entry holds the outcome, recorded after every event (none): no log read.
       'memo.get',
     ]);
   });
@@ -274,6 +273,6 @@ describe('the keyed core: facts in, commands out', () => {
     core.handle({ kind: 'store-answer', op: running.op, value: [] }, 0);
     const alive = core.poll() as Extract<KeyedCommand, { kind: 'store' }>;
     core.handle({ kind: 'store-answer', op: alive.op, value: new Set() }, 0);
-    expect(core.poll()).toMatchObject({ kind: 'store', call: { kind: 'memo.get' } });
+    expect(core.poll()).toMatchObject({ kind: 'store', call: { kind: 'memo.create' } });
   });
 });

@@ -4,7 +4,7 @@ import type { JsonRpcMessage } from '../../machines/jsonrpc.js';
 import { KeyedCore, type KeyedCoreDecisions } from '../../machines/server/keyed-core.js';
 import type { KeyedCommand, KeyedFact, KeyedStoreCall } from '../../machines/server/keyed-core-io.js';
 import type { MemoEntry } from '../../machines/server/keyed-memo.js';
-import { keyedLimits } from '../../machines/server/keyed-timing.js';
+import { keyedLimits, planKeyedWake } from '../../machines/server/keyed-timing.js';
 import { SimEventLog } from '../../properties/world/sim-event-log.js';
 import { executeStoreCall } from '../../properties/world-modern/keyed-ports.js';
 import { SimMemoStore } from '../../properties/world-modern/sim-memo.js';
@@ -247,6 +247,15 @@ describe('the keyed core: facts in, commands out', () => {
     h.memo.replace({ ...a, state: 'cancelled', finishedAt: 0 }, a);
     h.until(1_000);
     expect(h.of('abort-body').map((c) => c.run)).toEqual([1]);
+  });
+
+  it("the host's one wake-up: kept while no later than the core's next deadline, moved earlier, cleared", () => {
+    expect(planKeyedWake(100, 150, 90)).toEqual({ kind: 'keep' });
+    expect(planKeyedWake(100, 100, 90)).toEqual({ kind: 'keep' });
+    expect(planKeyedWake(100, 95, 90)).toEqual({ kind: 'set', at: 95, delayMs: 5 });
+    expect(planKeyedWake(undefined, 80, 90)).toEqual({ kind: 'set', at: 80, delayMs: 0 });
+    expect(planKeyedWake(100, undefined, 90)).toEqual({ kind: 'clear' });
+    expect(planKeyedWake(undefined, undefined, 90)).toEqual({ kind: 'clear' });
   });
 
   it('keyed requests wait for the start (lease, orphans) before they run', () => {

@@ -13,6 +13,11 @@ import type { Numbering, StreamEntry, Watermark } from '../../machines/server/sh
 export interface StoredEvent {
   readonly seq: number;
   readonly message: JsonRpcMessage;
+  /**
+   * The message's JSON text, when the log keeps it (MemoryEventLog does): a replay writes it as it is
+   * instead of serializing every message again. Optional; a backend may leave it out.
+   */
+  readonly data?: string;
 }
 
 /** What a durable log keeps about a session so the next process (or another instance) can serve it. */

@@ -1,4 +1,4 @@
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
 import type { JsonRpcMessage } from '../../machines/jsonrpc.js';
 import {
   DEFAULT_RETENTION_POLICY,
@@ -7,6 +7,7 @@ import {
   type StreamWindow,
 } from '../../machines/server/retention.js';
 import type { EventLog, EventLogObserver, SessionRecord, SessionRegistry, StoredEvent } from './event-log.js';
+import { openSqlite } from './sqlite-open.js';
 
 export interface SqliteEventLogOptions {
   /** The database file (created if missing). `:memory:` works but is not durable. */
@@ -46,9 +47,7 @@ export class SqliteEventLog implements EventLog {
       retentionMs: options.retentionMs ?? DEFAULT_RETENTION_POLICY.retentionMs,
     };
     this.now = options.now ?? Date.now;
-    this.db = new Database(options.path);
-    this.db.pragma('journal_mode = WAL');
-    this.db.pragma('synchronous = NORMAL');
+    this.db = openSqlite(options.path);
     this.db.exec(`
       CREATE TABLE IF NOT EXISTS streams (
         session TEXT NOT NULL, stream INTEGER NOT NULL,

@@ -22,6 +22,7 @@ import {
 import { namesSession, routeCall, sessionUnavailable } from '../../machines/server/call-routing.js';
 import { leaseRenewPeriodMs, sharedPollMs, sweepPeriodMs } from '../../machines/server/deadlines.js';
 import { routeByEra } from '../../machines/server/era.js';
+import { leaseRead } from '../../machines/server/instances.js';
 import {
   admitNewSession,
   holderOf,
@@ -276,10 +277,10 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
       if (busy.length > 0) await store.touch(busy.map((s) => s.id));
       const owners = busy.flatMap((s) => s.foreignOwners());
       if (owners.length === 0) return;
-      const leased = await store.alive(owners);
-      for (const s of busy) {
-        if (s.foreignOwners().some((o) => !leased.has(o))) await s.reapAbandoned(leased);
-      }
+      // Only a trigger: a session whose attached streams changed since is judged on owners asked about,
+      // and its reap reads the leases again for the streams it decides on.
+      const read = leaseRead(owners, await store.alive(owners));
+      for (const s of busy) if (s.ownerLost(read)) await s.reapAbandoned();
     };
     const timer = wakes.every(leaseRenewPeriodMs(leaseMs, idleTtlMs), () => void tick().catch(onError));
     return async () => {

@@ -13,7 +13,7 @@ import {
 } from '../../machines/jsonrpc.js';
 import { unstoredAnswerRetryMs } from '../../machines/server/deadlines.js';
 import { executePlan, type PlanIo } from '../../machines/server/execute-plan.js';
-import { announcesEnd } from '../../machines/server/instances.js';
+import { announcesEnd, type LeaseRead } from '../../machines/server/instances.js';
 import { DEFAULT_SERVER_LIMITS, LimitReason, type ServerLimits } from '../../machines/server/limits.js';
 import { deleteAnswer, SESSION_NOT_FOUND } from '../../machines/server/replies.js';
 import { cancelledRequest, routeInbound, tagRequestId } from '../../machines/server/routing.js';
@@ -220,12 +220,17 @@ export class RuntimeSession implements HostListeners, SessionOutbound {
     return this.reaping.foreignOwners();
   }
 
+  /** Shared store: whether `read` shows an instance running a call on a stream attached here gone. */
+  ownerLost(read: LeaseRead): boolean {
+    return this.reaping.ownerLost(read);
+  }
+
   /**
-   * Shared store: the calls on streams attached here whose instance has no lease any more (`leased`)
-   * get an outcome-unknown answer, in this session's turn.
+   * Shared store: the calls on streams attached here whose instance has no lease any more get an
+   * outcome-unknown answer, in this session's turn (the leases are read again there, for those streams).
    */
-  reapAbandoned(leased: ReadonlySet<string>): Promise<void> {
-    return this.sync.inTurn(() => this.reaping.reap(leased, this.streams.attachedStreams()));
+  reapAbandoned(): Promise<void> {
+    return this.sync.inTurn(() => this.reaping.reap(this.streams.attachedStreams()));
   }
 
   async connect(server: McpServerLike): Promise<void> {

@@ -36,8 +36,10 @@ export async function sessionsMemory(
 ): Promise<SessionsMemoryResult> {
   const remote = await startRemote(server, { mcp });
   try {
-    // Warm-up: lazily built SDK/zod/xstate structures are not per-session costs.
-    await pool(20, 10, () => new RawSession(remote.url).initialize());
+    // Warm-up: lazily built SDK/zod/xstate structures and V8's optimized code are not per-session costs.
+    // With 20 warm sessions about 1 KB of each measured session was code compiled while they opened
+    // (bench/memory-2025-idle.ts --warm=N shows it); 1,000 reach the steady state a serving process is in.
+    await pool(1_000, 10, () => new RawSession(remote.url).initialize());
     await new Promise((resolve) => setTimeout(resolve, IDLE_SETTLE_MS));
     if (server === 'ours') await remote.dropLogs();
     const before = await remote.heap();

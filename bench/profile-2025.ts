@@ -1,34 +1,49 @@
 /**
  * An in-process harness for profiling 2025 tool calls in a fresh process (issue 25, row 2):
  * `calls` echo calls, 50 in flight, one session, from an SDK `Client` over one stack's client transport
- * to the same stack's server, both in this process. Prints calls/s per 500 completions and in all.
+ * to one stack's server, both in this process. Prints calls/s and CPU time per call (user + system, both
+ * ends together) per 500 completions and in all. CPU time, unlike calls/s, holds on a machine shared with
+ * other work: compare the stacks by it.
  *
- *   npx tsx bench/profile-2025.ts [ours|sdk] [calls=2000]
+ *   npx tsx bench/profile-2025.ts [ours|sdk] [calls=2000] [server=ours|sdk]
  *   node --cpu-prof --cpu-prof-dir=/tmp/prof --import tsx bench/profile-2025.ts ours 2000
  *   npx tsx bench/profile-summary.ts /tmp/prof/CPU.….cpuprofile 30
+ *
+ * The third argument pairs one stack's client with the other's server, to see which end a cost is on.
  */
 import { connectClient, startOurs, startSdk } from './lib/stacks.js';
 
 const kind = process.argv[2] === 'sdk' ? 'sdk' : 'ours';
 const calls = Number(process.argv[3] ?? 2_000);
+const serverKind = process.argv[4] === 'sdk' || process.argv[4] === 'ours' ? process.argv[4] : kind;
 const inFlight = 50;
+const every = 500;
 
-const server = kind === 'ours' ? await startOurs() : await startSdk(false);
+const server = serverKind === 'ours' ? await startOurs() : await startSdk(false);
 const { client, close } = await connectClient(kind, server.url);
 const start = performance.now();
+const cpuStart = process.cpuUsage();
 const marks: number[] = [];
+const cpuMarks: number[] = [];
 let issued = 0;
 let done = 0;
 let last = start;
+let lastCpu = cpuStart;
+const cpuSince = (from: NodeJS.CpuUsage) => {
+  const d = process.cpuUsage(from);
+  return d.user + d.system;
+};
 const worker = async () => {
   while (issued < calls) {
     issued++;
     await client.callTool({ name: 'echo', arguments: { text: 'hello' } });
     done++;
-    if (done % 500 === 0) {
+    if (done % every === 0) {
       const now = performance.now();
-      marks.push(Math.round(500_000 / (now - last)));
+      marks.push(Math.round((every * 1000) / (now - last)));
+      cpuMarks.push(Math.round(cpuSince(lastCpu) / every));
       last = now;
+      lastCpu = process.cpuUsage();
     }
   }
 };
@@ -36,11 +51,14 @@ await Promise.all(Array.from({ length: inFlight }, worker));
 const ms = performance.now() - start;
 console.log(
   JSON.stringify({
-    kind,
+    client: kind,
+    server: serverKind,
     calls,
     ms: Math.round(ms),
     perSecond: Math.round((calls * 1000) / ms),
-    per500: marks,
+    cpuMicrosPerCall: Math.round(cpuSince(cpuStart) / calls),
+    [`per${every}`]: marks,
+    [`cpuMicrosPerCallPer${every}`]: cpuMarks,
   }),
 );
 await close();

@@ -268,15 +268,13 @@ export function* keyedFollowSteps(facts: {
 
 /** The end of a body run (`keyedBodyEndSteps`), as commands. */
 export type KeyedBodyEndCommand =
-  /** → `MemoEntry | undefined`: the memo's entry for the key. */
-  | { readonly kind: 'read-entry' }
   /** → `StreamWindow | undefined`: the key's log window (its head: the final response's seq is head + 1). */
   | { readonly kind: 'read-window' }
   /** → `boolean`: a response here is waiting on the key's log (the outcome is then recorded `answered`). */
   | { readonly kind: 'watched' }
   /**
    * → `MemoEntry | undefined`, the entry stored after: move `entry` by `event` (`nextEntry`,
-   * compare-and-set from its state), then wake its watchers.
+   * compare-and-set from its state and run), then wake its watchers.
    */
   | {
       readonly kind: 'record';
@@ -292,13 +290,17 @@ export type KeyedBodyEndCommand =
 type BodyEndAnswer = MemoEntry | StreamWindow | boolean | undefined;
 
 /**
- * The steps after a body's messages (`final`: its answer, if the SDK gave one): `keyedRunEnd` on the
- * entry read now; the outcome is recorded durably first, under the seq the final response gets in the
- * log (head + 1), and the final response appended only when that recording won (`appendsFinal`), so no
- * stream ever writes an outcome the memo does not hold. An answerless end declares the entry dead.
+ * The steps after a body's messages (`final`: its answer, if the SDK gave one), from the entry the run
+ * started under (running, owned here): nothing is read first, since the compare-and-set expects that
+ * entry's state and run, so a run that moved on meanwhile (cancelled, declared dead, forgotten and created
+ * again) is never overwritten (`keyedRunEnd` decides on the run's entry). The outcome is recorded durably
+ * first, under the seq the final response gets in the log (head + 1), and the final response appended only
+ * when that recording won and there is a log to finish (`appendsFinal`), so no stream ever writes an
+ * outcome the memo does not hold. An answerless end declares the entry dead.
  */
 export function* keyedBodyEndSteps(
-  entry: Pick<MemoEntry, 'owner'>,
+  /** The entry the run started under. */
+  entry: MemoEntry,
   final: JsonRpcMessage | undefined,
   /** The SDK refused the request before the tool ran (`refusedBeforeRun`); `final` is the refusal. */
   refused = false,
@@ -308,15 +310,14 @@ export function* keyedBodyEndSteps(
    */
   head?: number,
 ): Generator<KeyedBodyEndCommand, void, BodyEndAnswer> {
-  const current = (yield { kind: 'read-entry' }) as MemoEntry | undefined;
-  const end = keyedRunEnd(current, entry.owner, final, refused);
-  if (end.kind === 'nothing' || !current) {
+  const end = keyedRunEnd(entry, entry.owner, final, refused);
+  if (end.kind === 'nothing') {
     yield { kind: 'ring' };
     return;
   }
   // No answer (`final` undefined): the entry would otherwise stay running under a live owner forever.
   if (end.kind === 'declare-died' || !final) {
-    yield { kind: 'record', entry: current, event: { type: 'instance.died' }, watched: false };
+    yield { kind: 'record', entry, event: { type: 'instance.died' }, watched: false };
     return;
   }
   const known = head ?? ((yield { kind: 'read-window' }) as StreamWindow | undefined)?.head;
@@ -324,7 +325,7 @@ export function* keyedBodyEndSteps(
   const watched = (yield { kind: 'watched' }) as boolean;
   const won = (yield {
     kind: 'record',
-    entry: current,
+    entry,
     event: {
       type: end.kind === 'refused' ? 'tool.refused' : 'tool.finished',
       outcome: end.outcome,

@@ -457,12 +457,18 @@ export function restartWon(
   return stored?.state === 'running' && stored.logId === fresh.logId;
 }
 
-/** The final response goes to the log only when this instance's recording won, under the seq it recorded. */
+/**
+ * The final response goes to the log only when this instance's recording won, under the seq it recorded,
+ * and only to a log that exists: a key's log is opened by its first event (the log's append), so a body
+ * that sent none (`finalSeq` 1) has no log to finish. Its readers take the outcome from the memo anyway
+ * (`attachStep`), and the window from the entry (`keyedWindow`): one store write fewer per such call.
+ */
 export function appendsFinal(
   stored: Pick<MemoEntry, 'state' | 'finalSeq'> | undefined,
   finalSeq: number,
 ): boolean {
   return (
+    finalSeq > 1 &&
     (stored?.state === 'committed' || stored?.state === 'answered' || stored?.state === 'refused') &&
     stored.finalSeq === finalSeq
   );

@@ -53,6 +53,7 @@ import {
   type SessionInfo,
   SessionUnavailableError,
 } from './session.js';
+import { SessionOptions, type SessionOwnOptions, type SessionServerOptions } from './session-options.js';
 import { WakePort } from './wake-port.js';
 
 /** Who is calling, as `authenticate` decides. Sessions are bound to the principal that created them. */
@@ -168,11 +169,6 @@ const DEFAULTS = {
 };
 
 /** What differs between sessions, besides the id (the rest is the server's). */
-type SessionOwn = Pick<
-  RuntimeSessionOptions,
-  'epoch' | 'principal' | 'initialize' | 'createdAt' | 'snapshot' | 'version'
->;
-
 const LOOPBACK = /^(127\.|::1$|::ffff:127\.)/;
 
 /** Creates an MCP Streamable HTTP endpoint whose sessions survive dropped connections. */
@@ -298,18 +294,8 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
     sessions.delete(ended);
     release(ended);
   };
-  /**
-   * A session's options, every key always present (no spreads): one object shape for all sessions, where
-   * spread and conditional keys gave each idle session a hidden class of its own (docs/benchmarks.md, row 4).
-   */
-  const sessionOptions = (id: string, own: SessionOwn): RuntimeSessionOptions => ({
-    id,
-    epoch: own.epoch,
-    principal: own.principal,
-    initialize: own.initialize,
-    createdAt: own.createdAt,
-    snapshot: own.snapshot,
-    version: own.version,
+  /** What every session of this server shares in its options: one object for all of them. */
+  const sessionServer: SessionServerOptions = {
     pollMs: sharedPollMs(shared !== undefined, options.sharedStorePollMs),
     wakes,
     log,
@@ -317,13 +303,15 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
     heartbeatMs,
     retryMs,
     advertisement,
-    headers: headersFor(id),
     onEnded: sessionEnded,
     inspect: options.inspect,
     onError,
     metrics,
     limits,
-  });
+  };
+  /** A session's options: its own values, the server's read through (session-options.ts). */
+  const sessionOptions = (id: string, own: SessionOwnOptions): RuntimeSessionOptions =>
+    new SessionOptions(id, own, headersFor(id), sessionServer);
 
   async function createSession(
     principal: Principal | null,

@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto';
 import Database from 'better-sqlite3';
 import {
   admitCounted,
-  type KeyedWorkState,
   type MemoEntry,
+  type MemoExpected,
   memoExpiresAt,
 } from '../../machines/server/keyed-memo.js';
 import type { MemoCreate, MemoStore } from './memo-store.js';
@@ -140,12 +140,12 @@ export class SqliteMemoStore implements MemoStore {
     })();
   }
 
-  async replace(next: MemoEntry, expected: KeyedWorkState): Promise<MemoEntry | undefined> {
+  async replace(next: MemoEntry, expected: MemoExpected): Promise<MemoEntry | undefined> {
     return this.db.transaction(() => {
       const stored = this.read(next.memoKey);
       if (!stored) return undefined;
-      if (stored.state !== expected) return stored;
-      this.q.update.run(next.state, this.expiry(next), JSON.stringify(next), next.memoKey, expected);
+      if (stored.state !== expected.state || stored.logId !== expected.logId) return stored;
+      this.q.update.run(next.state, this.expiry(next), JSON.stringify(next), next.memoKey, expected.state);
       return next;
     })();
   }

@@ -405,23 +405,23 @@ describe('attached response steps (keyedFollowSteps: what src/ and the world dri
 describe('body end steps (keyedBodyEndSteps: what src/ and the world drive alike)', () => {
   const final = { jsonrpc: '2.0' as const, id: 1, result: { content: [] } };
   const run = (
-    current: MemoEntry | undefined,
     answer: Partial<Record<string, unknown>>,
     fin: typeof final | undefined,
+    started: MemoEntry = entry(),
   ) => {
     const seen: KeyedBodyEndCommand[] = [];
-    driveKeyedCallSync(keyedBodyEndSteps(entry(), fin), (c): unknown => {
+    driveKeyedCallSync(keyedBodyEndSteps(started, fin), (c): unknown => {
       seen.push(c);
-      return c.kind === 'read-entry' ? current : answer[c.kind];
+      return answer[c.kind];
     });
     return seen;
   };
 
   it('records the outcome under head + 1 (watched: answered) before appending the final response, then rings', () => {
     const won = entry({ state: 'answered', outcome: { kind: 'result', result: final.result }, finalSeq: 5 });
-    const seen = run(entry(), { 'read-window': win(1, 4), watched: true, record: won }, final);
+    // Nothing is read before the record: its compare-and-set expects the run's own entry.
+    const seen = run({ 'read-window': win(1, 4), watched: true, record: won }, final);
     expect(seen).toEqual([
-      { kind: 'read-entry' },
       { kind: 'read-window' },
       { kind: 'watched' },
       {
@@ -437,22 +437,20 @@ describe('body end steps (keyedBodyEndSteps: what src/ and the world drive alike
 
   it('a lost recording appends nothing; no answer declares the entry dead; an entry that moved on only rings', () => {
     const lost = run(
-      entry(),
       {
-        'read-window': undefined,
+        'read-window': win(1, 2),
         watched: false,
         record: entry({ state: 'cancelled' }),
       },
       final,
     );
-    expect(lost.map((c) => c.kind)).toEqual(['read-entry', 'read-window', 'watched', 'record', 'ring']);
-    expect(lost[3]).toMatchObject({ event: { finalSeq: 1 } });
+    expect(lost.map((c) => c.kind)).toEqual(['read-window', 'watched', 'record', 'ring']);
+    expect(lost[2]).toMatchObject({ event: { finalSeq: 3 } });
     // The SDK ended without an answer (its stream broke): the side effect may have happened.
-    expect(run(entry(), {}, undefined)).toEqual([
-      { kind: 'read-entry' },
+    expect(run({}, undefined)).toEqual([
       { kind: 'record', entry: entry(), event: { type: 'instance.died' }, watched: false },
     ]);
-    expect(run(entry({ state: 'cancelled' }), {}, final).map((c) => c.kind)).toEqual(['read-entry', 'ring']);
+    expect(run({}, final, entry({ state: 'cancelled' })).map((c) => c.kind)).toEqual(['ring']);
   });
 });
 
@@ -516,20 +514,13 @@ describe('refused before the tool ran (the SDK answered 4xx): nothing ran, the k
     const seen: KeyedBodyEndCommand[] = [];
     driveKeyedCallSync(keyedBodyEndSteps(entry(), final, true), (c) => {
       seen.push(c);
-      if (c.kind === 'read-entry') return entry();
       if (c.kind === 'read-window') return win(1, 0);
       if (c.kind === 'watched') return true;
       if (c.kind === 'record') return nextEntry(c.entry, c.event, 3, c.watched);
       return undefined;
     });
-    expect(seen.map((c) => c.kind)).toEqual([
-      'read-entry',
-      'read-window',
-      'watched',
-      'record',
-      'append-final',
-      'ring',
-    ]);
+    // No event before it: the key has no log to finish, the refusal is in the memo alone.
+    expect(seen.map((c) => c.kind)).toEqual(['read-window', 'watched', 'record', 'ring']);
     const record = seen.find((c) => c.kind === 'record') as Extract<KeyedBodyEndCommand, { kind: 'record' }>;
     expect(record.event).toEqual({ type: 'tool.refused', outcome: refusal, finalSeq: 1 });
     expect(nextEntry(entry(), record.event, 3)).toMatchObject({
@@ -537,7 +528,8 @@ describe('refused before the tool ran (the SDK answered 4xx): nothing ran, the k
       finalSeq: 1,
       finishedAt: 3,
     });
-    expect(appendsFinal(refusedEntry, 1)).toBe(true);
+    expect(appendsFinal(refusedEntry, 1)).toBe(false);
+    expect(appendsFinal({ ...refusedEntry, finalSeq: 4 }, 4)).toBe(true);
   });
 
   it('a re-issue (or a duplicate first attempt) of a refused key plans to run it; other arguments are 409', () => {

@@ -1,5 +1,6 @@
 import { deepStrictEqual as equal, ok, strictEqual as same } from 'node:assert/strict';
 import type { JsonRpcMessage } from '../../../machines/jsonrpc.js';
+import { seededRandom } from '../../../machines/seeded-random.js';
 import {
   appendToWindow,
   EMPTY_WINDOW,
@@ -44,16 +45,10 @@ function windowHas(window: StreamWindow | undefined, want: Partial<StreamWindow>
   for (const [k, v] of Object.entries(want)) equal(window[k as keyof StreamWindow], v, `${what}.${k}`);
 }
 
-/** A small deterministic generator (mulberry32), so a failing sequence is named by its seed. */
+/** A deterministic whole number in [0, n), so a failing sequence is named by its seed. */
 function random(seed: number): (n: number) => number {
-  let a = seed >>> 0;
-  return (n) => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return Math.floor((((t ^ (t >>> 14)) >>> 0) / 4294967296) * n);
-  };
+  const unit = seededRandom(seed);
+  return (n) => Math.floor(unit() * n);
 }
 
 /**

@@ -1,0 +1,39 @@
+/**
+ * When a slow SSE reader is cut, decided once for every Node writer (`writeNodeReply`, which writes a
+ * Reply straight to the socket, and `writeNodeResponse`, which writes a Web `Response`). The shell
+ * (src/server/node-cut.ts) reports how many bytes the socket has not sent and executes the verdict;
+ * it keeps no bound or deadline of its own.
+ *
+ * Why cut at all: every event is in the log before it is written, so a reader that falls too far behind
+ * loses nothing by having its response ended; it resumes with Last-Event-ID. Without the cut the server
+ * would buffer a whole stream for one reader that does not read.
+ */
+
+/** What a writer does after handing one frame to the socket. */
+export type WriteVerdict = 'go-on' | 'cut';
+
+/**
+ * A frame was just written and the socket holds `unsentBytes` its reader has not taken. Past
+ * `maxBufferedBytes` the reader is too slow: the writer stops reading its source and ends the response
+ * after what is queued. The frame that crossed the bound is still written whole, so every response
+ * makes progress even when one frame is larger than the bound.
+ */
+export function afterWrite(unsentBytes: number, maxBufferedBytes: number): WriteVerdict {
+  return unsentBytes > maxBufferedBytes ? 'cut' : 'go-on';
+}
+
+/** What a writer does once it has ended its response. */
+export type EndPlan =
+  | { readonly kind: 'done' }
+  /** Wait up to `withinMs` for the socket to send what it holds; if it does not, destroy it. */
+  | { readonly kind: 'drain-or-destroy'; readonly withinMs: number };
+
+/**
+ * The response has ended (`end()` was called). A reader that was not cut, or a cut one whose socket
+ * already sent everything, needs nothing more. A cut reader with bytes still unsent gets `stallMs` to
+ * take them: it is known to be slow, and one that takes nothing at all must not hold the socket (and its
+ * buffer) forever.
+ */
+export function afterEnd(cut: boolean, unsentBytes: number, stallMs: number): EndPlan {
+  return cut && unsentBytes > 0 ? { kind: 'drain-or-destroy', withinMs: stallMs } : { kind: 'done' };
+}

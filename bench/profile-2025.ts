@@ -5,12 +5,16 @@
  * ends together) per 500 completions and in all. CPU time, unlike calls/s, holds on a machine shared with
  * other work: compare the stacks by it.
  *
- *   npx tsx bench/profile-2025.ts [ours|sdk] [calls=2000] [server=ours|sdk]
+ *   npx tsx bench/profile-2025.ts [ours|sdk] [calls=2000] [server=ours|sdk] [remote]
  *   node --cpu-prof --cpu-prof-dir=/tmp/prof --import tsx bench/profile-2025.ts ours 2000
  *   npx tsx bench/profile-summary.ts /tmp/prof/CPU.….cpuprofile 30
  *
  * The third argument pairs one stack's client with the other's server, to see which end a cost is on.
+ * `remote` runs the server in its own process (bench/serve.ts): the CPU time is then the client's, and
+ * the server's is read from /proc (Linux) and printed beside it.
  */
+import { readFileSync } from 'node:fs';
+import { startRemote } from './lib/remote.js';
 import { connectClient, startOurs, startSdk } from './lib/stacks.js';
 
 const kind = process.argv[2] === 'sdk' ? 'sdk' : 'ours';
@@ -19,10 +23,23 @@ const serverKind = process.argv[4] === 'sdk' || process.argv[4] === 'ours' ? pro
 const inFlight = 50;
 const every = 500;
 
-const server = serverKind === 'ours' ? await startOurs() : await startSdk(false);
+const remote = process.argv[5] === 'remote';
+const server = remote
+  ? await startRemote(serverKind)
+  : serverKind === 'ours'
+    ? await startOurs()
+    : await startSdk(false);
+/** The server process's CPU time in µs (user + system), from /proc; 0 when in this process. */
+const serverCpu = (): number => {
+  if (!('pid' in server)) return 0;
+  const fields = readFileSync(`/proc/${server.pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+  // utime and stime are fields 14 and 15 of stat, in clock ticks (100 per second on Linux).
+  return (Number(fields[11]) + Number(fields[12])) * 10_000;
+};
 const { client, close } = await connectClient(kind, server.url);
 const start = performance.now();
 const cpuStart = process.cpuUsage();
+const serverCpuStart = serverCpu();
 const marks: number[] = [];
 const cpuMarks: number[] = [];
 let issued = 0;
@@ -57,11 +74,12 @@ console.log(
     ms: Math.round(ms),
     perSecond: Math.round((calls * 1000) / ms),
     cpuMicrosPerCall: Math.round(cpuSince(cpuStart) / calls),
+    ...(remote ? { serverCpuMicrosPerCall: Math.round((serverCpu() - serverCpuStart) / calls) } : {}),
     [`per${every}`]: marks,
     [`cpuMicrosPerCallPer${every}`]: cpuMarks,
   }),
 );
 await close();
 await server.close();
-if (server.errors.length > 0) console.error(server.errors.slice(0, 5));
+if ('errors' in server && server.errors.length > 0) console.error(server.errors.slice(0, 5));
 process.exit(0);

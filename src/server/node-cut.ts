@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import { afterEnd, afterWrite } from '../../machines/server/slow-reader.js';
+import { afterEnd, writeVerdict } from '../../machines/server/slow-reader.js';
 import type { WakePort } from './wake-port.js';
 
 /**
@@ -20,7 +20,7 @@ export class NodeCut {
   /** Writes `chunk`; true when the reader is now cut (the caller stops reading its source). */
   write(chunk: Uint8Array | string): boolean {
     this.res.write(chunk);
-    if (afterWrite(this.res.writableLength, this.maxBufferedBytes) === 'cut') this.cut = true;
+    if (writeVerdict(this.res.writableLength, this.maxBufferedBytes) === 'cut') this.cut = true;
     return this.cut;
   }
 

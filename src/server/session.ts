@@ -44,6 +44,7 @@ import { type SessionOutbound, SessionTransport } from './session-transport.js';
 import { SharedSync } from './shared-sync.js';
 import { primingFrame, type SseSink } from './sse.js';
 import type { Wake, WakePort } from './wake-port.js';
+import { WriteBehind } from './write-behind.js';
 
 export { SessionUnavailableError } from './session-host.js';
 
@@ -119,6 +120,8 @@ export class RuntimeSession implements HostListeners, SessionOutbound {
   private ending: Promise<void> | undefined;
   private mcp: McpServerLike | undefined;
   private initializeKey: string | undefined;
+  /** Stores the SDK server was not made to wait for (write-behind.ts); none while idle. */
+  private writeBehind: WriteBehind | undefined;
 
   constructor(private readonly o: RuntimeSessionOptions) {
     // Every field is set here, in this order, for every session: one object shape (hidden class) for all.
@@ -133,6 +136,7 @@ export class RuntimeSession implements HostListeners, SessionOutbound {
     this.ending = undefined;
     this.mcp = undefined;
     this.initializeKey = undefined;
+    this.writeBehind = undefined;
   }
 
   private get sync(): SharedSync {
@@ -191,6 +195,7 @@ export class RuntimeSession implements HostListeners, SessionOutbound {
   /** Called by the server's sweep: an idle session sleeps; one asleep past its TTL wakes to expire. */
   sweep(now: number, idleForMs: number): void {
     this.host.sweep(now, idleForMs, this.busyHere);
+    if (this.writeBehind?.empty) this.writeBehind = undefined;
   }
 
   /** What is attached or running here keeps the session alive (on every instance, sharing a store). */
@@ -472,6 +477,8 @@ export class RuntimeSession implements HostListeners, SessionOutbound {
     if (route.kind === 'final') {
       const key = route.requestKey;
       try {
+        // After the stream's events on their way, and not vouched for when one of them was lost.
+        await this.writeBehind?.settled(route.stream);
         // False when another instance already answered for it (it thought this one was gone).
         await this.streams.storeFinal(
           route.stream,
@@ -493,7 +500,12 @@ export class RuntimeSession implements HostListeners, SessionOutbound {
     ) {
       await this.decided(() => this.host.send({ type: 'standalone.used' }));
     }
-    await this.streams.store(route.stream, m);
+    // A log that numbers appends in call order lets the sender go on while this is stored (write-behind.ts).
+    if (!this.o.log.ordersAppends) return this.streams.store(route.stream, m);
+    this.writeBehind ??= new WriteBehind((stream, message) =>
+      this.streams.store(stream, message as JsonRpcMessage),
+    );
+    await this.writeBehind.add(route.stream, m);
   }
 
   private async end(reason: 'expired' | 'terminated' | 'shutdown'): Promise<void> {

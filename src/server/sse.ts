@@ -3,26 +3,10 @@ import type { JsonRpcMessage } from '../../machines/jsonrpc.js';
 /**
  * Writing SSE frames (the WHATWG event-stream format). Only writing lives here; clients parse with
  * eventsource-parser. Every frame ends with a blank line; data is one JSON line, so it never needs splitting.
+ * `data` is the message's JSON text when the caller has it already (a log that keeps it: `StoredEvent.data`).
  */
-export function eventFrame(id: string, message: JsonRpcMessage): string {
-  return `id: ${id}\ndata: ${messageData(message)}\n\n`;
-}
-
-/**
- * The JSON text of each message written so far, while the message lives. A memory log keeps the very
- * object that was written live, so a replay reuses its text: `JSON.stringify` was most of a 10,000-event
- * replay's server time (row 3 of docs/benchmarks.md). A message read back from a store is a new object,
- * stringified once. Messages are never changed after they are stored, so the text stays theirs.
- */
-const written = new WeakMap<JsonRpcMessage, string>();
-
-function messageData(message: JsonRpcMessage): string {
-  let data = written.get(message);
-  if (data === undefined) {
-    data = JSON.stringify(message);
-    written.set(message, data);
-  }
-  return data;
+export function eventFrame(id: string, message: JsonRpcMessage, data = JSON.stringify(message)): string {
+  return `id: ${id}\ndata: ${data}\n\n`;
 }
 
 /** The priming event: an id and empty data, so a client can resume before the first real event. */

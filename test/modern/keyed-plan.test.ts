@@ -171,7 +171,7 @@ describe('keyed call steps (the procedure src/ and the simulated world drive ali
     return { end, seen };
   };
 
-  it('a new key: the log is opened before the entry is created, then the body starts once', () => {
+  it('a new key (a first attempt): created before anything is read, no log opened, the body starts once', () => {
     const fresh = entry();
     const { end, seen } = drive((c) =>
       c.kind === 'read-entry'
@@ -183,7 +183,8 @@ describe('keyed call steps (the procedure src/ and the simulated world drive ali
             : 0,
     );
     // A first attempt of a key the memo does not hold runs whatever the memo's age: no completeness read.
-    expect(seen).toEqual(['read-entry', 'new-entry', 'open-log', 'create-entry', 'start-run']);
+    // Its log is opened by its first event (the log's append), not here.
+    expect(seen).toEqual(['new-entry', 'create-entry', 'start-run']);
     expect(end).toEqual({ kind: 'serve', entry: fresh, afterSeq: 0 });
   });
 
@@ -208,25 +209,38 @@ describe('keyed call steps (the procedure src/ and the simulated world drive ali
     });
   });
 
-  it('a lost creation race: the loser drops its log, re-reads and attaches; it never starts the body', () => {
-    let reads = 0;
+  it('a lost creation race: the loser plans with the entry its create found (no read) and attaches; it never starts the body', () => {
     const winner = entry({ owner: 'other' });
     const { end, seen } = drive((c) => {
-      if (c.kind === 'read-entry') return reads++ === 0 ? undefined : winner;
       if (c.kind === 'new-entry') return entry({ epoch: 'ep2' });
       if (c.kind === 'create-entry') return { kind: 'exists', entry: winner };
-      if (c.kind === 'read-window') return win(1, 0);
+      if (c.kind === 'read-window') return undefined; // the winner's body sent no event yet: no log
       if (c.kind === 'owner-alive') return true;
       return 0;
     });
-    expect(seen).not.toContain('start-run');
-    expect(seen).toContain('drop-log');
+    expect(seen).toEqual(['new-entry', 'create-entry', 'read-window', 'owner-alive']);
     expect(end).toEqual({ kind: 'serve', entry: winner, afterSeq: 0 });
+  });
+
+  it('a first attempt whose address is at its bound: the memo is read, a known key attaches, a new one is 429', () => {
+    const known = entry({ owner: 'other' });
+    const full = { kind: 'full', retryAfterSeconds: 2, bound: 'address' } as const;
+    const attach = drive((c) =>
+      c.kind === 'create-entry' ? full : c.kind === 'read-entry' ? known : c.kind === 'owner-alive',
+    );
+    expect(attach.seen).toEqual(['new-entry', 'create-entry', 'read-entry', 'read-window', 'owner-alive']);
+    expect(attach.end).toEqual({ kind: 'serve', entry: known, afterSeq: 0 });
+    const refuse = drive((c) =>
+      c.kind === 'create-entry' ? full : c.kind === 'new-entry' ? entry() : undefined,
+    );
+    expect(refuse.seen).toEqual(['new-entry', 'create-entry', 'read-entry', 'new-entry', 'create-entry']);
+    expect(refuse.end).toMatchObject({ kind: 'reply', reply: { status: 429, retryAfterSeconds: 2 } });
   });
 
   it('a running entry whose owner is gone: declared dead (compare-and-set), then -32012', () => {
     let current = entry({ owner: 'gone' });
     const { end, seen } = drive((c) => {
+      if (c.kind === 'create-entry') return { kind: 'exists', entry: current };
       if (c.kind === 'read-entry') return current;
       if (c.kind === 'read-window') return win(1, 0);
       if (c.kind === 'owner-alive') return false;
@@ -323,7 +337,6 @@ describe('attached response steps (keyedFollowSteps: what src/ and the world dri
         seen.push(c);
         if (seen.length > 50) throw new Error('the steps never ended');
         if (c.kind === 'read-log') {
-          look++;
           const w = looks[look]?.window;
           // Progress at 2 and 3; the final response (never written from the log) at 4.
           if (!w) return undefined;
@@ -332,7 +345,7 @@ describe('attached response steps (keyedFollowSteps: what src/ and the world dri
             .map((s) => (s === 4 ? { seq: 4, message: { jsonrpc: '2.0', id: 1, result: {} } } : progress(s)));
           return { window: w, events };
         }
-        if (c.kind === 'read-entry') return looks[look]?.entry;
+        if (c.kind === 'read-entry') return looks[++look]?.entry;
         if (c.kind === 'owner-alive') return looks[look]?.alive ?? true;
         return undefined;
       },
@@ -344,7 +357,7 @@ describe('attached response steps (keyedFollowSteps: what src/ and the world dri
     const restarted = entry({ logId: 'keyed-other', epoch: 'ep9' });
     const { end, seen } = follow([{ entry: restarted, window: win(1, 1) }]);
     expect(end).toEqual({ end: 'lost' });
-    expect(seen.map((c) => c.kind)).toEqual(['read-log', 'read-entry']);
+    expect(seen.map((c) => c.kind)).toEqual(['read-entry']);
   });
 
   it('writes new events as the attempt, waits, then ends with the recorded outcome under its id', () => {
@@ -353,15 +366,16 @@ describe('attached response steps (keyedFollowSteps: what src/ and the world dri
       { entry: entry(), window: win(1, 3) },
       { entry: done, window: win(1, 4, true) },
     ]);
+    // The second look finds the outcome recorded after every event it wrote: it reads no log.
     expect(seen.map((c) => c.kind)).toEqual([
-      'read-log',
       'read-entry',
+      'read-log',
       'owner-alive',
       'write',
       'wait',
-      'read-log',
       'read-entry',
     ]);
+    expect(seen[1]).toEqual({ kind: 'read-log', afterSeq: 1 });
     expect(seen[3]).toEqual({
       kind: 'write',
       frames: [2, 3].map((n) => ({
@@ -369,7 +383,6 @@ describe('attached response steps (keyedFollowSteps: what src/ and the world dri
         message: { ...progress(n).message, params: { progressToken: 'b', progress: n } },
       })),
     });
-    expect(seen[5]).toEqual({ kind: 'read-log', afterSeq: 3 });
     expect(end).toEqual({
       end: 'outcome',
       frame: { id: keyedEventId(entry(), 4), message: { jsonrpc: '2.0', id: 7, result: recorded.result } },
@@ -384,12 +397,12 @@ describe('attached response steps (keyedFollowSteps: what src/ and the world dri
       { entry: unknown, window: win(1, 1) },
     ]);
     expect(seen.map((c) => c.kind)).toEqual([
-      'read-log',
       'read-entry',
+      'read-log',
       'owner-alive',
       'declare-died',
-      'read-log',
       'read-entry',
+      'read-log',
     ]);
     expect(seen[3]).toEqual({ kind: 'declare-died', entry: gone });
     expect(end.end).toBe('outcome-unknown');
@@ -569,7 +582,7 @@ describe('refused before the tool ran (the SDK answered 4xx): nothing ran, the k
       }),
       (c) => {
         seen.push(c);
-        if (c.kind === 'read-entry') return refusedEntry;
+        if (c.kind === 'create-entry') return { kind: 'exists' as const, entry: refusedEntry };
         if (c.kind === 'read-window') return win(1, 1, true);
         if (c.kind === 'new-entry') return fresh;
         if (c.kind === 'restart-entry') return true;
@@ -577,10 +590,10 @@ describe('refused before the tool ran (the SDK answered 4xx): nothing ran, the k
       },
     );
     expect(seen.map((c) => c.kind)).toEqual([
-      'read-entry',
+      'new-entry',
+      'create-entry',
       'read-window',
       'new-entry',
-      'open-log',
       'restart-entry',
       'start-run',
       'drop-log',
@@ -589,7 +602,7 @@ describe('refused before the tool ran (the SDK answered 4xx): nothing ran, the k
     expect(end).toEqual({ kind: 'serve', entry: fresh, afterSeq: 0 });
   });
 
-  it('a lost restart race: the loser drops its own log, re-reads and attaches; it never starts the body', () => {
+  it('a lost restart race: the loser re-reads and attaches (it opened no log); it never starts the body', () => {
     const winner = entry({ epoch: 'ep3', logId: 'keyed-z', owner: 'other' });
     let reads = 0;
     const seen: KeyedCallCommand[] = [];
@@ -602,7 +615,8 @@ describe('refused before the tool ran (the SDK answered 4xx): nothing ran, the k
       }),
       (c) => {
         seen.push(c);
-        if (c.kind === 'read-entry') return reads++ === 0 ? refusedEntry : winner;
+        if (c.kind === 'create-entry') return { kind: 'exists' as const, entry: refusedEntry };
+        if (c.kind === 'read-entry') return reads++ === 0 ? winner : undefined;
         if (c.kind === 'read-window') return win(1, 0);
         if (c.kind === 'owner-alive') return true;
         if (c.kind === 'new-entry') return entry({ epoch: 'ep2', logId: 'keyed-y' });
@@ -611,7 +625,7 @@ describe('refused before the tool ran (the SDK answered 4xx): nothing ran, the k
       },
     );
     expect(seen.map((c) => c.kind)).not.toContain('start-run');
-    expect(seen.find((c) => c.kind === 'drop-log')).toMatchObject({ entry: { logId: 'keyed-y' } });
+    expect(seen.map((c) => c.kind)).not.toContain('drop-log');
     expect(end).toEqual({ kind: 'serve', entry: winner, afterSeq: 0 });
   });
 });

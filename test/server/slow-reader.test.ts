@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { afterEnd, afterWrite } from '../../machines/server/slow-reader.js';
+import { afterEnd, writeVerdict } from '../../machines/server/slow-reader.js';
 
 describe('the slow-reader cut (machines/server/slow-reader.ts)', () => {
   it('cuts only once the unsent bytes exceed the bound: at the bound the reader is still reading', () => {
-    expect(afterWrite(0, 100)).toBe('go-on');
-    expect(afterWrite(100, 100)).toBe('go-on');
-    expect(afterWrite(101, 100)).toBe('cut');
+    expect(writeVerdict(0, 100)).toBe('go-on');
+    expect(writeVerdict(100, 100)).toBe('go-on');
+    expect(writeVerdict(101, 100)).toBe('cut');
     // One frame larger than the bound was written whole; the cut comes after it, not instead of it.
-    expect(afterWrite(5_000, 100)).toBe('cut');
+    expect(writeVerdict(5_000, 100)).toBe('cut');
   });
 
   it('after the end, only a cut reader with bytes still unsent is given the stall time to drain', () => {

@@ -1,4 +1,3 @@
-import { createParser } from 'eventsource-parser';
 import { type ActorSystem, fromCallback } from 'xstate';
 import {
   ATTEMPT_START,
@@ -11,7 +10,7 @@ import {
 import { faultOf } from '../../../machines/client/faults.js';
 import { DEFAULT_MAX_MESSAGE_BYTES } from '../../../machines/client/limits.js';
 import type { AttemptInput, ModernCallEvent } from '../../../machines/client/modern-call.machine.js';
-import { readCappedText } from '../read-capped.js';
+import { cappedEventParser, readCappedText } from '../read-capped.js';
 
 /** The last HTTP answer of a call that was not a stream: a runtime may hand it to the SDK as it came. */
 export interface RawAnswer {
@@ -128,13 +127,8 @@ async function run(io: AttemptIo, attempt: AttemptInput, tell: Tell, signal: Abo
 }
 
 async function readEvents(response: Response, tell: Tell, signal: AbortSignal, limit: number): Promise<void> {
-  let overflow = false;
   let completed = false;
-  const parser = createParser({
-    maxBufferSize: limit,
-    onError: (error) => {
-      if (error.type === 'max-buffer-size-exceeded') overflow = true;
-    },
+  const parser = cappedEventParser(limit, {
     onEvent: (e) => {
       completed = true;
       tell({ kind: 'event', data: parseBody(e.data), event: e.event, eventId: e.id });
@@ -156,8 +150,7 @@ async function readEvents(response: Response, tell: Tell, signal: AbortSignal, l
       if (chunk.done) break;
       if (signal.aborted) return;
       completed = false;
-      parser.feed(decoder.decode(chunk.value, { stream: true }));
-      if (overflow) {
+      if (parser.feed(decoder.decode(chunk.value, { stream: true })) === 'over-cap') {
         await reader?.cancel().catch(() => undefined);
         tell({ kind: 'over-cap' });
         return;

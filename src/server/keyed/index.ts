@@ -132,6 +132,11 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
   private readonly inspection: KeyedInspection | undefined;
   private readonly pending = new Map<number, Pending>();
   private readonly streams = new Map<number, ReadableStreamDefaultController<Uint8Array>>();
+  /**
+   * Frames written during one `drain`, by request, enqueued as one chunk when it ends (or at 64 KiB): a
+   * re-issue's replay of 10,000 events was 10,000 enqueues, relays and socket writes.
+   */
+  private readonly unsent = new Map<number, string>();
   private readonly runs = new Map<number, BodyRun>();
   private readonly stopWatching: (() => void) | undefined;
   /**
@@ -240,6 +245,7 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
         this.onError(error);
       }
     }
+    for (const request of this.unsent.keys()) this.flush(request);
     this.sleep();
   }
 
@@ -286,10 +292,14 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
       case 'open-stream':
         this.respond(c.request, this.openStream(c.request));
         return;
-      case 'write':
-        this.enqueue(c.request, frameText(c.frame));
+      case 'write': {
+        const text = (this.unsent.get(c.request) ?? '') + frameText(c.frame);
+        this.unsent.set(c.request, text);
+        if (text.length >= WRITE_CHUNK_CHARS) this.flush(c.request);
         return;
+      }
       case 'end-stream': {
+        this.flush(c.request);
         const controller = this.streams.get(c.request);
         this.streams.delete(c.request);
         try {
@@ -309,7 +319,8 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
         this.readMessages(c.run);
         return;
       case 'stop-reading':
-        this.runs.get(c.run)?.reading.abort();
+        // A shared reason: `abort()` alone builds a DOMException and its stack for every keyed call.
+        this.runs.get(c.run)?.reading.abort(READING_STOPPED);
         return;
       case 'abort-body':
         this.runs.get(c.run)?.abort.abort();
@@ -363,7 +374,10 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
     });
   }
 
-  private enqueue(request: number, text: string): void {
+  private flush(request: number): void {
+    const text = this.unsent.get(request);
+    if (text === undefined) return;
+    this.unsent.delete(request);
     try {
       this.streams.get(request)?.enqueue(encoder.encode(text));
     } catch {
@@ -452,6 +466,12 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
     }
   }
 }
+
+/** Frames enqueued as one chunk past this many characters (the 2025 replay writes 64 KiB strings too). */
+const WRITE_CHUNK_CHARS = 64 * 1024;
+
+/** Why the reading of a body's answer stopped (the core has what it needs; the body may run on). */
+const READING_STOPPED = new Error('reading stopped');
 
 /** A frame's SSE text. */
 function frameText(frame: KeyedSseFrame): string {

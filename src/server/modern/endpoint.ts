@@ -250,19 +250,25 @@ export async function createModernEndpoint(
       const gone = new AbortController();
       if (input.gone.aborted) gone.abort();
       else input.gone.addEventListener('abort', () => gone.abort(), { once: true });
-      const request = new Request(input.url, {
-        method: 'POST',
-        headers: input.headers,
-        body: input.text,
-        signal: gone.signal,
-      });
+      // Built when first needed: a keyed call never needs it (its run on the SDK gets a request of its own),
+      // and a Request with a body costs a web stream.
+      let built: Request | undefined;
+      const requestOf = () => {
+        built ??= new Request(input.url, {
+          method: 'POST',
+          headers: input.headers,
+          body: input.text,
+          signal: gone.signal,
+        });
+        return built;
+      };
       if (isListenRequest(input.body)) {
         const slot = listens.open(holderOf(input.principal, input.remoteAddress));
         if (!slot.ok) return limitedResponse(slot, input.body, settings.limited);
         try {
           // A listen for task notifications alone is the tasks runtime's (docs/tasks.md).
           const tasked = options.tasks?.listen(input.body, input.principal, gone.signal);
-          return releasingOnEnd(tasked ?? (await listen(request, input, gone)), slot.release);
+          return releasingOnEnd(tasked ?? (await listen(requestOf(), input, gone)), slot.release);
         } catch (error) {
           slot.release();
           throw error;
@@ -287,13 +293,17 @@ export async function createModernEndpoint(
             {
               message: input.body as JsonRpcRequest,
               principal: input.principal,
-              request,
+              get request() {
+                return requestOf();
+              },
               ...(input.remoteAddress !== undefined ? { address: input.remoteAddress } : {}),
               limited: settings.limited,
             },
             run,
           );
-          if (served) return cancelOnClose(await served, gone);
+          // Not relayed through `cancelOnClose`: a keyed response is the keyed runtime's own stream, whose
+          // cancel already tells it the client went away (the run is detached from the client).
+          if (served) return await served;
         } catch (error) {
           settings.onError(error);
           return Response.json(
@@ -307,7 +317,7 @@ export async function createModernEndpoint(
       const serving = detached && streamsUnkeyedCall(input.body, common.keepAliveMs) ? detached : handler;
       // Its SERVER span (src/telemetry/request-server-trace.ts) ends with the body the client is sent.
       const traced = requestServerTrace(settings.telemetry?.() ?? globalTelemetry(), input.body);
-      const run = () => call(serving, request, input, input.body);
+      const run = () => call(serving, requestOf(), input, input.body);
       const answered = await (traced ? traced.within(run) : run());
       const response = traced ? traced.watch(answered, gone.signal) : answered;
       if (listsVersions(input.body, response.status))

@@ -1,5 +1,6 @@
 import type { ReconnectPolicy } from '../../machines/backoff.js';
 import type { CursorRecord } from '../../machines/client/cursor.js';
+import { idleCut } from '../../machines/fault-timing.js';
 import type { serverSessionMachine } from '../../machines/server/session.machine.js';
 import { type Observe, serverRows } from '../coverage.js';
 import { type ClientVariant, CORRECT_CLIENT, SimClientProcess } from './client.js';
@@ -182,7 +183,7 @@ export class World {
   private startLoadBalancer(): void {
     const sweep = () => {
       for (const c of this.net.list()) {
-        if (this.clock.now() - c.lastTraffic >= LB_IDLE_MS) c.reset();
+        if (idleCut(this.clock.now(), c.lastTraffic, LB_IDLE_MS)) c.reset();
       }
       this.clock.setTimeout(sweep, 250);
     };

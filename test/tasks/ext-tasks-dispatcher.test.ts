@@ -1,4 +1,3 @@
-import { createServer, type Server } from 'node:http';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import {
   createApplicationInputHandler,
@@ -6,7 +5,6 @@ import {
   DispatchError,
   type ToolExecutionSettlement,
 } from '@modelcontextprotocol/ext-tasks/client';
-import { McpServer as McpServerV1 } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { McpServer as McpServerV2 } from '@modelcontextprotocol/server';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -14,15 +12,9 @@ import { withCompleteResult } from '../../machines/tasks/task-request-retry.js';
 import { continuityFetch } from '../../src/client/modern/continuity-fetch.js';
 import { type ExtTasksDispatch, extTasksDispatcher } from '../../src/client/modern/ext-tasks-dispatcher.js';
 import { followTask } from '../../src/client/modern/tasks-follow.js';
-import { type ContinuityServer, createContinuityServer } from '../../src/server/handler.js';
-import { createKeyedRequests } from '../../src/server/keyed/index.js';
-import { MemoryEventLog } from '../../src/server/memory-event-log.js';
-import { MemoryMemoStore } from '../../src/server/memory-memo-store.js';
-import { MemoryTaskStore } from '../../src/server/tasks/memory-task-store.js';
-import { createTasks } from '../../src/server/tasks/runtime.js';
 import { FaultProxy } from '../../src/testing/fault-proxy.js';
 import { registerHello } from '../support/hello-tool.js';
-import { listenOnLoopback } from '../support/listen.js';
+import { startTasksServer, type TasksServer } from '../support/tasks-server.js';
 import { until } from '../support/until.js';
 
 /**
@@ -36,8 +28,7 @@ import { until } from '../support/until.js';
 const MODERN = '2026-07-28';
 const AUTH = { authorization: 'Bearer alice' };
 const ledger = { started: 0, charges: 0 };
-let continuity: ContinuityServer;
-let http: Server;
+let server: TasksServer;
 let proxy: FaultProxy;
 let errors: unknown[];
 
@@ -56,39 +47,20 @@ function app(): McpServerV2 {
 beforeEach(async () => {
   Object.assign(ledger, { started: 0, charges: 0 });
   errors = [];
-  continuity = createContinuityServer({
-    createMcpServer: () => new McpServerV1({ name: 'tasks', version: '1.0.0' }),
-    modern: {
-      createServer: app,
-      keepAliveMs: 0,
-      // The continuity extension, advertised in server/discover: what makes continuityFetch key a call.
-      keyed: createKeyedRequests({
-        log: new MemoryEventLog(),
-        memo: new MemoryMemoStore({ memoWindowMs: 10 * 60_000 }),
-      }),
-      tasks: createTasks({
-        store: new MemoryTaskStore(),
-        taskTools: ['charge', 'hello'],
-        pollIntervalMs: 50,
-        onError: (e) => errors.push(e),
-      }),
-    },
-    authenticate: (r) => {
-      const token = r.headers.get('authorization')?.replace('Bearer ', '');
-      return token ? { principal: token } : null;
-    },
-    onError: (e) => errors.push(e),
+  // The continuity extension, advertised in server/discover: what makes continuityFetch key a call.
+  server = await startTasksServer({
+    app,
+    taskTools: ['charge', 'hello'],
+    errors,
+    keyed: true,
+    memoWindowMs: 10 * 60_000,
   });
-  http = createServer(continuity.nodeHandler);
-  const port = await listenOnLoopback(http);
-  proxy = await FaultProxy.start({ target: { host: '127.0.0.1', port } });
+  proxy = await FaultProxy.start({ target: { host: '127.0.0.1', port: server.port } });
 });
 
 afterEach(async () => {
   await proxy.close();
-  await continuity.close();
-  http.closeAllConnections();
-  await new Promise((r) => http.close(r));
+  await server.close();
   expect(errors).toEqual([]);
 });
 

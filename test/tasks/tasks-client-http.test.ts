@@ -1,17 +1,12 @@
-import { createServer, type Server } from 'node:http';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { McpServer as McpServerV1 } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { McpServer as McpServerV2 } from '@modelcontextprotocol/server';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { continuityFetch } from '../../src/client/modern/continuity-fetch.js';
 import { followTask, type TaskFollowOptions } from '../../src/client/modern/tasks-follow.js';
-import { type ContinuityServer, createContinuityServer } from '../../src/server/handler.js';
-import { MemoryTaskStore } from '../../src/server/tasks/memory-task-store.js';
-import { createTasks } from '../../src/server/tasks/runtime.js';
 import { FaultProxy } from '../../src/testing/fault-proxy.js';
 import { registerHello } from '../support/hello-tool.js';
-import { listenOnLoopback } from '../support/listen.js';
+import { startTasksServer, type TasksServer } from '../support/tasks-server.js';
 import { until } from '../support/until.js';
 
 /**
@@ -24,8 +19,7 @@ import { until } from '../support/until.js';
 
 const MODERN = '2026-07-28';
 const ledger = { charges: 0, started: 0, asked: 0 };
-let continuity: ContinuityServer;
-let http: Server;
+let server: TasksServer;
 let proxy: FaultProxy;
 let errors: unknown[];
 /** The `tasks/*` methods the client sent, in order. */
@@ -47,34 +41,13 @@ beforeEach(async () => {
   Object.assign(ledger, { charges: 0, started: 0, asked: 0 });
   errors = [];
   sent = [];
-  continuity = createContinuityServer({
-    createMcpServer: () => new McpServerV1({ name: 'tasks', version: '1.0.0' }),
-    modern: {
-      createServer: app,
-      keepAliveMs: 0,
-      tasks: createTasks({
-        store: new MemoryTaskStore(),
-        taskTools: ['charge', 'hello'],
-        pollIntervalMs: 50,
-        onError: (e) => errors.push(e),
-      }),
-    },
-    authenticate: (r) => {
-      const token = r.headers.get('authorization')?.replace('Bearer ', '');
-      return token ? { principal: token } : null;
-    },
-    onError: (e) => errors.push(e),
-  });
-  http = createServer(continuity.nodeHandler);
-  const port = await listenOnLoopback(http);
-  proxy = await FaultProxy.start({ target: { host: '127.0.0.1', port } });
+  server = await startTasksServer({ app, taskTools: ['charge', 'hello'], errors });
+  proxy = await FaultProxy.start({ target: { host: '127.0.0.1', port: server.port } });
 });
 
 afterEach(async () => {
   await proxy.close();
-  await continuity.close();
-  http.closeAllConnections();
-  await new Promise((r) => http.close(r));
+  await server.close();
   expect(errors).toEqual([]);
 });
 

@@ -1,15 +1,11 @@
-import { createServer, type Server } from 'node:http';
-import { McpServer as McpServerV1 } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { McpServer as McpServerV2 } from '@modelcontextprotocol/server';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ContinuityErrorCode, ContinuityMeta } from '../../machines/continuity-extension.js';
-import { type ContinuityServer, createContinuityServer } from '../../src/server/handler.js';
 import { MemoryTaskStore } from '../../src/server/tasks/memory-task-store.js';
-import { createTasks } from '../../src/server/tasks/runtime.js';
 import { FaultProxy } from '../../src/testing/fault-proxy.js';
 import { registerHello } from '../support/hello-tool.js';
-import { listenOnLoopback } from '../support/listen.js';
+import { startTasksServer, type TasksServer } from '../support/tasks-server.js';
 import { until } from '../support/until.js';
 
 /** Polls an async probe every 20 ms until it is true, for at most `ms` (bounded). */
@@ -37,8 +33,7 @@ const declared = {
   'io.modelcontextprotocol/clientCapabilities': { extensions: { [TASKS]: {} } },
 };
 const ledger = { charges: 0, started: 0, aborted: 0, asked: 0 };
-let continuity: ContinuityServer;
-let http: Server;
+let server: TasksServer;
 let url: URL;
 let store: MemoryTaskStore;
 let errors: unknown[];
@@ -76,32 +71,12 @@ beforeEach(async () => {
   Object.assign(ledger, { charges: 0, started: 0, aborted: 0, asked: 0 });
   errors = [];
   store = new MemoryTaskStore();
-  continuity = createContinuityServer({
-    createMcpServer: () => new McpServerV1({ name: 'tasks', version: '1.0.0' }),
-    modern: {
-      createServer: app,
-      keepAliveMs: 0,
-      tasks: createTasks({
-        store,
-        taskTools: ['charge', 'hello'],
-        pollIntervalMs: 50,
-        onError: (e) => errors.push(e),
-      }),
-    },
-    authenticate: (r) => {
-      const token = r.headers.get('authorization')?.replace('Bearer ', '');
-      return token ? { principal: token } : null;
-    },
-    onError: (e) => errors.push(e),
-  });
-  http = createServer(continuity.nodeHandler);
-  url = new URL(`http://127.0.0.1:${await listenOnLoopback(http)}/mcp`);
+  server = await startTasksServer({ app, taskTools: ['charge', 'hello'], store, errors });
+  url = server.url;
 });
 
 afterEach(async () => {
-  await continuity.close();
-  http.closeAllConnections();
-  await new Promise((r) => http.close(r));
+  await server.close();
   expect(errors).toEqual([]);
 });
 

@@ -1,28 +1,20 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { McpServer as McpServerV1 } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { McpServer as McpServerV2 } from '@modelcontextprotocol/server';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { DEFAULT_CONTINUITY_SETTINGS } from '../../machines/continuity-extension.js';
 import { continuityFetch } from '../../src/client/modern/continuity-fetch.js';
 import { MemoryTaskJournal } from '../../src/client/modern/task-journal.js';
-import { type ContinuityServer, createContinuityServer } from '../../src/server/handler.js';
-import { createKeyedRequests } from '../../src/server/keyed/index.js';
-import { MemoryEventLog } from '../../src/server/memory-event-log.js';
-import { MemoryMemoStore } from '../../src/server/memory-memo-store.js';
 import { MemoryTaskStore } from '../../src/server/tasks/memory-task-store.js';
 import { RedisTaskStore } from '../../src/server/tasks/redis-task-store.js';
-import { createTasks } from '../../src/server/tasks/runtime.js';
 import type { TaskStore } from '../../src/server/tasks/task-store.js';
 import { FaultProxy } from '../../src/testing/fault-proxy.js';
-import { listenOnLoopback } from '../support/listen.js';
 import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+import { startTasksServer } from '../support/tasks-server.js';
 import { until } from '../support/until.js';
 
 /**
@@ -63,40 +55,18 @@ function app(): McpServerV2 {
 
 /** One server instance on `store`: its port on 127.0.0.1. */
 async function instance(store: TaskStore): Promise<number> {
-  const continuity: ContinuityServer = createContinuityServer({
-    createMcpServer: () => new McpServerV1({ name: 'journal', version: '1.0.0' }),
+  // The continuity extension advertised: calls are keyed (the task store binds each key to its task).
+  const server = await startTasksServer({
+    app,
+    taskTools: ['charge'],
+    errors,
+    store,
+    keyed: true,
+    leaseMs: 5_000,
     heartbeatMs: 0,
-    modern: {
-      createServer: app,
-      keepAliveMs: 0,
-      // The continuity extension advertised: calls are keyed (the task store binds each key to its task).
-      keyed: createKeyedRequests({
-        log: new MemoryEventLog(),
-        memo: new MemoryMemoStore({ memoWindowMs: DEFAULT_CONTINUITY_SETTINGS.memoWindowMs }),
-      }),
-      tasks: createTasks({
-        store,
-        taskTools: ['charge'],
-        pollIntervalMs: 50,
-        leaseMs: 5_000,
-        onError: (e) => errors.push(e),
-      }),
-    },
-    authenticate: (r) => {
-      const token = r.headers.get('authorization')?.replace('Bearer ', '');
-      return token ? { principal: token } : null;
-    },
-    onError: (e) => errors.push(e),
   });
-  const http: Server = createServer(continuity.nodeHandler);
-  const port = await listenOnLoopback(http);
-  cleanups.push(async () => {
-    await continuity.close();
-    http.closeAllConnections();
-    await new Promise((r) => http.close(r));
-    await store.close();
-  });
-  return port;
+  cleanups.push(() => server.close(true));
+  return server.port;
 }
 
 interface Balancer {

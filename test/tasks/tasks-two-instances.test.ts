@@ -1,15 +1,11 @@
-import { createServer, type Server } from 'node:http';
-import { McpServer as McpServerV1 } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { McpServer as McpServerV2 } from '@modelcontextprotocol/server';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ContinuityMeta } from '../../machines/continuity-extension.js';
 import { followTask } from '../../src/client/modern/tasks-follow.js';
-import { type ContinuityServer, createContinuityServer } from '../../src/server/handler.js';
 import { RedisTaskStore } from '../../src/server/tasks/redis-task-store.js';
-import { createTasks } from '../../src/server/tasks/runtime.js';
-import { listenOnLoopback } from '../support/listen.js';
 import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+import { startTasksServer, type TasksServer } from '../support/tasks-server.js';
 import { until } from '../support/until.js';
 
 /**
@@ -32,14 +28,8 @@ let redis: RedisServer;
 let prefix = 0;
 let errors: unknown[];
 
-interface Instance {
-  readonly url: URL;
-  readonly continuity: ContinuityServer;
-  readonly http: Server;
-  readonly store: RedisTaskStore;
-}
-let a: Instance;
-let b: Instance;
+let a: TasksServer;
+let b: TasksServer;
 
 function app(): McpServerV2 {
   const server = new McpServerV2({ name: 'fleet', version: '1.0.0' });
@@ -70,37 +60,10 @@ function app(): McpServerV2 {
   return server;
 }
 
-async function instance(keyPrefix: string): Promise<Instance> {
+/** One instance on the shared Redis (its own store client, the same key prefix). */
+function instance(keyPrefix: string): Promise<TasksServer> {
   const store = new RedisTaskStore({ url: redis.url, keyPrefix, onError: (e) => errors.push(e) });
-  const continuity = createContinuityServer({
-    createMcpServer: () => new McpServerV1({ name: 'fleet', version: '1.0.0' }),
-    modern: {
-      createServer: app,
-      keepAliveMs: 0,
-      tasks: createTasks({
-        store,
-        taskTools: ['charge'],
-        pollIntervalMs: 50,
-        leaseMs: LEASE_MS,
-        onError: (e) => errors.push(e),
-      }),
-    },
-    authenticate: (r) => {
-      const token = r.headers.get('authorization')?.replace('Bearer ', '');
-      return token ? { principal: token } : null;
-    },
-    onError: (e) => errors.push(e),
-  });
-  const http = createServer(continuity.nodeHandler);
-  const url = new URL(`http://127.0.0.1:${await listenOnLoopback(http)}/mcp`);
-  return { url, continuity, http, store };
-}
-
-async function stop(i: Instance): Promise<void> {
-  await i.continuity.close();
-  i.http.closeAllConnections();
-  await new Promise((r) => i.http.close(r));
-  await i.store.close();
+  return startTasksServer({ app, taskTools: ['charge'], errors, store, leaseMs: LEASE_MS });
 }
 
 beforeAll(async () => {
@@ -119,8 +82,8 @@ beforeEach(async () => {
 });
 
 afterEach(async () => {
-  await stop(a);
-  await stop(b);
+  await a.close(true);
+  await b.close(true);
   expect(errors).toEqual([]);
 });
 

@@ -21,10 +21,11 @@ import { CURSOR_FILE_RULES } from './world/cursor-file.js';
  * The world exposes each rule: large results trickle in and a proxy can trickle bytes into a silent stream
  * (the progress threshold, both ways), the server sends keep-alive comments (a comment as proof of life),
  * a server may leave a finished response open (the drain deadline), and the application closes its
- * client (`deletesOnClose`, machines/client/closing.ts), and a durable restart reads the cursor file back
- * through the runtime's checks (machines/client/cursor.ts, properties/world/cursor-file.ts). Not yet
- * exposed: a named refusal, the close deadline, `settledByMessage`, `resumesFrom` and `tokenMove` (the world
- * never cancels nor resumes by token).
+ * client (`deletesOnClose`, and `close()` waits for its DELETE at most `closeDeadlineMs`,
+ * machines/client/closing.ts), cancels calls (`settledByMessage`), and a durable restart reads the cursor
+ * file back through the runtime's checks (machines/client/cursor.ts, properties/world/cursor-file.ts). Not
+ * yet exposed: a named refusal, `resumesFrom` and `tokenMove` (the world's application never resumes by
+ * token).
  */
 export const CLIENT_2025_MUTANTS: readonly Mutant[] = [
   {

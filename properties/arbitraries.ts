@@ -219,6 +219,45 @@ export const slowLinkArb: fc.Arbitrary<Command[]> = fc
     ...(trickle === undefined ? [] : [{ kind: 'trickle', pick: trickle } as const]),
   ]);
 
+/**
+ * The application gives up on a call while it runs (the SDK's request timeout, or an abort): it sends
+ * `notifications/cancelled`, and its `send` must settle at once, since the server will not answer it.
+ */
+export const cancelArb: fc.Arbitrary<Command[]> = fc
+  .tuple(
+    fc.array(commandArb, { maxLength: 10, size: 'max' }),
+    callArb,
+    fc.integer({ min: 1, max: 400 }),
+    fc.nat(3),
+    fc.array(commandArb, { maxLength: 10, size: 'max' }),
+  )
+  .map(([before, call, wait, pick, rest]) => [
+    ...before,
+    call,
+    { kind: 'advance', ms: wait } as const,
+    { kind: 'cancel', pick } as const,
+    ...rest,
+  ]);
+
+/**
+ * The network goes down while the application's DELETE is on its way (it closes, then a partition holds
+ * the DELETE until it heals): `close()` must return by its own deadline, not when the network comes back.
+ */
+export const closeIntoPartitionArb: fc.Arbitrary<Command[]> = fc
+  .tuple(
+    callArb,
+    fc.integer({ min: 1, max: 3_000 }),
+    fc.integer({ min: 6_000, max: 30_000 }),
+    fc.array(commandArb, { maxLength: 10, size: 'max' }),
+  )
+  .map(([call, wait, cut, rest]) => [
+    call,
+    { kind: 'advance', ms: wait } as const,
+    { kind: 'closeAndReconnect' } as const,
+    { kind: 'partition', ms: cut } as const,
+    ...rest,
+  ]);
+
 export const scenarioArb = fc.record({
   config: worldConfigArb,
   commands: fc.oneof(
@@ -229,5 +268,7 @@ export const scenarioArb = fc.record({
     { weight: 1, arbitrary: tokenExpiryArb },
     { weight: 1, arbitrary: closeAfterLossArb },
     { weight: 1, arbitrary: slowLinkArb },
+    { weight: 1, arbitrary: cancelArb },
+    { weight: 1, arbitrary: closeIntoPartitionArb },
   ),
 });

@@ -62,3 +62,31 @@ export function answeredStreamsNotResumed({ recorder }: WorldOutcome): string[] 
         `${resumes.length} GETs resumed a stream from its answer's event id: ${resumes.slice(0, 5).join(', ')}`,
       ];
 }
+
+/**
+ * A restarted process resumes only calls still waiting: the record it reads names no stream of a call whose
+ * outcome the application already has (resuming one costs GETs until it gives up, and may deliver its
+ * answer twice).
+ */
+export function restoredRecordsHoldLiveCallsOnly({ recorder }: WorldOutcome): string[] {
+  const settled = recorder.settledInRecord;
+  return settled.length === 0
+    ? []
+    : [`a restored record named ${settled.length} settled calls' streams: ${settled.slice(0, 5).join(', ')}`];
+}
+
+/**
+ * `close()` returns promptly even when its DELETE is held by the network: the application waits for it
+ * to connect afresh or to exit. The runtime's default close deadline is 2 s; this bound leaves room.
+ */
+export const CLOSE_RETURNS_WITHIN_MS = 5_000;
+
+export function closeReturnsPromptly({ recorder }: WorldOutcome): string[] {
+  return recorder.closes
+    .filter((c) => c.returnedAt === undefined || c.returnedAt - c.at > CLOSE_RETURNS_WITHIN_MS)
+    .map((c) =>
+      c.returnedAt === undefined
+        ? `close() called at ${c.at} never returned`
+        : `close() called at ${c.at} returned after ${c.returnedAt - c.at} ms`,
+    );
+}

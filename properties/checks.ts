@@ -5,7 +5,9 @@ import type { CallTrace, ExcuseRules, Trace } from './checks/trace.js';
 import {
   answeredStreamsNotResumed,
   closeEndsTheSession,
+  closeReturnsPromptly,
   quietOnceSettled,
+  restoredRecordsHoldLiveCallsOnly,
   stoppedConnectionsLetGo,
 } from './checks-connections.js';
 import type { AppendedMessage, CallRecord, Recorder } from './world/recorder.js';
@@ -313,7 +315,9 @@ export const CHECKS = {
   'quiet once settled': quietOnceSettled,
   'stopped connections let go': stoppedConnectionsLetGo,
   'close ends the session': closeEndsTheSession,
+  'close returns promptly': closeReturnsPromptly,
   'answered streams not resumed': answeredStreamsNotResumed,
+  'restored records hold live calls only': restoredRecordsHoldLiveCallsOnly,
 } as const satisfies Record<string, Check>;
 
 export type CheckName = keyof typeof CHECKS;

@@ -1,9 +1,13 @@
+import { enqueueActions } from 'xstate';
 import {
   cursorFileSizeRefusal,
   MAX_CURSOR_FILE_BYTES,
   recordOfCursorFile,
 } from '../machines/client/cursor.js';
 import { EXCHANGE_RULES, exchangeStep } from '../machines/client/exchange-core.js';
+import { clientSessionMachine } from '../machines/client/session.machine.js';
+import { type ClientContext, cursorRecordOf } from '../machines/client/session-context.js';
+import { forgetStream } from '../machines/client/session-streams.js';
 import type { Mutant } from './mutants.js';
 import { CORRECT_CLIENT } from './world/client.js';
 import { CURSOR_FILE_RULES } from './world/cursor-file.js';
@@ -17,10 +21,11 @@ import { CURSOR_FILE_RULES } from './world/cursor-file.js';
  * The world exposes each rule: large results trickle in and a proxy can trickle bytes into a silent stream
  * (the progress threshold, both ways), the server sends keep-alive comments (a comment as proof of life),
  * a server may leave a finished response open (the drain deadline), and the application closes its
- * client (`deletesOnClose`, machines/client/closing.ts), and a durable restart reads the cursor file back
- * through the runtime's checks (machines/client/cursor.ts, properties/world/cursor-file.ts). Not yet
- * exposed: a named refusal, the close deadline, `settledByMessage`, `resumesFrom` and `tokenMove` (the world
- * never cancels nor resumes by token).
+ * client (`deletesOnClose`, and `close()` waits for its DELETE at most `closeDeadlineMs`,
+ * machines/client/closing.ts), cancels calls (`settledByMessage`), and a durable restart reads the cursor
+ * file back through the runtime's checks (machines/client/cursor.ts, properties/world/cursor-file.ts). Not
+ * yet exposed: a named refusal, `resumesFrom` and `tokenMove` (the world's application never resumes by
+ * token).
  */
 export const CLIENT_2025_MUTANTS: readonly Mutant[] = [
   {
@@ -164,5 +169,42 @@ export const CLIENT_2025_MUTANTS: readonly Mutant[] = [
       },
     },
     caughtBy: ['no unflagged loss'],
+  },
+  {
+    name: 'a cancelled call is not settled by its notifications/cancelled, so its send waits for an answer that never comes',
+    branch: 'closing',
+    variant: {
+      client: { ...CORRECT_CLIENT, name: 'cancel-settles-nothing', settledByMessage: () => undefined },
+    },
+    caughtBy: ['no hang'],
+  },
+  {
+    name: "close() waits for its DELETE without a deadline, so a DELETE the network holds keeps the application's close waiting",
+    branch: 'closing',
+    variant: {
+      client: { ...CORRECT_CLIENT, name: 'close-without-deadline', closeDeadlineMs: () => 3_600_000 },
+    },
+    caughtBy: ['close returns promptly'],
+  },
+  {
+    // Issue 24 (item 2 of the world brief): a restarted process must not resume a call that has settled.
+    name: "an answered stream's cursor is written before the stream is forgotten, so the record keeps a settled call",
+    branch: 'cursor record',
+    variant: {
+      client: {
+        ...CORRECT_CLIENT,
+        name: 'record-keeps-answered-stream',
+        sessionMachine: clientSessionMachine.provide({
+          actions: {
+            endAnswered: enqueueActions(({ context, enqueue }, params: { key: string }) => {
+              const client = context as ClientContext;
+              enqueue({ type: 'persistCursor', params: { record: cursorRecordOf(client) } } as never);
+              forgetStream(client, params.key);
+            }) as never,
+          },
+        }),
+      },
+    },
+    caughtBy: ['restored records hold live calls only'],
   },
 ];

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { CHECKS, excusedHeadAttachLosses } from './checks.js';
 import { REGRESSIONS } from './corpus.js';
 import { MUTANTS } from './mutants.js';
+import { CLIENT_2025_MUTANTS } from './mutants-client2025.js';
 import type { WorldConfig } from './world/world.js';
 import { DEFAULT_WORLD, runSchedule } from './world/world.js';
 
@@ -157,5 +158,21 @@ describe('fixed findings, kept fixed', () => {
     expect(mutant).toBeDefined();
     const wrong = runSchedule(schedule, DEFAULT_WORLD, mutant?.variant);
     expect(CHECKS['answered streams not resumed'](wrong)).not.toEqual([]);
+  });
+
+  // Issue 24: a durable client restarted after a call settled must not resume that call's stream (it cost
+  // ~20 GETs before giving up). The record written when the answer ends the stream no longer names it.
+  it('a record read after a restart names no settled call', () => {
+    const schedule = [
+      { kind: 'call', tool: 'charge' },
+      { kind: 'advance', ms: 1_000 },
+      { kind: 'clientRestart', durable: true },
+    ] as const;
+    const outcome = runSchedule(schedule, DEFAULT_WORLD);
+    expect(outcome.recorder.calls.get('c1')?.outcome).toBe('result');
+    expect(allViolations(outcome)).toEqual([]);
+    const mutant = CLIENT_2025_MUTANTS.find((m) => m.variant.client.name === 'record-keeps-answered-stream');
+    const wrong = runSchedule(schedule, DEFAULT_WORLD, mutant?.variant);
+    expect(CHECKS['restored records hold live calls only'](wrong)).not.toEqual([]);
   });
 });

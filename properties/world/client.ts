@@ -1,7 +1,7 @@
 import { type Actor, createActor, createMachine, fromCallback, sendParent } from 'xstate';
 import type { ReconnectPolicy } from '../../machines/backoff.js';
 import type { AuthorizationResult } from '../../machines/client/authorization.js';
-import { deletesOnClose } from '../../machines/client/closing.js';
+import { closeDeadlineMs, deletesOnClose, settledByMessage } from '../../machines/client/closing.js';
 import type { CursorRecord } from '../../machines/client/cursor.js';
 import {
   EXCHANGE_RULES,
@@ -47,6 +47,10 @@ export interface ClientVariant {
   readonly exchangeStep?: typeof exchangeStep;
   /** Whether closing sends DELETE (mutants only; absent: the runtime's `deletesOnClose`). */
   readonly deletesOnClose?: typeof deletesOnClose;
+  /** How long `close()` waits for its DELETE (mutants only; absent: the runtime's `closeDeadlineMs`). */
+  readonly closeDeadlineMs?: typeof closeDeadlineMs;
+  /** Which call a message settles at once (mutants only; absent: the runtime's `settledByMessage`). */
+  readonly settledByMessage?: typeof settledByMessage;
   /** How a restarted process reads its cursor file (mutants only; absent: the runtime's checks). */
   readonly cursorFile?: CursorFileRules;
 }
@@ -99,6 +103,11 @@ export class SimClientProcess {
   private readonly idToCall = new Map<number, string>();
   private lastSessionId: string | undefined;
   private lastState = '';
+  private readonly settles: typeof settledByMessage;
+  private readonly closeDeadline: typeof closeDeadlineMs | undefined;
+  /** The DELETE of a close under way is over (answered or failed): `close()` stops waiting for it. */
+  private deleteDone: (() => void) | undefined;
+  private deleteSent = false;
 
   constructor(
     readonly pid: number,
@@ -116,6 +125,8 @@ export class SimClientProcess {
     restored: CursorRecord | null,
   ) {
     const { net, server, recorder } = deps;
+    this.settles = variant.settledByMessage ?? settledByMessage;
+    this.closeDeadline = variant.closeDeadlineMs;
     recorder.connectStartedAt.set(pid, deps.clock.now());
     // The runtime's exchange core (machines/client/exchange-core.ts) between the network and the machine:
     // what arrived, as facts, becomes the machine's events the way it does in src/client/exchange.ts, and
@@ -182,8 +193,9 @@ export class SimClientProcess {
         // As the runtime's transport: the application left `deleteOnClose` at its default, and never ended
         // the session itself (`terminateSession`).
         sendDelete: (_, { sessionId }) => {
-          if ((variant.deletesOnClose ?? deletesOnClose)(undefined, false))
-            sendDelete(net, server, recorder, sessionId);
+          if (!(variant.deletesOnClose ?? deletesOnClose)(undefined, false)) return;
+          this.deleteSent = true;
+          sendDelete(net, server, recorder, sessionId, undefined, () => this.deleteDone?.());
         },
         persistCursor: (_, { record }) => {
           deps.store.record = record;
@@ -254,9 +266,58 @@ export class SimClientProcess {
     this.actor.stop();
   }
 
-  /** The application closes the transport: DELETE, and every pending call is settled. */
-  close(): void {
+  /**
+   * The application closes the transport: DELETE, and every pending call is settled. As the runtime's
+   * `close()`, it waits for the DELETE at most `closeDeadlineMs`, then stops the machine; `returned` is
+   * told when `close()` returns.
+   */
+  close(returned: () => void): void {
+    let waiting = true;
+    const done = () => {
+      if (!waiting) return;
+      waiting = false;
+      this.deleteDone = undefined;
+      this.actor.stop();
+      returned();
+    };
+    this.deleteDone = done;
+    const deadline = (this.closeDeadline ?? closeDeadlineMs)(undefined);
+    this.deps.clock.setTimeout(done, deadline);
     this.actor.send({ type: 'app.close' });
+    // No DELETE went out (none was due): nothing to wait for.
+    if (!this.deleteSent) done();
+  }
+
+  /**
+   * The application gives up on one of its calls that went out (the SDK's request timeout or abort): it
+   * sends `notifications/cancelled`, and its `send` is settled by what that message settles
+   * (`settledByMessage`), as the runtime's transport does. The call is then the application's to drop:
+   * nothing more is owed on its stream. A call nobody settles would hang: the machine never answers it.
+   */
+  cancel(pick: number): void {
+    const sent = [...this.idToCall].filter(([id, key]) => {
+      const call = this.deps.recorder.calls.get(key);
+      return call?.outcome === undefined && !this.waiting.some((w) => w.id === id);
+    });
+    if (this.connectFailed || sent.length === 0) return;
+    const [id] = sent[pick % sent.length] as [number, string];
+    const message: JsonRpcMessage = {
+      jsonrpc: '2.0',
+      method: 'notifications/cancelled',
+      params: { requestId: id, reason: 'the application gave up' },
+    };
+    const sessionId = this.actor.getSnapshot().context.sessionId;
+    this.send(message);
+    const settled = this.settles(message);
+    const callKey = typeof settled === 'number' ? this.idToCall.get(settled) : undefined;
+    const call = callKey === undefined ? undefined : this.deps.recorder.calls.get(callKey);
+    if (!call || callKey === undefined) return;
+    call.outcomes++;
+    call.outcome = 'error';
+    call.reason = 'cancelled';
+    call.settledAt ??= this.deps.clock.now();
+    this.deps.recorder.abandonedCalls.add(callKey);
+    if (sessionId) this.deps.recorder.forgottenStreams.add(`${sessionId} ${requestKey(id)}`);
   }
 
   private failCall(callKey: string): void {

@@ -14,12 +14,15 @@ export function sendDelete(
   sessionId: string,
   /** A stranger who learned the id; absent: the application that created the session. */
   stranger?: string,
+  /** Told once the DELETE is over: answered, or its connection failed. */
+  onDone?: () => void,
 ): void {
   net.connect(
     { method: 'DELETE', sessionId, protocolVersion: '2025-11-25', principal: stranger },
     (event) => {
       if (event.type === 'http.response')
         recorder.deleteAnswers.push({ sessionId, status: event.status, at: net.clock.now(), stranger });
+      if (event.type === 'http.response' || event.type === 'net.failed') onDone?.();
     },
     (conn) => {
       if (stranger === undefined) recorder.deletesArrived.add(sessionId);

@@ -113,6 +113,10 @@ export class Recorder {
   readonly closedSessions: Array<{ readonly sessionId: string; readonly at: number }> = [];
   /** Sessions a DELETE of their own client reached the server for. */
   readonly deletesArrived = new Set<string>();
+  /** Streams of calls already settled for the application, found in a record a restarted process read. */
+  readonly settledInRecord: string[] = [];
+  /** Each `close()` of the application: when it was called, and when it returned (absent: never). */
+  readonly closes: Array<{ readonly at: number; returnedAt?: number }> = [];
   /**
    * When the client stopped reading a connection the server still served (open, not black-holed, not a
    * finished response left open): a live stream the client cut.

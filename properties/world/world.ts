@@ -47,7 +47,9 @@ export type Command =
   /** Someone else (another principal) who learned the live session's id sends a DELETE for it. */
   | { readonly kind: 'strangerDelete' }
   /** The log refuses the next `count` writes of a call's answer (a store outage as the tool finishes). */
-  | { readonly kind: 'storeFails'; readonly count: number };
+  | { readonly kind: 'storeFails'; readonly count: number }
+  /** The application cancels one of its calls that went out (chosen by position among them). */
+  | { readonly kind: 'cancel'; readonly pick: number };
 
 export interface WorldConfig {
   /** Heartbeats on: stall detection on the client. Off: a load balancer cuts idle connections instead. */
@@ -200,7 +202,12 @@ export class World {
     if (cmd.kind === 'partition') this.noteFault(now + cmd.ms);
     // A call that may still meet the 503s asked for earlier is not made in quiet times.
     else if (cmd.kind === 'call' && this.server.failNext > 0) this.noteFault(now + 1);
-    else if (cmd.kind !== 'call' && cmd.kind !== 'advance' && cmd.kind !== 'serverNotify')
+    else if (
+      cmd.kind !== 'call' &&
+      cmd.kind !== 'advance' &&
+      cmd.kind !== 'serverNotify' &&
+      cmd.kind !== 'cancel'
+    )
       this.noteFault(now);
     switch (cmd.kind) {
       case 'call':
@@ -262,6 +269,9 @@ export class World {
       case 'storeFails':
         this.server.failWrites = cmd.count;
         break;
+      case 'cancel':
+        this.process.cancel(cmd.pick);
+        break;
       case 'strangerDelete': {
         const sessionId = this.process.actor.getSnapshot().context.sessionId;
         if (sessionId) sendDelete(this.net, this.server, this.recorder, sessionId, 'stranger');
@@ -302,7 +312,11 @@ export class World {
     if (sessionId) this.recorder.abandonedSessions.add(sessionId);
     if (sessionId && !this.server.isGone(sessionId))
       this.recorder.closedSessions.push({ sessionId, at: this.clock.now() });
-    closing.close();
+    const close: { at: number; returnedAt?: number } = { at: this.clock.now() };
+    this.recorder.closes.push(close);
+    closing.close(() => {
+      close.returnedAt = this.clock.now();
+    });
     // Its calls were answered outcome unknown by close(); the application moves on with a new client.
     this.process = this.spawnClient(null);
   }
@@ -328,7 +342,16 @@ export class World {
     const restored = durable
       ? this.store.readBack(this.variant.client.cursorFile ?? CURSOR_FILE_RULES)
       : null;
+    this.noteSettledInRecord(restored);
     this.process = this.spawnClient(restored);
+  }
+
+  /** A restored record that still names the stream of a call the application already has the outcome of. */
+  private noteSettledInRecord(restored: CursorRecord | null): void {
+    if (!restored) return;
+    for (const call of this.recorder.calls.values())
+      if (call.outcome !== undefined && restored.streams[`n:${call.id}`] !== undefined)
+        this.recorder.settledInRecord.push(`${call.callKey} (${call.tool}) at ${this.clock.now()}`);
   }
 
   /** Faults stop; the world runs until every live call has an outcome (plus time to drain), or the bound. */

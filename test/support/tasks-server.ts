@@ -1,7 +1,10 @@
 import { createServer, type Server } from 'node:http';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { McpServer as McpServerV1 } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { McpServer as McpServerV2 } from '@modelcontextprotocol/server';
 import { DEFAULT_CONTINUITY_SETTINGS } from '../../machines/continuity-extension.js';
+import { continuityFetch } from '../../src/client/modern/continuity-fetch.js';
+import type { TaskFollowOptions } from '../../src/client/modern/tasks-follow.js';
 import { type ContinuityServer, createContinuityServer } from '../../src/server/handler.js';
 import { createKeyedRequests } from '../../src/server/keyed/index.js';
 import { MemoryEventLog } from '../../src/server/memory-event-log.js';
@@ -97,4 +100,26 @@ export async function startTasksServer(options: TasksServerOptions): Promise<Tas
       if (closeStore) await store.close();
     },
   };
+}
+
+/**
+ * The official v2 `Client` pinned to 2026-07-28 (form elicitation declared, for input rounds) on
+ * `continuityFetch({ fetch: net, tasks })` to `url`, as principal alice.
+ */
+export async function connectTasksClient(
+  url: URL,
+  net: typeof fetch,
+  tasks: TaskFollowOptions,
+): Promise<Client> {
+  const client = new Client(
+    { name: 'tasks-client', version: '1.0.0' },
+    { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities: { elicitation: { form: {} } } },
+  );
+  await client.connect(
+    new StreamableHTTPClientTransport(url, {
+      fetch: continuityFetch({ fetch: net, tasks }),
+      requestInit: { headers: { authorization: 'Bearer alice' } },
+    }),
+  );
+  return client;
 }

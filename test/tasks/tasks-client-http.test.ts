@@ -1,12 +1,11 @@
-import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import type { Client } from '@modelcontextprotocol/client';
 import { McpServer as McpServerV2 } from '@modelcontextprotocol/server';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { continuityFetch } from '../../src/client/modern/continuity-fetch.js';
 import { followTask, type TaskFollowOptions } from '../../src/client/modern/tasks-follow.js';
 import { FaultProxy } from '../../src/testing/fault-proxy.js';
 import { registerHello } from '../support/hello-tool.js';
-import { startTasksServer, type TasksServer } from '../support/tasks-server.js';
+import { connectTasksClient, startTasksServer, type TasksServer } from '../support/tasks-server.js';
 import { until } from '../support/until.js';
 
 /**
@@ -17,7 +16,6 @@ import { until } from '../support/until.js';
  * from its journaled id (`followTask`). Each of these is what the official ext-tasks 0.2.2 client gets wrong.
  */
 
-const MODERN = '2026-07-28';
 const ledger = { charges: 0, started: 0, asked: 0 };
 let server: TasksServer;
 let proxy: FaultProxy;
@@ -67,18 +65,8 @@ function network(cut?: (method: string) => boolean): typeof fetch {
 
 const fast: TaskFollowOptions['policy'] = { minPollMs: 20, retryDelayMs: 20, maxPollMs: 200 };
 
-async function connect(tasks: TaskFollowOptions, net = network()): Promise<Client> {
-  const client = new Client(
-    { name: 'tasks-client', version: '1.0.0' },
-    { versionNegotiation: { mode: { pin: MODERN } }, capabilities: { elicitation: { form: {} } } },
-  );
-  await client.connect(
-    new StreamableHTTPClientTransport(proxy.url(), {
-      fetch: continuityFetch({ fetch: net, tasks }),
-      requestInit: { headers: { authorization: 'Bearer alice' } },
-    }),
-  );
-  return client;
+function connect(tasks: TaskFollowOptions, net = network()): Promise<Client> {
+  return connectTasksClient(proxy.url(), net, tasks);
 }
 
 describe('continuityFetch follows task handles', () => {

@@ -2,6 +2,7 @@ import { createServer, type Server } from 'node:http';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { McpServer as McpServerV1 } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { McpServer as McpServerV2 } from '@modelcontextprotocol/server';
+import { z } from 'zod';
 import { DEFAULT_CONTINUITY_SETTINGS } from '../../machines/continuity-extension.js';
 import { continuityFetch } from '../../src/client/modern/continuity-fetch.js';
 import type { TaskFollowOptions } from '../../src/client/modern/tasks-follow.js';
@@ -12,6 +13,7 @@ import { MemoryMemoStore } from '../../src/server/memory-memo-store.js';
 import { MemoryTaskStore } from '../../src/server/tasks/memory-task-store.js';
 import { createTasks } from '../../src/server/tasks/runtime.js';
 import type { TaskStore } from '../../src/server/tasks/task-store.js';
+import { FaultProxy } from '../../src/testing/fault-proxy.js';
 import { listenOnLoopback } from './listen.js';
 
 /** How the tasks tests' server is made; everything but the app has the tests' common value. */
@@ -122,4 +124,43 @@ export async function connectTasksClient(
     }),
   );
   return client;
+}
+
+/** `startTasksServer` behind a `FaultProxy` (the tests' balancer); `close` closes both. */
+export async function startProxiedTasksServer(options: TasksServerOptions): Promise<{
+  readonly server: TasksServer;
+  readonly proxy: FaultProxy;
+  readonly close: () => Promise<void>;
+}> {
+  const server = await startTasksServer(options);
+  const proxy = await FaultProxy.start({ target: { host: '127.0.0.1', port: server.port } });
+  return {
+    server,
+    proxy,
+    close: async () => {
+      await proxy.close();
+      await server.close();
+    },
+  };
+}
+
+/**
+ * The tasks tests' `charge` tool on `server`: counts its start and its charge in `ledger`, after
+ * `arguments.ms` (or `defaultMs`) of work, and answers `charged <amount>`.
+ */
+export function registerCharge(
+  server: McpServerV2,
+  ledger: { started: number; charges: number },
+  defaultMs = 0,
+): void {
+  server.registerTool(
+    'charge',
+    { inputSchema: z.object({ amount: z.number(), ms: z.number().optional() }) },
+    async ({ amount, ms }) => {
+      ledger.started++;
+      await new Promise((r) => setTimeout(r, ms ?? defaultMs));
+      ledger.charges++;
+      return { content: [{ type: 'text' as const, text: `charged ${amount}` }] };
+    },
+  );
 }

@@ -1,11 +1,10 @@
 import type { Client } from '@modelcontextprotocol/client';
 import { McpServer as McpServerV2 } from '@modelcontextprotocol/server';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { z } from 'zod';
 import type { TaskFollowOptions } from '../../src/client/modern/tasks-follow.js';
-import { FaultProxy } from '../../src/testing/fault-proxy.js';
+import type { FaultProxy } from '../../src/testing/fault-proxy.js';
 import { registerHello } from '../support/hello-tool.js';
-import { connectTasksClient, startTasksServer, type TasksServer } from '../support/tasks-server.js';
+import { connectTasksClient, registerCharge, startProxiedTasksServer } from '../support/tasks-server.js';
 import { until } from '../support/until.js';
 
 /**
@@ -16,7 +15,7 @@ import { until } from '../support/until.js';
  */
 
 const ledger = { started: 0, charges: 0 };
-let server: TasksServer;
+let close: () => Promise<void>;
 let proxy: FaultProxy;
 let errors: unknown[];
 /** `tasks/*` methods, and `listen` for each task listen, in the order the client sent them. */
@@ -24,12 +23,7 @@ let sent: string[];
 
 function app(): McpServerV2 {
   const s = new McpServerV2({ name: 'tasks', version: '1.0.0' });
-  s.registerTool('charge', { inputSchema: z.object({ amount: z.number(), ms: z.number() }) }, async (a) => {
-    ledger.started++;
-    await new Promise((r) => setTimeout(r, a.ms));
-    ledger.charges++;
-    return { content: [{ type: 'text', text: `charged ${a.amount}` }] };
-  });
+  registerCharge(s, ledger);
   registerHello(s);
   return s;
 }
@@ -38,13 +32,11 @@ beforeEach(async () => {
   Object.assign(ledger, { started: 0, charges: 0 });
   errors = [];
   sent = [];
-  server = await startTasksServer({ app, taskTools: ['charge', 'hello'], errors });
-  proxy = await FaultProxy.start({ target: { host: '127.0.0.1', port: server.port } });
+  ({ proxy, close } = await startProxiedTasksServer({ app, taskTools: ['charge', 'hello'], errors }));
 });
 
 afterEach(async () => {
-  await proxy.close();
-  await server.close();
+  await close();
   expect(errors).toEqual([]);
 });
 

@@ -5,9 +5,11 @@
  * sweeps so they sleep, has the server drop their logged events, and prints the server's heap per
  * session. `--no-mcp`: each session's server answers initialize and nothing else (one small object), so
  * what remains is the transport's own. `--snapshot`: also the heap-snapshot objects per session, by
- * type and constructor.
+ * type and constructor. `--warm=N`: N sessions (default 20) opened and asleep before the first reading, so
+ * that code V8 compiles or optimizes while the n sessions open (hundreds of bytes per session at n=1000,
+ * none of it per session) falls before it.
  *
- *   npx tsx bench/memory-2025-idle.ts [n=1000] [--no-mcp] [--snapshot]
+ *   npx tsx bench/memory-2025-idle.ts [n=1000] [--no-mcp] [--snapshot] [--warm=N]
  */
 import { fork } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
@@ -102,7 +104,8 @@ async function drive(n: number, flags: string[]) {
     return (await answer) as Reading;
   };
   const settle = () => new Promise((r) => setTimeout(r, Number(process.env.SETTLE_MS ?? 2_500)));
-  await pool(20, 10, () => new RawSession(url).initialize());
+  const warm = Number(flags.find((f) => f.startsWith('--warm='))?.slice('--warm='.length) ?? 20);
+  await pool(warm, 10, () => new RawSession(url).initialize());
   await settle();
   const before = await read();
   await pool(n, 20, () => new RawSession(url).initialize());

@@ -48,7 +48,7 @@ const shortUrl = (url: string) =>
   url
     .replace(/^file:\/\//, '')
     .replace(/.*\/node_modules\//, 'nm:')
-    .replace(/^\/work\/main\//, '');
+    .replace(/^\/work\/(main|wt\/[^/]+)\//, '');
 const label = (n: ProfileNode) =>
   `${n.callFrame.functionName || '(anonymous)'} ${shortUrl(n.callFrame.url)}:${n.callFrame.lineNumber + 1}`;
 

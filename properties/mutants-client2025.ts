@@ -1,6 +1,12 @@
+import {
+  cursorFileSizeRefusal,
+  MAX_CURSOR_FILE_BYTES,
+  recordOfCursorFile,
+} from '../machines/client/cursor.js';
 import { EXCHANGE_RULES, exchangeStep } from '../machines/client/exchange-core.js';
 import type { Mutant } from './mutants.js';
 import { CORRECT_CLIENT } from './world/client.js';
+import { CURSOR_FILE_RULES } from './world/cursor-file.js';
 
 /**
  * Deliberately wrong variants of the decisions the 2025 exchange core (machines/client/exchange-core.ts)
@@ -11,8 +17,10 @@ import { CORRECT_CLIENT } from './world/client.js';
  * The world exposes each rule: large results trickle in and a proxy can trickle bytes into a silent stream
  * (the progress threshold, both ways), the server sends keep-alive comments (a comment as proof of life),
  * a server may leave a finished response open (the drain deadline), and the application closes its
- * client (`deletesOnClose`, machines/client/closing.ts). Not yet exposed: a named refusal, the close
- * deadline, `settledByMessage` and `resumesFrom` (the world never cancels nor resumes by token).
+ * client (`deletesOnClose`, machines/client/closing.ts), and a durable restart reads the cursor file back
+ * through the runtime's checks (machines/client/cursor.ts, properties/world/cursor-file.ts). Not yet
+ * exposed: a named refusal, the close deadline, `settledByMessage`, `resumesFrom` and `tokenMove` (the world
+ * never cancels nor resumes by token).
  */
 export const CLIENT_2025_MUTANTS: readonly Mutant[] = [
   {
@@ -120,5 +128,41 @@ export const CLIENT_2025_MUTANTS: readonly Mutant[] = [
     branch: 'closing',
     variant: { client: { ...CORRECT_CLIENT, name: 'no-delete-on-close', deletesOnClose: () => false } },
     caughtBy: ['close ends the session'],
+  },
+  {
+    name: "the cursor file's size bound compared the wrong way round, so every record a process saved is refused",
+    branch: 'cursor file',
+    variant: {
+      client: {
+        ...CORRECT_CLIENT,
+        name: 'cursor-file-size-inverted',
+        cursorFile: {
+          ...CURSOR_FILE_RULES,
+          sizeRefusal: (size) =>
+            cursorFileSizeRefusal(size) === undefined
+              ? `${size} bytes, at most ${MAX_CURSOR_FILE_BYTES}`
+              : undefined,
+        },
+      },
+    },
+    caughtBy: ['no unflagged loss'],
+  },
+  {
+    name: 'a cursor file of ours read as holding no record, so a restarted process forgets its session and streams',
+    branch: 'cursor file',
+    variant: {
+      client: {
+        ...CORRECT_CLIENT,
+        name: 'cursor-file-read-empty',
+        cursorFile: {
+          ...CURSOR_FILE_RULES,
+          recordOf: (parsed) => {
+            const file = recordOfCursorFile(parsed);
+            return 'refusal' in file ? file : { record: null };
+          },
+        },
+      },
+    },
+    caughtBy: ['no unflagged loss'],
   },
 ];

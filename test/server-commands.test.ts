@@ -10,7 +10,9 @@ import {
   expiryEvent,
   foreignOwners,
   isOwnerAlive,
+  leaseRead,
   outcomeUnknownReason,
+  ownerLostOn,
 } from '../machines/server/instances.js';
 import { DEFAULT_SERVER_LIMITS } from '../machines/server/limits.js';
 import { errorBody, resumeRejected, SESSION_NOT_FOUND } from '../machines/server/replies.js';
@@ -211,6 +213,29 @@ describe('instances: who is alive, and what a call whose runner is gone gets', (
     expect(abandonedCalls(streams, windowOf, () => false, false, new Set([3])).map((c) => c.stream)).toEqual([
       3,
     ]);
+  });
+
+  it('a lease read declares lost only an owner it asked about: one attached or adopted after it was sent is not', () => {
+    // The read was sent for the owners of the streams attached then (b, c); stream 3, run by d, was
+    // attached (or adopted from another instance's commit) while it was in flight. d is alive: the read
+    // said nothing of it. Deciding with the read's leased set alone answered d's live call instance_lost.
+    const read = leaseRead(['b', 'c'], new Set(['b']));
+    expect(ownerLostOn('a', 'a', read)).toBe(false);
+    expect(ownerLostOn('b', 'a', read)).toBe(false);
+    expect(ownerLostOn('c', 'a', read)).toBe(true);
+    expect(ownerLostOn('d', 'a', read)).toBe(false);
+    expect(ownerLostOn(undefined, 'a', read)).toBe(true);
+    const streams = {
+      1: { kind: 'request', requestKey: 'n:1', owner: 'b' },
+      2: { kind: 'request', requestKey: 'n:2', owner: 'c' },
+      3: { kind: 'request', requestKey: 'n:3', owner: 'd' },
+    };
+    const open = appendToWindow(EMPTY_WINDOW, 0, { maxEventsPerStream: 9, retentionMs: 9 }).window;
+    const lost = (alive: (o: string | undefined) => boolean) =>
+      abandonedCalls(streams, () => open, alive, true).map((c) => c.stream);
+    expect(lost((o) => !ownerLostOn(o, 'a', read))).toEqual([2]);
+    // The rule it replaces, for contrast: d's live call is reaped.
+    expect(lost((o) => isOwnerAlive(o, 'a', read.leased))).toEqual([2, 3]);
   });
 
   it('the expiry read: idle time goes to the machine, a missing record ends it, a failed read counts as in use', () => {

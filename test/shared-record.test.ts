@@ -12,6 +12,7 @@ import {
   rebaseAdmissions,
   type StreamEntry,
   settledFacts,
+  unrunRebased,
   watermarkOf,
 } from '../machines/server/shared-record.js';
 
@@ -193,5 +194,22 @@ describe('the shared record layout (machines/server/shared-record.ts)', () => {
         context: { nextStream: 7, forgottenBelow: 2, streams: {}, requests: {} },
       });
     });
+  });
+
+  it('a rebase not made again as written: every request the store admitted gets a definite "not run" answer', () => {
+    // The store wrote the decision's two requests at 7 and 8; nothing runs them (the decision is
+    // discarded), so deciding again would attach their clients to streams nobody answers.
+    const written: Array<[number, StreamEntry]> = [
+      [7, { kind: 'request', requestKey: 'n:41', owner: 'a' }],
+      [8, { kind: 'request', requestKey: 's:x', owner: 'a' }],
+    ];
+    const answers = unrunRebased(written);
+    expect(answers.map((a) => a.stream)).toEqual([7, 8]);
+    expect(answers.map((a) => (a.answer as { id: unknown }).id)).toEqual([41, 'x']);
+    for (const { answer } of answers) {
+      // A definite error (it did not run), not outcome unknown: the client may send it again.
+      expect(answer).toMatchObject({ jsonrpc: '2.0', error: { code: -32603, data: { reason: 'not_run' } } });
+    }
+    expect(unrunRebased([[0, { kind: 'standalone' }]])).toEqual([]);
   });
 });

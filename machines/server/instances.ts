@@ -25,6 +25,33 @@ export function isOwnerAlive(
   return owner !== undefined && (owner === self || leased.has(owner));
 }
 
+/**
+ * One read of the shared store's leases: the owners it asked about, and those of them holding a lease.
+ * A read answers only for the owners it asked about.
+ */
+export interface LeaseRead {
+  readonly asked: ReadonlySet<string>;
+  readonly leased: ReadonlySet<string>;
+}
+
+/** A read that asked about `asked` and found `leased` of them holding a lease. */
+export const leaseRead = (asked: Iterable<string>, leased: ReadonlySet<string>): LeaseRead => ({
+  asked: new Set(asked),
+  leased,
+});
+
+/**
+ * Whether a reap may count `owner`'s call as lost on `read`: the owner is neither this instance nor
+ * leased, and `read` asked about it. An owner the read did not ask about is not lost on it: the read was
+ * made for other streams (a stream attached, or adopted from another instance's commit, after the read
+ * was sent) and says nothing of it; a reap reads that owner's lease before it decides. A call with no
+ * owner is lost (`isOwnerAlive`).
+ */
+export function ownerLostOn(owner: string | undefined, self: string | undefined, read: LeaseRead): boolean {
+  if (isOwnerAlive(owner, self, read.leased)) return false;
+  return owner === undefined || read.asked.has(owner);
+}
+
 /** The owners of `streams` (all, or only those in `only`) that are another instance: their leases to read. */
 export function foreignOwners(
   streams: StreamRecords,

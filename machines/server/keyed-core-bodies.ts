@@ -289,8 +289,6 @@ export class KeyedBodies {
     const steps = this.ctx.d.bodyEnd(entry, final, refused, head);
     const step = function* (this: KeyedBodies, c: KeyedBodyEndCommand): Task<unknown> {
       switch (c.kind) {
-        case 'read-entry':
-          return yield { kind: 'memo.get', memoKey: entry.memoKey };
         case 'read-window':
           return yield { kind: 'log.window', logId: entry.logId };
         case 'watched':

@@ -67,9 +67,13 @@ export interface CoreContext {
 export const logBell = (logId: string): string => `log:${logId}`;
 export const startBell = (run: number): string => `start:${run}`;
 
-/** Compare-and-set `next` over `entry` (from its state), then wake its watchers. The entry stored after. */
+/**
+ * Compare-and-set `next` over `entry` (from its state and run), then wake its watchers. The entry stored
+ * after.
+ */
 export function* replace(ctx: CoreContext, entry: MemoEntry, next: MemoEntry): Task<MemoEntry | undefined> {
-  const stored = (yield { kind: 'memo.replace', next, expected: entry.state }) as MemoEntry | undefined;
+  const expected = { state: entry.state, logId: entry.logId };
+  const stored = (yield { kind: 'memo.replace', next, expected }) as MemoEntry | undefined;
   // A store answers `next` itself when this write won (MemoStore.replace); a loser is answered the
   // winner's entry, which may be in the same state: the move is noted once, by the winner (metrics count it).
   if (stored === next && entry.state !== next.state)

@@ -1,5 +1,5 @@
 import type { JsonRpcMessage } from '../jsonrpc.js';
-import type { KeyedWorkState, MemoEntry } from './keyed-memo.js';
+import type { MemoEntry, MemoExpected } from './keyed-memo.js';
 import type { KeyedRequestEvent } from './keyed-request.machine.js';
 
 /**
@@ -14,8 +14,8 @@ export type KeyedStoreCall =
   | { readonly kind: 'memo.get'; readonly memoKey: string }
   /** → `MemoCreate` */
   | { readonly kind: 'memo.create'; readonly entry: MemoEntry; readonly max: number }
-  /** → `MemoEntry | undefined`: the stored entry afterwards (compare-and-set on `expected`). */
-  | { readonly kind: 'memo.replace'; readonly next: MemoEntry; readonly expected: KeyedWorkState }
+  /** → `MemoEntry | undefined`: the stored entry afterwards (compare-and-set on `expected`: state and run). */
+  | { readonly kind: 'memo.replace'; readonly next: MemoEntry; readonly expected: MemoExpected }
   /** → `MemoEntry[]` */
   | { readonly kind: 'memo.running' }
   /** → `string[]`: the log ids of the entries deleted. */

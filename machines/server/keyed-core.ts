@@ -416,10 +416,8 @@ export class KeyedCore {
             createdAt: this.now,
           } satisfies MemoEntry;
         }
-        case 'open-log':
-          return yield { kind: 'log.open', logId: c.entry.logId };
         case 'create-entry':
-          return yield* this.create(c.entry, caller);
+          return yield* this.create(c.entry, caller, c.first === true);
         case 'drop-log':
           return yield* dropLog(this.ctx, c.entry.logId);
         case 'replace-entry':
@@ -493,14 +491,22 @@ export class KeyedCore {
 
   /**
    * Creates the entry within the bounds: the caller address's share first (no `authenticate`), then the
-   * memo's per-principal bound. A refusal at either is counted.
+   * memo's per-principal bound. A refusal at either is counted (at the address's, not when `first`: the
+   * call then reads the memo and is refused, and counted, only if the key is new).
    */
-  private *create(entry: MemoEntry, caller: Caller): Task<MemoCreate> {
+  private *create(entry: MemoEntry, caller: Caller, first: boolean): Task<MemoCreate> {
     const { address } = caller;
     if (address !== undefined) {
       const room = this.addressKeys.reserve(address, entry.memoKey, this.now);
       if (room.kind === 'full') {
-        this.note({ kind: 'limited', request: caller.request, reason: 'max_keys_per_address', status: 429 });
+        // Before the memo was read, the key may be known (then it attaches): not a refusal yet.
+        if (!first)
+          this.note({
+            kind: 'limited',
+            request: caller.request,
+            reason: 'max_keys_per_address',
+            status: 429,
+          });
         return { kind: 'full', retryAfterSeconds: room.retryAfterSeconds, bound: 'address' };
       }
     }

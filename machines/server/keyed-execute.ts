@@ -7,7 +7,9 @@ import {
   appendsFinal,
   attachStep,
   cancelledReply,
+  createsFirst,
   deliverAs,
+  followReadsLog,
   type KeyedReply,
   keyedRunEnd,
   memoFullReply,
@@ -38,11 +40,13 @@ export type KeyedCallCommand =
   | { readonly kind: 'memo-complete-for' }
   /** → `MemoEntry`: a fresh running entry owned here (new epoch, new log id, now). */
   | { readonly kind: 'new-entry' }
-  /** → nothing: the entry's log exists before the entry does (a re-issue finding it finds its log). */
-  | { readonly kind: 'open-log'; readonly entry: MemoEntry }
-  /** → `MemoCreate`: atomic set-if-absent within the per-principal bound. */
-  | { readonly kind: 'create-entry'; readonly entry: MemoEntry }
-  /** → nothing: the log of an entry that was not created is dropped. */
+  /**
+   * → `MemoCreate`: atomic set-if-absent within the per-principal bound. `first`: created before the
+   * memo was read (a first attempt), so a caller address at its own bound is no refusal yet (the key may
+   * be known: it is read then).
+   */
+  | { readonly kind: 'create-entry'; readonly entry: MemoEntry; readonly first?: boolean }
+  /** → nothing: the log of an entry replaced by a new run is dropped. */
   | { readonly kind: 'drop-log'; readonly entry: MemoEntry }
   /** → nothing: compare-and-set `next` over `entry` (from its state), then wake its watchers. */
   | { readonly kind: 'replace-entry'; readonly entry: MemoEntry; readonly next: MemoEntry }
@@ -70,7 +74,6 @@ export interface KeyedCallAnswers {
   'owner-alive': boolean;
   'memo-complete-for': number;
   'new-entry': MemoEntry;
-  'open-log': undefined;
   'create-entry': MemoCreate;
   'drop-log': undefined;
   'replace-entry': undefined;
@@ -85,7 +88,11 @@ type Steps = Generator<KeyedCallCommand, KeyedCallEnd, KeyedCallAnswers[keyof Ke
 
 /**
  * The steps of one keyed call: read the memo (and the entry's log window, and its owner's liveness while
- * it runs), plan (`planKeyedCall`), then execute the plan, re-reading after a lost race.
+ * it runs), plan (`planKeyedCall`), then execute the plan, re-reading after a lost race. A first attempt
+ * (`createsFirst`) creates its entry before reading anything: its key is new but for a duplicate, and the
+ * create answers the entry it finds, which is then planned as a read one would be. No log is opened: a
+ * key's log is opened by its first event (the log's append), and a running entry without one reads as an
+ * empty log (`unopenedLogWindow`).
  */
 export function* keyedCallSteps(facts: {
   readonly reading: Extract<KeyReading, { kind: 'keyed' }>;
@@ -95,7 +102,23 @@ export function* keyedCallSteps(facts: {
   readonly now: number;
 }): Steps {
   for (let round = 0; round < MAX_KEYED_ROUNDS; round++) {
-    const entry = (yield { kind: 'read-entry' }) as MemoEntry | undefined;
+    let entry: MemoEntry | undefined;
+    let known = false;
+    if (round === 0 && createsFirst(facts.reading)) {
+      const fresh = (yield { kind: 'new-entry' }) as MemoEntry;
+      const created = (yield { kind: 'create-entry', entry: fresh, first: true }) as MemoCreate;
+      if (created.kind === 'created') {
+        yield { kind: 'start-run', entry: fresh };
+        return { kind: 'serve', entry: fresh, afterSeq: 0 };
+      }
+      if (created.kind === 'exists') {
+        entry = created.entry;
+        known = true;
+      } else if (created.bound !== 'address')
+        return { kind: 'reply', reply: memoFullReply(created.retryAfterSeconds, created.bound) };
+      // The caller's address is at its bound: a known key still attaches, so the memo is read.
+    }
+    if (!known) entry = (yield { kind: 'read-entry' }) as MemoEntry | undefined;
     const window = entry ? ((yield { kind: 'read-window', entry }) as StreamWindow | undefined) : undefined;
     const ownerAlive =
       entry?.state === 'running' ? ((yield { kind: 'owner-alive', owner: entry.owner }) as boolean) : true;
@@ -121,15 +144,11 @@ export function* keyedCallSteps(facts: {
       continue;
     }
     const fresh = (yield { kind: 'new-entry' }) as MemoEntry;
-    yield { kind: 'open-log', entry: fresh };
     if (plan.kind === 'execute-over') {
       // Nothing ran under the refused entry: a new work replaces it; the refused entry's log goes with it.
       const refused = entry as MemoEntry;
       const won = (yield { kind: 'restart-entry', entry: refused, next: fresh }) as boolean;
-      if (!won) {
-        yield { kind: 'drop-log', entry: fresh };
-        continue;
-      }
+      if (!won) continue;
       // The body starts before the old log is dropped: a store failure dropping it must not leave the
       // new entry running with nothing running it.
       yield { kind: 'start-run', entry: fresh };
@@ -137,7 +156,6 @@ export function* keyedCallSteps(facts: {
       return { kind: 'serve', entry: fresh, afterSeq: 0 };
     }
     const created = (yield { kind: 'create-entry', entry: fresh }) as MemoCreate;
-    if (created.kind !== 'created') yield { kind: 'drop-log', entry: fresh };
     if (created.kind === 'full')
       return { kind: 'reply', reply: memoFullReply(created.retryAfterSeconds, created.bound) };
     if (created.kind === 'exists') continue;
@@ -175,8 +193,9 @@ export interface KeyedFrame {
 }
 
 /**
- * The attached response of one attempt (`keyedFollowSteps`), as commands. Each look reads the log after
- * what was sent, then the entry (and its owner's liveness while it runs), and `attachStep` decides.
+ * The attached response of one attempt (`keyedFollowSteps`), as commands. Each look reads the entry, then
+ * the log after what was sent (unless `followReadsLog` says nothing is left there), and its owner's
+ * liveness while it runs, and `attachStep` decides.
  */
 export type KeyedFollowCommand =
   /** → `{ window, events } | undefined`: the key's log after `afterSeq` (after age eviction). */
@@ -207,8 +226,8 @@ export interface KeyedFollowEnd {
 type FollowAnswer = KeyedLogRead | MemoEntry | boolean | undefined;
 
 /**
- * The steps of one attached response, from `afterSeq` to its end: look (read the log, read the entry,
- * its owner's liveness when `needsOwnerLiveness`), write what `attachStep` says (`deliverAs` the attempt,
+ * The steps of one attached response, from `afterSeq` to its end: look (read the entry, the log when
+ * `followReadsLog`, its owner's liveness when `needsOwnerLiveness`), write what `attachStep` says (`deliverAs` the attempt,
  * under `keyedEventId`), declare a dead owner's entry (then look again at once), end, or wait. `decide` is
  * `attachStep` (the simulated world's mutants wrap it). Never starts anything.
  */
@@ -227,12 +246,16 @@ export function* keyedFollowSteps(facts: {
   let lastSent = facts.afterSeq;
   if (facts.quiet) yield { kind: 'wait' };
   for (;;) {
-    const read = (yield { kind: 'read-log', afterSeq: lastSent }) as KeyedLogRead | undefined;
+    // The entry first: once it holds the outcome, every event before the final one is in the log (they
+    // were appended before it was recorded), so the log is read only when some may be left to write.
     const current = (yield { kind: 'read-entry' }) as MemoEntry | undefined;
     // Another work under the key now (a refused key restarted under this stream): its events are in
     // another log. End without an answer, as a stream that fell behind: the client's re-issue attaches to
     // the new work from its start.
     if (current && current.logId !== facts.entry.logId) return { end: 'lost' };
+    const read = followReadsLog(current, lastSent)
+      ? ((yield { kind: 'read-log', afterSeq: lastSent }) as KeyedLogRead | undefined)
+      : undefined;
     const alive =
       current && needsOwnerLiveness(current)
         ? ((yield { kind: 'owner-alive', owner: current.owner }) as boolean)
@@ -268,15 +291,13 @@ export function* keyedFollowSteps(facts: {
 
 /** The end of a body run (`keyedBodyEndSteps`), as commands. */
 export type KeyedBodyEndCommand =
-  /** → `MemoEntry | undefined`: the memo's entry for the key. */
-  | { readonly kind: 'read-entry' }
   /** → `StreamWindow | undefined`: the key's log window (its head: the final response's seq is head + 1). */
   | { readonly kind: 'read-window' }
   /** → `boolean`: a response here is waiting on the key's log (the outcome is then recorded `answered`). */
   | { readonly kind: 'watched' }
   /**
    * → `MemoEntry | undefined`, the entry stored after: move `entry` by `event` (`nextEntry`,
-   * compare-and-set from its state), then wake its watchers.
+   * compare-and-set from its state and run), then wake its watchers.
    */
   | {
       readonly kind: 'record';
@@ -292,13 +313,17 @@ export type KeyedBodyEndCommand =
 type BodyEndAnswer = MemoEntry | StreamWindow | boolean | undefined;
 
 /**
- * The steps after a body's messages (`final`: its answer, if the SDK gave one): `keyedRunEnd` on the
- * entry read now; the outcome is recorded durably first, under the seq the final response gets in the
- * log (head + 1), and the final response appended only when that recording won (`appendsFinal`), so no
- * stream ever writes an outcome the memo does not hold. An answerless end declares the entry dead.
+ * The steps after a body's messages (`final`: its answer, if the SDK gave one), from the entry the run
+ * started under (running, owned here): nothing is read first, since the compare-and-set expects that
+ * entry's state and run, so a run that moved on meanwhile (cancelled, declared dead, forgotten and created
+ * again) is never overwritten (`keyedRunEnd` decides on the run's entry). The outcome is recorded durably
+ * first, under the seq the final response gets in the log (head + 1), and the final response appended only
+ * when that recording won and there is a log to finish (`appendsFinal`), so no stream ever writes an
+ * outcome the memo does not hold. An answerless end declares the entry dead.
  */
 export function* keyedBodyEndSteps(
-  entry: Pick<MemoEntry, 'owner'>,
+  /** The entry the run started under. */
+  entry: MemoEntry,
   final: JsonRpcMessage | undefined,
   /** The SDK refused the request before the tool ran (`refusedBeforeRun`); `final` is the refusal. */
   refused = false,
@@ -308,15 +333,14 @@ export function* keyedBodyEndSteps(
    */
   head?: number,
 ): Generator<KeyedBodyEndCommand, void, BodyEndAnswer> {
-  const current = (yield { kind: 'read-entry' }) as MemoEntry | undefined;
-  const end = keyedRunEnd(current, entry.owner, final, refused);
-  if (end.kind === 'nothing' || !current) {
+  const end = keyedRunEnd(entry, entry.owner, final, refused);
+  if (end.kind === 'nothing') {
     yield { kind: 'ring' };
     return;
   }
   // No answer (`final` undefined): the entry would otherwise stay running under a live owner forever.
   if (end.kind === 'declare-died' || !final) {
-    yield { kind: 'record', entry: current, event: { type: 'instance.died' }, watched: false };
+    yield { kind: 'record', entry, event: { type: 'instance.died' }, watched: false };
     return;
   }
   const known = head ?? ((yield { kind: 'read-window' }) as StreamWindow | undefined)?.head;
@@ -324,7 +348,7 @@ export function* keyedBodyEndSteps(
   const watched = (yield { kind: 'watched' }) as boolean;
   const won = (yield {
     kind: 'record',
-    entry: current,
+    entry,
     event: {
       type: end.kind === 'refused' ? 'tool.refused' : 'tool.finished',
       outcome: end.outcome,

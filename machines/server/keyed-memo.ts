@@ -50,6 +50,13 @@ export interface MemoEntry {
   readonly finishedAt?: number;
 }
 
+/**
+ * What a compare-and-set of an entry expects stored (`MemoStore.replace`): its state AND its run (the log
+ * id, new for every run of the key). So a writer that read one run never overwrites another run of the
+ * same key that happens to be in the same state (a refused key restarted, a forgotten key created again).
+ */
+export type MemoExpected = Pick<MemoEntry, 'state' | 'logId'>;
+
 /** The stream number of a key's log within its pseudo-session: one stream per key. */
 export const KEYED_STREAM = 1;
 

@@ -103,7 +103,7 @@ export function planKeyedCall(facts: KeyedCallFacts): KeyedPlan {
   const resume: ResumeAnswer = keyedResume(reading.lastEventId, {
     epoch: entry.epoch,
     stream: KEYED_STREAM,
-    window: keyedWindow(entry, facts.window),
+    window: keyedWindow(entry, unopenedLogWindow(entry, facts.window, reading.lastEventId)),
   });
   const step = stepMemoEntry(entry, {
     type: 'reissue.arrived',
@@ -457,12 +457,18 @@ export function restartWon(
   return stored?.state === 'running' && stored.logId === fresh.logId;
 }
 
-/** The final response goes to the log only when this instance's recording won, under the seq it recorded. */
+/**
+ * The final response goes to the log only when this instance's recording won, under the seq it recorded,
+ * and only to a log that exists: a key's log is opened by its first event (the log's append), so a body
+ * that sent none (`finalSeq` 1) has no log to finish. Its readers take the outcome from the memo anyway
+ * (`attachStep`), and the window from the entry (`keyedWindow`): one store write fewer per such call.
+ */
 export function appendsFinal(
   stored: Pick<MemoEntry, 'state' | 'finalSeq'> | undefined,
   finalSeq: number,
 ): boolean {
   return (
+    finalSeq > 1 &&
     (stored?.state === 'committed' || stored?.state === 'answered' || stored?.state === 'refused') &&
     stored.finalSeq === finalSeq
   );
@@ -471,6 +477,44 @@ export function appendsFinal(
 /** A body running here is aborted once its entry is no longer running here (cancelled, declared dead). */
 export function abortsLocalRun(entry: Pick<MemoEntry, 'state' | 'owner'> | undefined, self: string): boolean {
   return entry?.state !== 'running' || entry.owner !== self;
+}
+
+/**
+ * Whether a keyed call creates its entry before reading the memo: a first attempt, whose key is new but
+ * for a duplicate (the create answers the entry it finds, planned as a read one). A re-issue reads first:
+ * an unknown key is run only once the memo is known complete (`admitUnknownKey`).
+ */
+export function createsFirst(reading: Pick<Extract<KeyReading, { kind: 'keyed' }>, 'reissue'>): boolean {
+  return !reading.reissue;
+}
+
+/**
+ * Whether an attached response's look reads the key's log after `lastSent`, having read the entry: not
+ * once the entry holds the outcome and the response wrote every event before the final one (recorded
+ * after them: nothing else is left to write, nothing it has not written can be evicted). Then the
+ * outcome is its end (`attachStep`), with no log read.
+ */
+export function followReadsLog(
+  entry: Pick<MemoEntry, 'state' | 'finalSeq'> | undefined,
+  lastSent: number,
+): boolean {
+  const recorded = entry?.state === 'committed' || entry?.state === 'answered' || entry?.state === 'refused';
+  return !(recorded && entry.finalSeq !== undefined && lastSent >= entry.finalSeq - 1);
+}
+
+/**
+ * A running key's log is opened by its first event (the log's append), not with its entry: until then
+ * there is none, which reads as an empty log for a re-issue without a cursor (it attaches from the
+ * start). A cursor into a log that is not there came from a log lost since (evicted outside the
+ * retention rules): gone, count unknown (410), as before.
+ */
+export function unopenedLogWindow(
+  entry: Pick<MemoEntry, 'state'>,
+  window: StreamWindow | undefined,
+  lastEventId: string | undefined,
+): StreamWindow | undefined {
+  if (window || entry.state !== 'running' || lastEventId !== undefined) return window;
+  return { oldest: 1, head: 0, appendedAt: [], finished: false };
 }
 
 /** Whether the owner's liveness matters for what is answered: only while the entry runs. */

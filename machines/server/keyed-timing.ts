@@ -62,3 +62,27 @@ export function memoForgetDelayMs(
   const at = memoExpiresAt(entry, memoWindowMs);
   return at === undefined ? undefined : Math.min(MAX_TIMER_MS, Math.max(0, at - now));
 }
+
+/** What the host does with its one wake-up for the keyed core (`planKeyedWake`). */
+export type KeyedWakePlan =
+  /** Keep the wake-up it holds: it comes no later than the core's next deadline. */
+  | { readonly kind: 'keep' }
+  /** Cancel the wake-up it holds, if any; the core has no deadline. */
+  | { readonly kind: 'clear' }
+  /** Cancel the wake-up it holds, if any, and ask one at `at`, `delayMs` from now. */
+  | { readonly kind: 'set'; readonly at: number; readonly delayMs: number };
+
+/**
+ * The host's wake-up for the core (`KeyedCore.nextWakeAt`): `held` is when the wake-up it holds fires,
+ * `next` the core's next deadline. A deadline that moved later keeps the earlier wake-up: its tick finds
+ * nothing due and asks again, which costs less than moving the timer on every fact.
+ */
+export function planKeyedWake(
+  held: number | undefined,
+  next: number | undefined,
+  now: number,
+): KeyedWakePlan {
+  if (held !== undefined && next !== undefined && held <= next) return { kind: 'keep' };
+  if (next === undefined) return { kind: 'clear' };
+  return { kind: 'set', at: next, delayMs: Math.max(0, next - now) };
+}

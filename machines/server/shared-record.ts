@@ -1,4 +1,6 @@
+import { JsonRpcCode } from '../codes.js';
 import { STANDALONE_STREAM } from '../event-id.js';
+import { idFromKey, type JsonRpcMessage } from '../jsonrpc.js';
 import { forgetPoint, forgotten } from './request-memory.js';
 
 /**
@@ -269,4 +271,28 @@ export function rebaseAdmissions(
       forgottenBelow: forgetPoint(nextStream, stored.numbering.forgottenBelow, ask.capacity),
     },
   };
+}
+
+/** The message of the answer a rebased request that no instance runs gets (`unrunRebased`). */
+export const NOT_RUN_MESSAGE =
+  'The request was not run: the server could not admit it after a conflicting change; send it again with a new id';
+
+/**
+ * A rebase the decider could not make again as the store wrote it (never expected: the machine numbers
+ * from `nextStream` as the store does). The store has admitted the decision's requests (`written`: the
+ * rebased entries), but the decision that would run them is discarded before anything ran, so no
+ * instance runs them, and deciding again finds them admitted: the client would be attached to a stream
+ * nobody answers. Each request gets a definite answer instead, written as its stream's final event
+ * before the decision is made again (which then hands the client that answer): it did not run.
+ */
+export function unrunRebased(
+  written: ReadonlyArray<readonly [number, StreamEntry]>,
+): Array<{ stream: number; answer: JsonRpcMessage }> {
+  const out: Array<{ stream: number; answer: JsonRpcMessage }> = [];
+  for (const [stream, entry] of written) {
+    if (entry.kind !== 'request' || entry.requestKey === undefined) continue;
+    const error = { code: JsonRpcCode.INTERNAL_ERROR, message: NOT_RUN_MESSAGE, data: { reason: 'not_run' } };
+    out.push({ stream, answer: { jsonrpc: '2.0', id: idFromKey(entry.requestKey), error } });
+  }
+  return out;
 }

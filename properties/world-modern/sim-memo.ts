@@ -1,8 +1,8 @@
 import {
   admitNewKey,
-  type KeyedWorkState,
   type MemoCreate,
   type MemoEntry,
+  type MemoExpected,
   memoExpired,
   memoExpiresAt,
 } from '../../machines/server/keyed-memo.js';
@@ -27,9 +27,9 @@ export interface SimMemoStoreOptions {
 
 /**
  * The simulated memo of the 2026 world: the `MemoStore` contract (src/testing/contracts/memo-store.ts),
- * synchronously, on a virtual clock. Like the runtime's stores it compares an entry's STATE on replace,
- * never its identity: an entry that left the expected state and came back (a refused key restarted) is
- * replaced, so the ABA races real stores allow happen in the model too. test/contracts/memo-store.test.ts
+ * synchronously, on a virtual clock. Like the runtime's stores it compares an entry's state AND run (its
+ * log id) on replace: a writer that read one run never overwrites another run of the key in the same
+ * state. test/contracts/memo-store.test.ts
  * runs the contract on it (`asMemoStore`).
  */
 export class SimMemoStore {
@@ -75,11 +75,11 @@ export class SimMemoStore {
     return { kind: 'created' };
   }
 
-  /** Compare-and-set on the stored entry's state; the stored entry afterwards, undefined when gone. */
-  replace(next: MemoEntry, expected: KeyedWorkState): MemoEntry | undefined {
+  /** Compare-and-set on the stored entry's state and run; the stored entry afterwards, undefined when gone. */
+  replace(next: MemoEntry, expected: MemoExpected): MemoEntry | undefined {
     const stored = this.get(next.memoKey);
     if (!stored) return undefined;
-    if (stored.state !== expected) return stored;
+    if (stored.state !== expected.state || stored.logId !== expected.logId) return stored;
     this.write(next);
     return next;
   }

@@ -19,6 +19,7 @@ import { JsonRpcCode } from '../../machines/codes.js';
 import { isResponse, type JsonRpcMessage, requestKey } from '../../machines/jsonrpc.js';
 import { inspectClient, type Observe } from '../coverage.js';
 import type { VirtualClock } from './clock.js';
+import type { CursorFileRules, CursorStore } from './cursor-file.js';
 import { sendDelete } from './delete.js';
 import type { SimNetwork, WireEvent } from './network.js';
 import type { Recorder } from './recorder.js';
@@ -46,6 +47,8 @@ export interface ClientVariant {
   readonly exchangeStep?: typeof exchangeStep;
   /** Whether closing sends DELETE (mutants only; absent: the runtime's `deletesOnClose`). */
   readonly deletesOnClose?: typeof deletesOnClose;
+  /** How a restarted process reads its cursor file (mutants only; absent: the runtime's checks). */
+  readonly cursorFile?: CursorFileRules;
 }
 
 export const CORRECT_CLIENT: ClientVariant = {
@@ -84,10 +87,6 @@ const simAwaitAuthorization = createMachine({
     granted: {},
   },
 });
-
-export class CursorStore {
-  record: CursorRecord | null = null;
-}
 
 export class SimClientProcess {
   readonly actor: Actor<typeof clientSessionMachine>;

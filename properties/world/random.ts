@@ -1,14 +1,5 @@
 /**
- * A small seeded generator (mulberry32) for what the world draws while it runs (latency per message),
- * so a schedule and its config replay exactly. Not for anything but the simulation.
+ * What the world draws while it runs (latency per message), so a schedule and its config replay exactly:
+ * the same seeded generator the fault proxy and the store contracts use (machines/seeded-random.ts).
  */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
+export { seededRandom } from '../../machines/seeded-random.js';

@@ -1,9 +1,11 @@
 import type { ReconnectPolicy } from '../../machines/backoff.js';
 import type { CursorRecord } from '../../machines/client/cursor.js';
+import { idleCut } from '../../machines/fault-timing.js';
 import type { serverSessionMachine } from '../../machines/server/session.machine.js';
 import { type Observe, serverRows } from '../coverage.js';
-import { type ClientVariant, CORRECT_CLIENT, CursorStore, SimClientProcess } from './client.js';
+import { type ClientVariant, CORRECT_CLIENT, SimClientProcess } from './client.js';
 import { VirtualClock } from './clock.js';
+import { CURSOR_FILE_RULES, CursorStore } from './cursor-file.js';
 import { sendDelete } from './delete.js';
 import { SimNetwork } from './network.js';
 import { seededRandom } from './random.js';
@@ -179,7 +181,7 @@ export class World {
   private startLoadBalancer(): void {
     const sweep = () => {
       for (const c of this.net.list()) {
-        if (this.clock.now() - c.lastTraffic >= LB_IDLE_MS) c.reset();
+        if (idleCut(this.clock.now(), c.lastTraffic, LB_IDLE_MS)) c.reset();
       }
       this.clock.setTimeout(sweep, 250);
     };
@@ -322,7 +324,11 @@ export class World {
       this.recorder.abandonedSessions.add(sessionId);
     this.process.stop();
     if (!durable) this.store.record = null;
-    this.process = this.spawnClient(durable ? record : null);
+    // A durable store is a file: the new process reads it through the runtime's checks.
+    const restored = durable
+      ? this.store.readBack(this.variant.client.cursorFile ?? CURSOR_FILE_RULES)
+      : null;
+    this.process = this.spawnClient(restored);
   }
 
   /** Faults stop; the world runs until every live call has an outcome (plus time to drain), or the bound. */

@@ -1,4 +1,3 @@
-import { createParser } from 'eventsource-parser';
 import { fromCallback } from 'xstate';
 import { ADVERTISEMENT_HEADER, parseAdvertisement } from '../../machines/advertisement.js';
 import {
@@ -18,7 +17,7 @@ import {
 } from '../../machines/client/limits.js';
 import { asJsonRpcMessage, claimedId } from '../../machines/client/wire.js';
 import type { JsonRpcMessage } from '../../machines/jsonrpc.js';
-import { readCappedText } from './read-capped.js';
+import { cappedEventParser, readCappedText } from './read-capped.js';
 
 export type FetchLike = (url: string | URL, init?: RequestInit) => Promise<Response>;
 
@@ -167,12 +166,7 @@ async function readStream(
   let events: SseEvent[] = [];
   let retryMs: number | undefined;
   let comment = false;
-  let overflow = false;
-  const parser = createParser({
-    maxBufferSize: limit,
-    onError: (error) => {
-      if (error.type === 'max-buffer-size-exceeded') overflow = true;
-    },
+  const parser = cappedEventParser(limit, {
     onEvent: (e) => {
       let message: JsonRpcMessage | undefined;
       let invalid: SseEvent['invalid'];
@@ -206,8 +200,7 @@ async function readStream(
       if (signal.aborted) return;
       // Stopped: the body is only drained (the core's `stopPlan`); nobody hears its events.
       if (exchange.stopped) continue;
-      parser.feed(decoder.decode(chunk.value, { stream: true }));
-      if (overflow) {
+      if (parser.feed(decoder.decode(chunk.value, { stream: true })) === 'over-cap') {
         io.onMalformed(new Error(`an SSE event exceeded maxMessageBytes (${limit}); the stream was cut`));
         tell({ kind: 'failed', failure: { kind: 'over-cap' } });
         await reader?.cancel().catch(() => undefined);

@@ -1,3 +1,4 @@
+import { createParser, type ParserCallbacks } from 'eventsource-parser';
 import { overByteCap } from '../../machines/client/limits.js';
 
 /**
@@ -27,4 +28,29 @@ export async function readCappedText(
     onChunk(chunk.value.byteLength);
     text += decoder.decode(chunk.value, { stream: true });
   }
+}
+
+/**
+ * An SSE parser that holds at most `limit` bytes of one event: `feed` answers `over-cap` once an event
+ * passed it (the caller cuts the stream; the parser's buffer is what bounds the memory). Both eras'
+ * clients read event streams with it.
+ */
+export function cappedEventParser(
+  limit: number,
+  callbacks: Omit<ParserCallbacks, 'onError'>,
+): { feed(text: string): 'ok' | 'over-cap' } {
+  let overflow = false;
+  const parser = createParser({
+    ...callbacks,
+    maxBufferSize: limit,
+    onError: (error) => {
+      if (error.type === 'max-buffer-size-exceeded') overflow = true;
+    },
+  });
+  return {
+    feed(text) {
+      parser.feed(text);
+      return overflow ? 'over-cap' : 'ok';
+    },
+  };
 }

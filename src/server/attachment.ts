@@ -123,7 +123,11 @@ export class Attachment {
     let chunk = '';
     for (const e of events) {
       this.lastSent = e.seq;
-      chunk += eventFrame(formatEventId({ epoch: this.epoch, stream: this.stream, seq: e.seq }), e.message);
+      chunk += eventFrame(
+        formatEventId({ epoch: this.epoch, stream: this.stream, seq: e.seq }),
+        e.message,
+        e.data,
+      );
       if (chunk.length >= REPLAY_CHUNK) {
         if (this.sink.closed) return;
         this.sink.write(chunk);
@@ -137,7 +141,7 @@ export class Attachment {
     if (e.seq !== this.lastSent + 1 || this.sink.closed) return;
     this.lastSent = e.seq;
     this.sink.write(
-      eventFrame(formatEventId({ epoch: this.epoch, stream: this.stream, seq: e.seq }), e.message),
+      eventFrame(formatEventId({ epoch: this.epoch, stream: this.stream, seq: e.seq }), e.message, e.data),
     );
   }
 }

@@ -13,6 +13,11 @@ import type { Numbering, StreamEntry, Watermark } from '../../machines/server/sh
 export interface StoredEvent {
   readonly seq: number;
   readonly message: JsonRpcMessage;
+  /**
+   * The message's JSON text, when the log keeps it (MemoryEventLog does): a replay writes it as it is
+   * instead of serializing every message again. Optional; a backend may leave it out.
+   */
+  readonly data?: string;
 }
 
 /** What a durable log keeps about a session so the next process (or another instance) can serve it. */
@@ -160,6 +165,16 @@ export interface EventLog {
   readonly policy: RetentionPolicy;
   /** Registers a stream; idempotent. Appending to an unknown stream registers it. */
   openStream(sessionId: string, stream: number): Promise<void>;
+  /**
+   * Optional, true: appends are numbered in the order they are called, even while earlier ones are under
+   * way (a queue or one connection, not an `await` before numbering). A session then does not wait for a
+   * notification to be stored before it takes the next: the SDK server's `send` resolves once the message
+   * is queued (a bounded number per session, write-behind.ts), a failure is thrown by the next send
+   * on its stream, and the stream's answer is stored only after all of them (or not vouched for: outcome
+   * unknown). What a session hands over together (in one tick) it expects stored together, or not at
+   * all (Redis: one script per session, SQLite: one transaction), so no event is stored after a lost one.
+   */
+  readonly ordersAppends?: boolean;
   /** Stores one message and returns its sequence number. Evicts by count and age as it goes. */
   append(sessionId: string, stream: number, message: JsonRpcMessage): Promise<number>;
   /** Every retained event with seq > afterSeq, in order, and the window they were read from. */

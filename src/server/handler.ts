@@ -22,6 +22,7 @@ import {
 import { namesSession, routeCall, sessionUnavailable } from '../../machines/server/call-routing.js';
 import { leaseRenewPeriodMs, sharedPollMs, sweepPeriodMs } from '../../machines/server/deadlines.js';
 import { routeByEra } from '../../machines/server/era.js';
+import { leaseRead } from '../../machines/server/instances.js';
 import {
   admitNewSession,
   holderOf,
@@ -53,6 +54,7 @@ import {
   type SessionInfo,
   SessionUnavailableError,
 } from './session.js';
+import { SessionOptions, type SessionOwnOptions, type SessionServerOptions } from './session-options.js';
 import { WakePort } from './wake-port.js';
 
 /** Who is calling, as `authenticate` decides. Sessions are bound to the principal that created them. */
@@ -168,11 +170,6 @@ const DEFAULTS = {
 };
 
 /** What differs between sessions, besides the id (the rest is the server's). */
-type SessionOwn = Pick<
-  RuntimeSessionOptions,
-  'epoch' | 'principal' | 'initialize' | 'createdAt' | 'snapshot' | 'version'
->;
-
 const LOOPBACK = /^(127\.|::1$|::ffff:127\.)/;
 
 /** Creates an MCP Streamable HTTP endpoint whose sessions survive dropped connections. */
@@ -280,10 +277,10 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
       if (busy.length > 0) await store.touch(busy.map((s) => s.id));
       const owners = busy.flatMap((s) => s.foreignOwners());
       if (owners.length === 0) return;
-      const leased = await store.alive(owners);
-      for (const s of busy) {
-        if (s.foreignOwners().some((o) => !leased.has(o))) await s.reapAbandoned(leased);
-      }
+      // Only a trigger: a session whose attached streams changed since is judged on owners asked about,
+      // and its reap reads the leases again for the streams it decides on.
+      const read = leaseRead(owners, await store.alive(owners));
+      for (const s of busy) if (s.ownerLost(read)) await s.reapAbandoned();
     };
     const timer = wakes.every(leaseRenewPeriodMs(leaseMs, idleTtlMs), () => void tick().catch(onError));
     return async () => {
@@ -298,18 +295,8 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
     sessions.delete(ended);
     release(ended);
   };
-  /**
-   * A session's options, every key always present (no spreads): one object shape for all sessions, where
-   * spread and conditional keys gave each idle session a hidden class of its own (docs/benchmarks.md, row 4).
-   */
-  const sessionOptions = (id: string, own: SessionOwn): RuntimeSessionOptions => ({
-    id,
-    epoch: own.epoch,
-    principal: own.principal,
-    initialize: own.initialize,
-    createdAt: own.createdAt,
-    snapshot: own.snapshot,
-    version: own.version,
+  /** What every session of this server shares in its options: one object for all of them. */
+  const sessionServer: SessionServerOptions = {
     pollMs: sharedPollMs(shared !== undefined, options.sharedStorePollMs),
     wakes,
     log,
@@ -317,13 +304,15 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
     heartbeatMs,
     retryMs,
     advertisement,
-    headers: headersFor(id),
     onEnded: sessionEnded,
     inspect: options.inspect,
     onError,
     metrics,
     limits,
-  });
+  };
+  /** A session's options: its own values, the server's read through (session-options.ts). */
+  const sessionOptions = (id: string, own: SessionOwnOptions): RuntimeSessionOptions =>
+    new SessionOptions(id, own, headersFor(id), sessionServer);
 
   async function createSession(
     principal: Principal | null,

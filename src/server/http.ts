@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import type { BodyRead } from './incoming.js';
+import { NodeCut } from './node-cut.js';
 import type { Reply } from './reply.js';
 import { SSE_PACE_BYTES } from './sse.js';
 import { processWakes, type WakePort } from './wake-port.js';
@@ -125,7 +126,8 @@ export function toWebRequest(req: IncomingMessage, url: URL): Request {
  * dequeue is an `Array.shift`), and what the socket has not taken waits in Node's own buffer. When that
  * holds more than `maxBufferedBytes` the reader is too slow: the body is cancelled and the response ends
  * after what is queued; the client resumes with Last-Event-ID (every event is in the log). A socket that
- * then takes nothing for `stallMs` is destroyed.
+ * then takes nothing for `stallMs` is destroyed. Both decisions are machines/server/slow-reader.ts's,
+ * asked through `NodeCut` (as `writeNodeReply` does).
  */
 export async function writeNodeResponse(
   response: Response,
@@ -164,14 +166,12 @@ export async function writeNodeResponse(
     );
     res.on('drain', onDrain);
   }
-  let tooSlow = false;
+  const cut = new NodeCut(res, maxBufferedBytes);
   try {
     for (;;) {
       const { done, value } = await reader.read();
       if (done || gone) break;
-      res.write(value);
-      if (res.writableLength > maxBufferedBytes) {
-        tooSlow = true;
+      if (cut.write(value)) {
         void reader.cancel().catch(() => undefined);
         break;
       }
@@ -180,9 +180,7 @@ export async function writeNodeResponse(
     // The client went away mid-stream; nothing to tell it.
   }
   res.off('drain', onDrain);
-  if (res.destroyed) return;
-  res.end();
-  if (tooSlow && res.writableLength > 0 && !(await drained(res, stallMs, wakes))) res.destroy();
+  await cut.end(stallMs, wakes);
 }
 
 /**
@@ -214,18 +212,14 @@ export async function writeNodeReply(
   const maxBufferedBytes = limits.maxBufferedBytes ?? SSE_MAX_BUFFERED_BYTES;
   res.writeHead(200, { ...reply.headers, ...SSE_HEADERS });
   res.flushHeaders();
-  let tooSlow = false;
-  // The socket's buffer is the queue: `desiredSize` stays at capacity so the sink never cuts on it; a
-  // write that leaves more than `maxBufferedBytes` unsent cuts the reader here, as `writeNodeResponse` does.
+  const cut = new NodeCut(res, maxBufferedBytes);
+  // The socket's buffer is the queue: `desiredSize` stays at capacity so the sink never cuts on it; the
+  // same `NodeCut` as `writeNodeResponse`'s cuts a reader that leaves too much unsent.
   const queue: FrameQueue = {
     desiredSize: maxBufferedBytes,
     enqueue(chunk) {
-      if (tooSlow || res.destroyed) return;
-      res.write(chunk);
-      if (res.writableLength > maxBufferedBytes) {
-        tooSlow = true;
-        sink.gone();
-      }
+      if (cut.cut || res.destroyed) return;
+      if (cut.write(chunk)) sink.gone();
     },
     close() {},
   };
@@ -254,26 +248,7 @@ export async function writeNodeReply(
   }
   await ended;
   res.off('drain', onDrain);
-  if (res.destroyed) return;
-  res.end();
-  if (tooSlow && res.writableLength > 0 && !(await drained(res, stallMs, wakes))) res.destroy();
-}
-
-/** Resolves true when `res` has written everything, false when it closes first or takes nothing for `stallMs`. */
-function drained(res: ServerResponse, stallMs: number, wakes: WakePort): Promise<boolean> {
-  return new Promise((resolve) => {
-    const settle = (ok: boolean) => {
-      timer.cancel();
-      res.off('finish', onFinish);
-      res.off('close', onClose);
-      resolve(ok);
-    };
-    const onFinish = () => settle(true);
-    const onClose = () => settle(res.writableFinished);
-    const timer = wakes.after(stallMs, () => settle(false));
-    res.on('finish', onFinish);
-    res.on('close', onClose);
-  });
+  await cut.end(stallMs, wakes);
 }
 
 /** Reads a body up to `limit` bytes; past it the rest is not read. A body that breaks off is `aborted`. */

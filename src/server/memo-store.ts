@@ -1,4 +1,4 @@
-import type { KeyedWorkState, MemoCreate, MemoEntry } from '../../machines/server/keyed-memo.js';
+import type { MemoCreate, MemoEntry, MemoExpected } from '../../machines/server/keyed-memo.js';
 
 /**
  * Where the continuity extension's memo is kept (docs/continuity-extension.md §4, §6): one entry per
@@ -8,7 +8,7 @@ import type { KeyedWorkState, MemoCreate, MemoEntry } from '../../machines/serve
  * share it, and it survives a restart). `memoStoreContract` (`mcp-continuity/testing`) is the suite every
  * store passes.
  */
-export type { MemoCreate } from '../../machines/server/keyed-memo.js';
+export type { MemoCreate, MemoExpected } from '../../machines/server/keyed-memo.js';
 
 export interface MemoStore {
   /** True when entries survive a restart of the process. */
@@ -27,13 +27,13 @@ export interface MemoStore {
    */
   create(entry: MemoEntry, maxEntriesPerPrincipal: number): Promise<MemoCreate>;
   /**
-   * Compare-and-set: writes `next` only while the stored entry is in `expected` (so an outcome is recorded
-   * once, and a cancel or a declared death never overwrites a recorded outcome). The state alone is
-   * compared: an entry that left `expected` and came back (a refused key restarted) is replaced, so a
-   * caller that must tell two runs apart compares `logId` (`restartWon`). Returns the stored entry
-   * afterwards (`next` when it won), or undefined when the entry is gone.
+   * Compare-and-set: writes `next` only while the stored entry is in `expected.state` AND is the same run
+   * (`expected.logId`), so an outcome is recorded once, a cancel or a declared death never overwrites a
+   * recorded outcome, and a writer that read one run never overwrites another run of the key in the same
+   * state (a refused key restarted, a forgotten key created again). Returns the stored entry afterwards
+   * (`next` when it won), or undefined when the entry is gone.
    */
-  replace(next: MemoEntry, expected: KeyedWorkState): Promise<MemoEntry | undefined>;
+  replace(next: MemoEntry, expected: MemoExpected): Promise<MemoEntry | undefined>;
   /** Every entry in state `running` (a restarted process declares its own outcome unknown). */
   running(): Promise<MemoEntry[]>;
   /** Deletes the entries past their window; returns their log ids, so the caller drops their events. */

@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto';
 import {
   admitCounted,
   admitNewKey,
-  type KeyedWorkState,
   type MemoEntry,
+  type MemoExpected,
   memoExpired,
 } from '../../machines/server/keyed-memo.js';
 import { memoForgetDelayMs } from '../../machines/server/keyed-timing.js';
@@ -98,10 +98,10 @@ export class MemoryMemoStore implements MemoStore {
     return { kind: 'created' };
   }
 
-  async replace(next: MemoEntry, expected: KeyedWorkState): Promise<MemoEntry | undefined> {
+  async replace(next: MemoEntry, expected: MemoExpected): Promise<MemoEntry | undefined> {
     const stored = this.current(next.memoKey);
     if (!stored) return undefined;
-    if (stored.state !== expected) return stored;
+    if (stored.state !== expected.state || stored.logId !== expected.logId) return stored;
     this.write(next);
     return next;
   }

@@ -43,13 +43,14 @@ local function ensure() return ensureWindow(W, X, K) end
 
 -- retainFrom (machines/server/retention.ts): the count bound and the age bound, whichever keeps less.
 -- firstSeqAtOrAfter(cutoff) scans the retained entries from the oldest; with a monotonic clock it stops
--- at the first entry. Trims the stream to the result and stores it as the window's oldest.
+-- at the first entry, so the oldest is read alone first: a batch of 128 read on every append was most of
+-- an append's time in Redis (~600 us). Trims the stream to the result and stores it as the window's oldest.
 local function evict(oldest, head)
   local byAge = head + 1
   if oldest <= head then
-    local start, done = id(oldest), false
+    local start, done, size = id(oldest), false, 1
     while not done do
-      local batch = redis.call('XRANGE', X, start, '+', 'COUNT', 128)
+      local batch = redis.call('XRANGE', X, start, '+', 'COUNT', size)
       for _, e in ipairs(batch) do
         if tonumber(e[2][2]) >= CUTOFF then
           byAge = seqOf(e[1])
@@ -57,8 +58,9 @@ local function evict(oldest, head)
           break
         end
       end
-      if #batch < 128 then done = true end
+      if #batch < size then done = true end
       if not done then start = id(seqOf(batch[#batch][1]) + 1) end
+      size = 128
     end
   end
   local from = math.max(oldest, head - MAX + 1, byAge)
@@ -71,36 +73,39 @@ end
 `;
 
 /**
- * The append scripts also take KEYS[4], the instance set, and ARGV[5..8]: this instance, the inbox prefix,
- * the session and the stream. The append, its eviction and its report to the other instances are one
- * script: one round trip.
+ * Appends (and answers: finishing ones) of one session that arrived together, in order, as one script:
+ * each exactly as APPEND or APPEND_FINAL would, one report per stream to the other instances (a report
+ * is a hint to re-read the stream, machines/server/instances.ts). KEYS: W and X of the first entry's
+ * stream, K, the instance set, then W and X of each further stream. ARGV[4..6]: this instance, the inbox
+ * prefix, the session; then for each entry: the KEYS index of its W (X follows), its stream, '1' when it
+ * finishes the stream, the message. Returns seq and evicted per entry; seq -1 for an answer to a stream
+ * that was finished already (nothing appended). The append, its eviction and its report are one script:
+ * one round trip for all of them.
  */
-const APPENDED = `${REPORT}
-local function reportAppended()
-  report(KEYS[4], NOW, ARGV[5], ARGV[6], { 'i', ARGV[5], 's', ARGV[7], 'n', ARGV[8] })
+const APPEND_BATCH = `${PRELUDE}${REPORT}
+local out, streams = {}, {}
+for i = 7, #ARGV, 4 do
+  local k = tonumber(ARGV[i])
+  W, X = KEYS[k], KEYS[k + 1]
+  local final = ARGV[i + 2] == '1'
+  local oldest, head, finished = ensure()
+  if final and finished == 1 then
+    out[#out + 1] = -1
+    out[#out + 1] = 0
+  else
+    local seq = head + 1
+    redis.call('XADD', X, id(seq), 'at', NOW, 'm', ARGV[i + 3])
+    if final then redis.call('HSET', W, 'head', int(seq), 'finished', 1)
+    else redis.call('HSET', W, 'head', int(seq)) end
+    out[#out + 1] = seq
+    out[#out + 1] = evict(oldest, seq) - oldest
+    streams[ARGV[i + 1]] = true
+  end
 end
-`;
-
-const APPEND = `${PRELUDE}${APPENDED}
-local oldest, head = ensure()
-local seq = head + 1
-redis.call('XADD', X, id(seq), 'at', NOW, 'm', ARGV[4])
-redis.call('HSET', W, 'head', int(seq))
-local evicted = evict(oldest, seq) - oldest
-reportAppended()
-return { seq, evicted }
-`;
-
-/** Appends ARGV[4] and finishes the stream, unless it is finished: then nil (the answer was written). */
-const APPEND_FINAL = `${PRELUDE}${APPENDED}
-local oldest, head, finished = ensure()
-if finished == 1 then return false end
-local seq = head + 1
-redis.call('XADD', X, id(seq), 'at', NOW, 'm', ARGV[4])
-redis.call('HSET', W, 'head', int(seq), 'finished', 1)
-local evicted = evict(oldest, seq) - oldest
-reportAppended()
-return { seq, evicted }
+for stream in pairs(streams) do
+  report(KEYS[4], NOW, ARGV[4], ARGV[5], { 'i', ARGV[4], 's', ARGV[6], 'n', stream })
+end
+return out
 `;
 
 const OPEN = `${PRELUDE}
@@ -154,8 +159,7 @@ return #keys
 `;
 
 const SCRIPTS = {
-  mcpcAppend: script(4, APPEND),
-  mcpcAppendFinal: script(4, APPEND_FINAL),
+  mcpcAppendBatch: script(undefined, APPEND_BATCH),
   ...SHARED_SCRIPTS,
   mcpcOpen: script(3, OPEN),
   mcpcRead: script(3, READ),
@@ -165,6 +169,18 @@ const SCRIPTS = {
 type Client = RedisClientWith<typeof SCRIPTS>;
 
 type ReadReply = [number, number, number, string[], (number | string)[], number];
+
+/** An append (or an answer, `final`) waiting for its session's next batch (`APPEND_BATCH`). */
+interface QueuedAppend {
+  readonly stream: number;
+  readonly final: boolean;
+  readonly message: string;
+  readonly done: (seq: number | undefined) => void;
+  readonly failed: (error: unknown) => void;
+}
+
+/** Entries per script call at most: one script runs alone in Redis, so a long one holds everyone up. */
+const BATCH_ENTRIES = 256;
 
 /**
  * A durable event log on Redis (>= 6.2). Each stream is a Redis Stream whose entry ids are the event
@@ -196,6 +212,12 @@ export class RedisEventLog implements EventLog {
   private readonly prefix: string;
   private closed = false;
   private observer: EventLogObserver | undefined;
+  /** Numbered in call order (`EventLog.ordersAppends`): every append goes through one queue. */
+  readonly ordersAppends = true;
+  /** Appends waiting for the batch under way to come back, per session, in call order. */
+  private queued = new Map<string, QueuedAppend[]>();
+  /** The batches under way (one script call per session): what arrives meanwhile goes in the next. */
+  private draining: Promise<void> | undefined;
 
   constructor(options: RedisEventLogOptions) {
     this.policy = {
@@ -263,34 +285,85 @@ export class RedisEventLog implements EventLog {
     await (await this.c()).mcpcOpen(this.streamKeys(sessionId, stream), this.clock());
   }
 
-  /** Keys and arguments of the append scripts: the stream's keys and clock, the message, the report's. */
-  private appendArgs(sessionId: string, stream: number, message: JsonRpcMessage): [string[], string[]] {
-    return [
-      [...this.streamKeys(sessionId, stream), this.shared.instancesKey],
-      [
-        ...this.clock(),
-        JSON.stringify(message),
-        this.shared.instanceId,
-        this.shared.inboxPrefix,
-        sessionId,
-        String(stream),
-      ],
-    ];
+  /**
+   * Queues an append (or an answer) of a session. Appends that arrive while a batch is under way go
+   * together in the next: one script call per session, instead of one per event (bench: notifications/s).
+   */
+  private enqueue(sessionId: string, stream: number, final: boolean, message: JsonRpcMessage) {
+    return new Promise<number | undefined>((done, failed) => {
+      const entry = { stream, final, message: JSON.stringify(message), done, failed };
+      const queue = this.queued.get(sessionId);
+      if (queue) queue.push(entry);
+      else this.queued.set(sessionId, [entry]);
+      this.draining ??= this.drain();
+    });
+  }
+
+  private async drain(): Promise<void> {
+    try {
+      while (this.queued.size > 0) {
+        // Taken after the wait for the client: what is appended together (in one tick) goes in one batch.
+        let client: Client | undefined;
+        let failure: unknown;
+        try {
+          client = await this.c();
+        } catch (error) {
+          failure = error;
+        }
+        const sessions = this.queued;
+        this.queued = new Map();
+        if (!client) {
+          for (const queue of sessions.values()) for (const e of queue) e.failed(failure);
+          continue;
+        }
+        const calls: Promise<void>[] = [];
+        for (const [sessionId, queue] of sessions) {
+          for (let i = 0; i < queue.length; i += BATCH_ENTRIES) {
+            calls.push(this.appendBatch(client, sessionId, queue.slice(i, i + BATCH_ENTRIES)));
+          }
+        }
+        await Promise.all(calls);
+      }
+    } finally {
+      this.draining = undefined;
+    }
+  }
+
+  private async appendBatch(client: Client, sessionId: string, entries: QueuedAppend[]): Promise<void> {
+    const [first, x, k] = this.streamKeys(sessionId, (entries[0] as QueuedAppend).stream);
+    const keys = [first as string, x as string, k as string, this.shared.instancesKey];
+    const at = new Map<number, number>();
+    const args = [...this.clock(), this.shared.instanceId, this.shared.inboxPrefix, sessionId];
+    for (const e of entries) {
+      let index = at.get(e.stream);
+      if (index === undefined) {
+        index = at.size === 0 ? 1 : keys.length + 1;
+        if (at.size > 0)
+          keys.push(this.key(sessionId, `w:${e.stream}`), this.key(sessionId, `x:${e.stream}`));
+        at.set(e.stream, index);
+      }
+      args.push(String(index), String(e.stream), e.final ? '1' : '0', e.message);
+    }
+    let reply: number[];
+    try {
+      reply = ((await client.mcpcAppendBatch(keys, args)) as unknown[]).map(Number);
+    } catch (error) {
+      for (const e of entries) e.failed(error);
+      return;
+    }
+    entries.forEach((e, i) => {
+      const seq = reply[2 * i] as number;
+      this.reportEvicted(reply[2 * i + 1] as number, sessionId, e.stream);
+      e.done(seq < 0 ? undefined : seq);
+    });
   }
 
   async append(sessionId: string, stream: number, message: JsonRpcMessage): Promise<number> {
-    const reply = await (await this.c()).mcpcAppend(...this.appendArgs(sessionId, stream, message));
-    const [seq, evicted] = reply as [number, number];
-    this.reportEvicted(Number(evicted), sessionId, stream);
-    return Number(seq);
+    return (await this.enqueue(sessionId, stream, false, message)) as number;
   }
 
   async appendFinal(sessionId: string, stream: number, message: JsonRpcMessage): Promise<number | undefined> {
-    const reply = await (await this.c()).mcpcAppendFinal(...this.appendArgs(sessionId, stream, message));
-    if (reply === null) return undefined;
-    const [seq, evicted] = reply as [number, number];
-    this.reportEvicted(Number(evicted), sessionId, stream);
-    return Number(seq);
+    return this.enqueue(sessionId, stream, true, message);
   }
 
   private async readStream(

@@ -1,8 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 import {
   admitCounted,
-  type KeyedWorkState,
   type MemoEntry,
+  type MemoExpected,
   memoExpired,
   memoExpiresAt,
 } from '../../machines/server/keyed-memo.js';
@@ -11,8 +11,8 @@ import { createRedisClient, type RedisClientWith } from './redis-client.js';
 import { script } from './redis-script.js';
 
 /**
- * Entry hash fields: `e` (the entry, JSON), `s` (its state), `x` (when its window ends, ms; empty while
- * running). An entry whose `x` has passed reads as absent everywhere, whether or not Redis expired it yet.
+ * Entry hash fields: `e` (the entry, JSON), `s` (its state), `l` (its run: the log id), `x` (when its
+ * window ends, ms; empty while running). An entry whose `x` has passed reads as absent everywhere, whether or not Redis expired it yet.
  */
 export const LIVE = `
 local function live(k, now)
@@ -24,7 +24,7 @@ end
 
 /**
  * KEYS: entry, principal set (zset: entry hash → window end, +inf while running), running set.
- * ARGV: now, max per principal, entry JSON, entry hash. Set-if-absent and the bound in one step, so two
+ * ARGV: now, max per principal, entry JSON, entry hash, log id. Set-if-absent and the bound in one step, so two
  * instances racing on one key create it once. Replies {1} created, {0, json} exists, {2, count, first
  * window end} full. The bound is counted (ZCARD, after ZREMRANGEBYSCORE drops what left its window) and
  * the first window end is the set's lowest score: O(log n) whatever the principal holds.
@@ -39,7 +39,7 @@ if held >= tonumber(ARGV[2]) then
   return { 2, held, first[2] or 'inf' }
 end
 redis.call('DEL', KEYS[1])
-redis.call('HSET', KEYS[1], 'e', ARGV[3], 's', 'running', 'x', '')
+redis.call('HSET', KEYS[1], 'e', ARGV[3], 's', 'running', 'l', ARGV[5], 'x', '')
 redis.call('ZADD', KEYS[2], '+inf', ARGV[4])
 redis.call('SADD', KEYS[3], ARGV[4])
 return { 1 }
@@ -48,13 +48,17 @@ return { 1 }
 /**
  * KEYS: entry, principal set, running set, expiry set (zset: "logId|hash|principalHash" → window end).
  * ARGV: now, expected state, next JSON, next state, window end (empty while running), entry hash, expiry
- * member, when Redis may free the entry. Compare-and-set. Replies {0} gone, {1, json} not in the expected state, {2} written.
+ * member, when Redis may free the entry, expected log id, next log id. Compare-and-set on the state and
+ * the run. Replies {0} gone, {1, json} not the expected state and run, {2} written.
  */
 const REPLACE = `${LIVE}
 local NOW = tonumber(ARGV[1])
 if not live(KEYS[1], NOW) then return { 0 } end
-if redis.call('HGET', KEYS[1], 's') ~= ARGV[2] then return { 1, redis.call('HGET', KEYS[1], 'e') } end
-redis.call('HSET', KEYS[1], 'e', ARGV[3], 's', ARGV[4], 'x', ARGV[5])
+local stored = redis.call('HMGET', KEYS[1], 's', 'l', 'e')
+-- An entry written before the run was a field of its own names it only in its JSON.
+local run = stored[2] or cjson.decode(stored[3]).logId
+if stored[1] ~= ARGV[2] or run ~= ARGV[9] then return { 1, stored[3] } end
+redis.call('HSET', KEYS[1], 'e', ARGV[3], 's', ARGV[4], 'l', ARGV[10], 'x', ARGV[5])
 if ARGV[5] ~= '' then
   -- Redis frees the hash by itself too, ARGV[8] (a margin past the window: readers already treat it as
   -- gone); in this script, so recording an outcome is one round trip.
@@ -187,7 +191,13 @@ export class RedisMemoStore implements MemoStore {
     const now = this.now();
     const reply = (await c.mcpcMemoCreate(
       [this.entryKey(entry.memoKey), this.principalKey(entry.principal), this.runningKey],
-      [String(now), String(maxEntriesPerPrincipal), JSON.stringify(entry), digest(entry.memoKey)],
+      [
+        String(now),
+        String(maxEntriesPerPrincipal),
+        JSON.stringify(entry),
+        digest(entry.memoKey),
+        entry.logId,
+      ],
     )) as Array<number | string>;
     if (Number(reply[0]) === 1) return { kind: 'created' };
     if (Number(reply[0]) === 0) return { kind: 'exists', entry: JSON.parse(String(reply[1])) as MemoEntry };
@@ -202,7 +212,7 @@ export class RedisMemoStore implements MemoStore {
     return admission.kind === 'full' ? admission : { kind: 'full', retryAfterSeconds: 1 };
   }
 
-  async replace(next: MemoEntry, expected: KeyedWorkState): Promise<MemoEntry | undefined> {
+  async replace(next: MemoEntry, expected: MemoExpected): Promise<MemoEntry | undefined> {
     const c = await this.c();
     const end = memoExpiresAt(next, this.memoWindowMs);
     const hash = digest(next.memoKey);
@@ -215,13 +225,15 @@ export class RedisMemoStore implements MemoStore {
       ],
       [
         String(this.now()),
-        expected,
+        expected.state,
         JSON.stringify(next),
         next.state,
         end === undefined ? '' : String(end),
         hash,
         `${next.logId}|${hash}|${digest(next.principal)}`,
         end === undefined ? '' : String(Math.ceil(end + 60_000)),
+        expected.logId,
+        next.logId,
       ],
     )) as Array<number | string>;
     if (Number(reply[0]) === 0) return undefined;

@@ -10,27 +10,34 @@ import { SleepingMachine } from '../../machines/server/sleeping-machine.js';
 type SessionActor = Actor<typeof serverSessionMachine>;
 type Emitted<T extends ServerSessionEmitted['type']> = Extract<ServerSessionEmitted, { type: T }>;
 
-/** What hosting a session's machine needs to create it. */
+/**
+ * What hosting a session's machine needs to create it: the session's own options object, read where it
+ * is (a copy of its keys would be one more object per idle session, docs/benchmarks.md row 4).
+ */
 export interface HostedMachine {
   readonly id: string;
   readonly epoch: string;
   readonly principal?: string;
   readonly idleTtlMs: number;
-  readonly sharedStore: boolean;
-  readonly maxInFlight?: number;
+  /** Its log: whether a shared store is kept beside it. */
+  readonly log: { readonly shared?: object };
+  readonly limits?: { readonly maxOpenRequestStreamsPerSession?: number };
   readonly inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
   /** A persisted snapshot: the session is restored (a new process, or adopted from a shared store). */
   readonly snapshot?: unknown;
   /** The host's clock (its timer port's): the idle clock of a sleeping session reads it. */
-  readonly now: () => number;
+  readonly wakes: { readonly now: () => number };
 }
 
-/** The machine's announcements the session acts on. */
+/**
+ * The machine's announcements the session acts on. Methods of the session itself, not closures: four
+ * closures and their context were kept by every idle session (docs/benchmarks.md, row 4).
+ */
 export interface HostListeners {
-  readonly ended: (e: Emitted<'session.ended'>) => void;
-  readonly released: () => void;
-  readonly expiryDue: () => void;
-  readonly unanswered: (e: Emitted<'decision.unanswered'>) => void;
+  machineEnded(e: Emitted<'session.ended'>): void;
+  machineReleased(): void;
+  machineExpiryDue(): void;
+  machineUnanswered(e: Emitted<'decision.unanswered'>): void;
 }
 
 /**
@@ -50,7 +57,7 @@ export class SessionHost {
     private readonly o: HostedMachine,
     private readonly listeners: HostListeners,
   ) {
-    this.machine = new SleepingMachine((snapshot) => this.spawn(snapshot), o.snapshot, o.now);
+    this.machine = new SleepingMachine((snapshot) => this.spawn(snapshot), o.snapshot, o.wakes.now);
   }
 
   /** The machine, woken first if the session sleeps. */
@@ -83,7 +90,7 @@ export class SessionHost {
 
   /** The host's clock. */
   now(): number {
-    return this.o.now();
+    return this.o.wakes.now();
   }
 
   /** The session was used just now (at `time`, if given: on another instance): its idle clock restarts. */
@@ -128,16 +135,17 @@ export class SessionHost {
         epoch: o.epoch,
         idleTtlMs: o.idleTtlMs,
         principal: o.principal,
-        sharedStore: o.sharedStore,
-        maxInFlight: o.maxInFlight,
+        sharedStore: o.log.shared !== undefined,
+        maxInFlight: o.limits?.maxOpenRequestStreamsPerSession,
       },
       ...(snapshot ? { snapshot: snapshot as never } : {}),
       inspect: o.inspect,
     });
-    actor.on('session.ended', (e) => this.listeners.ended(e));
-    actor.on('session.released', () => this.listeners.released());
-    actor.on('expiry.due', () => this.listeners.expiryDue());
-    actor.on('decision.unanswered', (e) => this.listeners.unanswered(e));
+    const listeners = this.listeners;
+    actor.on('session.ended', (e) => listeners.machineEnded(e));
+    actor.on('session.released', () => listeners.machineReleased());
+    actor.on('expiry.due', () => listeners.machineExpiryDue());
+    actor.on('decision.unanswered', (e) => listeners.machineUnanswered(e));
     actor.start();
     return actor;
   }

@@ -1,4 +1,10 @@
-import { abandonedCalls, foreignOwners, isOwnerAlive } from '../../machines/server/instances.js';
+import {
+  abandonedCalls,
+  foreignOwners,
+  type LeaseRead,
+  leaseRead,
+  ownerLostOn,
+} from '../../machines/server/instances.js';
 import type { StreamWindow } from '../../machines/server/retention.js';
 import type { ServerMetrics } from '../metrics/server.js';
 import type { EventLog, SharedSessionStore } from './event-log.js';
@@ -23,29 +29,41 @@ export class SessionReaping {
     return this.log.shared;
   }
 
+  private get self(): string | undefined {
+    return this.shared?.instanceId;
+  }
+
   /** The other instances running calls on streams attached here (or on `only`): their leases to read. */
   foreignOwners(only: Iterable<number> = this.streams.attachedStreams()): string[] {
-    return foreignOwners(this.host.actor.getSnapshot().context.streams, this.shared?.instanceId, only);
+    return foreignOwners(this.host.actor.getSnapshot().context.streams, this.self, only);
+  }
+
+  /** Whether `read` shows an owner of a call on `only` (default: the attached streams) lost. */
+  ownerLost(read: LeaseRead, only?: Iterable<number>): boolean {
+    return this.foreignOwners(only).some((owner) => ownerLostOn(owner, this.self, read));
   }
 
   /**
-   * Answers every abandoned call among the session's streams (or `only` those), given the instances
-   * holding a lease. `appendFinal` makes it exactly one answer per call even when the instance running
-   * it is merely slow, or several instances reap at once.
+   * Answers every abandoned call among the session's streams (or `only` those). The leases are read
+   * here, after the windows, for exactly the owners of the streams decided on: a read made earlier for
+   * other streams would count an owner it never asked about as gone. `appendFinal` makes it exactly one
+   * answer per call even when the instance running it is merely slow, or several instances reap at once.
    */
-  async reap(leased: ReadonlySet<string>, only?: ReadonlySet<number>): Promise<void> {
-    const { streams } = this.host.actor.getSnapshot().context;
-    const numbers = only ? [...only] : Object.keys(streams).map(Number);
+  async reap(only?: ReadonlySet<number>): Promise<void> {
+    const numbers = only ? [...only] : Object.keys(this.host.actor.getSnapshot().context.streams).map(Number);
     const windows = new Map<number, StreamWindow | undefined>();
     for (const n of numbers) windows.set(n, await this.log.window(this.id, n));
-    const self = this.shared?.instanceId;
-    // Decided on the machine's streams as they are now: the window reads above gave other events time.
+    // Decided on the machine's streams as they are after the window reads (they gave other events time),
+    // and on a lease read of their owners made after that.
+    const { streams } = this.host.actor.getSnapshot().context;
+    const self = this.self;
+    const read = await this.readLeases(foreignOwners(streams, self, numbers));
     const abandoned = abandonedCalls(
-      this.host.actor.getSnapshot().context.streams,
+      streams,
       (n) => windows.get(n),
-      (owner) => isOwnerAlive(owner, self, leased),
+      (owner) => !ownerLostOn(owner, self, read),
       this.shared !== undefined,
-      only ?? new Set(numbers),
+      new Set(numbers),
     );
     for (const call of abandoned) {
       if (await this.streams.storeFinal(call.stream, call.answer)) this.metrics?.outcomeUnknown(call.reason);
@@ -54,21 +72,19 @@ export class SessionReaping {
 
   /** A restored session: every call of the old process, or of an instance since gone, is answered. */
   async reapRestored(): Promise<void> {
-    const owners = this.foreignOwners(Object.keys(this.host.actor.getSnapshot().context.streams).map(Number));
-    await this.reap(await this.leased(owners));
+    await this.reap();
   }
 
   /** A client resumes `stream`: if the instance running its call is gone, answer for it first. */
   async reapIfOwnerGone(stream: number): Promise<void> {
     const owners = this.foreignOwners([stream]);
     if (owners.length === 0) return;
-    const leased = await this.leased(owners);
-    const self = this.shared?.instanceId;
-    if (owners.some((owner) => !isOwnerAlive(owner, self, leased)))
-      await this.reap(leased, new Set([stream]));
+    if (this.ownerLost(await this.readLeases(owners), [stream])) await this.reap(new Set([stream]));
   }
 
-  private async leased(owners: readonly string[]): Promise<ReadonlySet<string>> {
-    return this.shared && owners.length > 0 ? this.shared.alive(owners) : new Set();
+  /** The leases of `owners`, read now. */
+  private async readLeases(owners: readonly string[]): Promise<LeaseRead> {
+    const leased = this.shared && owners.length > 0 ? await this.shared.alive(owners) : new Set<string>();
+    return leaseRead(owners, leased);
   }
 }

@@ -6,6 +6,11 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import type { UnansweredCause } from '../../machines/server/session.machine.js';
 
+/** Where the messages the SDK server sends go: the session runtime (a method, not a closure per session). */
+export interface SessionOutbound {
+  outbound(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void>;
+}
+
 /**
  * The SDK `Transport` one session's SDK server is connected through. It only relays: messages from
  * HTTP go to `onmessage`; messages the SDK sends go to the session runtime, which stores, then sends.
@@ -18,14 +23,14 @@ export class SessionTransport implements Transport {
 
   constructor(
     readonly sessionId: string,
-    private readonly outbound: (message: JSONRPCMessage, options?: TransportSendOptions) => Promise<void>,
+    private readonly session: SessionOutbound,
   ) {}
 
   async start(): Promise<void> {}
 
   async send(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
     if (this.closed) throw new Error(`session ${this.sessionId} is closed`);
-    await this.outbound(message, options);
+    await this.session.outbound(message, options);
   }
 
   /** Hands a client message to the SDK server. */

@@ -13,7 +13,7 @@ import {
 } from '../../machines/jsonrpc.js';
 import { unstoredAnswerRetryMs } from '../../machines/server/deadlines.js';
 import { executePlan, type PlanIo } from '../../machines/server/execute-plan.js';
-import { announcesEnd } from '../../machines/server/instances.js';
+import { announcesEnd, type LeaseRead } from '../../machines/server/instances.js';
 import { DEFAULT_SERVER_LIMITS, LimitReason, type ServerLimits } from '../../machines/server/limits.js';
 import { deleteAnswer, SESSION_NOT_FOUND } from '../../machines/server/replies.js';
 import { cancelledRequest, routeInbound, tagRequestId } from '../../machines/server/routing.js';
@@ -37,13 +37,14 @@ import type { ServerAdvertisement } from '../../machines/validity.js';
 import type { ServerMetrics } from '../metrics/server.js';
 import type { EventLog } from './event-log.js';
 import { type Reply, replyWith } from './reply.js';
-import { SessionHost } from './session-host.js';
+import { type HostListeners, SessionHost } from './session-host.js';
 import { SessionReaping } from './session-reaping.js';
 import { SessionStreams } from './session-streams.js';
-import { SessionTransport } from './session-transport.js';
+import { type SessionOutbound, SessionTransport } from './session-transport.js';
 import { SharedSync } from './shared-sync.js';
 import { primingFrame, type SseSink } from './sse.js';
 import type { Wake, WakePort } from './wake-port.js';
+import { WriteBehind } from './write-behind.js';
 
 export { SessionUnavailableError } from './session-host.js';
 
@@ -104,60 +105,75 @@ export interface RuntimeSessionOptions {
  * is appended to the log before any socket sees it. The parts: hosting (session-host.ts), shared-store
  * sync (shared-sync.ts), stream command execution (session-streams.ts), reaping (session-reaping.ts).
  */
-export class RuntimeSession {
+export class RuntimeSession implements HostListeners, SessionOutbound {
   readonly transport: SessionTransport;
   private readonly host: SessionHost;
-  private readonly sync: SharedSync;
+  /**
+   * Shared-store sync, made when first needed: only a session sharing a store, or keeping a record in a
+   * durable log's registry, ever needs one (an idle session on a memory log holds none).
+   */
+  private syncing: SharedSync | undefined;
   private readonly streams: SessionStreams;
   /** Answers of unanswered requests to store again (`giveUp`): cancelled when the session ends here. */
   private answerRetries: Set<Wake> | undefined;
   /** The end under way (`end`): a DELETE is answered after it. */
   private ending: Promise<void> | undefined;
-  private readonly reaping: SessionReaping;
   private mcp: McpServerLike | undefined;
   private initializeKey: string | undefined;
+  /** Stores the SDK server was not made to wait for (write-behind.ts); none while idle. */
+  private writeBehind: WriteBehind | undefined;
 
   constructor(private readonly o: RuntimeSessionOptions) {
-    const shared = o.log.shared;
-    const session = this;
-    this.transport = new SessionTransport(o.id, (m, opts) => this.outbound(m, opts));
-    this.host = new SessionHost(
-      {
-        id: o.id,
-        epoch: o.epoch,
-        principal: o.principal,
-        idleTtlMs: o.idleTtlMs,
-        sharedStore: shared !== undefined,
-        maxInFlight: o.limits?.maxOpenRequestStreamsPerSession,
-        inspect: o.inspect,
-        snapshot: o.snapshot,
-        now: o.wakes.now,
-      },
-      // Methods, not arrow properties: a named arrow is given a `name` property when run by tsx, a
-      // dictionary of its own, kept by every idle session (docs/benchmarks.md, row 4).
-      {
-        ended(e) {
-          // Counted where the end was decided, not again by every instance that ends its copy.
-          if (!session.host.endedElsewhere) o.metrics?.sessionEnded(o.id, e.reason);
-          else o.metrics?.sessionEndedElsewhere(o.id);
-          session.ending = session.end(e.reason);
-        },
-        released() {
-          session.release();
-        },
-        expiryDue() {
-          void session.sync.checkExpiry();
-        },
-        unanswered(e) {
-          void session.giveUp(e.requestKey, e.stream, e.answer);
-        },
-      },
-    );
-    // The options themselves, not copies: a spread copy of this many keys is a dictionary-mode object,
-    // kilobytes per idle session (docs/benchmarks.md, row 4).
+    // Every field is set here, in this order, for every session: one object shape (hidden class) for all.
+    // The session itself is the transport's outbound and the host's listener (methods, not closures: a
+    // closure and its context are kept by every idle session, docs/benchmarks.md row 4); the options
+    // themselves are handed on, not copies of their keys.
+    this.transport = new SessionTransport(o.id, this);
+    this.host = new SessionHost(o, this);
+    this.syncing = undefined;
     this.streams = new SessionStreams(o, this.host, o.pollMs ?? 0);
-    this.sync = new SharedSync(this.host, shared, o, (reason) => this.gone(reason));
-    this.reaping = new SessionReaping(o.id, o.log, this.host, this.streams, o.metrics);
+    this.answerRetries = undefined;
+    this.ending = undefined;
+    this.mcp = undefined;
+    this.initializeKey = undefined;
+    this.writeBehind = undefined;
+  }
+
+  private get sync(): SharedSync {
+    this.syncing ??= new SharedSync(this.host, this.o.log.shared, this.o, (reason) => this.gone(reason));
+    return this.syncing;
+  }
+
+  /** Reaping is stateless: made for each use, so an idle session keeps none (session-reaping.ts). */
+  private get reaping(): SessionReaping {
+    return new SessionReaping(this.o.id, this.o.log, this.host, this.streams, this.o.metrics);
+  }
+
+  /** @internal The machine ended the session (session-host.ts). */
+  machineEnded(e: { reason: 'expired' | 'terminated' | 'shutdown' }): void {
+    // Counted where the end was decided, not again by every instance that ends its copy.
+    if (!this.host.endedElsewhere) this.o.metrics?.sessionEnded(this.o.id, e.reason);
+    else this.o.metrics?.sessionEndedElsewhere(this.o.id);
+    this.ending = this.end(e.reason);
+  }
+
+  /** @internal The machine released the session: the process stops, a durable log keeps it. */
+  machineReleased(): void {
+    this.release();
+  }
+
+  /** @internal The idle TTL ran out here: how long was it idle everywhere? */
+  machineExpiryDue(): void {
+    void this.sync.checkExpiry();
+  }
+
+  /** @internal The machine settled a request the SDK server will not answer. */
+  machineUnanswered(e: {
+    requestKey: string;
+    stream: number;
+    answer: { code: number; message: string; data?: { reason: string } } | undefined;
+  }): void {
+    void this.giveUp(e.requestKey, e.stream, e.answer);
   }
 
   /**
@@ -179,6 +195,7 @@ export class RuntimeSession {
   /** Called by the server's sweep: an idle session sleeps; one asleep past its TTL wakes to expire. */
   sweep(now: number, idleForMs: number): void {
     this.host.sweep(now, idleForMs, this.busyHere);
+    if (this.writeBehind?.empty) this.writeBehind = undefined;
   }
 
   /** What is attached or running here keeps the session alive (on every instance, sharing a store). */
@@ -203,12 +220,17 @@ export class RuntimeSession {
     return this.reaping.foreignOwners();
   }
 
+  /** Shared store: whether `read` shows an instance running a call on a stream attached here gone. */
+  ownerLost(read: LeaseRead): boolean {
+    return this.reaping.ownerLost(read);
+  }
+
   /**
-   * Shared store: the calls on streams attached here whose instance has no lease any more (`leased`)
-   * get an outcome-unknown answer, in this session's turn.
+   * Shared store: the calls on streams attached here whose instance has no lease any more get an
+   * outcome-unknown answer, in this session's turn (the leases are read again there, for those streams).
    */
-  reapAbandoned(leased: ReadonlySet<string>): Promise<void> {
-    return this.sync.inTurn(() => this.reaping.reap(leased, this.streams.attachedStreams()));
+  reapAbandoned(): Promise<void> {
+    return this.sync.inTurn(() => this.reaping.reap(this.streams.attachedStreams()));
   }
 
   async connect(server: McpServerLike): Promise<void> {
@@ -250,7 +272,7 @@ export class RuntimeSession {
     // At most once across a crash and across instances: the request id is durable (committed over the
     // version the decision was made on) before the SDK server sees the request.
     const { decision } = await this.decide(
-      { type: 'request.received', requestKey: key, principal, owner: this.sync.store?.instanceId },
+      { type: 'request.received', requestKey: key, principal, owner: this.o.log.shared?.instanceId },
       'decision.request',
     );
     const plan = planRequest(decision, key, this.keeping, this.o.limits ?? DEFAULT_SERVER_LIMITS);
@@ -275,7 +297,7 @@ export class RuntimeSession {
     const { accepted } = await this.decide({ type: 'message.received', principal }, 'decision.message');
     return this.execute(planMessage(accepted), principal, {
       accepted: async () => {
-        const shared = this.sync.store;
+        const shared = this.o.log.shared;
         const route = shared
           ? routeInbound(message, shared.instanceId, (key) => this.ownerOfRequest(key))
           : ({ kind: 'here', message } as const);
@@ -293,7 +315,8 @@ export class RuntimeSession {
 
   /** GET + Last-Event-ID: the machine answers the cursor; a replay continues live. */
   async resume(lastEventId: string, principal: string | undefined): Promise<Reply> {
-    if (!(await this.sync.sync())) return replyWith(SESSION_NOT_FOUND);
+    const present = this.o.log.shared ? await this.sync.sync() : !this.host.ended;
+    if (!present) return replyWith(SESSION_NOT_FOUND);
     const stream = cursorStream(lastEventId, this.o.epoch);
     const window = stream === undefined ? undefined : await this.windowFor(stream);
     const { answer } = await this.decide(
@@ -325,11 +348,16 @@ export class RuntimeSession {
   }
 
   private get keeping() {
-    return { sharedStore: this.sync.store !== undefined };
+    return { sharedStore: this.o.log.shared !== undefined };
   }
 
   private decide<T extends ServerSessionEmitted['type']>(event: ServerSessionEvent, type: T) {
-    return this.sync.decide(() => this.host.ask(event, type));
+    return this.decided(() => this.host.ask(event, type));
+  }
+
+  /** A decision: committed over the shared store's record when there is one, else simply made. */
+  private decided<R>(act: () => R): Promise<R> {
+    return this.o.log.shared ? this.sync.decide(act) : new Promise<R>((resolve) => resolve(act()));
   }
 
   /**
@@ -337,7 +365,7 @@ export class RuntimeSession {
    * store, a call whose instance is gone is answered for first, so the client finds its answer.
    */
   private async windowFor(stream: number) {
-    if (this.sync.store) await this.sync.inTurn(() => this.reaping.reapIfOwnerGone(stream));
+    if (this.o.log.shared) await this.sync.inTurn(() => this.reaping.reapIfOwnerGone(stream));
     return this.o.log.window(this.o.id, stream);
   }
 
@@ -442,9 +470,10 @@ export class RuntimeSession {
   }
 
   /** The SDK server sends: stored in the log, then offered to the stream's reader (machines: which stream). */
-  private async outbound(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
+  /** @internal The SDK server sends (session-transport.ts). */
+  async outbound(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
     let m = message as JsonRpcMessage;
-    const shared = this.sync.store;
+    const shared = this.o.log.shared;
     // Sharing the session, this instance's request ids must not collide with another instance's, and
     // the answer must find its way back here (machines/server/routing.ts).
     if (shared && isRequest(m)) m = { ...m, id: tagRequestId(shared.instanceId, m.id) };
@@ -453,6 +482,8 @@ export class RuntimeSession {
     if (route.kind === 'final') {
       const key = route.requestKey;
       try {
+        // After the stream's events on their way, and not vouched for when one of them was lost.
+        await this.writeBehind?.settled(route.stream);
         // False when another instance already answered for it (it thought this one was gone).
         await this.streams.storeFinal(
           route.stream,
@@ -472,9 +503,14 @@ export class RuntimeSession {
       route.stream === STANDALONE_STREAM &&
       !this.host.actor.getSnapshot().context.streams[STANDALONE_STREAM]
     ) {
-      await this.sync.decide(() => this.host.send({ type: 'standalone.used' }));
+      await this.decided(() => this.host.send({ type: 'standalone.used' }));
     }
-    await this.streams.store(route.stream, m);
+    // A log that numbers appends in call order lets the sender go on while this is stored (write-behind.ts).
+    if (!this.o.log.ordersAppends) return this.streams.store(route.stream, m);
+    this.writeBehind ??= new WriteBehind((stream, message) =>
+      this.streams.store(stream, message as JsonRpcMessage),
+    );
+    await this.writeBehind.add(route.stream, m);
   }
 
   private async end(reason: 'expired' | 'terminated' | 'shutdown'): Promise<void> {
@@ -484,7 +520,7 @@ export class RuntimeSession {
     this.streams.closeAll(reason);
     try {
       await this.mcp?.close();
-      const shared = this.sync.store;
+      const shared = this.o.log.shared;
       const facts = { sharedStore: shared !== undefined, endedElsewhere: this.host.endedElsewhere, reason };
       // Decided where the end was decided: the other instances holding this session end their copies too.
       if (shared && announcesEnd(facts)) await shared.announceEnded(this.o.id, facts.reason);

@@ -11,10 +11,11 @@ import {
   rebaseEntries,
   type StreamEntry,
   settledFacts,
+  unrunRebased,
   type Watermark,
   watermarkOf,
 } from '../../machines/server/shared-record.js';
-import type { Rebased, SessionRecord, SharedSessionStore } from './event-log.js';
+import type { EventLog, Rebased, SessionRecord, SharedSessionStore } from './event-log.js';
 import type { SessionHost } from './session-host.js';
 
 /** A rebase the store did, with what the decision it rebased was made on. */
@@ -39,6 +40,8 @@ export interface SyncedSession {
   readonly createdAt?: number;
   /** The version of the stored record the session's snapshot came from (0: a new session). */
   readonly version?: number;
+  /** Where a rebased request no instance runs gets its answer (`unrunRebased`). */
+  readonly log: Pick<EventLog, 'appendFinal'>;
   readonly onError: (error: unknown) => void;
 }
 
@@ -101,7 +104,7 @@ export class SharedSync {
           return answer;
         }
         if (written !== false) {
-          const again = this.rebased(written, act, running);
+          const again = await this.rebased(written, act, running);
           if (again.done) return again.answer;
         }
         // Another instance wrote first: this decision is discarded with the machine it was made on, and
@@ -156,13 +159,15 @@ export class SharedSync {
    * The store wrote this decision after another instance's admissions (machines/server/shared-record.ts,
    * "Admissions commute"): this copy catches up on those (they came with the answer), makes the decision
    * again there, and, finding it numbered exactly what the store wrote, is done with no further step.
-   * Anything else (never expected) falls back to reading the record and deciding again.
+   * Anything else (never expected): the requests the store admitted get their definite answer, "not run"
+   * (`unrunRebased`), and the decision is made again on the record read anew, which finds them admitted
+   * and hands the client that answer.
    */
-  private rebased<R>(
+  private async rebased<R>(
     r: PendingRebase,
     act: () => R,
     running: Record<string, number>,
-  ): { done: true; answer: R } | { done: false } {
+  ): Promise<{ done: true; answer: R } | { done: false }> {
     const merged = mergeSnapshot(r.decided, r.base, numberedCore(coreOf(r.decided), r.onto), r.since);
     this.runningBeforeDiscard = running;
     this.adopt(merged, r.version - 1);
@@ -177,6 +182,9 @@ export class SharedSync {
       return { done: true, answer };
     }
     this.o.onError(new Error(`session ${this.o.id}: a rebased decision was not made again as written`));
+    for (const { stream, answer: unrun } of unrunRebased(expected)) {
+      await this.o.log.appendFinal(this.o.id, stream, unrun).catch(this.o.onError);
+    }
     return { done: false };
   }
 

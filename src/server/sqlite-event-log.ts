@@ -1,4 +1,4 @@
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
 import type { JsonRpcMessage } from '../../machines/jsonrpc.js';
 import {
   DEFAULT_RETENTION_POLICY,
@@ -7,6 +7,7 @@ import {
   type StreamWindow,
 } from '../../machines/server/retention.js';
 import type { EventLog, EventLogObserver, SessionRecord, SessionRegistry, StoredEvent } from './event-log.js';
+import { openSqlite } from './sqlite-open.js';
 
 export interface SqliteEventLogOptions {
   /** The database file (created if missing). `:memory:` works but is not durable. */
@@ -15,6 +16,15 @@ export interface SqliteEventLogOptions {
   readonly retentionMs?: number;
   /** Injectable clock, for tests. */
   readonly now?: () => number;
+}
+
+/** An append waiting for its batch (`SqliteEventLog.flush`). */
+interface QueuedAppend {
+  readonly sessionId: string;
+  readonly stream: number;
+  readonly message: JsonRpcMessage;
+  readonly done: (seq: number) => void;
+  readonly failed: (error: unknown) => void;
 }
 
 interface StreamRow {
@@ -38,6 +48,11 @@ export class SqliteEventLog implements EventLog {
   private readonly now: () => number;
   private readonly q;
   private observer: EventLogObserver | undefined;
+  /** Numbered in call order (`EventLog.ordersAppends`): appends are queued and stored in that order. */
+  readonly ordersAppends = true;
+  /** Appends waiting for the next turn of the event loop (`flush`). */
+  private queued: QueuedAppend[] = [];
+  private readonly appendAll: (batch: readonly QueuedAppend[]) => number[];
 
   constructor(options: SqliteEventLogOptions) {
     this.durable = options.path !== ':memory:';
@@ -46,9 +61,7 @@ export class SqliteEventLog implements EventLog {
       retentionMs: options.retentionMs ?? DEFAULT_RETENTION_POLICY.retentionMs,
     };
     this.now = options.now ?? Date.now;
-    this.db = new Database(options.path);
-    this.db.pragma('journal_mode = WAL');
-    this.db.pragma('synchronous = NORMAL');
+    this.db = openSqlite(options.path);
     this.db.exec(`
       CREATE TABLE IF NOT EXISTS streams (
         session TEXT NOT NULL, stream INTEGER NOT NULL,
@@ -89,6 +102,9 @@ export class SqliteEventLog implements EventLog {
       loadSession: db.prepare<[string], { record: string }>('SELECT record FROM sessions WHERE id = ?'),
       removeSession: db.prepare('DELETE FROM sessions WHERE id = ?'),
     };
+    this.appendAll = db.transaction((batch: readonly QueuedAppend[]) =>
+      batch.map((e) => this.appendRows(e.sessionId, e.stream, e.message)),
+    );
     this.registry = {
       save: async (record: SessionRecord) => {
         this.q.saveSession.run(record.id, JSON.stringify(record));
@@ -107,19 +123,48 @@ export class SqliteEventLog implements EventLog {
     this.q.open.run(sessionId, stream);
   }
 
-  private readonly appendTx = (sessionId: string, stream: number, message: JsonRpcMessage): number =>
-    this.db.transaction(() => {
-      this.q.open.run(sessionId, stream);
-      const row = this.q.stream.get(sessionId, stream) as StreamRow;
-      const seq = row.head + 1;
-      const now = this.now();
-      this.q.insert.run(sessionId, stream, seq, now, JSON.stringify(message));
-      this.evictTo(sessionId, stream, { oldest: row.oldest, head: seq }, now);
-      return seq;
-    })();
+  /** One append's rows, inside the caller's transaction. */
+  private appendRows(sessionId: string, stream: number, message: JsonRpcMessage): number {
+    this.q.open.run(sessionId, stream);
+    const row = this.q.stream.get(sessionId, stream) as StreamRow;
+    const seq = row.head + 1;
+    const now = this.now();
+    this.q.insert.run(sessionId, stream, seq, now, JSON.stringify(message));
+    this.evictTo(sessionId, stream, { oldest: row.oldest, head: seq }, now);
+    return seq;
+  }
 
+  /**
+   * Queued, and stored with every append that arrives before the event loop turns, in one transaction
+   * (one commit instead of one per event: bench, notifications/s). Numbered in call order.
+   */
   async append(sessionId: string, stream: number, message: JsonRpcMessage): Promise<number> {
-    return this.appendTx(sessionId, stream, message);
+    return new Promise<number>((done, failed) => {
+      if (this.queued.push({ sessionId, stream, message, done, failed }) === 1) {
+        setImmediate(() => this.flush());
+      }
+    });
+  }
+
+  /**
+   * Stores the queued appends in one transaction: all of them, or none (a session's write-behind relies
+   * on it: no event stored after one of its stream that was lost). Called before anything that must
+   * come after them.
+   */
+  private flush(): void {
+    const batch = this.queued;
+    if (batch.length === 0) return;
+    this.queued = [];
+    let seqs: number[];
+    try {
+      seqs = this.appendAll(batch);
+    } catch (error) {
+      for (const e of batch) e.failed(error);
+      return;
+    }
+    batch.forEach((e, i) => {
+      e.done(seqs[i] as number);
+    });
   }
 
   /** Applies the retention rule and stores the new window. */
@@ -176,16 +221,18 @@ export class SqliteEventLog implements EventLog {
   }
 
   async appendFinal(sessionId: string, stream: number, message: JsonRpcMessage): Promise<number | undefined> {
+    this.flush();
     return this.db.transaction(() => {
       this.q.open.run(sessionId, stream);
       if ((this.q.stream.get(sessionId, stream) as StreamRow).finished === 1) return undefined;
-      const seq = this.appendTx(sessionId, stream, message);
+      const seq = this.appendRows(sessionId, stream, message);
       this.q.finish.run(sessionId, stream);
       return seq;
     })();
   }
 
   async dropSession(sessionId: string): Promise<void> {
+    this.flush();
     this.db.transaction(() => {
       this.q.dropEvents.run(sessionId);
       this.q.dropStreams.run(sessionId);
@@ -198,6 +245,7 @@ export class SqliteEventLog implements EventLog {
   }
 
   async close(): Promise<void> {
+    if (this.db.open) this.flush();
     if (this.db.open) this.db.close();
   }
 }

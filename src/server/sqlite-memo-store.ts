@@ -1,12 +1,13 @@
 import { randomBytes } from 'node:crypto';
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
 import {
   admitCounted,
-  type KeyedWorkState,
   type MemoEntry,
+  type MemoExpected,
   memoExpiresAt,
 } from '../../machines/server/keyed-memo.js';
 import type { MemoCreate, MemoStore } from './memo-store.js';
+import { openSqlite } from './sqlite-open.js';
 
 export interface SqliteMemoStoreOptions {
   /** The database file (created if missing); may be the event log's file. `:memory:` is not durable. */
@@ -36,9 +37,7 @@ export class SqliteMemoStore implements MemoStore {
     this.durable = options.path !== ':memory:';
     this.memoWindowMs = options.memoWindowMs;
     this.now = options.now ?? Date.now;
-    this.db = new Database(options.path);
-    this.db.pragma('journal_mode = WAL');
-    this.db.pragma('synchronous = NORMAL');
+    this.db = openSqlite(options.path);
     this.db.exec(`
       CREATE TABLE IF NOT EXISTS memo (
         memo_key TEXT PRIMARY KEY, principal TEXT NOT NULL, state TEXT NOT NULL,
@@ -140,12 +139,12 @@ export class SqliteMemoStore implements MemoStore {
     })();
   }
 
-  async replace(next: MemoEntry, expected: KeyedWorkState): Promise<MemoEntry | undefined> {
+  async replace(next: MemoEntry, expected: MemoExpected): Promise<MemoEntry | undefined> {
     return this.db.transaction(() => {
       const stored = this.read(next.memoKey);
       if (!stored) return undefined;
-      if (stored.state !== expected) return stored;
-      this.q.update.run(next.state, this.expiry(next), JSON.stringify(next), next.memoKey, expected);
+      if (stored.state !== expected.state || stored.logId !== expected.logId) return stored;
+      this.q.update.run(next.state, this.expiry(next), JSON.stringify(next), next.memoKey, expected.state);
       return next;
     })();
   }

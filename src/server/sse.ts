@@ -3,9 +3,10 @@ import type { JsonRpcMessage } from '../../machines/jsonrpc.js';
 /**
  * Writing SSE frames (the WHATWG event-stream format). Only writing lives here; clients parse with
  * eventsource-parser. Every frame ends with a blank line; data is one JSON line, so it never needs splitting.
+ * `data` is the message's JSON text when the caller has it already (a log that keeps it: `StoredEvent.data`).
  */
-export function eventFrame(id: string, message: JsonRpcMessage): string {
-  return `id: ${id}\ndata: ${JSON.stringify(message)}\n\n`;
+export function eventFrame(id: string, message: JsonRpcMessage, data = JSON.stringify(message)): string {
+  return `id: ${id}\ndata: ${data}\n\n`;
 }
 
 /** The priming event: an id and empty data, so a client can resume before the first real event. */

@@ -1,4 +1,5 @@
 import { stallVerdict } from '../../machines/server/deadlines.js';
+import { writeVerdict } from '../../machines/server/slow-reader.js';
 import type { SseSink } from './sse.js';
 import { processWakes, type Wake, type WakePort } from './wake-port.js';
 
@@ -100,9 +101,12 @@ export class WebSink implements SseSink {
 
   write(chunk: string): void {
     if (this.closed) return;
-    // The reader has not taken what is queued and the queue is full: end the response after it. The frame
-    // is dropped here, not lost: it is in the event log, and the client resumes from its cursor.
-    if ((this.controller.desiredSize ?? 0) <= 0) {
+    // The reader is too far behind (machines/server/slow-reader.ts): end the response after what is
+    // queued. The frame is dropped here, not lost: it is in the event log, and the client resumes from its
+    // cursor. A queue with no size (an errored stream) takes nothing more.
+    const room = this.controller.desiredSize;
+    const queued = room === null ? Number.POSITIVE_INFINITY : this.limits.maxBufferedBytes - room;
+    if (writeVerdict(queued, this.limits.maxBufferedBytes) === 'cut') {
       this.end();
       return;
     }

@@ -1,11 +1,17 @@
 import { EventEmitter } from 'node:events';
 import net from 'node:net';
+import { chunkDueAt, chunksDue, idleCut, idleSweepPeriodMs, refusalOf } from '../../machines/fault-timing.js';
+import { seededRandom } from '../../machines/seeded-random.js';
+import { type Wake, WakePort } from '../server/wake-port.js';
 
 /**
  * A TCP proxy on loopback that fails the way networks do, programmable from tests and the demo:
  * cut connections idle for N ms (a load balancer), reset at a chosen moment or at random, answer
  * 503 instead of forwarding, black-hole a connection (stop forwarding without closing), add latency.
  * It sees bytes, not HTTP: each connection is labelled with its first request line for reports.
+ *
+ * Timing: every delay and cut is decided by machines/fault-timing.ts; the proxy holds one timer port
+ * (its clock and its only timer) and asks those functions what is due when it wakes.
  */
 export interface FaultProxyOptions {
   /** Where to forward: the real server. */
@@ -41,7 +47,7 @@ interface DelayedChunk {
 
 interface DelayedLine {
   readonly queue: DelayedChunk[];
-  timer: NodeJS.Timeout | undefined;
+  wake: Wake | undefined;
 }
 
 export class FaultProxy extends EventEmitter<{ fault: [FaultEvent] }> {
@@ -49,20 +55,21 @@ export class FaultProxy extends EventEmitter<{ fault: [FaultEvent] }> {
   readonly connections = new Set<ProxiedConnection>();
   private nextId = 1;
   private failures: number[] = [];
-  private downUntil = 0;
-  private downStatus = 503;
-  private sweeper: ReturnType<typeof setInterval> | undefined;
+  private outageWindow = { until: 0, status: 503 };
+  /** The proxy's clock and its one timer: the sweep and every delayed line are wake-ups of it. */
+  private readonly wakes = new WakePort();
+  private sweeper: Wake | undefined;
   private idleTimeoutMs: number | undefined;
   private latencyMs: number;
   /** Chunks held back by latency, per destination socket, in arrival order. */
   private readonly delayed = new WeakMap<net.Socket, DelayedLine>();
-  private rngState: number;
+  private readonly random: () => number;
   private randomReset: number;
 
   private constructor(private readonly options: FaultProxyOptions) {
     super();
     this.latencyMs = options.latencyMs ?? 0;
-    this.rngState = options.randomReset?.seed ?? 1;
+    this.random = seededRandom(options.randomReset?.seed ?? 1);
     this.randomReset = options.randomReset?.probability ?? 0;
     this.server = net.createServer((socket) => this.accept(socket));
     this.setIdleTimeout(options.idleTimeoutMs);
@@ -92,24 +99,18 @@ export class FaultProxy extends EventEmitter<{ fault: [FaultEvent] }> {
    * balancer with no healthy backend) until the time is up.
    */
   outage(ms: number, status = 503): void {
-    this.downUntil = Date.now() + ms;
-    this.downStatus = status;
+    this.outageWindow = { until: this.wakes.now() + ms, status };
     this.reset();
   }
 
   setIdleTimeout(ms: number | undefined): void {
     this.idleTimeoutMs = ms;
-    clearInterval(this.sweeper);
+    this.sweeper?.cancel();
     this.sweeper = undefined;
     if (ms === undefined) return;
-    this.sweeper = setInterval(
-      () => {
-        const now = Date.now();
-        for (const c of this.connections) if (now - c.lastActivity >= ms) this.cut(c, 'idle');
-      },
-      Math.max(5, Math.min(50, Math.floor(ms / 4))),
-    );
-    this.sweeper.unref();
+    this.sweeper = this.wakes.every(idleSweepPeriodMs(ms), (now) => {
+      for (const c of this.connections) if (idleCut(now, c.lastActivity, ms)) this.cut(c, 'idle');
+    });
   }
 
   setLatency(ms: number): void {
@@ -142,7 +143,7 @@ export class FaultProxy extends EventEmitter<{ fault: [FaultEvent] }> {
   }
 
   async close(): Promise<void> {
-    clearInterval(this.sweeper);
+    this.sweeper?.cancel();
     for (const c of [...this.connections]) this.drop(c);
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
@@ -150,8 +151,10 @@ export class FaultProxy extends EventEmitter<{ fault: [FaultEvent] }> {
   private accept(client: net.Socket): void {
     const id = this.nextId++;
     this.emit('fault', { type: 'connection', id });
-    const status = Date.now() < this.downUntil ? this.downStatus : this.failures.shift();
-    if (status !== undefined) {
+    const refusal = refusalOf(this.wakes.now(), this.outageWindow, this.failures);
+    if (refusal?.fromQueue) this.failures.shift();
+    if (refusal !== undefined) {
+      const status = refusal.status;
       client.once('data', () => {
         this.emit('fault', { type: 'refused', id, status });
         client.end(`HTTP/1.1 ${status} Injected\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`);
@@ -163,7 +166,7 @@ export class FaultProxy extends EventEmitter<{ fault: [FaultEvent] }> {
     const c: ProxiedConnection = {
       id,
       label: '',
-      lastActivity: Date.now(),
+      lastActivity: this.wakes.now(),
       blackholed: false,
       client,
       upstream,
@@ -187,7 +190,7 @@ export class FaultProxy extends EventEmitter<{ fault: [FaultEvent] }> {
 
   private forward(c: ProxiedConnection, chunk: Buffer, to: net.Socket): void {
     if (c.blackholed) return;
-    c.lastActivity = Date.now();
+    c.lastActivity = this.wakes.now();
     if (this.randomReset > 0 && this.random() < this.randomReset) {
       this.cut(c, 'random');
       return;
@@ -200,31 +203,25 @@ export class FaultProxy extends EventEmitter<{ fault: [FaultEvent] }> {
    * other, so a chunk waits for the ones queued before it even when the latency has dropped since.
    */
   private deliver(to: net.Socket, chunk: Buffer): void {
-    const line = this.delayed.get(to) ?? { queue: [], timer: undefined };
-    if (this.latencyMs <= 0 && line.queue.length === 0) {
-      if (!to.destroyed) to.write(chunk);
-      return;
-    }
-    line.queue.push({ due: Date.now() + this.latencyMs, chunk });
+    const line = this.delayed.get(to) ?? { queue: [], wake: undefined };
+    const now = this.wakes.now();
+    line.queue.push({ due: chunkDueAt(now, this.latencyMs), chunk });
     this.delayed.set(to, line);
-    if (line.timer === undefined) this.drainLater(to, line);
+    if (line.wake === undefined) this.drain(to, line, now);
   }
 
-  private drainLater(to: net.Socket, line: DelayedLine): void {
+  /** Writes what is due on `line` at `now`, and asks to be woken when its next chunk is. */
+  private drain(to: net.Socket, line: DelayedLine, now: number): void {
+    for (const { chunk } of line.queue.splice(0, chunksDue(line.queue, now)))
+      if (!to.destroyed) to.write(chunk);
     const head = line.queue[0];
-    if (head === undefined) return;
-    line.timer = setTimeout(
-      () => {
-        line.timer = undefined;
-        const now = Date.now();
-        while (line.queue.length > 0 && (line.queue[0] as DelayedChunk).due <= now) {
-          const { chunk } = line.queue.shift() as DelayedChunk;
-          if (!to.destroyed) to.write(chunk);
-        }
-        this.drainLater(to, line);
-      },
-      Math.max(0, head.due - Date.now()),
-    );
+    line.wake =
+      head === undefined
+        ? undefined
+        : this.wakes.after(head.due - now, (at) => {
+            line.wake = undefined;
+            this.drain(to, line, at);
+          });
   }
 
   private cut(c: ProxiedConnection, reason: 'idle' | 'reset' | 'random'): void {
@@ -239,14 +236,5 @@ export class FaultProxy extends EventEmitter<{ fault: [FaultEvent] }> {
     if (!this.connections.delete(c)) return;
     if (!c.client.destroyed) c.client.destroy();
     if (!c.upstream.destroyed) c.upstream.destroy();
-  }
-
-  /** mulberry32: reproducible random resets. */
-  private random(): number {
-    this.rngState = (this.rngState + 0x6d2b79f5) >>> 0;
-    let t = this.rngState;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   }
 }

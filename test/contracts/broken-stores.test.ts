@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { CursorRecord } from '../../machines/client/cursor.js';
 import type { JsonRpcMessage } from '../../machines/jsonrpc.js';
-import type { KeyedWorkState, MemoEntry } from '../../machines/server/keyed-memo.js';
+import type { MemoEntry, MemoExpected } from '../../machines/server/keyed-memo.js';
 import { MemoryCursorStore } from '../../src/client/cursor-store.js';
 import type { MemoCreate } from '../../src/server/memo-store.js';
 import { MemoryEventLog } from '../../src/server/memory-event-log.js';
@@ -17,10 +17,10 @@ import {
 
 /** Writes whatever it is given: compare-and-set without the compare (last writer wins). */
 class BlindReplaceStore extends MemoryMemoStore {
-  override async replace(next: MemoEntry, _expected: KeyedWorkState): Promise<MemoEntry | undefined> {
+  override async replace(next: MemoEntry, _expected: MemoExpected): Promise<MemoEntry | undefined> {
     // Whatever is stored now is taken as expected (the private map is read to skip the compare).
     const stored = (this as unknown as { entries: Map<string, MemoEntry> }).entries.get(next.memoKey);
-    return super.replace(next, stored?.state ?? next.state);
+    return super.replace(next, stored ?? next);
   }
 }
 
@@ -31,21 +31,19 @@ class CheckThenActStore extends MemoryMemoStore {
     if (existing) return { kind: 'exists', entry: existing };
     await new Promise((resolve) => setImmediate(resolve));
     // Another writer may have created it meanwhile: this one overwrites it and also answers `created`.
-    if ((await this.replace(entry, 'running')) === entry) return { kind: 'created' };
+    if ((await this.replace(entry, entry)) === entry) return { kind: 'created' };
     return super.create(entry, max);
   }
 }
 
 /**
- * Compares which run an entry is, not only its state: what the 2026 world's object-identity
- * compare-and-set did before it used `SimMemoStore` (a restarted key is another object, another log).
+ * Compares the state alone, not which run the entry is (what every store did before `MemoExpected`
+ * named the run): a writer that read one run overwrites a restarted run in the same state (ABA).
  */
-class SameRunReplaceStore extends MemoryMemoStore {
-  override async replace(next: MemoEntry, expected: KeyedWorkState): Promise<MemoEntry | undefined> {
+class StateOnlyReplaceStore extends MemoryMemoStore {
+  override async replace(next: MemoEntry, expected: MemoExpected): Promise<MemoEntry | undefined> {
     const stored = await this.get(next.memoKey);
-    if (stored && stored.state === expected && stored.logId !== next.logId && expected === 'running')
-      return stored;
-    return super.replace(next, expected);
+    return super.replace(next, { state: expected.state, logId: stored?.logId ?? expected.logId });
   }
 }
 
@@ -70,9 +68,9 @@ describe('a broken memo store fails the contract', () => {
     );
   });
 
-  it('compare-and-set on identity (the run) instead of the state: the ABA case fails, and only it', async () => {
-    expect(await failing((o) => new SameRunReplaceStore(o))).toEqual([
-      'compares the state alone: an entry that left the expected state and came back is replaced (ABA)',
+  it('compare-and-set on the state alone, not the run: the ABA case fails, and only it', async () => {
+    expect(await failing((o) => new StateOnlyReplaceStore(o))).toEqual([
+      'compares the state and the run: a writer that read one run never overwrites another run in that state',
     ]);
   });
 

@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, it } from 'vitest';
-import { CursorStore as SimCursorStore } from '../../properties/world/client.js';
+import { CURSOR_FILE_RULES, CursorStore as SimCursorStore } from '../../properties/world/cursor-file.js';
 import { type CursorStore, FileCursorStore, MemoryCursorStore } from '../../src/client/cursor-store.js';
 import { cursorStoreContract, registerContract } from '../../src/testing/index.js';
 
@@ -33,14 +33,15 @@ registerContract(
 );
 
 /**
- * The 2025 world's cursor store (properties/world/client.ts): the record a simulated client process
- * persists. The world keeps the object across a process restart when durable, so a reopen is a view of it.
+ * The 2025 world's cursor store (properties/world/cursor-file.ts): the record a simulated client process
+ * persists. The world keeps the object across a process restart when durable, and a restarted process
+ * reads it back as a file, through the runtime's checks; a reopen is a view of it.
  */
 const simOf = new WeakMap<CursorStore, SimCursorStore>();
 function simView(sim: SimCursorStore): CursorStore {
   const view: CursorStore = {
     durable: true,
-    load: async () => sim.record,
+    load: async () => sim.readBack(CURSOR_FILE_RULES),
     save: async (record) => {
       sim.record = record;
     },

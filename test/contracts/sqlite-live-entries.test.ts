@@ -37,7 +37,7 @@ describe('SqliteMemoStore.liveEntries', () => {
       expect((await store.create(e, 10)).kind).toBe('created');
     }
     expect(store.liveEntries()).toBe(3);
-    await store.replace({ ...a, state: 'committed', finishedAt: now }, 'running');
+    await store.replace({ ...a, state: 'committed', finishedAt: now }, a);
     now += WINDOW - 1;
     expect(store.liveEntries()).toBe(3);
     now += 2;
@@ -47,7 +47,10 @@ describe('SqliteMemoStore.liveEntries', () => {
     // The same key created again replaces the expired row: one row, live.
     expect((await store.create(entry('a', 'p', now), 10)).kind).toBe('created');
     expect(store.liveEntries()).toBe(3);
-    await store.replace({ ...entry('a', 'p', now), state: 'committed', finishedAt: now }, 'running');
+    await store.replace(
+      { ...entry('a', 'p', now), state: 'committed', finishedAt: now },
+      entry('a', 'p', now),
+    );
     now += WINDOW + 1;
     expect(store.liveEntries()).toBe(2);
     expect(await store.sweep()).toEqual(['keyed-a']);

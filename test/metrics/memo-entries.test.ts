@@ -72,7 +72,7 @@ describe('the memo entries gauge', () => {
         await settles(metrics, 2);
         expect((await sdk.collect()).gauge(NAME)).toBe(2);
         // Finished: still live inside its window…
-        await memo.replace({ ...a, state: 'committed', finishedAt: clock }, 'running');
+        await memo.replace({ ...a, state: 'committed', finishedAt: clock }, a);
         clock += 999;
         await settles(metrics, 2);
         // …and gone once it has passed (the running one stays).

@@ -4,7 +4,7 @@ import type { JsonRpcMessage } from '../../machines/jsonrpc.js';
 import { KeyedCore, type KeyedCoreDecisions } from '../../machines/server/keyed-core.js';
 import type { KeyedCommand, KeyedFact, KeyedStoreCall } from '../../machines/server/keyed-core-io.js';
 import type { MemoEntry } from '../../machines/server/keyed-memo.js';
-import { keyedLimits } from '../../machines/server/keyed-timing.js';
+import { keyedLimits, planKeyedWake } from '../../machines/server/keyed-timing.js';
 import { SimEventLog } from '../../properties/world/sim-event-log.js';
 import { executeStoreCall } from '../../properties/world-modern/keyed-ports.js';
 import { SimMemoStore } from '../../properties/world-modern/sim-memo.js';
@@ -135,14 +135,13 @@ describe('the keyed core: facts in, commands out', () => {
     // The body's end knows its log's head (the run made every append): it reads no window.
     expect(calls).not.toContain('log.window');
     expect(calls).toEqual([
-      'memo.get',
-      'log.open',
+      // A first attempt creates at once (no read first); its log is opened by its first event: none here.
       'memo.create',
       // No first look: nothing changed since the entry was created here; the end's ring wakes the response.
-      'memo.get',
+      // The end reads nothing first (its compare-and-set expects the run's entry); no event, no log to
+      // finish: the outcome is in the memo alone.
       'memo.replace',
-      'log.append-final',
-      'log.read',
+      // One look once the end rang: the entry holds the outcome, recorded after every event (none): no log read.
       'memo.get',
     ]);
   });
@@ -245,9 +244,18 @@ describe('the keyed core: facts in, commands out', () => {
     h.tell({ kind: 'request', request: 1, message: call(1, 'a'), principal: 'p' });
     h.tell({ kind: 'request', request: 2, message: call(2, 'b'), principal: 'p' });
     const a = h.memo.get('1:p|a') as MemoEntry;
-    h.memo.replace({ ...a, state: 'cancelled', finishedAt: 0 }, 'running');
+    h.memo.replace({ ...a, state: 'cancelled', finishedAt: 0 }, a);
     h.until(1_000);
     expect(h.of('abort-body').map((c) => c.run)).toEqual([1]);
+  });
+
+  it("the host's one wake-up: kept while no later than the core's next deadline, moved earlier, cleared", () => {
+    expect(planKeyedWake(100, 150, 90)).toEqual({ kind: 'keep' });
+    expect(planKeyedWake(100, 100, 90)).toEqual({ kind: 'keep' });
+    expect(planKeyedWake(100, 95, 90)).toEqual({ kind: 'set', at: 95, delayMs: 5 });
+    expect(planKeyedWake(undefined, 80, 90)).toEqual({ kind: 'set', at: 80, delayMs: 0 });
+    expect(planKeyedWake(100, undefined, 90)).toEqual({ kind: 'clear' });
+    expect(planKeyedWake(undefined, undefined, 90)).toEqual({ kind: 'clear' });
   });
 
   it('keyed requests wait for the start (lease, orphans) before they run', () => {
@@ -274,6 +282,6 @@ describe('the keyed core: facts in, commands out', () => {
     core.handle({ kind: 'store-answer', op: running.op, value: [] }, 0);
     const alive = core.poll() as Extract<KeyedCommand, { kind: 'store' }>;
     core.handle({ kind: 'store-answer', op: alive.op, value: new Set() }, 0);
-    expect(core.poll()).toMatchObject({ kind: 'store', call: { kind: 'memo.get' } });
+    expect(core.poll()).toMatchObject({ kind: 'store', call: { kind: 'memo.create' } });
   });
 });

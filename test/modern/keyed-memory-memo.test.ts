@@ -40,7 +40,7 @@ describe('MemoryMemoStore', () => {
       { type: 'tool.finished', outcome: { kind: 'result', result: {} }, finalSeq: 1 },
       now,
     ) as MemoEntry;
-    expect(await memo.replace(finished, 'running')).toBe(finished);
+    expect(await memo.replace(finished, { state: 'running', logId: finished.logId })).toBe(finished);
     expect((await memo.running()).map((e) => e.memoKey).sort()).toEqual(
       [entries[0], entries[2]].map((e) => (e as MemoEntry).memoKey).sort(),
     );
@@ -55,7 +55,7 @@ describe('MemoryMemoStore', () => {
     await memo.create(e, 100);
     expect(port.asked).toBe(0); // running: no deadline
     const done = nextEntry(e, { type: 'instance.died' }, Date.now()) as MemoEntry;
-    await memo.replace(done, 'running');
+    await memo.replace(done, e);
     expect(port.asked).toBe(1);
     const end = Date.now() + 10_000;
     while (forgotten.length === 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 10));

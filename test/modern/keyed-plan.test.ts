@@ -171,7 +171,7 @@ describe('keyed call steps (the procedure src/ and the simulated world drive ali
     return { end, seen };
   };
 
-  it('a new key: the log is opened before the entry is created, then the body starts once', () => {
+  it('a new key (a first attempt): created before anything is read, no log opened, the body starts once', () => {
     const fresh = entry();
     const { end, seen } = drive((c) =>
       c.kind === 'read-entry'
@@ -183,7 +183,8 @@ describe('keyed call steps (the procedure src/ and the simulated world drive ali
             : 0,
     );
     // A first attempt of a key the memo does not hold runs whatever the memo's age: no completeness read.
-    expect(seen).toEqual(['read-entry', 'new-entry', 'open-log', 'create-entry', 'start-run']);
+    // Its log is opened by its first event (the log's append), not here.
+    expect(seen).toEqual(['new-entry', 'create-entry', 'start-run']);
     expect(end).toEqual({ kind: 'serve', entry: fresh, afterSeq: 0 });
   });
 
@@ -208,25 +209,38 @@ describe('keyed call steps (the procedure src/ and the simulated world drive ali
     });
   });
 
-  it('a lost creation race: the loser drops its log, re-reads and attaches; it never starts the body', () => {
-    let reads = 0;
+  it('a lost creation race: the loser plans with the entry its create found (no read) and attaches; it never starts the body', () => {
     const winner = entry({ owner: 'other' });
     const { end, seen } = drive((c) => {
-      if (c.kind === 'read-entry') return reads++ === 0 ? undefined : winner;
       if (c.kind === 'new-entry') return entry({ epoch: 'ep2' });
       if (c.kind === 'create-entry') return { kind: 'exists', entry: winner };
-      if (c.kind === 'read-window') return win(1, 0);
+      if (c.kind === 'read-window') return undefined; // the winner's body sent no event yet: no log
       if (c.kind === 'owner-alive') return true;
       return 0;
     });
-    expect(seen).not.toContain('start-run');
-    expect(seen).toContain('drop-log');
+    expect(seen).toEqual(['new-entry', 'create-entry', 'read-window', 'owner-alive']);
     expect(end).toEqual({ kind: 'serve', entry: winner, afterSeq: 0 });
+  });
+
+  it('a first attempt whose address is at its bound: the memo is read, a known key attaches, a new one is 429', () => {
+    const known = entry({ owner: 'other' });
+    const full = { kind: 'full', retryAfterSeconds: 2, bound: 'address' } as const;
+    const attach = drive((c) =>
+      c.kind === 'create-entry' ? full : c.kind === 'read-entry' ? known : c.kind === 'owner-alive',
+    );
+    expect(attach.seen).toEqual(['new-entry', 'create-entry', 'read-entry', 'read-window', 'owner-alive']);
+    expect(attach.end).toEqual({ kind: 'serve', entry: known, afterSeq: 0 });
+    const refuse = drive((c) =>
+      c.kind === 'create-entry' ? full : c.kind === 'new-entry' ? entry() : undefined,
+    );
+    expect(refuse.seen).toEqual(['new-entry', 'create-entry', 'read-entry', 'new-entry', 'create-entry']);
+    expect(refuse.end).toMatchObject({ kind: 'reply', reply: { status: 429, retryAfterSeconds: 2 } });
   });
 
   it('a running entry whose owner is gone: declared dead (compare-and-set), then -32012', () => {
     let current = entry({ owner: 'gone' });
     const { end, seen } = drive((c) => {
+      if (c.kind === 'create-entry') return { kind: 'exists', entry: current };
       if (c.kind === 'read-entry') return current;
       if (c.kind === 'read-window') return win(1, 0);
       if (c.kind === 'owner-alive') return false;
@@ -323,7 +337,6 @@ describe('attached response steps (keyedFollowSteps: what src/ and the world dri
         seen.push(c);
         if (seen.length > 50) throw new Error('the steps never ended');
         if (c.kind === 'read-log') {
-          look++;
           const w = looks[look]?.window;
           // Progress at 2 and 3; the final response (never written from the log) at 4.
           if (!w) return undefined;
@@ -332,7 +345,7 @@ describe('attached response steps (keyedFollowSteps: what src/ and the world dri
             .map((s) => (s === 4 ? { seq: 4, message: { jsonrpc: '2.0', id: 1, result: {} } } : progress(s)));
           return { window: w, events };
         }
-        if (c.kind === 'read-entry') return looks[look]?.entry;
+        if (c.kind === 'read-entry') return looks[++look]?.entry;
         if (c.kind === 'owner-alive') return looks[look]?.alive ?? true;
         return undefined;
       },
@@ -344,7 +357,7 @@ describe('attached response steps (keyedFollowSteps: what src/ and the world dri
     const restarted = entry({ logId: 'keyed-other', epoch: 'ep9' });
     const { end, seen } = follow([{ entry: restarted, window: win(1, 1) }]);
     expect(end).toEqual({ end: 'lost' });
-    expect(seen.map((c) => c.kind)).toEqual(['read-log', 'read-entry']);
+    expect(seen.map((c) => c.kind)).toEqual(['read-entry']);
   });
 
   it('writes new events as the attempt, waits, then ends with the recorded outcome under its id', () => {
@@ -353,15 +366,16 @@ describe('attached response steps (keyedFollowSteps: what src/ and the world dri
       { entry: entry(), window: win(1, 3) },
       { entry: done, window: win(1, 4, true) },
     ]);
+    // The second look finds the outcome recorded after every event it wrote: it reads no log.
     expect(seen.map((c) => c.kind)).toEqual([
-      'read-log',
       'read-entry',
+      'read-log',
       'owner-alive',
       'write',
       'wait',
-      'read-log',
       'read-entry',
     ]);
+    expect(seen[1]).toEqual({ kind: 'read-log', afterSeq: 1 });
     expect(seen[3]).toEqual({
       kind: 'write',
       frames: [2, 3].map((n) => ({
@@ -369,7 +383,6 @@ describe('attached response steps (keyedFollowSteps: what src/ and the world dri
         message: { ...progress(n).message, params: { progressToken: 'b', progress: n } },
       })),
     });
-    expect(seen[5]).toEqual({ kind: 'read-log', afterSeq: 3 });
     expect(end).toEqual({
       end: 'outcome',
       frame: { id: keyedEventId(entry(), 4), message: { jsonrpc: '2.0', id: 7, result: recorded.result } },
@@ -384,12 +397,12 @@ describe('attached response steps (keyedFollowSteps: what src/ and the world dri
       { entry: unknown, window: win(1, 1) },
     ]);
     expect(seen.map((c) => c.kind)).toEqual([
-      'read-log',
       'read-entry',
+      'read-log',
       'owner-alive',
       'declare-died',
-      'read-log',
       'read-entry',
+      'read-log',
     ]);
     expect(seen[3]).toEqual({ kind: 'declare-died', entry: gone });
     expect(end.end).toBe('outcome-unknown');
@@ -405,23 +418,23 @@ describe('attached response steps (keyedFollowSteps: what src/ and the world dri
 describe('body end steps (keyedBodyEndSteps: what src/ and the world drive alike)', () => {
   const final = { jsonrpc: '2.0' as const, id: 1, result: { content: [] } };
   const run = (
-    current: MemoEntry | undefined,
     answer: Partial<Record<string, unknown>>,
     fin: typeof final | undefined,
+    started: MemoEntry = entry(),
   ) => {
     const seen: KeyedBodyEndCommand[] = [];
-    driveKeyedCallSync(keyedBodyEndSteps(entry(), fin), (c): unknown => {
+    driveKeyedCallSync(keyedBodyEndSteps(started, fin), (c): unknown => {
       seen.push(c);
-      return c.kind === 'read-entry' ? current : answer[c.kind];
+      return answer[c.kind];
     });
     return seen;
   };
 
   it('records the outcome under head + 1 (watched: answered) before appending the final response, then rings', () => {
     const won = entry({ state: 'answered', outcome: { kind: 'result', result: final.result }, finalSeq: 5 });
-    const seen = run(entry(), { 'read-window': win(1, 4), watched: true, record: won }, final);
+    // Nothing is read before the record: its compare-and-set expects the run's own entry.
+    const seen = run({ 'read-window': win(1, 4), watched: true, record: won }, final);
     expect(seen).toEqual([
-      { kind: 'read-entry' },
       { kind: 'read-window' },
       { kind: 'watched' },
       {
@@ -437,22 +450,20 @@ describe('body end steps (keyedBodyEndSteps: what src/ and the world drive alike
 
   it('a lost recording appends nothing; no answer declares the entry dead; an entry that moved on only rings', () => {
     const lost = run(
-      entry(),
       {
-        'read-window': undefined,
+        'read-window': win(1, 2),
         watched: false,
         record: entry({ state: 'cancelled' }),
       },
       final,
     );
-    expect(lost.map((c) => c.kind)).toEqual(['read-entry', 'read-window', 'watched', 'record', 'ring']);
-    expect(lost[3]).toMatchObject({ event: { finalSeq: 1 } });
+    expect(lost.map((c) => c.kind)).toEqual(['read-window', 'watched', 'record', 'ring']);
+    expect(lost[2]).toMatchObject({ event: { finalSeq: 3 } });
     // The SDK ended without an answer (its stream broke): the side effect may have happened.
-    expect(run(entry(), {}, undefined)).toEqual([
-      { kind: 'read-entry' },
+    expect(run({}, undefined)).toEqual([
       { kind: 'record', entry: entry(), event: { type: 'instance.died' }, watched: false },
     ]);
-    expect(run(entry({ state: 'cancelled' }), {}, final).map((c) => c.kind)).toEqual(['read-entry', 'ring']);
+    expect(run({}, final, entry({ state: 'cancelled' })).map((c) => c.kind)).toEqual(['ring']);
   });
 });
 
@@ -516,20 +527,13 @@ describe('refused before the tool ran (the SDK answered 4xx): nothing ran, the k
     const seen: KeyedBodyEndCommand[] = [];
     driveKeyedCallSync(keyedBodyEndSteps(entry(), final, true), (c) => {
       seen.push(c);
-      if (c.kind === 'read-entry') return entry();
       if (c.kind === 'read-window') return win(1, 0);
       if (c.kind === 'watched') return true;
       if (c.kind === 'record') return nextEntry(c.entry, c.event, 3, c.watched);
       return undefined;
     });
-    expect(seen.map((c) => c.kind)).toEqual([
-      'read-entry',
-      'read-window',
-      'watched',
-      'record',
-      'append-final',
-      'ring',
-    ]);
+    // No event before it: the key has no log to finish, the refusal is in the memo alone.
+    expect(seen.map((c) => c.kind)).toEqual(['read-window', 'watched', 'record', 'ring']);
     const record = seen.find((c) => c.kind === 'record') as Extract<KeyedBodyEndCommand, { kind: 'record' }>;
     expect(record.event).toEqual({ type: 'tool.refused', outcome: refusal, finalSeq: 1 });
     expect(nextEntry(entry(), record.event, 3)).toMatchObject({
@@ -537,7 +541,8 @@ describe('refused before the tool ran (the SDK answered 4xx): nothing ran, the k
       finalSeq: 1,
       finishedAt: 3,
     });
-    expect(appendsFinal(refusedEntry, 1)).toBe(true);
+    expect(appendsFinal(refusedEntry, 1)).toBe(false);
+    expect(appendsFinal({ ...refusedEntry, finalSeq: 4 }, 4)).toBe(true);
   });
 
   it('a re-issue (or a duplicate first attempt) of a refused key plans to run it; other arguments are 409', () => {
@@ -577,7 +582,7 @@ describe('refused before the tool ran (the SDK answered 4xx): nothing ran, the k
       }),
       (c) => {
         seen.push(c);
-        if (c.kind === 'read-entry') return refusedEntry;
+        if (c.kind === 'create-entry') return { kind: 'exists' as const, entry: refusedEntry };
         if (c.kind === 'read-window') return win(1, 1, true);
         if (c.kind === 'new-entry') return fresh;
         if (c.kind === 'restart-entry') return true;
@@ -585,10 +590,10 @@ describe('refused before the tool ran (the SDK answered 4xx): nothing ran, the k
       },
     );
     expect(seen.map((c) => c.kind)).toEqual([
-      'read-entry',
+      'new-entry',
+      'create-entry',
       'read-window',
       'new-entry',
-      'open-log',
       'restart-entry',
       'start-run',
       'drop-log',
@@ -597,7 +602,7 @@ describe('refused before the tool ran (the SDK answered 4xx): nothing ran, the k
     expect(end).toEqual({ kind: 'serve', entry: fresh, afterSeq: 0 });
   });
 
-  it('a lost restart race: the loser drops its own log, re-reads and attaches; it never starts the body', () => {
+  it('a lost restart race: the loser re-reads and attaches (it opened no log); it never starts the body', () => {
     const winner = entry({ epoch: 'ep3', logId: 'keyed-z', owner: 'other' });
     let reads = 0;
     const seen: KeyedCallCommand[] = [];
@@ -610,7 +615,8 @@ describe('refused before the tool ran (the SDK answered 4xx): nothing ran, the k
       }),
       (c) => {
         seen.push(c);
-        if (c.kind === 'read-entry') return reads++ === 0 ? refusedEntry : winner;
+        if (c.kind === 'create-entry') return { kind: 'exists' as const, entry: refusedEntry };
+        if (c.kind === 'read-entry') return reads++ === 0 ? winner : undefined;
         if (c.kind === 'read-window') return win(1, 0);
         if (c.kind === 'owner-alive') return true;
         if (c.kind === 'new-entry') return entry({ epoch: 'ep2', logId: 'keyed-y' });
@@ -619,7 +625,7 @@ describe('refused before the tool ran (the SDK answered 4xx): nothing ran, the k
       },
     );
     expect(seen.map((c) => c.kind)).not.toContain('start-run');
-    expect(seen.find((c) => c.kind === 'drop-log')).toMatchObject({ entry: { logId: 'keyed-y' } });
+    expect(seen.map((c) => c.kind)).not.toContain('drop-log');
     expect(end).toEqual({ kind: 'serve', entry: winner, afterSeq: 0 });
   });
 });

@@ -87,9 +87,9 @@ describe('a keyed call the SDK refuses before running it', () => {
     expect(corrected.status).toBe(200);
     expect(textOf(corrected.response)).toBe('charged 100 (#1)');
     expect(state.runs).toBe(1);
-    // The refused work's log went with it: one entry, one log.
+    // One entry; no log: neither run sent an event, and a key's log is opened by its first event.
     expect(memo.stats().entries).toBe(1);
-    expect(log.stats().sessions).toBe(1);
+    expect(log.stats().sessions).toBe(0);
 
     // A re-issue of the same key after that (it may have run, as far as the client knows): recorded.
     const again = await post(url, keyedCall(3, 'charge', args, 'k-1', { lastEventId: null }), 10_000, {
@@ -109,7 +109,7 @@ describe('a keyed call the SDK refuses before running it', () => {
     }
     expect(state.runs).toBe(0);
     expect(memo.stats().entries).toBe(1);
-    expect(log.stats().sessions).toBe(1);
+    expect(log.stats().sessions).toBe(0);
   });
 
   it('the official v2 client with continuityFetch() whose tool list is stale: the call succeeds, charged once', async () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ContinuityMeta } from '../../machines/continuity-extension.js';
 import type { JsonRpcRequest } from '../../machines/jsonrpc.js';
-import type { KeyedWorkState, MemoEntry } from '../../machines/server/keyed-memo.js';
+import type { MemoEntry, MemoExpected } from '../../machines/server/keyed-memo.js';
 import { createKeyedRequests } from '../../src/server/keyed/index.js';
 import { MemoryEventLog } from '../../src/server/memory-event-log.js';
 import { MemoryMemoStore } from '../../src/server/memory-memo-store.js';
@@ -9,8 +9,8 @@ import { MemoryMemoStore } from '../../src/server/memory-memo-store.js';
 /** A memo whose first compare-and-set away from `running` fails, as a store that is briefly down would. */
 class FlakyMemo extends MemoryMemoStore {
   failures = 1;
-  override async replace(next: MemoEntry, expected: KeyedWorkState): Promise<MemoEntry | undefined> {
-    if (expected === 'running' && next.state !== 'running' && this.failures > 0) {
+  override async replace(next: MemoEntry, expected: MemoExpected): Promise<MemoEntry | undefined> {
+    if (expected.state === 'running' && next.state !== 'running' && this.failures > 0) {
       this.failures--;
       throw new Error('the memo store is unreachable');
     }

@@ -40,7 +40,7 @@ async function fill(store: MemoStore, finished: number, age: number): Promise<vo
     expect((await store.create(entry(i), HELD)).kind).toBe('created');
     if (i < finished) {
       const done: MemoEntry = { ...entry(i), state: 'committed', finishedAt: NOW - age + i };
-      expect(await store.replace(done, 'running')).toEqual(done);
+      expect(await store.replace(done, entry(i))).toEqual(done);
     }
   }
 }

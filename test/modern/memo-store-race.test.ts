@@ -59,9 +59,9 @@ describe.each(Object.entries(stores))('%s memo store under a race', (_name, open
     const [a, b] = await Promise.all([
       store.replace(
         entry({ state: 'committed', finishedAt: now, outcome: { kind: 'result', result: 1 } }),
-        'running',
+        entry(),
       ),
-      store.replace(entry({ state: 'cancelled', finishedAt: now }), 'running'),
+      store.replace(entry({ state: 'cancelled', finishedAt: now }), entry()),
     ]);
     const stored = await store.get(entry().memoKey);
     // The loser is told what is stored now; what is stored is the winner's.

@@ -72,9 +72,9 @@ describe.each(Object.keys(stores))('%s memo store: a refused key restarted is ru
     const first = entry('k');
     expect(await store.create(first, 1)).toEqual({ kind: 'created' });
     const refused: MemoEntry = { ...first, state: 'refused', finishedAt: clock };
-    expect(await store.replace(refused, 'running')).toEqual(refused);
+    expect(await store.replace(refused, first)).toEqual(refused);
     const fresh = entry('k', { logId: 'log-k-2', epoch: 'e2' });
-    expect(await store.replace(fresh, 'refused')).toEqual(fresh);
+    expect(await store.replace(fresh, refused)).toEqual(fresh);
 
     // Long past the refused entry's window (and its Redis expiry margin): still running, still counted.
     clock += 10 * WINDOW + 120_000;

@@ -9,7 +9,7 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-async function setup(options: { idleTimeoutMs?: number } = {}) {
+async function setup(options: { idleTimeoutMs?: number; latencyMs?: number } = {}) {
   const server = http.createServer((req, res) => {
     if (req.url === '/slow') {
       res.writeHead(200, { 'Content-Type': 'text/plain' });
@@ -63,6 +63,21 @@ describe('FaultProxy', () => {
     const response = await fetch(proxy.url('/slow'));
     await expect(response.text()).rejects.toThrow();
     expect(cuts).toEqual(['idle GET /slow']);
+  });
+
+  it('latency delays each way by the set time, and the bytes of a line keep their order when it drops', async () => {
+    const proxy = await setup({ latencyMs: 150 });
+    const started = performance.now();
+    const response = await fetch(proxy.url('/slow'));
+    // Request and answer each waited 150 ms: the head cannot come sooner than 300 ms after the send.
+    expect(performance.now() - started).toBeGreaterThanOrEqual(290);
+    const reader = response.body?.getReader();
+    const first = await reader?.read();
+    proxy.setLatency(0);
+    const rest = [];
+    for (let chunk = await reader?.read(); chunk && !chunk.done; chunk = await reader?.read())
+      rest.push(Buffer.from(chunk.value).toString());
+    expect(Buffer.from(first?.value ?? new Uint8Array()).toString() + rest.join('')).toBe('ab');
   });
 
   it('an outage resets open connections and refuses new ones until it is over', async () => {

@@ -4,6 +4,7 @@
  */
 import { createParser } from 'eventsource-parser';
 import { overByteCap } from '../../../machines/client/limits.js';
+import { brokenEnd } from '../../../machines/probe/schedule.js';
 import {
   type Exchange,
   type ExchangeEnd,
@@ -13,7 +14,10 @@ import {
 
 /** The bounds every probe request runs under. */
 export interface ExchangeLimits {
-  /** The whole exchange (connect, headers, body) ends by then: a stream still open is closed. */
+  /**
+   * The whole exchange (connect, headers, body) ends by then: a stream still open is closed. Given by
+   * `exchangeDeadlineMs` (machines/probe/schedule.ts).
+   */
   readonly timeoutMs: number;
   /** A body longer than this is not read further. */
   readonly maxBytes: number;
@@ -38,7 +42,11 @@ export async function exchange(
 ): Promise<Exchange> {
   const started = performance.now();
   const abort = new AbortController();
-  const timer = setTimeout(() => abort.abort(), limits.timeoutMs);
+  let deadlinePassed = false;
+  const cancelTimer = after(limits.timeoutMs, () => {
+    deadlinePassed = true;
+    abort.abort();
+  });
   const elapsed = () => performance.now() - started;
   let response: Response;
   try {
@@ -50,8 +58,8 @@ export async function exchange(
       redirect: 'manual',
     });
   } catch (error) {
-    clearTimeout(timer);
-    const end: ExchangeEnd = abort.signal.aborted ? 'timeout' : 'network';
+    cancelTimer();
+    const end = brokenEnd(deadlinePassed);
     return {
       status: 0,
       contentType: null,
@@ -99,9 +107,9 @@ export async function exchange(
       else text += piece;
     }
   } catch {
-    end = abort.signal.aborted ? 'timeout' : 'network';
+    end = brokenEnd(deadlinePassed);
   } finally {
-    clearTimeout(timer);
+    cancelTimer();
     // Closing is how the probe stops reading (and, on 2026-07-28, how a stream is cut).
     abort.abort();
     await reader?.cancel().catch(() => undefined);
@@ -134,5 +142,14 @@ function causeOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-/** Waits, without keeping the process alive past the probe (bounded by the caller). */
-export const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+/** Waits `ms` (a wait machines/probe decided, e.g. `evictionWait`). */
+export const pause = (ms: number): Promise<void> => new Promise((resolve) => after(ms, resolve));
+
+/**
+ * The probe's one timer: runs `fire` after `ms`, unless the returned cancel is called first. Every delay
+ * it is given comes from machines/probe (`exchangeDeadlineMs`, `evictionWait`); it chooses none.
+ */
+function after(ms: number, fire: () => void): () => void {
+  const timer = setTimeout(fire, ms);
+  return () => clearTimeout(timer);
+}

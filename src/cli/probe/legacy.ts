@@ -12,6 +12,7 @@ import {
   sessionIdOf,
 } from '../../../machines/probe/legacy-checks.js';
 import type { ProbeOptions } from '../../../machines/probe/options.js';
+import { exchangeDeadlineMs } from '../../../machines/probe/schedule.js';
 import { answered, type Exchange, firstEventId } from '../../../machines/probe/wire.js';
 import { exchange, pause } from './http.js';
 
@@ -28,8 +29,8 @@ export const MALFORMED_CURSOR = 'mcp-continuity-probe::not-an-event-id';
  * machines/probe/legacy-checks.ts.
  */
 export async function gatherLegacy(o: ProbeOptions): Promise<LegacyFacts> {
-  const limits = { timeoutMs: o.timeoutMs, maxBytes: o.maxBytes };
-  const streamLimits = { timeoutMs: Math.min(o.timeoutMs, o.streamWaitMs), maxBytes: o.maxBytes };
+  const limits = { timeoutMs: exchangeDeadlineMs(o, 'request'), maxBytes: o.maxBytes };
+  const streamLimits = { timeoutMs: exchangeDeadlineMs(o, 'stream'), maxBytes: o.maxBytes };
   const base = (session?: string, extra: Record<string, string> = {}) => ({
     accept: 'application/json, text/event-stream',
     'content-type': 'application/json',

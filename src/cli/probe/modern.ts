@@ -15,6 +15,7 @@ import {
   type ModernFacts,
 } from '../../../machines/probe/modern-checks.js';
 import type { ProbeOptions } from '../../../machines/probe/options.js';
+import { exchangeDeadlineMs, type ProbeExchange } from '../../../machines/probe/schedule.js';
 import { answered, lastEventId } from '../../../machines/probe/wire.js';
 import {
   encodeMcpName,
@@ -37,7 +38,7 @@ export async function gatherModern(o: ProbeOptions): Promise<ModernFacts> {
     method: string,
     params: Record<string, unknown>,
     meta: Record<string, unknown>,
-    timeoutMs = o.timeoutMs,
+    kind: ProbeExchange = 'request',
   ) => {
     const name: Record<string, string> =
       typeof params.name === 'string' ? { 'mcp-name': encodeMcpName(params.name) } : {};
@@ -68,7 +69,7 @@ export async function gatherModern(o: ProbeOptions): Promise<ModernFacts> {
           },
         },
       },
-      { timeoutMs: Math.min(timeoutMs, o.timeoutMs), maxBytes: o.maxBytes, until: answered(id) },
+      { timeoutMs: exchangeDeadlineMs(o, kind), maxBytes: o.maxBytes, until: answered(id) },
     );
   };
 
@@ -89,7 +90,7 @@ export async function gatherModern(o: ProbeOptions): Promise<ModernFacts> {
     meta: Record<string, unknown>,
     reissueMeta: (cut: Awaited<ReturnType<typeof send>>) => Record<string, unknown>,
   ): Promise<CutTry> => {
-    const cut = await send(`probe-cut-${randomUUID()}`, 'tools/call', call, meta, o.cutAfterMs);
+    const cut = await send(`probe-cut-${randomUUID()}`, 'tools/call', call, meta, 'cut');
     const reissueId = `probe-reissue-${randomUUID()}`;
     return {
       cutAfterMs: o.cutAfterMs,

@@ -1,5 +1,4 @@
-import { createParser } from 'eventsource-parser';
-import { fromCallback } from 'xstate';
+import { type ActorSystem, fromCallback } from 'xstate';
 import {
   ATTEMPT_START,
   type AttemptFact,
@@ -11,7 +10,7 @@ import {
 import { faultOf } from '../../../machines/client/faults.js';
 import { DEFAULT_MAX_MESSAGE_BYTES } from '../../../machines/client/limits.js';
 import type { AttemptInput, ModernCallEvent } from '../../../machines/client/modern-call.machine.js';
-import { readCappedText } from '../read-capped.js';
+import { cappedEventParser, readCappedText } from '../read-capped.js';
 
 /** The last HTTP answer of a call that was not a stream: a runtime may hand it to the SDK as it came. */
 export interface RawAnswer {
@@ -35,13 +34,25 @@ export interface AttemptIo {
   readonly onAttempt?: (attempt: AttemptInput) => void;
 }
 
+/** Any actor's system (xstate exports no `AnyActorSystem`). */
+// biome-ignore lint/suspicious/noExplicitAny: xstate's own `AnyActorSystem` is `ActorSystem<any>`.
+export type System = ActorSystem<any>;
+
+/**
+ * Why a stopped attempt's fetch is aborted. One reason for all: `abort()` without one builds a
+ * `DOMException` (its stack included) for every call, and a finished call's attempt is stopped too.
+ */
+const STOPPED = new Error('attempt stopped');
+
 /**
  * The call machine's `exchange`: POSTs one attempt and tells the call core (machines/client/call-core.ts)
  * what it observes: headers, bytes, events, the answer, the end or the failure. The core turns each fact
- * into the machine's events; this decides nothing. Stopping it aborts the POST.
+ * into the machine's events; this decides nothing. Stopping it aborts the POST. Its I/O is looked up by
+ * the call's actor system, so one provided machine serves every call (src/client/modern/call-machine-io.ts).
  */
-export function attemptExchange(io: AttemptIo) {
-  return fromCallback<ModernCallEvent, AttemptInput>(({ input, sendBack }) => {
+export function attemptExchange(ioOf: (system: System) => AttemptIo) {
+  return fromCallback<ModernCallEvent, AttemptInput>(({ input, sendBack, system }) => {
+    const io = ioOf(system);
     const abort = new AbortController();
     let state = ATTEMPT_START;
     const tell: Tell = (fact, before) => {
@@ -56,7 +67,7 @@ export function attemptExchange(io: AttemptIo) {
       // Nothing from the network may escape: whatever went wrong is a failure of this attempt.
       tell({ kind: 'failed', fault: faultOf(error) });
     });
-    return () => abort.abort();
+    return () => abort.abort(STOPPED);
   });
 }
 
@@ -116,13 +127,8 @@ async function run(io: AttemptIo, attempt: AttemptInput, tell: Tell, signal: Abo
 }
 
 async function readEvents(response: Response, tell: Tell, signal: AbortSignal, limit: number): Promise<void> {
-  let overflow = false;
   let completed = false;
-  const parser = createParser({
-    maxBufferSize: limit,
-    onError: (error) => {
-      if (error.type === 'max-buffer-size-exceeded') overflow = true;
-    },
+  const parser = cappedEventParser(limit, {
     onEvent: (e) => {
       completed = true;
       tell({ kind: 'event', data: parseBody(e.data), event: e.event, eventId: e.id });
@@ -144,8 +150,7 @@ async function readEvents(response: Response, tell: Tell, signal: AbortSignal, l
       if (chunk.done) break;
       if (signal.aborted) return;
       completed = false;
-      parser.feed(decoder.decode(chunk.value, { stream: true }));
-      if (overflow) {
+      if (parser.feed(decoder.decode(chunk.value, { stream: true })) === 'over-cap') {
         await reader?.cancel().catch(() => undefined);
         tell({ kind: 'over-cap' });
         return;

@@ -3,11 +3,7 @@ import { createActor, type InspectionEvent, type Observer } from 'xstate';
 import { callEnding, callInput, callIsKeyed } from '../../../machines/client/call-core.js';
 import { CANCEL_DEADLINE_MS } from '../../../machines/client/limits.js';
 import { DEFAULT_MAX_LISTING_BYTES, endsListing } from '../../../machines/client/listing-answer.js';
-import {
-  type ModernCallOutput,
-  modernCallMachine,
-  type ToolHints,
-} from '../../../machines/client/modern-call.machine.js';
+import type { ModernCallOutput, ToolHints } from '../../../machines/client/modern-call.machine.js';
 import {
   DEFAULT_MODERN_CALL_POLICY,
   type ModernCallDecision,
@@ -24,12 +20,14 @@ import type { ContinuitySettings } from '../../../machines/continuity-extension.
 import { ContinuityMeta } from '../../../machines/continuity-extension.js';
 import type { GapDetails } from '../../../machines/decide.js';
 import { isResponse, type JsonRpcMessage, type JsonRpcRequest } from '../../../machines/jsonrpc.js';
+import { settleCall } from '../../../machines/tasks/journal-settle.js';
 import { type FollowOutcome, followAnswer } from '../../../machines/tasks/task-follow.js';
-import { answerEnding, DEFAULT_JOURNAL_POLICY } from '../../../machines/tasks/task-journal.js';
+import { DEFAULT_JOURNAL_POLICY } from '../../../machines/tasks/task-journal.js';
 import type { ContinuityMetrics } from '../../metrics/continuity-metrics.js';
 import { ClientCallTrace } from '../../telemetry/client-call-trace.js';
 import { type ContinuityTelemetry, globalTelemetry } from '../../telemetry/telemetry.js';
-import { type AttemptIo, attemptExchange } from './attempt-exchange.js';
+import type { AttemptIo } from './attempt-exchange.js';
+import { bindCallIo, type CallIo, ioCallMachine } from './call-machine-io.js';
 import { type CallJournal, journaledCall } from './journaled-call.js';
 import { type ListenGap, type ReconnectPolicy, reopeningListen } from './listen.js';
 import { passListing } from './pass-listing.js';
@@ -232,30 +230,26 @@ export function continuityFetch(options: ContinuityFetchOptions = {}): typeof fe
     const last: AttemptIo['last'] = {};
     const baseInit: RequestInit = { ...init, signal: undefined };
     const traced = new ClientCallTrace(telemetry, request, toolName, protocolVersionOf(request));
-    const machine = modernCallMachine.provide({
-      actors: {
-        exchange: attemptExchange({
-          url,
-          init: baseInit,
-          fetch: inner,
-          now,
-          last,
-          onAttempt: ({ attempt, request: sent }) =>
-            traced.attempt(attempt, sent, metaOf(sent)?.[ContinuityMeta.lastEventId]),
-        }),
+    const io: CallIo = {
+      attempt: {
+        url,
+        init: baseInit,
+        fetch: inner,
+        now,
+        last,
+        onAttempt: ({ attempt, request: sent }) =>
+          traced.attempt(attempt, sent, metaOf(sent)?.[ContinuityMeta.lastEventId]),
       },
-      actions: {
-        // The answer itself is written when the call ends (below): it decides how the SDK gets it.
-        deliver: (_, { message }) => {
-          if (!isResponse(message)) sdk.write(message);
-        },
-        sendCancel: (_, { request: cancel }) => {
-          void postCancel(url, baseInit, cancel);
-        },
-        reportGap: (_, { gap }) => options.onGap?.(gap, { toolName }),
+      // The answer itself is written when the call ends (below): it decides how the SDK gets it.
+      deliver: (message) => {
+        if (!isResponse(message)) sdk.write(message);
       },
-    });
-    const actor = createActor(machine, {
+      sendCancel: (cancel) => {
+        void postCancel(url, baseInit, cancel);
+      },
+      reportGap: (gap) => options.onGap?.(gap, { toolName }),
+    };
+    const actor = createActor(ioCallMachine, {
       input: callInput({
         // Every attempt copies the request's `_meta`: each carries the call span's trace context.
         request: withMeta(request, traced.meta),
@@ -295,37 +289,47 @@ export function continuityFetch(options: ContinuityFetchOptions = {}): typeof fe
           rawAnswer: last.answer !== undefined,
           fetchError: last.error !== undefined,
         });
-        const handle = options.tasks ? taskHandleIn(out.response) : undefined;
-        // A journaled call's entry is settled before the SDK hears of its end (a task's: after the follow).
-        if (journal && !(handle && ending === 'final'))
-          return void journal
-            .ended(answerEnding(ending, out.response))
-            .then(deliver, (e: unknown) => sdk.fail(e));
+        // When the journal settles and what the SDK is given: machines/tasks/journal-settle.ts.
+        const plan = settleCall(ending, {
+          journaled: journal !== undefined,
+          handle: options.tasks ? taskHandleIn(out.response) : undefined,
+          response: out.response,
+        });
+        if (journal && plan.journal.kind === 'settle-first')
+          return void journal.ended(plan.journal.ending).then(deliver, (e: unknown) => sdk.fail(e));
         deliver();
         function deliver() {
-          if (ending === 'abort') return sdk.fail(signal?.reason);
-          // The server's answer as it came, under the application's id (a re-issue's answer names the
-          // re-issue's id): the SDK reacts to it as to its own request's (a -32020 → its own refresh).
-          if (ending === 'raw-answer' && last.answer)
-            return sdk.endWith({ ...last.answer, text: rawAnswerAs(last.answer.text, request.id) });
-          if (ending === 'fetch-error') return sdk.fail(last.error);
-          if (handle && options.tasks)
-            return void followCall(
-              { url, headers: baseInit.headers, fetch: inner, meta: tasksMetaOf(request), signal },
-              { request, toolName, handle },
-              options.tasks,
-              journal && {
-                handle: (taskId) => journal.handle(taskId, actor.getSnapshot().context.lastEventId),
-                ended: (outcome) => journal.ended({ kind: 'task', outcome }),
-              },
-            ).then(
-              (answer) => sdk.end(answer),
-              (error: unknown) => {
-                journal?.release();
-                sdk.fail(error);
-              },
-            );
-          sdk.end(out?.response as JsonRpcMessage);
+          const delivery = plan.delivery;
+          switch (delivery.kind) {
+            case 'abort':
+              return sdk.fail(signal?.reason);
+            case 'raw-answer':
+              // The server's answer as it came, under the application's id (a re-issue's answer names the
+              // re-issue's id): the SDK reacts to it as to its own request's (a -32020 → its own refresh).
+              if (last.answer)
+                return sdk.endWith({ ...last.answer, text: rawAnswerAs(last.answer.text, request.id) });
+              return sdk.end(out?.response as JsonRpcMessage);
+            case 'fetch-error':
+              return sdk.fail(last.error);
+            case 'follow':
+              return void followCall(
+                { url, headers: baseInit.headers, fetch: inner, meta: tasksMetaOf(request), signal },
+                { request, toolName, handle: delivery.handle },
+                options.tasks ?? {},
+                journal && {
+                  handle: (taskId) => journal.handle(taskId, actor.getSnapshot().context.lastEventId),
+                  ended: (outcome) => journal.ended({ kind: 'task', outcome }),
+                },
+              ).then(
+                (answer) => sdk.end(answer),
+                (error: unknown) => {
+                  journal?.release();
+                  sdk.fail(error);
+                },
+              );
+            case 'answer':
+              return sdk.end(out?.response as JsonRpcMessage);
+          }
         }
       },
       error: (error) => {
@@ -334,6 +338,7 @@ export function continuityFetch(options: ContinuityFetchOptions = {}): typeof fe
       },
     });
     signal?.addEventListener('abort', onAbort, { once: true });
+    bindCallIo(actor, io);
     actor.start();
     return sdk.promise;
   }

@@ -12,7 +12,7 @@ import type {
   KeyedSseFrame,
   KeyedStoreCall,
 } from '../../../machines/server/keyed-core-io.js';
-import { keyedLimits } from '../../../machines/server/keyed-timing.js';
+import { keyedLimits, planKeyedWake } from '../../../machines/server/keyed-timing.js';
 import { type InspectOption, KeyedInspection } from '../../inspect/keyed-mirror.js';
 import type { ContinuityMetrics } from '../../metrics/continuity-metrics.js';
 import { KeyExecutionTrace } from '../../telemetry/key-execution-trace.js';
@@ -244,18 +244,18 @@ class KeyedRuntime implements KeyedRequests, KeyedRuntimeStats {
   }
 
   /**
-   * One wake-up at the core's next deadline (the core decides it: machines/server/keyed-timing.ts). A
-   * deadline that moved later keeps the earlier wake-up: its tick finds nothing due and asks again, which
-   * costs less than moving it on every fact.
+   * One wake-up at the core's next deadline, kept or moved as `planKeyedWake` says (the core decides both:
+   * machines/server/keyed-timing.ts).
    */
   private sleep(): void {
-    const at = this.core.nextWakeAt();
-    if (this.wakeAt !== undefined && at !== undefined && this.wakeAt <= at) return;
+    const plan = planKeyedWake(this.wakeAt, this.core.nextWakeAt(), this.now());
+    if (plan.kind === 'keep') return;
     this.wake?.cancel();
     this.wake = undefined;
-    this.wakeAt = at;
-    if (at === undefined) return;
-    this.wake = this.wakes.after(Math.max(0, at - this.now()), () => {
+    this.wakeAt = undefined;
+    if (plan.kind === 'clear') return;
+    this.wakeAt = plan.at;
+    this.wake = this.wakes.after(plan.delayMs, () => {
       this.wake = undefined;
       this.wakeAt = undefined;
       this.tell({ kind: 'tick' });

@@ -1,5 +1,6 @@
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
 import type { TaskRecord } from '../../../machines/tasks/task-record.js';
+import { openSqlite } from '../sqlite-open.js';
 import type { TaskCreate, TaskStore } from './task-store.js';
 
 /**
@@ -15,9 +16,7 @@ export class SqliteTaskStore implements TaskStore {
   constructor(options: { readonly path: string; readonly now?: () => number }) {
     this.durable = options.path !== ':memory:';
     this.now = options.now ?? Date.now;
-    this.db = new Database(options.path);
-    this.db.pragma('journal_mode = WAL');
-    this.db.pragma('synchronous = NORMAL');
+    this.db = openSqlite(options.path);
     this.db.exec(`
       CREATE TABLE IF NOT EXISTS task (
         task_id TEXT PRIMARY KEY, key_ref TEXT UNIQUE, purge_at INTEGER, version INTEGER NOT NULL,

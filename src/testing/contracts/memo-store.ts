@@ -1,5 +1,5 @@
 import { deepStrictEqual as equal, ok, strictEqual as same } from 'node:assert/strict';
-import type { KeyedWorkState, MemoEntry } from '../../../machines/server/keyed-memo.js';
+import type { KeyedWorkState, MemoEntry, MemoExpected } from '../../../machines/server/keyed-memo.js';
 import type { MemoStore } from '../../server/memo-store.js';
 import { type ContractCase, ContractClock, withStores } from './harness.js';
 
@@ -36,9 +36,8 @@ const FINISHED: readonly KeyedWorkState[] = [
 
 /**
  * The contract of a {@link MemoStore} (the continuity extension's memo): set-if-absent within the
- * per-principal bound, compare-and-set on the entry's STATE (not its identity: an entry that left the
- * expected state and came back is replaced, so a caller that must tell two runs apart compares `logId`,
- * as `restartWon` does), the memo window, races between two writers, the sweep, leases and restarts.
+ * per-principal bound, compare-and-set on the entry's state and run (`MemoExpected`: a writer that read
+ * one run never overwrites another run of the key in the same state), the memo window, races between two writers, the sweep, leases and restarts.
  * Memory, SQLite, Redis and the simulated store of the property worlds all pass it.
  *
  * @example With your test framework's `describe` and `it` (vitest, jest, mocha):
@@ -68,6 +67,11 @@ export function memoStoreContract<S extends MemoStore>(factory: MemoStoreFactory
       createdAt: clock.now(),
       ...over,
     });
+  /** What a compare-and-set from `entry` expects: its state (or `state`) and its run. */
+  const from = (entry: MemoEntry, state: KeyedWorkState = entry.state): MemoExpected => ({
+    state,
+    logId: entry.logId,
+  });
   const finished = (
     clock: ContractClock,
     entry: MemoEntry,
@@ -148,7 +152,7 @@ export function memoStoreContract<S extends MemoStore>(factory: MemoStoreFactory
           },
           finalSeq: 17,
         });
-        equal(await s.replace(rich, 'running'), rich);
+        equal(await s.replace(rich, from(rich, 'running')), rich);
         equal(await s.get('a'), rich);
       },
     ),
@@ -159,29 +163,29 @@ export function memoStoreContract<S extends MemoStore>(factory: MemoStoreFactory
         const e = entryOf(clock)('k');
         await s.create(e, 10);
         const done = finished(clock, e, 'committed');
-        equal(await s.replace(done, 'running'), done, 'the winner gets its own entry back');
+        equal(await s.replace(done, from(e)), done, 'the winner gets its own entry back');
         equal(await s.get('k'), done);
         // A late writer expecting `running` (a cancel, a declared death) never overwrites the outcome.
         const late = finished(clock, e, 'outcomeUnknown');
-        equal(await s.replace(late, 'running'), done, 'a loser gets what is stored');
+        equal(await s.replace(late, from(e)), done, 'a loser gets what is stored');
         equal(await s.get('k'), done);
         // From the stored state it may move on (committed → answered).
         const answered = { ...done, state: 'answered' as const };
-        equal(await s.replace(answered, 'committed'), answered);
+        equal(await s.replace(answered, from(done)), answered);
         equal(await s.get('k'), answered);
       },
     ),
 
     one('replace of a key that is not stored answers undefined and creates nothing', async (s, { clock }) => {
       const e = entryOf(clock)('ghost');
-      same(await s.replace(finished(clock, e), 'running'), undefined);
-      same(await s.replace(e, 'running'), undefined);
+      same(await s.replace(finished(clock, e), from(e)), undefined);
+      same(await s.replace(e, from(e)), undefined);
       same(await s.get('ghost'), undefined);
       equal(await s.running(), []);
     }),
 
     one(
-      'compares the state alone: an entry that left the expected state and came back is replaced (ABA)',
+      'compares the state and the run: a writer that read one run never overwrites another run in that state',
       async (s, { clock }) => {
         const entry = entryOf(clock);
         const first = entry('k', { logId: 'keyed-run1', epoch: 'r1' });
@@ -190,14 +194,17 @@ export function memoStoreContract<S extends MemoStore>(factory: MemoStoreFactory
         const refused = finished(clock, first, 'refused', {
           outcome: { kind: 'error', error: { code: -32020, message: 'header' } },
         });
-        equal(await s.replace(refused, 'running'), refused);
+        equal(await s.replace(refused, from(first)), refused);
         // ...and a re-issue restarted the key: running again, another run (log, epoch, owner).
         const second = entry('k', { logId: 'keyed-run2', epoch: 'r2', owner: 'owner-2' });
-        equal(await s.replace(second, 'refused'), second);
-        // A's compare-and-set from `running` still wins: the store sees the state, not which run it is.
+        equal(await s.replace(second, from(refused)), second);
+        // A's compare-and-set expects `running` of the first run: the second run is running, and stays.
         const stale = finished(clock, first, 'outcomeUnknown');
-        equal(await s.replace(stale, 'running'), stale);
-        equal(await s.get('k'), stale);
+        equal(await s.replace(stale, from(first)), second, 'the loser gets the second run');
+        equal(await s.get('k'), second);
+        // The second run's own writer still wins.
+        const done = finished(clock, second);
+        equal(await s.replace(done, from(second)), done);
       },
     ),
 
@@ -231,7 +238,7 @@ export function memoStoreContract<S extends MemoStore>(factory: MemoStoreFactory
           const e = entryOf(clock)('k');
           await a.create(e, 10);
           const nexts = FINISHED.map((state) => finished(clock, e, state));
-          const results = await Promise.all(nexts.map((n, i) => (i % 2 ? b : a).replace(n, 'running')));
+          const results = await Promise.all(nexts.map((n, i) => (i % 2 ? b : a).replace(n, from(e))));
           const stored = await a.get('k');
           ok(stored, 'the entry is there');
           same(
@@ -272,7 +279,7 @@ export function memoStoreContract<S extends MemoStore>(factory: MemoStoreFactory
         // Another principal has its own bound; a known key is answered as known, not as full.
         equal(await s.create(entry('q1', { principal: 'q' }), 2), { kind: 'created' });
         equal(await s.create(entry('a', { fingerprint: 'x' }), 2), { kind: 'exists', entry: a });
-        await s.replace(finished(clock, a), 'running');
+        await s.replace(finished(clock, a), from(a));
         clock.advance(20_000);
         // `a` leaves its window 40 s from now; that is the wait.
         equal(await s.create(entry('c'), 2), { kind: 'full', retryAfterSeconds: 40 });
@@ -291,12 +298,12 @@ export function memoStoreContract<S extends MemoStore>(factory: MemoStoreFactory
         await s.create(e, 10);
         clock.advance(5_000);
         const done = finished(clock, e, 'answered');
-        await s.replace(done, 'running');
+        await s.replace(done, from(e));
         clock.advance(WINDOW_MS - 1);
         equal(await s.get('k'), done);
         clock.advance(1);
         same(await s.get('k'), undefined);
-        same(await s.replace({ ...done, state: 'committed' }, 'answered'), undefined);
+        same(await s.replace({ ...done, state: 'committed' }, from(done)), undefined);
         // The key is new again: a create makes a fresh entry.
         const again = entry('k', { logId: 'keyed-again', epoch: 'e2' });
         equal(await s.create(again, 10), { kind: 'created' });
@@ -323,9 +330,9 @@ export function memoStoreContract<S extends MemoStore>(factory: MemoStoreFactory
         const b = entry('b', { logId: 'keyed-b' });
         const c = entry('c', { logId: 'keyed-c' });
         for (const e of [a, b, c]) await s.create(e, 10);
-        await s.replace(finished(clock, a), 'running');
+        await s.replace(finished(clock, a), from(a));
         clock.advance(10_000);
-        await s.replace(finished(clock, b, 'cancelled'), 'running');
+        await s.replace(finished(clock, b, 'cancelled'), from(b));
         clock.advance(WINDOW_MS - 5_000); // a is past its window, b is not, c runs
         same(await s.get('a'), undefined);
         reported.push(...(await s.sweep()));
@@ -345,10 +352,10 @@ export function memoStoreContract<S extends MemoStore>(factory: MemoStoreFactory
       await s.create(b, 10);
       const byKey = (list: MemoEntry[]) => [...list].sort((x, y) => x.memoKey.localeCompare(y.memoKey));
       equal(byKey(await s.running()), [a, b]);
-      await s.replace(finished(clock, a, 'refused'), 'running');
+      await s.replace(finished(clock, a, 'refused'), from(a));
       equal(await s.running(), [b]);
       const restarted = entry('a', { logId: 'keyed-a2', epoch: 'e2' });
-      await s.replace(restarted, 'refused');
+      await s.replace(restarted, from(a, 'refused'));
       equal(byKey(await s.running()), [restarted, b]);
     }),
 
@@ -400,7 +407,7 @@ export function memoStoreContract<S extends MemoStore>(factory: MemoStoreFactory
           await first.create(running, 10);
           await first.create(done, 10);
           const finishedDone = finished(clock, done);
-          await first.replace(finishedDone, 'running');
+          await first.replace(finishedDone, from(done));
           clock.advance(7_000);
           await close(first);
           const second = await open(reopen(first, options));
@@ -413,7 +420,7 @@ export function memoStoreContract<S extends MemoStore>(factory: MemoStoreFactory
           // Still set-if-absent, compare-and-set and expiring after the restart.
           equal(await second.create(entry('r'), 10), { kind: 'exists', entry: running });
           const declared = finished(clock, running, 'outcomeUnknown');
-          equal(await second.replace(declared, 'running'), declared);
+          equal(await second.replace(declared, from(running)), declared);
           clock.advance(WINDOW_MS);
           same(await second.get('d'), undefined);
         }),

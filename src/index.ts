@@ -43,7 +43,14 @@ export {
   MemoryTaskJournal,
   type TaskJournalStore,
 } from './client/modern/task-journal.js';
-export { followTask, type TaskFollowOptions } from './client/modern/tasks-follow.js';
+export {
+  type FollowTaskOptions,
+  followTask,
+  type ResumedTask,
+  type ResumedTasks,
+  resumeTasks,
+  type TaskFollowOptions,
+} from './client/modern/tasks-follow.js';
 export { isOutcomeUnknown, OUTCOME_UNKNOWN } from './client/outcome.js';
 export { type ContinuityClientOptions, ContinuityClientTransport } from './client/transport.js';
 export { ContinuityError, ErrorCode, isContinuityError } from './errors.js';

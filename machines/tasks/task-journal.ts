@@ -104,6 +104,51 @@ export function journalBegin(
   return { entries: [...live, entry], changed: true, decision: { kind: 'fresh', entry } };
 }
 
+/** What a restarted process finds to resume on one endpoint without making its calls again. */
+export interface JournalResume {
+  /** Entries with a task id, unclaimed: each task is followed by its id (nothing is sent again). */
+  readonly follow: readonly JournalEntry[];
+  /**
+   * Entries with only a key (the process stopped before the handle arrived): only the same call, made
+   * again, can re-send that key and get the task back; they are left for it.
+   */
+  readonly unhanded: readonly JournalEntry[];
+}
+
+/**
+ * A restarted process resumes what its journal holds for `url` (`resumeTasks`): entries past their age
+ * dropped; each unclaimed entry with a task id followed; entries with only a key left for the same call.
+ */
+export function journalResume(
+  entries: readonly JournalEntry[],
+  at: { readonly url: string; readonly claimed: ReadonlySet<string>; readonly now: number },
+  policy: JournalPolicy = DEFAULT_JOURNAL_POLICY,
+): JournalDecision<JournalResume> {
+  const live = entries.filter((e) => at.now - e.writtenAt < policy.maxAgeMs);
+  const mine = live.filter((e) => e.url === at.url && !at.claimed.has(e.key));
+  return {
+    entries: live,
+    changed: live.length !== entries.length,
+    decision: {
+      follow: mine.filter((e) => e.taskId !== undefined),
+      unhanded: mine.filter((e) => e.taskId === undefined),
+    },
+  };
+}
+
+/**
+ * `followTask(url, taskId, { journal })`: the unclaimed entry holding `taskId` is adopted (claimed for the
+ * follow, settled by its end), or none: a task the journal does not hold (or a call still running in this
+ * process follows) is followed without touching the journal.
+ */
+export function journalAdopt(
+  entries: readonly JournalEntry[],
+  taskId: string,
+  claimed: ReadonlySet<string>,
+): JournalEntry | undefined {
+  return entries.find((e) => e.taskId === taskId && !claimed.has(e.key));
+}
+
 /** The handle arrived: its task id (and the call's last event id) joins the entry, before the first poll. */
 export function journalHandle(
   entries: readonly JournalEntry[],

@@ -1,7 +1,11 @@
 import { createServer, type Server } from 'node:http';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { McpServer as McpServerV1 } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { McpServer as McpServerV2 } from '@modelcontextprotocol/server';
+import { z } from 'zod';
 import { DEFAULT_CONTINUITY_SETTINGS } from '../../machines/continuity-extension.js';
+import { continuityFetch } from '../../src/client/modern/continuity-fetch.js';
+import type { TaskFollowOptions } from '../../src/client/modern/tasks-follow.js';
 import { type ContinuityServer, createContinuityServer } from '../../src/server/handler.js';
 import { createKeyedRequests } from '../../src/server/keyed/index.js';
 import { MemoryEventLog } from '../../src/server/memory-event-log.js';
@@ -9,6 +13,7 @@ import { MemoryMemoStore } from '../../src/server/memory-memo-store.js';
 import { MemoryTaskStore } from '../../src/server/tasks/memory-task-store.js';
 import { createTasks } from '../../src/server/tasks/runtime.js';
 import type { TaskStore } from '../../src/server/tasks/task-store.js';
+import { FaultProxy } from '../../src/testing/fault-proxy.js';
 import { listenOnLoopback } from './listen.js';
 
 /** How the tasks tests' server is made; everything but the app has the tests' common value. */
@@ -97,4 +102,65 @@ export async function startTasksServer(options: TasksServerOptions): Promise<Tas
       if (closeStore) await store.close();
     },
   };
+}
+
+/**
+ * The official v2 `Client` pinned to 2026-07-28 (form elicitation declared, for input rounds) on
+ * `continuityFetch({ fetch: net, tasks })` to `url`, as principal alice.
+ */
+export async function connectTasksClient(
+  url: URL,
+  net: typeof fetch,
+  tasks: TaskFollowOptions,
+): Promise<Client> {
+  const client = new Client(
+    { name: 'tasks-client', version: '1.0.0' },
+    { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities: { elicitation: { form: {} } } },
+  );
+  await client.connect(
+    new StreamableHTTPClientTransport(url, {
+      fetch: continuityFetch({ fetch: net, tasks }),
+      requestInit: { headers: { authorization: 'Bearer alice' } },
+    }),
+  );
+  return client;
+}
+
+/** `startTasksServer` behind a `FaultProxy` (the tests' balancer); `close` closes both. */
+export async function startProxiedTasksServer(options: TasksServerOptions): Promise<{
+  readonly server: TasksServer;
+  readonly proxy: FaultProxy;
+  readonly close: () => Promise<void>;
+}> {
+  const server = await startTasksServer(options);
+  const proxy = await FaultProxy.start({ target: { host: '127.0.0.1', port: server.port } });
+  return {
+    server,
+    proxy,
+    close: async () => {
+      await proxy.close();
+      await server.close();
+    },
+  };
+}
+
+/**
+ * The tasks tests' `charge` tool on `server`: counts its start and its charge in `ledger`, after
+ * `arguments.ms` (or `defaultMs`) of work, and answers `charged <amount>`.
+ */
+export function registerCharge(
+  server: McpServerV2,
+  ledger: { started: number; charges: number },
+  defaultMs = 0,
+): void {
+  server.registerTool(
+    'charge',
+    { inputSchema: z.object({ amount: z.number(), ms: z.number().optional() }) },
+    async ({ amount, ms }) => {
+      ledger.started++;
+      await new Promise((r) => setTimeout(r, ms ?? defaultMs));
+      ledger.charges++;
+      return { content: [{ type: 'text' as const, text: `charged ${amount}` }] };
+    },
+  );
 }

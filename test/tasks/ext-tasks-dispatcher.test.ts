@@ -6,14 +6,17 @@ import {
   type ToolExecutionSettlement,
 } from '@modelcontextprotocol/ext-tasks/client';
 import { McpServer as McpServerV2 } from '@modelcontextprotocol/server';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { withCompleteResult } from '../../machines/tasks/task-request-retry.js';
 import { continuityFetch } from '../../src/client/modern/continuity-fetch.js';
 import { type ExtTasksDispatch, extTasksDispatcher } from '../../src/client/modern/ext-tasks-dispatcher.js';
 import { followTask } from '../../src/client/modern/tasks-follow.js';
+import { RedisTaskStore } from '../../src/server/tasks/redis-task-store.js';
 import { FaultProxy } from '../../src/testing/fault-proxy.js';
 import { registerHello } from '../support/hello-tool.js';
+import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+import { type RoundRobinProxy, startRoundRobinProxy } from '../support/round-robin-proxy.js';
 import { startTasksServer, type TasksServer } from '../support/tasks-server.js';
 import { until } from '../support/until.js';
 
@@ -345,3 +348,58 @@ function cutUpdates(count: number) {
   }) as typeof fetch;
   return { net, updates: () => updates };
 }
+
+/**
+ * Issue 26's fleet: two instances sharing one Redis (tasks bound to their key there), behind a balancer
+ * that sends each request to the next instance in turn, with the `FaultProxy` in front of it for the cut.
+ * ext-tasks on our dispatcher: the creation's answer is cut, and its keyed re-issue finds the task the
+ * first one made on whichever instance the balancer picks; the polls alternate between the two.
+ */
+describe('two instances on Redis behind a round-robin balancer', () => {
+  let redis: RedisServer;
+  let fleet: TasksServer[];
+  let balancer: RoundRobinProxy;
+  let prefix = 0;
+  beforeAll(async () => {
+    redis = await startRedisServer();
+  });
+  afterAll(async () => {
+    await redis.dispose();
+  });
+  beforeEach(async () => {
+    const keyPrefix = `ext-fleet${++prefix}:`;
+    const one = () =>
+      startTasksServer({
+        app,
+        taskTools: ['charge'],
+        errors,
+        keyed: true,
+        memoWindowMs: 10 * 60_000,
+        store: new RedisTaskStore({ url: redis.url, keyPrefix, onError: (e) => errors.push(e) }),
+      });
+    fleet = [await one(), await one()];
+    balancer = await startRoundRobinProxy(fleet.map((f) => f.port));
+    // The client reaches the fleet through the fault proxy, now in front of the balancer.
+    await proxy.close();
+    proxy = await FaultProxy.start({
+      target: { host: '127.0.0.1', port: Number(new URL(balancer.url).port) },
+    });
+  });
+  afterEach(async () => {
+    await balancer.close();
+    for (const f of fleet) await f.close(true);
+  });
+
+  it('ours: a cut before the handle, the re-issue and polls spread over both instances: one task, one charge, the result', async () => {
+    const stack = await connect('ours');
+    const execution = await cutBeforeHandle(stack, 21);
+    const { outcome } = (await (await execution).settle()) as Settled;
+    expect(outcome).toMatchObject({ status: 'completed', result: { content: [{ text: 'charged 21' }] } });
+    // The cut landed (the creation was sent again), and both instances served the call's requests.
+    expect(sent.filter((m) => m === 'tools/call').length).toBeGreaterThanOrEqual(2);
+    expect(balancer.routed.every((n) => n > 0)).toBe(true);
+    await wait(700);
+    expect(ledger).toEqual({ started: 1, charges: 1 });
+    await close(stack);
+  });
+});

@@ -1,16 +1,31 @@
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { continuityFetch } from '../../src/client/modern/continuity-fetch.js';
 import { FileTaskJournal } from '../../src/client/modern/task-journal.js';
+import { resumeTasks } from '../../src/client/modern/tasks-follow.js';
 
 /**
  * A client process for the kill -9 tests (tasks-journal-http.test.ts): the official v2 `Client` on
  * `continuityFetch({ tasks: { journal: FileTaskJournal } })` calls `charge` once and prints what it
  * learns, one JSON line each: `{ "sending": true }` as `callTool` is called, `{ "task": id }` when the
  * handle arrives, `{ "result": ... }` or `{ "error": ... }` at the end.
- * Usage: journal-client.ts <url> <journal file> <amount> <ms>
+ * With `resume` as the fifth argument it makes no call: `resumeTasks` re-attaches to what the journal
+ * holds for the URL and prints `{ "resumed": ... }`.
+ * Usage: journal-client.ts <url> <journal file> <amount> <ms> [resume]
  */
-const [url, journalPath, amount, ms] = process.argv.slice(2);
+const [url, journalPath, amount, ms, mode] = process.argv.slice(2);
 const say = (line: unknown) => process.stdout.write(`${JSON.stringify(line)}\n`);
+const policy = { minPollMs: 20, retryDelayMs: 20, maxPollMs: 200, requestTimeoutMs: 5_000 };
+const headers = { authorization: 'Bearer alice' };
+
+if (mode === 'resume') {
+  const resumed = await resumeTasks(String(url), {
+    journal: new FileTaskJournal(String(journalPath)),
+    policy,
+    headers,
+  });
+  say({ resumed });
+  process.exit(0);
+}
 
 const client = new Client(
   { name: 'journal-client', version: '1.0.0' },
@@ -24,11 +39,11 @@ for (let i = 0; ; i++) {
         fetch: continuityFetch({
           tasks: {
             journal: new FileTaskJournal(String(journalPath)),
-            policy: { minPollMs: 20, retryDelayMs: 20, maxPollMs: 200, requestTimeoutMs: 5_000 },
+            policy,
             onTask: ({ taskId }) => say({ task: taskId }),
           },
         }),
-        requestInit: { headers: { authorization: 'Bearer alice' } },
+        requestInit: { headers },
       }),
       // A request the balancer leaves hanging is given up after 5 s and the connect tried again.
       { timeout: 5_000 },

@@ -6,12 +6,19 @@ import {
   answerEnding,
   type JournalCall,
   type JournalEntry,
+  journalAdopt,
   journalBegin,
   journalEnd,
   journalHandle,
+  journalResume,
   keepsEntry,
 } from '../../machines/tasks/task-journal.js';
-import { FileTaskJournal, JournalBook, MemoryTaskJournal } from '../../src/client/modern/task-journal.js';
+import {
+  FileTaskJournal,
+  JournalBook,
+  journalBookOf,
+  MemoryTaskJournal,
+} from '../../src/client/modern/task-journal.js';
 
 /**
  * The task journal's decisions (machines/tasks/task-journal.ts), row by row, and its stores: the file is
@@ -35,6 +42,50 @@ const entry = (over: Partial<JournalEntry> = {}): JournalEntry => ({
   toolName: 'charge',
   writtenAt: 900,
   ...over,
+});
+
+describe('journalResume and journalAdopt: a restarted process re-attaches without calling again', () => {
+  const policy = { maxAgeMs: 1_000 };
+  it('this URL’s unclaimed entries: those with a task followed, those with only a key left for the same call', () => {
+    const handed = entry({ key: 'a', taskId: 't' });
+    const keyOnly = entry({ key: 'b' });
+    const claimed = entry({ key: 'c', taskId: 'u' });
+    const elsewhere = entry({ key: 'd', taskId: 'v', url: 'http://y/mcp' });
+    const d = journalResume(
+      [handed, keyOnly, claimed, elsewhere],
+      { url: 'http://x/mcp', claimed: new Set(['c']), now: 1_000 },
+      policy,
+    );
+    expect(d.decision).toEqual({ follow: [handed], unhanded: [keyOnly] });
+    expect(d.changed).toBe(false);
+  });
+
+  it('entries past their age are dropped unread (and the journal saved)', () => {
+    const old = entry({ key: 'a', taskId: 't', writtenAt: 0 });
+    const d = journalResume([old], { url: 'http://x/mcp', claimed: new Set(), now: 1_000 }, policy);
+    expect(d).toEqual({ entries: [], changed: true, decision: { follow: [], unhanded: [] } });
+  });
+
+  it('followTask adopts the entry holding its task id, unless a call here still claims it', () => {
+    const e = entry({ key: 'a', taskId: 't' });
+    expect(journalAdopt([e], 't', new Set())).toEqual(e);
+    expect(journalAdopt([e], 't', new Set(['a']))).toBeUndefined();
+    expect(journalAdopt([e], 'other', new Set())).toBeUndefined();
+  });
+
+  it('the book claims what it resumes: a second resume in the process finds nothing; one book per store', async () => {
+    const store = new MemoryTaskJournal();
+    const book = journalBookOf(store);
+    expect(journalBookOf(store)).toBe(book);
+    await book.begin({ url: 'http://x/mcp', toolName: 'charge', args: {}, keyed: true }, 'k');
+    book.release('k');
+    await book.handle('k', 't', undefined);
+    expect((await book.resume('http://x/mcp')).follow.map((e) => e.taskId)).toEqual(['t']);
+    expect((await book.resume('http://x/mcp')).follow).toEqual([]);
+    expect(await book.adopt('t')).toBeUndefined();
+    await book.end('k', { kind: 'task', outcome: { kind: 'completed', result: {} } });
+    expect(await store.load()).toEqual([]);
+  });
 });
 
 describe('journalBegin: before the first send', () => {

@@ -1,12 +1,10 @@
-import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import type { Client } from '@modelcontextprotocol/client';
 import { McpServer as McpServerV2 } from '@modelcontextprotocol/server';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { z } from 'zod';
-import { continuityFetch } from '../../src/client/modern/continuity-fetch.js';
 import { followTask, type TaskFollowOptions } from '../../src/client/modern/tasks-follow.js';
-import { FaultProxy } from '../../src/testing/fault-proxy.js';
+import type { FaultProxy } from '../../src/testing/fault-proxy.js';
 import { registerHello } from '../support/hello-tool.js';
-import { startTasksServer, type TasksServer } from '../support/tasks-server.js';
+import { connectTasksClient, registerCharge, startProxiedTasksServer } from '../support/tasks-server.js';
 import { until } from '../support/until.js';
 
 /**
@@ -17,9 +15,8 @@ import { until } from '../support/until.js';
  * from its journaled id (`followTask`). Each of these is what the official ext-tasks 0.2.2 client gets wrong.
  */
 
-const MODERN = '2026-07-28';
 const ledger = { charges: 0, started: 0, asked: 0 };
-let server: TasksServer;
+let close: () => Promise<void>;
 let proxy: FaultProxy;
 let errors: unknown[];
 /** The `tasks/*` methods the client sent, in order. */
@@ -27,12 +24,7 @@ let sent: string[];
 
 function app(): McpServerV2 {
   const server = new McpServerV2({ name: 'tasks', version: '1.0.0' });
-  server.registerTool('charge', { inputSchema: z.object({ amount: z.number() }) }, async ({ amount }) => {
-    ledger.started++;
-    await new Promise((r) => setTimeout(r, 600));
-    ledger.charges++;
-    return { content: [{ type: 'text', text: `charged ${amount}` }] };
-  });
+  registerCharge(server, ledger, 600);
   registerHello(server);
   return server;
 }
@@ -41,13 +33,11 @@ beforeEach(async () => {
   Object.assign(ledger, { charges: 0, started: 0, asked: 0 });
   errors = [];
   sent = [];
-  server = await startTasksServer({ app, taskTools: ['charge', 'hello'], errors });
-  proxy = await FaultProxy.start({ target: { host: '127.0.0.1', port: server.port } });
+  ({ proxy, close } = await startProxiedTasksServer({ app, taskTools: ['charge', 'hello'], errors }));
 });
 
 afterEach(async () => {
-  await proxy.close();
-  await server.close();
+  await close();
   expect(errors).toEqual([]);
 });
 
@@ -67,18 +57,8 @@ function network(cut?: (method: string) => boolean): typeof fetch {
 
 const fast: TaskFollowOptions['policy'] = { minPollMs: 20, retryDelayMs: 20, maxPollMs: 200 };
 
-async function connect(tasks: TaskFollowOptions, net = network()): Promise<Client> {
-  const client = new Client(
-    { name: 'tasks-client', version: '1.0.0' },
-    { versionNegotiation: { mode: { pin: MODERN } }, capabilities: { elicitation: { form: {} } } },
-  );
-  await client.connect(
-    new StreamableHTTPClientTransport(proxy.url(), {
-      fetch: continuityFetch({ fetch: net, tasks }),
-      requestInit: { headers: { authorization: 'Bearer alice' } },
-    }),
-  );
-  return client;
+function connect(tasks: TaskFollowOptions, net = network()): Promise<Client> {
+  return connectTasksClient(proxy.url(), net, tasks);
 }
 
 describe('continuityFetch follows task handles', () => {

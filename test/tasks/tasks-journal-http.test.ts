@@ -124,6 +124,54 @@ describe('through a balancer resetting every connection every 300 ms', () => {
     expect(store.created()).toBe(1);
   });
 
+  it('kill -9 of the client once its handle arrived: the restarted process makes no call, resumeTasks re-attaches to the same task from the file journal, one charge', async () => {
+    Object.assign(ledger, { started: 0, charges: 0 });
+    errors = [];
+    const lb = await balancer({ host: '127.0.0.1', port: await instance(new MemoryTaskStore()) });
+    const dir = mkdtempSync(join(tmpdir(), 'task-journal-'));
+    cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
+    const journal = join(dir, 'journal.json');
+
+    const one = child(lb.url, journal, 15);
+    const handed = (await until(
+      'the first process’s handle',
+      () => one.lines.find((l) => (l as { task?: string }).task),
+      20_000,
+    )) as { task: string };
+    const exited = new Promise((r) => one.proc.once('exit', r));
+    one.proc.kill('SIGKILL');
+    await exited;
+    expect(ledger.charges).toBe(0);
+    // The task id was journaled before the application was told it.
+    const kept = JSON.parse(readFileSync(journal, 'utf8')) as { entries: { taskId?: string }[] };
+    expect(kept.entries.map((e) => e.taskId)).toEqual([handed.task]);
+
+    const two = child(lb.url, journal, 15, 'resume');
+    const done = (await until(
+      'the restarted process’s resumption',
+      () => two.lines.find((l) => (l as { resumed?: unknown }).resumed),
+      30_000,
+    )) as {
+      resumed: { tasks: { taskId: string; toolName: string; outcome: unknown }[]; unhanded: unknown[] };
+    };
+    expect(done.resumed.unhanded).toEqual([]);
+    expect(done.resumed.tasks).toEqual([
+      {
+        taskId: handed.task,
+        toolName: 'charge',
+        key: expect.any(String),
+        outcome: {
+          kind: 'completed',
+          result: expect.objectContaining({ content: [{ type: 'text', text: 'charged 15' }] }),
+        },
+      },
+    ]);
+    // The same task, not a second one: one run, one charge; its outcome known, the entry dropped.
+    expect(ledger).toEqual({ started: 1, charges: 1 });
+    await new Promise((r) => (two.proc.exitCode === null ? two.proc.once('exit', r) : r(undefined)));
+    expect(JSON.parse(readFileSync(journal, 'utf8')).entries).toEqual([]);
+  });
+
   it('kill -9 of the client after its send: the restarted process on the same journal file gets the same task, one charge', async () => {
     Object.assign(ledger, { started: 0, charges: 0 });
     errors = [];
@@ -252,11 +300,16 @@ async function connectThrough(
   }
 }
 
-/** Spawns the client process; its JSON lines are collected. */
-function child(url: URL, journal: string, amount: number): { proc: ChildProcess; lines: unknown[] } {
+/** Spawns the client process (`resume`: it makes no call, it resumes the journal); its JSON lines are collected. */
+function child(
+  url: URL,
+  journal: string,
+  amount: number,
+  mode: 'call' | 'resume' = 'call',
+): { proc: ChildProcess; lines: unknown[] } {
   const proc = spawn(
     process.execPath,
-    ['--import', 'tsx', CHILD, String(url), journal, String(amount), '1500'],
+    ['--import', 'tsx', CHILD, String(url), journal, String(amount), '1500', mode],
     {
       stdio: ['ignore', 'pipe', 'pipe'],
     },

@@ -32,7 +32,7 @@ import { type CallJournal, journaledCall } from './journaled-call.js';
 import { type ListenGap, type ReconnectPolicy, reopeningListen } from './listen.js';
 import { passListing } from './pass-listing.js';
 import { SdkResponse } from './sdk-response.js';
-import { JournalBook } from './task-journal.js';
+import { journalBookOf } from './task-journal.js';
 import {
   declaringTasks,
   followCall,
@@ -136,7 +136,7 @@ export function continuityFetch(options: ContinuityFetchOptions = {}): typeof fe
   const telemetry = options.telemetry ?? globalTelemetry();
   const newKey = options.newKey ?? randomUUID;
   const journal = options.tasks?.journal
-    ? new JournalBook(options.tasks.journal, { ...DEFAULT_JOURNAL_POLICY, ...options.tasks.journalPolicy })
+    ? journalBookOf(options.tasks.journal, { ...DEFAULT_JOURNAL_POLICY, ...options.tasks.journalPolicy })
     : undefined;
 
   const continuity = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {

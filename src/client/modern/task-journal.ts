@@ -7,10 +7,13 @@ import {
   type JournalEnding,
   type JournalEntry,
   type JournalPolicy,
+  type JournalResume,
   type JournalStart,
+  journalAdopt,
   journalBegin,
   journalEnd,
   journalHandle,
+  journalResume,
   MAX_JOURNAL_ENTRIES,
 } from '../../../machines/tasks/task-journal.js';
 import { replaceFileDurably } from '../durable-file.js';
@@ -127,6 +130,31 @@ export class JournalBook {
     return made.decision;
   }
 
+  /**
+   * What this process resumes on `url` after a restart (`machines/tasks/task-journal.ts` `journalResume`):
+   * the entries to follow are claimed until each is ended or released.
+   */
+  async resume(url: string): Promise<JournalResume> {
+    await this.loaded();
+    const made = journalResume(
+      this.entries as readonly JournalEntry[],
+      { url, claimed: this.claimed, now: Date.now() },
+      this.policy,
+    );
+    this.entries = made.entries;
+    for (const e of made.decision.follow) this.claimed.add(e.key);
+    if (made.changed) await this.saves.push(made.entries);
+    return made.decision;
+  }
+
+  /** The unclaimed entry holding `taskId`, claimed for a follow by id (`followTask`), or undefined. */
+  async adopt(taskId: string): Promise<JournalEntry | undefined> {
+    await this.loaded();
+    const entry = journalAdopt(this.entries as readonly JournalEntry[], taskId, this.claimed);
+    if (entry) this.claimed.add(entry.key);
+    return entry;
+  }
+
   /** The handle of the call with `key` arrived: stored before the first poll. */
   async handle(key: string, taskId: string, lastEventId: string | undefined): Promise<void> {
     await this.loaded();
@@ -159,4 +187,23 @@ export class JournalBook {
     this.entries ??= entries;
     return this.entries;
   }
+}
+
+const books = new WeakMap<TaskJournalStore, JournalBook>();
+
+/**
+ * The one book of `store` in this process: `continuityFetch`, `followTask` and `resumeTasks` given the
+ * same store share it, so their saves (each the whole journal) never overwrite one another's entries and
+ * a call in flight keeps its claim. The first caller's policy holds.
+ */
+export function journalBookOf(
+  store: TaskJournalStore,
+  policy: JournalPolicy = DEFAULT_JOURNAL_POLICY,
+): JournalBook {
+  let book = books.get(store);
+  if (!book) {
+    book = new JournalBook(store, policy);
+    books.set(store, book);
+  }
+  return book;
 }

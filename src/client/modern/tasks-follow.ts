@@ -10,14 +10,20 @@ import {
   type FollowOutcome,
   type FollowPolicy,
   followAnswer,
-  followStep,
   startFollow,
   taskHandleOf,
 } from '../../../machines/tasks/task-follow.js';
-import type { JournalPolicy } from '../../../machines/tasks/task-journal.js';
+import {
+  type ListenAction,
+  type ListenFact,
+  listenFollowStep,
+  startListenFollow,
+} from '../../../machines/tasks/task-follow-listen.js';
+import { DEFAULT_JOURNAL_POLICY, type JournalPolicy } from '../../../machines/tasks/task-journal.js';
 import { TASKS_EXTENSION, type TaskError } from '../../../machines/tasks/task-record.js';
 import { readCappedText } from '../read-capped.js';
-import type { TaskJournalStore } from './task-journal.js';
+import { type JournalBook, journalBookOf, type TaskJournalStore } from './task-journal.js';
+import { TaskListenStream } from './task-listen-stream.js';
 
 /**
  * `continuityFetch({ tasks })`: what the client does with a task handle (docs/tasks.md, "The client").
@@ -26,6 +32,12 @@ import type { TaskJournalStore } from './task-journal.js';
 export interface TaskFollowOptions {
   /** Poll interval floor and cap, retry backoff, and how long an unreachable server is retried. */
   readonly policy?: Partial<FollowPolicy>;
+  /**
+   * Read the task's states from a task listen (`subscriptions/listen`, `notifications/tasks`) when the
+   * server offers one, instead of polling `tasks/get`; back to polling when it does not, or when the
+   * listen keeps breaking (docs/tasks.md, "Listening instead of polling"). Default false.
+   */
+  readonly listen?: boolean;
   /**
    * Told the task id as soon as a handle arrives, before the first poll: journal it, and a restarted
    * process resumes the same task with `followTask` (a re-issue of the call's key would also get it back).
@@ -65,8 +77,9 @@ export interface FollowIo {
 }
 
 /**
- * Follows the task `taskId` to its end, executing `machines/tasks/task-follow.ts`'s decisions: each
- * request sent, each wait waited, each fact told back. Decides nothing.
+ * Follows the task `taskId` to its end, executing `machines/tasks/task-follow.ts`'s decisions (and, with
+ * `options.listen`, `task-follow-listen.ts`'s: how each state is read): each request sent, each wait
+ * waited, each listen opened and read, each fact told back. Decides nothing.
  */
 export async function followTaskWith(
   io: FollowIo,
@@ -76,53 +89,149 @@ export async function followTaskWith(
 ): Promise<FollowOutcome> {
   const policy: FollowPolicy = { ...DEFAULT_FOLLOW_POLICY, ...options.policy };
   const ask = options.onInputRequired;
-  let step = startFollow(taskId, ask !== undefined, handle, policy);
+  let step = startListenFollow(
+    startFollow(taskId, ask !== undefined, handle, policy),
+    options.listen === true,
+    policy,
+  );
   let cancelTold = false;
-  for (;;) {
-    const action: FollowAction = step.action;
-    if (action.kind === 'end') return action.outcome;
-    let fact: FollowFact;
-    if (io.signal?.aborted && !cancelTold) {
-      cancelTold = true;
-      fact = { kind: 'app-cancel', at: Date.now() };
-    } else if (action.kind === 'ask') {
-      const responses = await (ask as NonNullable<typeof ask>)(action.inputRequests, { taskId });
-      fact = { kind: 'answers', responses, at: Date.now() };
-    } else {
-      await sleep(action.afterMs, cancelTold ? undefined : io.signal);
-      if (io.signal?.aborted && !cancelTold) continue;
-      fact = await exchange(io, taskId, action, policy.requestTimeoutMs);
+  let listen: TaskListenStream | undefined;
+  try {
+    for (;;) {
+      const action: ListenAction = step.action;
+      if (action.kind === 'end') return action.outcome;
+      let fact: ListenFact;
+      if (io.signal?.aborted && !cancelTold) {
+        cancelTold = true;
+        fact = { kind: 'app-cancel', at: Date.now() };
+      } else if (action.kind === 'ask') {
+        const responses = await (ask as NonNullable<typeof ask>)(action.inputRequests, { taskId });
+        fact = { kind: 'answers', responses, at: Date.now() };
+      } else if (action.kind === 'await-notice') {
+        const read = await (listen as TaskListenStream).next(
+          cancelTold ? undefined : io.signal,
+          action.withinMs,
+        );
+        if (read === undefined) continue;
+        fact = read;
+      } else {
+        await sleep(action.afterMs, cancelTold ? undefined : io.signal);
+        if (io.signal?.aborted && !cancelTold) continue;
+        if (action.kind === 'listen') {
+          listen?.close();
+          listen = TaskListenStream.open(io, taskId);
+          fact = (await listen.next()) as ListenFact;
+        } else fact = await exchange(io, taskId, action, policy.requestTimeoutMs);
+      }
+      step = listenFollowStep(step.state, fact, policy);
     }
-    step = followStep(step.state, fact, policy);
+  } finally {
+    listen?.close();
   }
+}
+
+/** Where and how `followTask` and `resumeTasks` reach the server. */
+export type FollowTaskOptions = TaskFollowOptions & {
+  readonly fetch?: typeof fetch;
+  /** The headers the client's requests carry (authorization: a task is its creator's only). */
+  readonly headers?: HeadersInit;
+  readonly signal?: AbortSignal;
+  /** Default `2026-07-28`. */
+  readonly protocolVersion?: string;
+};
+
+function followIo(url: string | URL, options: FollowTaskOptions): FollowIo {
+  return {
+    url,
+    fetch: options.fetch ?? globalThis.fetch,
+    meta: tasksMeta(options.protocolVersion ?? '2026-07-28', undefined),
+    ...(options.headers ? { headers: options.headers } : {}),
+    ...(options.signal ? { signal: options.signal } : {}),
+  };
 }
 
 /**
  * Resumes a task after a restart: `taskId` as journaled from `onTask`, followed to its end on `url`.
- * `headers` are the ones the client's requests carry (authorization: a task is its creator's only).
+ * With `journal` (the store `continuityFetch` journals in), the task's entry is claimed while it is
+ * followed and settled by its end (dropped once the outcome is known), as the call's own follow would:
+ * the same call made later is then a new call, not this task again.
  */
-export function followTask(
+export async function followTask(
   url: string | URL,
   taskId: string,
-  options: TaskFollowOptions & {
-    readonly fetch?: typeof fetch;
-    readonly headers?: HeadersInit;
-    readonly signal?: AbortSignal;
-    /** Default `2026-07-28`. */
-    readonly protocolVersion?: string;
-  } = {},
+  options: FollowTaskOptions = {},
 ): Promise<FollowOutcome> {
-  return followTaskWith(
-    {
-      url,
-      fetch: options.fetch ?? globalThis.fetch,
-      meta: tasksMeta(options.protocolVersion ?? '2026-07-28', undefined),
-      ...(options.headers ? { headers: options.headers } : {}),
-      ...(options.signal ? { signal: options.signal } : {}),
-    },
-    taskId,
-    options,
+  const book = options.journal ? bookOf(options) : undefined;
+  const entry = await book?.adopt(taskId);
+  return followJournaled(followIo(url, options), taskId, options, book, entry?.key);
+}
+
+/** A task `resumeTasks` followed: its journaled call and how it ended. */
+export interface ResumedTask {
+  readonly taskId: string;
+  readonly toolName: string;
+  /** The idempotency key the call was sent with. */
+  readonly key: string;
+  readonly outcome: FollowOutcome;
+}
+
+/** What `resumeTasks` found in the journal for the endpoint. */
+export interface ResumedTasks {
+  /** Each journaled task of `url`, followed to its end (concurrently). */
+  readonly tasks: readonly ResumedTask[];
+  /**
+   * Calls that stopped before their handle arrived: only the same call made again (same tool and
+   * arguments through `continuityFetch` on this journal) re-sends the key and gets its task back.
+   */
+  readonly unhanded: readonly { readonly key: string; readonly toolName: string }[];
+}
+
+/**
+ * After a restart, re-attaches to every task the previous process left in `journal` for `url` (docs/tasks.md,
+ * "The journal"): each is followed by its journaled id (no call is sent again, so no second task) and its
+ * entry settled by its end. The application need not remember the calls it made.
+ */
+export async function resumeTasks(
+  url: string | URL,
+  options: FollowTaskOptions & { readonly journal: TaskJournalStore },
+): Promise<ResumedTasks> {
+  const book = bookOf(options);
+  const found = await book.resume(String(url));
+  const io = followIo(url, options);
+  const tasks = await Promise.all(
+    found.follow.map(async (e) => {
+      const taskId = e.taskId as string;
+      const outcome = await followJournaled(io, taskId, options, book, e.key);
+      return { taskId, toolName: e.toolName, key: e.key, outcome };
+    }),
   );
+  return { tasks, unhanded: found.unhanded.map((e) => ({ key: e.key, toolName: e.toolName })) };
+}
+
+function bookOf(options: FollowTaskOptions): JournalBook {
+  return journalBookOf(options.journal as TaskJournalStore, {
+    ...DEFAULT_JOURNAL_POLICY,
+    ...options.journalPolicy,
+  });
+}
+
+/** Follows `taskId`; the journal entry `key` (when adopted) is settled by the end, released by a throw. */
+async function followJournaled(
+  io: FollowIo,
+  taskId: string,
+  options: TaskFollowOptions,
+  book: JournalBook | undefined,
+  key: string | undefined,
+): Promise<FollowOutcome> {
+  let outcome: FollowOutcome;
+  try {
+    outcome = await followTaskWith(io, taskId, options);
+  } catch (error) {
+    if (key !== undefined) book?.release(key);
+    throw error;
+  }
+  if (key !== undefined) await book?.end(key, { kind: 'task', outcome });
+  return outcome;
 }
 
 /** The `_meta` of a `tasks/*` request: the protocol version and client capabilities declaring tasks. */
@@ -133,6 +242,24 @@ export function tasksMeta(protocolVersion: string, capabilities: unknown): Recor
     [PROTOCOL_VERSION_META]: protocolVersion,
     [CLIENT_CAPABILITIES_META_KEY]: { ...caps, extensions: { ...extensions, [TASKS_EXTENSION]: {} } },
   };
+}
+
+/**
+ * The `RequestInit` of a follow's own POST (`tasks/*`, a task listen): the call's headers without its
+ * length and `Mcp-Name`, `Mcp-Method` the request's own.
+ */
+export function tasksPost(
+  io: FollowIo,
+  request: { readonly method: string } & Record<string, unknown>,
+  signal: AbortSignal,
+): RequestInit {
+  const headers = new Headers(io.headers);
+  headers.delete('content-length');
+  headers.delete('mcp-name');
+  headers.set('mcp-method', request.method);
+  headers.set('content-type', 'application/json');
+  headers.set('accept', 'application/json, text/event-stream');
+  return { method: 'POST', headers, body: JSON.stringify(request), signal };
 }
 
 /** Sends one `tasks/*` request and reports what came back as a fact (a throw is a fault). */
@@ -149,19 +276,11 @@ export async function exchange(
     ...(action.kind === 'update' ? { inputResponses: action.inputResponses } : {}),
     _meta: io.meta,
   };
-  const headers = new Headers(io.headers);
-  headers.delete('content-length');
-  headers.delete('mcp-name');
-  headers.set('mcp-method', method);
-  headers.set('content-type', 'application/json');
-  headers.set('accept', 'application/json, text/event-stream');
   try {
-    const response = await io.fetch(io.url, {
-      method: 'POST',
-      headers,
-      body: JSON.stringify({ jsonrpc: '2.0', id, method, params }),
-      signal: AbortSignal.timeout(timeoutMs),
-    });
+    const response = await io.fetch(
+      io.url,
+      tasksPost(io, { jsonrpc: '2.0', id, method, params }, AbortSignal.timeout(timeoutMs)),
+    );
     const text = await readCappedText(response, DEFAULT_MAX_MESSAGE_BYTES, () => undefined);
     const answer = text === undefined ? undefined : answerOf(text, id);
     return {

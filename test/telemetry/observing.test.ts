@@ -7,6 +7,7 @@ import {
 } from '@opentelemetry/sdk-trace-base';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { JsonRpcMessage } from '../../machines/jsonrpc.js';
+import { requestServerTrace } from '../../src/telemetry/request-server-trace.js';
 import { SessionCallTraces } from '../../src/telemetry/session-call-traces.js';
 import { ContinuityTelemetry } from '../../src/telemetry/telemetry.js';
 
@@ -32,6 +33,12 @@ describe('telemetry with nothing configured', () => {
     traces.sent(call(2), 's', '2025-06-18');
     traces.delivered({ jsonrpc: '2.0', id: 2, result: {} } as JsonRpcMessage);
     expect(exporter.getFinishedSpans().map((s) => s.name)).toEqual(['tools/call echo']);
+  });
+
+  it('gives a 2026-07-28 request no server trace until something observes', () => {
+    expect(requestServerTrace(new ContinuityTelemetry(), call(1))).toBeUndefined();
+    const telemetry = new ContinuityTelemetry({ tracerProvider: new BasicTracerProvider() });
+    expect(requestServerTrace(telemetry, call(1))).toBeDefined();
   });
 
   it('observes when a tracer provider or a propagator is passed', () => {

@@ -21,14 +21,15 @@ const MAX_JSON_READ = 1024 * 1024;
  * extension's keyed path (an unkeyed `tools/call`, a `tools/list`…), under the trace context of its
  * `params._meta`: from its arrival to the end of its response's body, which the span reads on its way
  * to the client for the request's answer (`error.type`). A client that goes away first ends it as
- * `cancelled` (closing the stream cancels an unkeyed call). `undefined` for a notification.
+ * `cancelled` (closing the stream cancels an unkeyed call). `undefined` for a notification, and when
+ * nothing observes (`ContinuityTelemetry.observing`): the response is then not read on its way.
  */
 export function requestServerTrace(
   telemetry: ContinuityTelemetry,
   body: unknown,
 ): RequestServerTrace | undefined {
   const m = body as JsonRpcMessage;
-  return typeof m === 'object' && m !== null && !Array.isArray(m) && isRequest(m)
+  return typeof m === 'object' && m !== null && !Array.isArray(m) && isRequest(m) && telemetry.observing()
     ? new RequestServerTrace(telemetry, m)
     : undefined;
 }

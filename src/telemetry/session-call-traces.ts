@@ -31,10 +31,13 @@ export class SessionCallTraces {
     // The application gave up on a request (the SDK's timeout, an abort): no answer will be delivered,
     // so its span ends now rather than living as long as the transport.
     if (!isRequest(message)) {
+      if (this.open.size === 0) return message;
       if ('method' in message && message.method === 'notifications/cancelled')
         this.cancelled((message.params as { requestId?: unknown } | undefined)?.requestId);
       return message;
     }
+    // Nothing to record or propagate: no span, and the request goes unchanged.
+    if (!this.telemetry.observing()) return message;
     const params = message.params ?? {};
     const target =
       message.method === 'tools/call' && typeof params.name === 'string' ? params.name : undefined;
@@ -65,7 +68,7 @@ export class SessionCallTraces {
 
   /** A message is delivered to the application: a response ends its request's span. */
   delivered(message: JsonRpcMessage): void {
-    if (!isResponse(message) || message.id === null) return;
+    if (this.open.size === 0 || !isResponse(message) || message.id === null) return;
     const key = requestKey(message.id);
     const call = this.open.get(key);
     if (!call) return;

@@ -99,7 +99,8 @@ class TracingTransport implements Transport {
 
   send(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
     const m = message as JsonRpcMessage;
-    if (isResponse(m) && m.id !== null) this.ended(requestKey(m.id), operationOutcome(m));
+    if (this.open !== undefined && isResponse(m) && m.id !== null)
+      this.ended(requestKey(m.id), operationOutcome(m));
     return this.inner.send(message, options);
   }
 
@@ -108,6 +109,11 @@ class TracingTransport implements Transport {
     message: JSONRPCMessage,
     extra: MessageExtraInfo | undefined,
   ): void {
+    // Nothing to record or propagate: the request is handed over as is, with no span (none is open either).
+    if (this.open === undefined && !this.telemetry.observing()) {
+      handler(message, extra);
+      return;
+    }
     const m = message as JsonRpcMessage;
     if ('method' in m && m.method === 'notifications/cancelled') {
       const id = (m.params as { requestId?: unknown } | undefined)?.requestId;

@@ -2,9 +2,11 @@ import {
   type Attributes,
   type Context,
   context,
+  createNoopMeter,
   type Histogram,
   type MeterProvider,
   metrics,
+  ProxyTracerProvider,
   propagation,
   ROOT_CONTEXT,
   type Span,
@@ -29,6 +31,11 @@ const VERSION = '0.1.0';
 /** The conventions' advice for both duration histograms (seconds). */
 const DURATION_BUCKETS = [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300];
 
+/** The API's no-op tracer provider: what an unregistered global proxy delegates to. */
+const NOOP_TRACER_PROVIDER = new ProxyTracerProvider().getDelegate();
+/** The API's no-op histogram: what a no-op meter makes. */
+const NOOP_HISTOGRAM = createNoopMeter().createHistogram('noop');
+
 /** `_meta` as a propagation carrier: plain string values only. */
 type MetaCarrier = Record<string, unknown>;
 
@@ -50,13 +57,16 @@ export class ContinuityTelemetry {
   readonly clientDuration: Histogram;
   readonly serverDuration: Histogram;
   private readonly propagator: TextMapPropagator | undefined;
+  /** The global tracer provider's proxy when no provider was passed: asked per call whether an SDK is behind it. */
+  private readonly proxy: ProxyTracerProvider | undefined;
+  /** A meter provider was passed or registered (histograms are made once: a later SDK is not seen). */
+  private readonly metering: boolean;
 
   constructor(options: ContinuityTelemetryOptions = {}) {
     // The global tracer provider is a proxy: an SDK registered later is still used.
-    this.tracer = (options.tracerProvider ?? trace.getTracerProvider()).getTracer(
-      INSTRUMENTATION_SCOPE,
-      VERSION,
-    );
+    const tracerProvider = options.tracerProvider ?? trace.getTracerProvider();
+    this.tracer = tracerProvider.getTracer(INSTRUMENTATION_SCOPE, VERSION);
+    this.proxy = tracerProvider instanceof ProxyTracerProvider ? tracerProvider : undefined;
     const meter = (options.meterProvider ?? metrics.getMeterProvider()).getMeter(
       INSTRUMENTATION_SCOPE,
       VERSION,
@@ -72,6 +82,22 @@ export class ContinuityTelemetry {
       advice: { explicitBucketBoundaries: DURATION_BUCKETS },
     });
     this.propagator = options.propagator;
+    this.metering = this.clientDuration !== NOOP_HISTOGRAM;
+  }
+
+  /**
+   * Whether a call can leave a trace: a tracer or meter provider is passed or registered, or a propagator
+   * is passed or registered. When none is, every span would be a no-op and `_meta` unchanged, so callers
+   * skip the per-call work (issue 25, row 2). Asked per call: an SDK registered later is seen.
+   */
+  observing(): boolean {
+    return (
+      this.metering ||
+      this.propagator !== undefined ||
+      this.proxy === undefined ||
+      this.proxy.getDelegate() !== NOOP_TRACER_PROVIDER ||
+      propagation.fields().length > 0
+    );
   }
 
   /**

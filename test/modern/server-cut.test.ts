@@ -13,10 +13,11 @@ import { listenOnLoopback } from '../support/listen.js';
 
 /**
  * Without the continuity extension a 2026-07-28 request follows the spec: closing its response stream
- * cancels it. A balancer that cuts idle connections after 300 ms, during a 1.5 s `charge`.
+ * cancels it. A balancer that cuts idle connections after 300 ms, during a 2.5 s `charge`.
  */
 describe('2026-07-28 without the extension: a cut stream is a cancellation', () => {
-  const CHARGE_MS = 1_500;
+  // The cut comes at ~300 ms; the 2.5 s charge leaves a wide margin for a stalled event loop.
+  const CHARGE_MS = 2_500;
   const IDLE_MS = 300;
   let continuity: ContinuityServer;
   let http: HttpServer;
@@ -83,8 +84,15 @@ describe('2026-07-28 without the extension: a cut stream is a cancellation', () 
     });
     http = createServer(continuity.nodeHandler);
     const port = await listenOnLoopback(http);
-    proxy = await FaultProxy.start({ target: { host: '127.0.0.1', port }, idleTimeoutMs: IDLE_MS });
+    // The idle timeout is armed after each client connects (`connectThenArm`): under load the set-up
+    // requests could sit idle past 300 ms and be cut, which is not what this suite is about.
+    proxy = await FaultProxy.start({ target: { host: '127.0.0.1', port } });
   });
+  async function connectThenArm(client: ClientV2): Promise<void> {
+    proxy.setIdleTimeout(undefined);
+    await client.connect(new TransportV2(proxy.url()));
+    proxy.setIdleTimeout(IDLE_MS);
+  }
   afterAll(async () => {
     await proxy.close();
     await continuity.close();
@@ -97,8 +105,8 @@ describe('2026-07-28 without the extension: a cut stream is a cancellation', () 
       { name: 'v2', version: '1.0.0' },
       { versionNegotiation: { mode: { pin: '2026-07-28' } } },
     );
-    // The client's connection setup (discover) is quick; the 1.5 s call is what sits idle.
-    await client.connect(new TransportV2(proxy.url()));
+    // The 2.5 s call is what sits idle.
+    await connectThenArm(client);
     const t0 = Date.now();
     const outcome = await client.callTool({ name: 'charge', arguments: { cents: 100 } }).then(
       () => 'result',
@@ -124,7 +132,7 @@ describe('2026-07-28 without the extension: a cut stream is a cancellation', () 
       { name: 'v2', version: '1.0.0' },
       { versionNegotiation: { mode: { pin: '2026-07-28' } } },
     );
-    await client.connect(new TransportV2(proxy.url()));
+    await connectThenArm(client);
     const t0 = Date.now();
     const outcome = await client
       .callTool(

@@ -18,6 +18,12 @@ import { listenOnLoopback } from '../support/listen.js';
  * and the re-issues never finished (found by the real-stack properties). With the extension the server
  * streams unkeyed calls too, with keep-alive comments (machines/server/era.ts `streamsUnkeyedCall`).
  */
+/** Keep-alives every 50 ms against a 1 s idle timeout: a 20x margin, so an event-loop stall on a busy machine
+ * does not starve the connection, while the 2.5 s tool still spans several idle windows (without
+ * keep-alives every attempt is cut and the call never completes). */
+const KEEP_ALIVE_MS = 50;
+const IDLE_MS = 20 * KEEP_ALIVE_MS;
+const TOOL_MS = 2.5 * IDLE_MS;
 let continuity: ContinuityServer | undefined;
 let http: HttpServer | undefined;
 let proxy: FaultProxy | undefined;
@@ -34,7 +40,7 @@ describe('an unkeyed call longer than the balancer’s idle timeout', () => {
     continuity = createContinuityServer({
       createMcpServer: () => new McpServerV1({ name: 'legacy', version: '1.0.0' }),
       modern: {
-        keepAliveMs: 50,
+        keepAliveMs: KEEP_ALIVE_MS,
         createServer: () => {
           const server = new McpServer({ name: 'slow-lookup', version: '1.0.0' });
           server.registerTool(
@@ -42,7 +48,7 @@ describe('an unkeyed call longer than the balancer’s idle timeout', () => {
             { inputSchema: z.object({ q: z.string() }), annotations: { readOnlyHint: true } },
             async ({ q }) => {
               runs++;
-              await new Promise((r) => setTimeout(r, 800));
+              await new Promise((r) => setTimeout(r, TOOL_MS));
               return { content: [{ type: 'text', text: `found ${q}` }] };
             },
           );
@@ -56,7 +62,9 @@ describe('an unkeyed call longer than the balancer’s idle timeout', () => {
     });
     http = createServer(continuity.nodeHandler);
     const port = await listenOnLoopback(http);
-    proxy = await FaultProxy.start({ target: { host: '127.0.0.1', port }, idleTimeoutMs: 300 });
+    // The idle timeout starts once connected: the set-up is not what this test is about, and under load
+    // its requests can sit idle past any short timeout.
+    proxy = await FaultProxy.start({ target: { host: '127.0.0.1', port } });
     const endings: { outcome: string; attempts: number; toolName: string }[] = [];
     const client = new Client(
       { name: 'c', version: '1.0.0' },
@@ -68,11 +76,12 @@ describe('an unkeyed call longer than the balancer’s idle timeout', () => {
       }),
     );
     await client.listTools(); // learns readOnlyHint: the call goes without a key
+    proxy.setIdleTimeout(IDLE_MS);
     const result = await client.callTool({ name: 'lookup', arguments: { q: 'x' } });
     expect((result as { content: { text: string }[] }).content[0]?.text).toBe('found x');
     expect(runs).toBe(1);
     // One attempt: the keep-alives held the connection (an idle pooled one may be cut meanwhile: no matter).
     expect(endings.map((e) => [e.toolName, e.outcome, e.attempts])).toEqual([['lookup', 'answered', 0]]);
     await client.close();
-  });
+  }, 20_000);
 });

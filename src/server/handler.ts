@@ -356,35 +356,37 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
     principal: string | undefined,
   ): Promise<RuntimeSession | undefined> {
     if (id === null) return undefined;
+    // A session being restored is already in `sessions` (so changes other instances report reach it), but
+    // not ready: a request waits for the restore, never runs on a half-restored session (whose reap would
+    // decide on streams it has not read the owners of yet).
+    const restoringNow = restoring.get(id);
+    if (restoringNow) return restoringNow;
     const live = sessions.get(id);
     if (live || !log.durable) return live;
-    let pending = restoring.get(id);
-    if (!pending) {
-      pending = (async () => {
-        const stored = shared
-          ? await shared.load(id)
-          : await log.registry?.load(id).then((record) => record && { record, version: 0 });
-        // Another principal's session stays where it is: restoring it would restart its idle clock.
-        if (!stored || !ownsSession(stored.record.principal, principal)) return undefined;
-        const { record, version } = stored;
-        const session = new RuntimeSession(
-          sessionOptions(id, {
-            epoch: record.epoch,
-            principal: record.principal,
-            initialize: record.initialize,
-            createdAt: record.createdAt,
-            snapshot: record.snapshot,
-            version,
-          }),
-        );
-        sessions.set(id, session);
-        metrics?.sessionRestored(id, record.createdAt);
-        hold(id, holderOf(record.principal, undefined));
-        await session.restore(traced(await options.createMcpServer({ id, principal: record.principal }), id));
-        return session;
-      })().finally(() => restoring.delete(id));
-      restoring.set(id, pending);
-    }
+    const pending = (async () => {
+      const stored = shared
+        ? await shared.load(id)
+        : await log.registry?.load(id).then((record) => record && { record, version: 0 });
+      // Another principal's session stays where it is: restoring it would restart its idle clock.
+      if (!stored || !ownsSession(stored.record.principal, principal)) return undefined;
+      const { record, version } = stored;
+      const session = new RuntimeSession(
+        sessionOptions(id, {
+          epoch: record.epoch,
+          principal: record.principal,
+          initialize: record.initialize,
+          createdAt: record.createdAt,
+          snapshot: record.snapshot,
+          version,
+        }),
+      );
+      sessions.set(id, session);
+      metrics?.sessionRestored(id, record.createdAt);
+      hold(id, holderOf(record.principal, undefined));
+      await session.restore(traced(await options.createMcpServer({ id, principal: record.principal }), id));
+      return session;
+    })().finally(() => restoring.delete(id));
+    restoring.set(id, pending);
     return pending;
   }
 

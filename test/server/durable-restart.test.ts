@@ -9,6 +9,7 @@ import { RedisEventLog } from '../../src/redis.js';
 import { SqliteEventLog } from '../../src/sqlite.js';
 import { type RedisServer, startRedisServer } from '../support/redis-server.js';
 import { restartableServer } from '../support/restartable-server.js';
+import { type DemoWorld, demoMcpServer } from './harness.js';
 
 /**
  * Sessions outlive the process with a durable log: the server restarts on the same SQLite file, the
@@ -105,6 +106,49 @@ describe.each(['sqlite', 'redis'] as const)('a durable log (%s) across a server 
     const again = await (await post(call, sessionId)).text();
     expect(again).toContain('charged once');
     expect(p.world.effects.get('once')).toBe(1);
+  });
+});
+
+describe('requests that arrive while a session is being restored', () => {
+  it('wait for the restore: none runs on a half-restored session, each is answered once', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'mcpc-durable-'));
+    const path = join(dir, 'log.db');
+    const world: DemoWorld = { effects: new Map(), servers: [] };
+    // The restarted process is slow to build the session's SDK server: the window in which the session is
+    // known to the handler but not yet restored is wide enough for every request below to fall into it.
+    let slow = false;
+    const p = await restartableServer(
+      {
+        retryMs: 20,
+        createMcpServer: async () => {
+          if (slow) await new Promise((r) => setTimeout(r, 400));
+          return demoMcpServer(world);
+        },
+      },
+      () => new SqliteEventLog({ path }),
+    );
+    cleanups.push(async () => {
+      await p.dispose();
+      await rm(dir, { recursive: true, force: true });
+    });
+    const transport = new ContinuityClientTransport(p.url, {
+      reconnect: { initialDelayMs: 20, maxDelayMs: 200, jitter: 'none' },
+    });
+    const client = new Client({ name: 'restoring', version: '1.0.0' });
+    cleanups.push(() => client.close());
+    await client.connect(transport);
+    expect(text(await client.callTool({ name: 'echo', arguments: { text: 'before' } }))).toBe('before');
+    slow = true;
+    await p.deploy();
+    const calls = await Promise.all(
+      Array.from({ length: 4 }, (_, i) => client.callTool({ name: 'charge', arguments: { key: `r${i}` } })),
+    );
+    for (let i = 0; i < 4; i++) {
+      expect(text(calls[i])).toContain(`charged r${i}`);
+      expect(world.effects.get(`r${i}`)).toBe(1);
+    }
+    // One restore for all of them: one SDK server before the deploy and one after.
+    expect(world.servers).toHaveLength(2);
   });
 });
 

@@ -516,10 +516,13 @@ export class RuntimeSession implements HostListeners, SessionOutbound {
     }
     // A log that numbers appends in call order lets the sender go on while this is stored (write-behind.ts).
     if (!this.o.log.ordersAppends) return this.streams.store(route.stream, m);
+    // The group store does not wait for a slow reader (it would hold up every stream of the session):
+    // the sender waits for its own stream's reader.
     this.writeBehind ??= new WriteBehind((stream, message) =>
-      this.streams.store(stream, message as JsonRpcMessage),
+      this.streams.storeAndOffer(stream, message as JsonRpcMessage),
     );
     await this.writeBehind.add(route.stream, m);
+    await this.streams.paced(route.stream);
   }
 
   private async end(reason: 'expired' | 'terminated' | 'shutdown'): Promise<void> {

@@ -120,14 +120,15 @@ class HeldLog extends MemoryEventLog {
   }
 }
 
-/** A session on the fetch handler whose chatty call's first notification is being stored (held). */
-async function heldCall(intervalMs: number) {
+/** A session on the fetch handler, over a log that numbers appends in call order. */
+async function openSession(sse?: { paceBytes: number }) {
   const log = new HeldLog();
   const continuity = createContinuityServer({
     createMcpServer: () => demoServer({ charges: new Map() }),
     eventLog: log,
     heartbeatMs: 0,
     onError: () => undefined,
+    ...(sse ? { sse } : {}),
   });
   const headers = {
     Accept: 'application/json, text/event-stream',
@@ -151,19 +152,27 @@ async function heldCall(intervalMs: number) {
   const session = { 'Mcp-Session-Id': init.headers.get('mcp-session-id') as string };
   await init.text();
   await (await send('POST', { jsonrpc: '2.0', method: 'notifications/initialized' }, session)).text();
-  log.hold();
-  const call = await send(
-    'POST',
-    {
-      jsonrpc: '2.0',
-      id: 2,
-      method: 'tools/call',
-      params: { name: 'chatty', arguments: { count: 3, intervalMs }, _meta: { progressToken: 2 } },
-    },
-    session,
-  );
-  await until('the first notification being stored', () => log.held > 0, 5_000);
-  return { log, continuity, send, session, body: call.text() };
+  const chatty = (id: number, count: number, intervalMs: number) =>
+    send(
+      'POST',
+      {
+        jsonrpc: '2.0',
+        id,
+        method: 'tools/call',
+        params: { name: 'chatty', arguments: { count, intervalMs }, _meta: { progressToken: id } },
+      },
+      session,
+    );
+  return { log, continuity, send, session, chatty };
+}
+
+/** A session whose chatty call's first notification is being stored (held). */
+async function heldCall(intervalMs: number) {
+  const opened = await openSession();
+  opened.log.hold();
+  const call = await opened.chatty(2, 3, intervalMs);
+  await until('the first notification being stored', () => opened.log.held > 0, 5_000);
+  return { ...opened, body: call.text() };
 }
 
 describe('notifications stored behind the sender, when the call or the session is over', () => {
@@ -202,5 +211,20 @@ describe('notifications stored behind the sender, when the call or the session i
     await closed;
     await body;
     expect(log.late).toBe(0);
+  });
+
+  it("a slow reader holds up its own call's sends, not another call's", async () => {
+    const { continuity, chatty } = await openSession({ paceBytes: 1 });
+    // Never read: its reader falls behind at the first notification.
+    const slow = await chatty(2, 50, 0);
+    await new Promise((r) => setTimeout(r, 100));
+    const fast = await chatty(3, 3, 0);
+    const text = await Promise.race([
+      fast.text(),
+      new Promise<string>((r) => setTimeout(() => r('held up'), 5_000)),
+    ]);
+    expect(text).toContain('sent 3');
+    await slow.body?.cancel();
+    await continuity.close();
   });
 });

@@ -556,8 +556,11 @@ export function createContinuityServer(options: ContinuityServerOptions): Contin
     close: async () => {
       closing = true;
       sweeper.cancel();
-      for (const session of [...sessions.values()]) session.stop();
+      const stopping = [...sessions.values()];
+      for (const session of stopping) session.stop();
       await stopSharing?.();
+      // Nothing stored behind a tool may land on a closed log (write-behind.ts).
+      await Promise.all(stopping.map((s) => s.drained()));
       if (modern) await modern.then((m) => m.close()).catch(onError);
       await log.close();
     },

@@ -52,10 +52,19 @@ export class SessionStreams {
    * tool awaiting its sends goes at its reader's pace instead of outrunning it until the reader is cut.
    */
   async store(stream: number, message: JsonRpcMessage): Promise<void> {
+    await this.storeAndOffer(stream, message);
+    await this.paced(stream);
+  }
+
+  /** Stores and offers to the attached stream, without waiting for its reader (write-behind.ts). */
+  async storeAndOffer(stream: number, message: JsonRpcMessage): Promise<void> {
     const seq = await this.o.log.append(this.o.id, stream, message);
-    const attachment = this.attachedHere?.get(stream);
-    attachment?.offer({ seq, message });
-    await attachment?.sink.whenWritable?.();
+    this.attachedHere?.get(stream)?.offer({ seq, message });
+  }
+
+  /** Resolves once the stream's reader is not far behind (`whenWritable`): only its own sender waits. */
+  async paced(stream: number): Promise<void> {
+    await this.attachedHere?.get(stream)?.sink.whenWritable?.();
   }
 
   /** A call's answer: written once, then the stream is finished. False when one was written already. */

@@ -342,6 +342,12 @@ export class RuntimeSession implements HostListeners, SessionOutbound {
     return 'kind' in answer ? answer : replyWith(answer);
   }
 
+  /** Resolves once no store the SDK server was not made to wait for is under way (before the log closes). */
+  async drained(): Promise<void> {
+    await this.ending;
+    await this.writeBehind?.drain();
+  }
+
   /** The process is stopping; the machine decides whether the session ends or outlives it. */
   stop(): void {
     this.host.send({ type: 'server.stopping', durableLog: this.o.log.durable });
@@ -427,6 +433,9 @@ export class RuntimeSession implements HostListeners, SessionOutbound {
     attempt = 0,
   ): Promise<void> {
     try {
+      // After the stream's events on their way (none lands after its answer or its end); a lost one is
+      // thereby reported, so no failure is kept for a stream that is over.
+      await this.writeBehind?.settled(stream).catch(() => undefined);
       if (answer) {
         await this.streams.storeFinal(stream, { jsonrpc: '2.0', id: idFromKey(key), error: answer });
         return;
@@ -507,10 +516,13 @@ export class RuntimeSession implements HostListeners, SessionOutbound {
     }
     // A log that numbers appends in call order lets the sender go on while this is stored (write-behind.ts).
     if (!this.o.log.ordersAppends) return this.streams.store(route.stream, m);
+    // The group store does not wait for a slow reader (it would hold up every stream of the session):
+    // the sender waits for its own stream's reader.
     this.writeBehind ??= new WriteBehind((stream, message) =>
-      this.streams.store(stream, message as JsonRpcMessage),
+      this.streams.storeAndOffer(stream, message as JsonRpcMessage),
     );
     await this.writeBehind.add(route.stream, m);
+    await this.streams.paced(route.stream);
   }
 
   private async end(reason: 'expired' | 'terminated' | 'shutdown'): Promise<void> {
@@ -524,6 +536,8 @@ export class RuntimeSession implements HostListeners, SessionOutbound {
       const facts = { sharedStore: shared !== undefined, endedElsewhere: this.host.endedElsewhere, reason };
       // Decided where the end was decided: the other instances holding this session end their copies too.
       if (shared && announcesEnd(facts)) await shared.announceEnded(this.o.id, facts.reason);
+      // A group stored after the drop would re-create keys nobody reclaims.
+      await this.writeBehind?.drain();
       await this.o.log.dropSession(this.o.id);
     } catch (error) {
       this.o.onError(error);

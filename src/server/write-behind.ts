@@ -51,6 +51,14 @@ export class WriteBehind {
     this.report(stream);
   }
 
+  /**
+   * Resolves once nothing is queued or being stored, whatever the outcomes (failures stay to report):
+   * awaited before the session's keys are dropped or the log closed, so no group lands after them.
+   */
+  async drain(): Promise<void> {
+    while (this.storing) await this.storing;
+  }
+
   private report(stream: number): void {
     const failure = this.failed.get(stream);
     if (!failure) return;

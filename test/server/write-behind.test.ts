@@ -91,4 +91,23 @@ describe('WriteBehind (stores the SDK server does not wait for)', () => {
     await w.settled(0);
     expect(w.empty).toBe(true);
   });
+
+  it('drain waits for every group, failed or not, and keeps the failure to report', async () => {
+    const p = port();
+    const w = new WriteBehind(p.store);
+    w.add(1, 'a');
+    w.add(2, 'b');
+    let drained = false;
+    void w.drain().then(() => {
+      drained = true;
+    });
+    p.calls[0]?.fail(new Error('lost'));
+    await turn();
+    expect(drained).toBe(false);
+    p.calls[1]?.ok();
+    await turn();
+    expect(drained).toBe(true);
+    await expect(w.settled(1)).rejects.toThrow('lost');
+    expect(w.empty).toBe(true);
+  });
 });

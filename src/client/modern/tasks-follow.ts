@@ -119,8 +119,13 @@ export async function followTaskWith(
         if (io.signal?.aborted && !cancelTold) continue;
         if (action.kind === 'listen') {
           listen?.close();
-          listen = TaskListenStream.open(io, taskId);
-          fact = (await listen.next()) as ListenFact;
+          // Until the cancel is told, the application's abort ends the listen too; after, it must not.
+          const { signal, ...detached } = io;
+          listen = TaskListenStream.open(cancelTold ? detached : io, taskId);
+          // Its acknowledgement gets the request timeout: a listen taken and never answered must not hang.
+          const first = await listen.next(cancelTold ? undefined : signal, policy.requestTimeoutMs);
+          if (first === undefined) continue;
+          fact = first;
         } else fact = await exchange(io, taskId, action, policy.requestTimeoutMs);
       }
       step = listenFollowStep(step.state, fact, policy);

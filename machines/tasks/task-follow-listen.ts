@@ -56,7 +56,8 @@ export type ListenFact =
   | { readonly kind: 'listen-end'; readonly refused: boolean; readonly at: number }
   /**
    * Nothing came for the `await-notice`'s `withinMs`: the listen may be dropped without a reset (a
-   * balancer's silent drop), or the task may simply not have changed. The shell closed it.
+   * balancer's silent drop), or the task may simply not have changed. Also no acknowledgement within the
+   * request timeout after a `listen`. The shell closed it.
    */
   | { readonly kind: 'listen-quiet'; readonly at: number };
 
@@ -128,6 +129,10 @@ export function listenFollowStep(
       return reading(next, { kind: 'get', afterMs: giveUp ? 0 : reopenDelay(breaks, policy) }, policy);
     }
     case 'listen-quiet':
+      // No acknowledgement within the request timeout (a server or proxy that took the listen and
+      // answers nothing): a break like a cut, so repeated ones end in polling rather than re-opening forever.
+      if (state.mode === 'opening')
+        return listenFollowStep(state, { kind: 'listen-end', refused: false, at: fact.at }, policy);
       return reading({ ...state, mode: 'closed', breaks: 0 }, { kind: 'get', afterMs: 0 }, policy);
     default: {
       const step = followStep(state.follow, fact, policy);

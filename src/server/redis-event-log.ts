@@ -212,6 +212,7 @@ export class RedisEventLog implements EventLog {
   private readonly prefix: string;
   private closed = false;
   private observer: EventLogObserver | undefined;
+  private readonly onError: ((error: unknown) => void) | undefined;
   /** Numbered in call order (`EventLog.ordersAppends`): every append goes through one queue. */
   readonly ordersAppends = true;
   /** Appends waiting for the batch under way to come back, per session, in call order. */
@@ -229,6 +230,7 @@ export class RedisEventLog implements EventLog {
     this.client = createRedisClient(options.url, SCRIPTS);
     // Without a listener an 'error' event (a dropped connection the client is retrying) would crash.
     const onError = options.onError;
+    this.onError = onError;
     this.client.on('error', (error: unknown) => onError?.(error));
     this.ready = this.client.connect();
     // Surfaced by the first operation (or close), never as an unhandled rejection.
@@ -250,7 +252,13 @@ export class RedisEventLog implements EventLog {
   }
 
   private reportEvicted(count: number, sessionId: string, stream: number): void {
-    if (count > 0) this.observer?.evicted(count, sessionId, stream);
+    if (count <= 0) return;
+    // The user's observer must not break the log: a throw here would leave a batch's appends unanswered.
+    try {
+      this.observer?.evicted(count, sessionId, stream);
+    } catch (error) {
+      this.onError?.(error);
+    }
   }
 
   private async c(): Promise<Client> {
@@ -295,7 +303,8 @@ export class RedisEventLog implements EventLog {
       const queue = this.queued.get(sessionId);
       if (queue) queue.push(entry);
       else this.queued.set(sessionId, [entry]);
-      this.draining ??= this.drain();
+      // drain() answers every entry itself; what escapes it must not become an unhandled rejection.
+      this.draining ??= this.drain().catch((error: unknown) => this.onError?.(error));
     });
   }
 
@@ -317,11 +326,7 @@ export class RedisEventLog implements EventLog {
           continue;
         }
         const calls: Promise<void>[] = [];
-        for (const [sessionId, queue] of sessions) {
-          for (let i = 0; i < queue.length; i += BATCH_ENTRIES) {
-            calls.push(this.appendBatch(client, sessionId, queue.slice(i, i + BATCH_ENTRIES)));
-          }
-        }
+        for (const [sessionId, queue] of sessions) calls.push(this.appendChunks(client, sessionId, queue));
         await Promise.all(calls);
       }
     } finally {
@@ -329,7 +334,26 @@ export class RedisEventLog implements EventLog {
     }
   }
 
-  private async appendBatch(client: Client, sessionId: string, entries: QueuedAppend[]): Promise<void> {
+  /**
+   * A session's queue, in chunks of BATCH_ENTRIES, one after another: once a chunk fails, the rest fail
+   * unsent, so no event is stored after one of the session's that was lost.
+   */
+  private async appendChunks(client: Client, sessionId: string, queue: QueuedAppend[]): Promise<void> {
+    for (let i = 0; i < queue.length; i += BATCH_ENTRIES) {
+      const failure = await this.appendBatch(client, sessionId, queue.slice(i, i + BATCH_ENTRIES));
+      if (failure !== undefined) {
+        for (const e of queue.slice(i + BATCH_ENTRIES)) e.failed(failure.error);
+        return;
+      }
+    }
+  }
+
+  /** One chunk in one script call; answers its entries, and returns the error if it failed. */
+  private async appendBatch(
+    client: Client,
+    sessionId: string,
+    entries: QueuedAppend[],
+  ): Promise<{ error: unknown } | undefined> {
     const [first, x, k] = this.streamKeys(sessionId, (entries[0] as QueuedAppend).stream);
     const keys = [first as string, x as string, k as string, this.shared.instancesKey];
     const at = new Map<number, number>();
@@ -349,13 +373,14 @@ export class RedisEventLog implements EventLog {
       reply = ((await client.mcpcAppendBatch(keys, args)) as unknown[]).map(Number);
     } catch (error) {
       for (const e of entries) e.failed(error);
-      return;
+      return { error };
     }
     entries.forEach((e, i) => {
       const seq = reply[2 * i] as number;
       this.reportEvicted(reply[2 * i + 1] as number, sessionId, e.stream);
       e.done(seq < 0 ? undefined : seq);
     });
+    return undefined;
   }
 
   async append(sessionId: string, stream: number, message: JsonRpcMessage): Promise<number> {

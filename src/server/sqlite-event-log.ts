@@ -22,7 +22,8 @@ export interface SqliteEventLogOptions {
 interface QueuedAppend {
   readonly sessionId: string;
   readonly stream: number;
-  readonly message: JsonRpcMessage;
+  /** Serialised before queueing: a message that cannot be must fail its own append, not the batch. */
+  readonly json: string;
   readonly done: (seq: number) => void;
   readonly failed: (error: unknown) => void;
 }
@@ -103,7 +104,7 @@ export class SqliteEventLog implements EventLog {
       removeSession: db.prepare('DELETE FROM sessions WHERE id = ?'),
     };
     this.appendAll = db.transaction((batch: readonly QueuedAppend[]) =>
-      batch.map((e) => this.appendRows(e.sessionId, e.stream, e.message)),
+      batch.map((e) => this.appendRows(e.sessionId, e.stream, e.json)),
     );
     this.registry = {
       save: async (record: SessionRecord) => {
@@ -124,12 +125,12 @@ export class SqliteEventLog implements EventLog {
   }
 
   /** One append's rows, inside the caller's transaction. */
-  private appendRows(sessionId: string, stream: number, message: JsonRpcMessage): number {
+  private appendRows(sessionId: string, stream: number, json: string): number {
     this.q.open.run(sessionId, stream);
     const row = this.q.stream.get(sessionId, stream) as StreamRow;
     const seq = row.head + 1;
     const now = this.now();
-    this.q.insert.run(sessionId, stream, seq, now, JSON.stringify(message));
+    this.q.insert.run(sessionId, stream, seq, now, json);
     this.evictTo(sessionId, stream, { oldest: row.oldest, head: seq }, now);
     return seq;
   }
@@ -139,8 +140,10 @@ export class SqliteEventLog implements EventLog {
    * (one commit instead of one per event: bench, notifications/s). Numbered in call order.
    */
   async append(sessionId: string, stream: number, message: JsonRpcMessage): Promise<number> {
+    // Throws (rejecting this call only) on a value JSON cannot hold, before it can join a shared batch.
+    const json = JSON.stringify(message);
     return new Promise<number>((done, failed) => {
-      if (this.queued.push({ sessionId, stream, message, done, failed }) === 1) {
+      if (this.queued.push({ sessionId, stream, json, done, failed }) === 1) {
         setImmediate(() => this.flush());
       }
     });
@@ -225,7 +228,7 @@ export class SqliteEventLog implements EventLog {
     return this.db.transaction(() => {
       this.q.open.run(sessionId, stream);
       if ((this.q.stream.get(sessionId, stream) as StreamRow).finished === 1) return undefined;
-      const seq = this.appendRows(sessionId, stream, message);
+      const seq = this.appendRows(sessionId, stream, JSON.stringify(message));
       this.q.finish.run(sessionId, stream);
       return seq;
     })();

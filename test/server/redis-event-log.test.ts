@@ -326,6 +326,45 @@ describe('RedisEventLog', () => {
     }
   });
 
+  it('sends a session’s chunks one after another and fails the rest once one fails: nothing stored after a lost event', async () => {
+    const keyPrefix = freshPrefix();
+    const l = make({ keyPrefix });
+    const { createClient } = await import('redis');
+    const raw = createClient({ url: server.url });
+    raw.on('error', () => {});
+    await raw.connect();
+    try {
+      // Stream 1's events key holds a string: the script call carrying the first chunk fails (WRONGTYPE).
+      await raw.set(`${keyPrefix}{s}:x:1`, 'not a stream');
+      const first = Array.from({ length: 256 }, (_, i) => l.append('s', 1, note(i)));
+      const after = l.append('s', 2, note(256));
+      const settled = await Promise.allSettled([...first, after]);
+      expect(settled.every((r) => r.status === 'rejected')).toBe(true);
+      expect((await l.read('s', 2, 0))?.events ?? []).toEqual([]);
+    } finally {
+      await raw.close();
+      await l.close();
+    }
+  });
+
+  it('answers every append when the eviction observer throws, and reports the throw to onError', async () => {
+    const errors: unknown[] = [];
+    const l = make({ maxEventsPerStream: 1, onError: (e) => errors.push(e) });
+    l.setObserver({
+      evicted: () => {
+        throw new Error('observer broke');
+      },
+    });
+    try {
+      const seqs = await Promise.all([1, 2, 3, 4].map((i) => l.append('s', 1, note(i))));
+      expect(seqs).toEqual([1, 2, 3, 4]);
+      expect(errors.length).toBeGreaterThan(0);
+      expect(errors.every((e) => (e as Error).message === 'observer broke')).toBe(true);
+    } finally {
+      await l.close();
+    }
+  });
+
   it('ages out more events at once than the script scans per batch', async () => {
     let clock = 1_000_000;
     const l = make({ retentionMs: 100, now: () => clock });

@@ -46,4 +46,16 @@ describe('SqliteEventLog', () => {
     expect(new SqliteEventLog({ path: await file() }).durable).toBe(true);
     expect(new SqliteEventLog({ path: ':memory:' }).durable).toBe(false);
   });
+
+  it('rejects only the append whose message cannot be serialised; a concurrent one from another session is stored', async () => {
+    const log = new SqliteEventLog({ path: ':memory:' });
+    const bad = log.append('a', 1, { jsonrpc: '2.0', method: 'n', params: { big: 1n } } as never);
+    const good = log.append('b', 1, { jsonrpc: '2.0', method: 'n', params: { ok: true } });
+    await expect(bad).rejects.toThrow(/BigInt/);
+    expect(await good).toBe(1);
+    expect((await log.read('b', 1, 0))?.events.map((e) => e.message)).toEqual([
+      { jsonrpc: '2.0', method: 'n', params: { ok: true } },
+    ]);
+    await log.close();
+  });
 });

@@ -27,6 +27,15 @@ describe('listen or poll', () => {
     expect(start().action).toEqual({ kind: 'listen', afterMs: 0 });
   });
 
+  it('no acknowledgement within the request timeout: a break (re-opened after the backoff); repeated, the follow polls', () => {
+    const quiet: ListenFact = { kind: 'listen-quiet', at: 0 };
+    expect(run(start(), quiet).action).toEqual({ kind: 'listen', afterMs: 100 });
+    const silent = Array.from({ length: MAX_LISTEN_BREAKS + 1 }, () => quiet);
+    const polled = run(start(), ...silent);
+    expect(polled.state.mode).toBe('polling');
+    expect(polled.action).toEqual({ kind: 'get', afterMs: 0 });
+  });
+
   it('not asked: every step is the poll follow’s (a tasks/get after the interval)', () => {
     expect(start(false).action).toEqual({ kind: 'get', afterMs: 500 });
     expect(run(start(false), broke()).action.kind).toBe('get');

@@ -1,4 +1,6 @@
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -19,6 +21,7 @@ import {
   journalBookOf,
   MemoryTaskJournal,
 } from '../../src/client/modern/task-journal.js';
+import { resumeTasks } from '../../src/client/modern/tasks-follow.js';
 
 /**
  * The task journal's decisions (machines/tasks/task-journal.ts), row by row, and its stores: the file is
@@ -241,5 +244,66 @@ describe('the stores', () => {
     expect(await book.begin(c, 'k1')).toMatchObject({ kind: 'fresh' });
     book.release('k1');
     expect(await book.begin(c, 'k2')).toMatchObject({ entry: { key: 'k1' } });
+  });
+});
+
+describe('resumeTasks', () => {
+  it('one follow throwing is reported in `failed`; the other still ends and its outcome is returned', async () => {
+    // Task a is completed; task b asks for input, which this application's handler cannot give (throws).
+    const server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c) => {
+        body += c;
+      });
+      req.on('end', () => {
+        const m = JSON.parse(body) as { id: string; params: { taskId: string } };
+        const task =
+          m.params.taskId === 'a'
+            ? { taskId: 'a', status: 'completed', result: { content: [] } }
+            : {
+                taskId: 'b',
+                status: 'input_required',
+                inputRequests: { q: { method: 'elicitation/create' } },
+              };
+        res.setHeader('content-type', 'application/json');
+        res.end(JSON.stringify({ jsonrpc: '2.0', id: m.id, result: task }));
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`;
+    try {
+      const store = new MemoryTaskJournal();
+      const book = journalBookOf(store);
+      for (const [key, taskId] of [
+        ['ka', 'a'],
+        ['kb', 'b'],
+      ] as const) {
+        await book.begin({ url, toolName: 'charge', args: { taskId }, keyed: true }, key);
+        book.release(key);
+        await book.handle(key, taskId, undefined);
+      }
+      const resumed = await resumeTasks(url, {
+        journal: store,
+        policy: { minPollMs: 10, retryDelayMs: 10 },
+        onInputRequired: async () => {
+          throw new Error('no one to ask');
+        },
+      });
+      expect(resumed.tasks).toEqual([
+        {
+          taskId: 'a',
+          toolName: 'charge',
+          key: 'ka',
+          outcome: { kind: 'completed', result: { content: [] } },
+        },
+      ]);
+      expect(resumed.failed).toMatchObject([{ taskId: 'b', toolName: 'charge', key: 'kb' }]);
+      expect((resumed.failed[0]?.error as Error).message).toBe('no one to ask');
+      // a's entry is settled (dropped); b's is kept for a later resume.
+      expect((await store.load()).map((e) => e.key)).toEqual(['kb']);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    }
   });
 });

@@ -1,7 +1,11 @@
+import { createServer, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { Client } from '@modelcontextprotocol/client';
 import { McpServer as McpServerV2 } from '@modelcontextprotocol/server';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { TaskFollowOptions } from '../../src/client/modern/tasks-follow.js';
+import { LISTEN_METHOD } from '../../machines/listen-wire.js';
+import { MAX_LISTEN_BREAKS } from '../../machines/tasks/task-follow-listen.js';
+import { followTask, type TaskFollowOptions } from '../../src/client/modern/tasks-follow.js';
 import type { FaultProxy } from '../../src/testing/fault-proxy.js';
 import { registerHello } from '../support/hello-tool.js';
 import { connectTasksClient, registerCharge, startProxiedTasksServer } from '../support/tasks-server.js';
@@ -122,5 +126,65 @@ describe('following a task by its listen', () => {
     expect(sent.filter((m) => m === 'listen')).toHaveLength(1);
     expect(sent).toContain('tasks/get');
     await client.close();
+  });
+});
+
+describe('a listen the server takes and never answers (no headers, no acknowledgement)', () => {
+  const held: ServerResponse[] = [];
+  let server: Server | undefined;
+  let sent: string[] = [];
+  afterEach(async () => {
+    for (const r of held.splice(0)) r.destroy();
+    server?.closeAllConnections();
+    await new Promise((r) => server?.close(r));
+  });
+  /** Holds every listen; answers tasks/get and tasks/cancel with the task in `status`. */
+  async function silentListens(status: string): Promise<string> {
+    sent = [];
+    server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c) => {
+        body += c;
+      });
+      req.on('end', () => {
+        const m = JSON.parse(body) as { id: string; method: string };
+        sent.push(m.method);
+        if (m.method === LISTEN_METHOD) return void held.push(res);
+        res.setHeader('content-type', 'application/json');
+        res.end(
+          JSON.stringify({
+            jsonrpc: '2.0',
+            id: m.id,
+            result: { taskId: 't', status, result: { content: [] } },
+          }),
+        );
+      });
+    });
+    await new Promise<void>((r) => server?.listen(0, '127.0.0.1', r));
+    return `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`;
+  }
+
+  it('each listen times out at the request timeout as a break; the follow ends by polling', async () => {
+    const url = await silentListens('completed');
+    const outcome = await followTask(url, 't', {
+      listen: true,
+      policy: { ...fast, requestTimeoutMs: 150 },
+    });
+    expect(outcome).toMatchObject({ kind: 'completed' });
+    expect(sent.filter((m) => m === LISTEN_METHOD)).toHaveLength(MAX_LISTEN_BREAKS + 1);
+    expect(sent).toContain('tasks/get');
+  });
+
+  it('the application’s abort ends the follow while the listen is still unanswered', async () => {
+    const url = await silentListens('cancelled');
+    const controller = new AbortController();
+    const started = Date.now();
+    const following = followTask(url, 't', { listen: true, policy: fast, signal: controller.signal });
+    await until('the listen', () => sent.includes(LISTEN_METHOD), 5_000);
+    controller.abort();
+    expect(await following).toMatchObject({ kind: 'cancelled' });
+    // Well before the default 30 s request timeout could have ended the wait.
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(sent).toContain('tasks/cancel');
   });
 });

@@ -85,7 +85,8 @@ export class TaskListenStream {
             method: LISTEN_METHOD,
             params: { notifications: { taskIds: [this.taskId] }, _meta: io.meta },
           },
-          this.abort.signal,
+          // The application's cancel ends the listen's POST too, even before its headers came.
+          io.signal ? AbortSignal.any([this.abort.signal, io.signal]) : this.abort.signal,
         ),
       );
       const stream = response.ok && response.headers.get('content-type')?.includes('text/event-stream');

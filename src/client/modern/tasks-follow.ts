@@ -119,8 +119,13 @@ export async function followTaskWith(
         if (io.signal?.aborted && !cancelTold) continue;
         if (action.kind === 'listen') {
           listen?.close();
-          listen = TaskListenStream.open(io, taskId);
-          fact = (await listen.next()) as ListenFact;
+          // Until the cancel is told, the application's abort ends the listen too; after, it must not.
+          const { signal, ...detached } = io;
+          listen = TaskListenStream.open(cancelTold ? detached : io, taskId);
+          // Its acknowledgement gets the request timeout: a listen taken and never answered must not hang.
+          const first = await listen.next(cancelTold ? undefined : signal, policy.requestTimeoutMs);
+          if (first === undefined) continue;
+          fact = first;
         } else fact = await exchange(io, taskId, action, policy.requestTimeoutMs);
       }
       step = listenFollowStep(step.state, fact, policy);
@@ -180,6 +185,11 @@ export interface ResumedTasks {
   /** Each journaled task of `url`, followed to its end (concurrently). */
   readonly tasks: readonly ResumedTask[];
   /**
+   * The tasks whose follow threw (an `onInputRequired` that threw, ...): each with its error. Their entries
+   * are released, not settled: a later `resumeTasks` finds them again. One failing never stops the others.
+   */
+  readonly failed: readonly (Omit<ResumedTask, 'outcome'> & { readonly error: unknown })[];
+  /**
    * Calls that stopped before their handle arrived: only the same call made again (same tool and
    * arguments through `continuityFetch` on this journal) re-sends the key and gets its task back.
    */
@@ -198,14 +208,19 @@ export async function resumeTasks(
   const book = bookOf(options);
   const found = await book.resume(String(url));
   const io = followIo(url, options);
-  const tasks = await Promise.all(
-    found.follow.map(async (e) => {
-      const taskId = e.taskId as string;
-      const outcome = await followJournaled(io, taskId, options, book, e.key);
-      return { taskId, toolName: e.toolName, key: e.key, outcome };
-    }),
+  // Settled, not all: a follow that throws must not leave the others' outcomes unreported.
+  const ends = await Promise.allSettled(
+    found.follow.map((e) => followJournaled(io, e.taskId as string, options, book, e.key)),
   );
-  return { tasks, unhanded: found.unhanded.map((e) => ({ key: e.key, toolName: e.toolName })) };
+  const tasks: ResumedTask[] = [];
+  const failed: (Omit<ResumedTask, 'outcome'> & { error: unknown })[] = [];
+  ends.forEach((end, i) => {
+    const e = found.follow[i] as (typeof found.follow)[number];
+    const task = { taskId: e.taskId as string, toolName: e.toolName, key: e.key };
+    if (end.status === 'fulfilled') tasks.push({ ...task, outcome: end.value });
+    else failed.push({ ...task, error: end.reason });
+  });
+  return { tasks, failed, unhanded: found.unhanded.map((e) => ({ key: e.key, toolName: e.toolName })) };
 }
 
 function bookOf(options: FollowTaskOptions): JournalBook {

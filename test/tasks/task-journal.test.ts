@@ -298,7 +298,7 @@ describe('resumeTasks', () => {
         },
       ]);
       expect(resumed.failed).toMatchObject([{ taskId: 'b', toolName: 'charge', key: 'kb' }]);
-      expect((resumed.failed[0]?.error as Error).message).toBe('no one to ask');
+      expect(resumed.failed[0]?.error).toMatchObject({ message: 'no one to ask' });
       // a's entry is settled (dropped); b's is kept for a later resume.
       expect((await store.load()).map((e) => e.key)).toEqual(['kb']);
     } finally {

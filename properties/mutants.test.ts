@@ -23,7 +23,7 @@ describe('the properties catch deliberately broken variants', () => {
         ({ config, commands }) =>
           failedChecks(judge(runSchedule(commands, config, mutant.variant))).length === 0,
         // Shrinking a 40-command schedule can take long; past the limit the best schedule so far is kept.
-        { numRuns: RUNS, seed, shrinkMs: SHRINK_MS },
+        { numRuns: RUNS * (mutant.runsFactor ?? 1), seed, shrinkMs: SHRINK_MS },
       );
       expect(
         result.caught,
